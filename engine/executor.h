@@ -1,0 +1,101 @@
+/* executor.h -- the executor interface: run one batch, say how long it took.
+ *
+ * The engine forms a batch each step (prefill chunks of prompts and/or one decode
+ * token per running sequence), together with the memory operations the block
+ * manager decided (copy-on-write copies, swap in, swap out).  An executor performs
+ * them -- on a cost model (sim), a real tiny model on the CPU (cpu), or a real model
+ * on a GPU (cuda) -- and returns the step's latency, which the engine adds to its
+ * clock.  Real executors also return next-token candidates; the sim returns none
+ * (has_tokens == false) and the engine draws synthetic ones (see engine docs).
+ *
+ * Shared by engine/, baselines/ and every executor: change it only together. */
+#ifndef PB_EXECUTOR_H
+#define PB_EXECUTOR_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "pb.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+typedef struct { int32_t src, dst; } pb_block_pair;   /* block copy / swap map entry */
+
+/* One sequence's part of a batch. */
+typedef struct {
+    int32_t seq_id;          /* engine-wide sequence id                              */
+    int32_t group_id;        /* request (sequence group) id                          */
+    bool is_prefill;         /* prompt (or recompute) phase this step                */
+    int32_t n_new;           /* tokens computed this step (prefill: prompt tokens not
+                                cached; decode: 1)                                    */
+    int32_t n_cached;        /* tokens whose KV already exists before this step
+                                (decode: context_len - 1; prefill with a cached
+                                shared prefix: prefix tokens; else 0)                  */
+    int32_t context_len;     /* n_cached + n_new: KV length after this step          */
+    bool sample;             /* produce next-token candidates for this sequence      */
+    /* KV location.  Paged managers: block_table[n_blocks] physical GPU blocks.
+       Contiguous managers: block_table == NULL and kv_offset = first slot. */
+    const int32_t *block_table;
+    int32_t n_blocks;
+    int64_t kv_offset;
+    /* Real executors: token ids of the whole sequence so far (context_len of them;
+       the last n_new are this step's inputs).  NULL under the sim. */
+    const int32_t *tokens;
+} pb_batch_seq;
+
+typedef struct {
+    int32_t n_seqs;
+    const pb_batch_seq *seqs;
+    int64_t n_prefill_tokens;        /* sum of n_new over prefill sequences         */
+    int32_t n_decode;                /* decode sequences                            */
+    int32_t block_size;              /* paged: tokens per block; contiguous: 0      */
+    int32_t n_top;                   /* candidates wanted per sampled sequence
+                                        (1 greedy/sampling; 2*beam for beam search) */
+    /* memory operations, done before the forward pass */
+    const pb_block_pair *copies;  int32_t n_copies;     /* GPU block src -> dst (CoW) */
+    const pb_block_pair *swap_in; int32_t n_swap_in;    /* CPU block -> GPU block     */
+    const pb_block_pair *swap_out; int32_t n_swap_out;  /* GPU block -> CPU block     */
+} pb_batch;
+
+#define PB_MAX_TOP 16
+typedef struct {                 /* next-token candidates of one sampled sequence   */
+    int32_t n;                   /* <= batch n_top                                  */
+    int32_t token[PB_MAX_TOP];
+    float logprob[PB_MAX_TOP];   /* log-probabilities, descending                   */
+} pb_candidates;
+
+typedef struct {
+    double latency_s;            /* whole step: memory ops + forward pass            */
+    double swap_s;               /* of which swapping                                */
+    double copy_s;               /* of which copy-on-write copies                    */
+    bool has_tokens;             /* cand[] was filled (real executors)               */
+} pb_step_result;
+
+typedef struct pb_executor pb_executor;
+typedef struct {
+    const char *name;
+    /* Execute one batch.  cand has batch->n_seqs entries (filled for seqs with
+       sample == true when the executor produces tokens).  Returns PB_OK or an
+       error status (the engine stops the run on error). */
+    pb_status (*execute)(pb_executor *ex, const pb_batch *batch, pb_step_result *res,
+                         pb_candidates *cand);
+    void (*destroy)(pb_executor *ex);
+} pb_executor_i;
+
+struct pb_executor {
+    const pb_executor_i *iface;
+    void *impl;
+};
+
+static inline pb_status pb_executor_execute(pb_executor *ex, const pb_batch *b, pb_step_result *r,
+                                            pb_candidates *cand) {
+    return ex->iface->execute(ex, b, r, cand);
+}
+static inline void pb_executor_destroy(pb_executor *ex) { if (ex) ex->iface->destroy(ex); }
+
+#ifdef __cplusplus
+}
+#endif
+#endif /* PB_EXECUTOR_H */

@@ -1,0 +1,81 @@
+/* rng.c -- xoshiro256** with splitmix64 seeding; derived distributions. */
+#include "rng.h"
+
+#include <math.h>
+
+static uint64_t splitmix64(uint64_t *x) {
+    uint64_t z = (*x += 0x9e3779b97f4a7c15ULL);
+    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
+    z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
+    return z ^ (z >> 31);
+}
+
+void pb_rng_seed(pb_rng *r, uint64_t seed, uint64_t stream) {
+    uint64_t x = seed ^ (stream * 0xd1342543de82ef95ULL + 0x2545f4914f6cdd1dULL);
+    for (int i = 0; i < 4; i++) r->s[i] = splitmix64(&x);
+}
+
+static inline uint64_t rotl(uint64_t x, int k) { return (x << k) | (x >> (64 - k)); }
+
+uint64_t pb_rng_u64(pb_rng *r) {
+    uint64_t *s = r->s;
+    uint64_t result = rotl(s[1] * 5, 7) * 9;
+    uint64_t t = s[1] << 17;
+    s[2] ^= s[0]; s[3] ^= s[1]; s[1] ^= s[2]; s[0] ^= s[3];
+    s[2] ^= t;
+    s[3] = rotl(s[3], 45);
+    return result;
+}
+
+double pb_rng_uniform(pb_rng *r) { return (double)(pb_rng_u64(r) >> 11) * 0x1.0p-53; }
+
+uint64_t pb_rng_below(pb_rng *r, uint64_t n) {
+    /* Lemire's multiply-shift with rejection */
+    uint64_t x = pb_rng_u64(r);
+    __uint128_t m = (__uint128_t)x * n;
+    uint64_t l = (uint64_t)m;
+    if (l < n) {
+        uint64_t t = -n % n;
+        while (l < t) { x = pb_rng_u64(r); m = (__uint128_t)x * n; l = (uint64_t)m; }
+    }
+    return (uint64_t)(m >> 64);
+}
+
+double pb_rng_normal(pb_rng *r) {
+    double u1 = 1.0 - pb_rng_uniform(r); /* (0, 1] */
+    double u2 = pb_rng_uniform(r);
+    return sqrt(-2.0 * log(u1)) * cos(2.0 * 3.14159265358979323846 * u2);
+}
+
+double pb_rng_exp(pb_rng *r, double rate) { return -log1p(-pb_rng_uniform(r)) / rate; }
+
+double pb_rng_gumbel(pb_rng *r) {
+    double u = pb_rng_uniform(r);
+    if (u <= 0.0) u = 0x1.0p-53;
+    return -log(-log(u));
+}
+
+int64_t pb_rng_poisson(pb_rng *r, double lambda) {
+    if (lambda <= 0.0) return 0;
+    if (lambda < 30.0) {                        /* Knuth: multiply uniforms */
+        double L = exp(-lambda), p = 1.0;
+        int64_t k = 0;
+        do { k++; p *= pb_rng_uniform(r); } while (p > L);
+        return k - 1;
+    }
+    /* PTRS: Hoermann, "The transformed rejection method for generating Poisson
+     * random variables", 1993. */
+    double slam = sqrt(lambda), loglam = log(lambda);
+    double b = 0.931 + 2.53 * slam, a = -0.059 + 0.02483 * b;
+    double invalpha = 1.1239 + 1.1328 / (b - 3.4), vr = 0.9277 - 3.6224 / (b - 2);
+    for (;;) {
+        double U = pb_rng_uniform(r) - 0.5, V = pb_rng_uniform(r);
+        double us = 0.5 - fabs(U);
+        int64_t k = (int64_t)floor((2 * a / us + b) * U + lambda + 0.43);
+        if (us >= 0.07 && V <= vr) return k;
+        if (k < 0 || (us < 0.013 && V > us)) continue;
+        if (log(V) + log(invalpha) - log(a / (us * us) + b) <=
+            -lambda + (double)k * loglam - lgamma((double)k + 1))
+            return k;
+    }
+}

@@ -1,0 +1,1 @@
+/* spec.c -- PLACEHOLDER being written */

@@ -1,0 +1,27 @@
+/* commands.h -- the subcommands of the pagedbench CLI.
+ *
+ * Each is `int pb_cmd_<name>(int argc, char **argv)` with argv[0] = the command name,
+ * returns an exit code (PB_EXIT_OK / PB_EXIT_RUNTIME / PB_EXIT_USAGE), prints its own
+ * --help, and lives with the module it belongs to:
+ *   run      experiments/cmd_run.c      run an experiment YAML (sweeps, results CSV)
+ *   trace    workloads/cmd_trace.c      write a request trace as CSV
+ *   table1   experiments/cmd_table1.c   the paper's Table 1 from the spec files
+ *   list     experiments/cmd_list.c     experiments, models, hardware, policies
+ *   kernels  kernels/cmd_kernels.c      kernel checks, benchmarks, regression baselines
+ *   profile  engine/cmd_profile.c       measure step latencies on a GPU for the sim
+ *   bench    bench/cmd_bench.c          micro-benchmarks (scheduler, sim, ...) */
+#ifndef PB_COMMANDS_H
+#define PB_COMMANDS_H
+
+int pb_cmd_run(int argc, char **argv);
+int pb_cmd_trace(int argc, char **argv);
+int pb_cmd_table1(int argc, char **argv);
+int pb_cmd_list(int argc, char **argv);
+int pb_cmd_kernels(int argc, char **argv);
+int pb_cmd_profile(int argc, char **argv);
+int pb_cmd_bench(int argc, char **argv);
+
+/* Is argv asking for help (-h / --help anywhere)? */
+int pb_wants_help(int argc, char **argv);
+
+#endif /* PB_COMMANDS_H */

@@ -1,0 +1,130 @@
+/* config.h -- YAML configuration trees with positions, schema validation, --set.
+ *
+ * A config is loaded with libyaml's document API into our own tree of pb_node
+ * (maps, sequences, scalars), each node remembering file:line:col (1-based), so
+ * every later error can say where it came from.  The loader rejects what libyaml
+ * lets through: duplicate keys, merge keys ('<<'), and empty documents.
+ *
+ * Then, in this order:
+ *   pb_config_include()  replaces `key: name` by the tree of <dir>/<name>.yaml
+ *                        (the model and hardware spec files), keeping that file's
+ *                        positions for its nodes;
+ *   pb_config_set()      applies a `--set a.b.c=value` override (value is parsed as
+ *                        YAML, so `--set sweep.rates=[1,2]` works; list elements are
+ *                        addressed by index: `systems.0.block_size=32`);
+ *   pb_config_validate() checks the tree against a schema table (pb_key[]):
+ *                        unknown keys (with "did you mean"), wrong types, ranges,
+ *                        enum values, missing required keys.  All errors are
+ *                        collected (up to 20), each `file:line:col: path: message`.
+ * Reading values afterwards goes through pb_node_* getters, which assume the tree
+ * was validated (a getter's default is returned for an absent key).
+ *
+ * Errors are reported through pb_cfg_err (caller-owned), never printed here. */
+#ifndef PB_CONFIG_H
+#define PB_CONFIG_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "pb.h"
+
+typedef enum { PB_NODE_SCALAR, PB_NODE_MAP, PB_NODE_SEQ } pb_node_kind;
+
+typedef struct pb_node pb_node;
+struct pb_node {
+    pb_node_kind kind;
+    const char *file;       /* file the node came from ("--set" for overrides)   */
+    int line, col;          /* 1-based position of the value                      */
+    const char *key;        /* key under the parent map, NULL otherwise           */
+    int key_line, key_col;  /* 1-based position of the key                        */
+    const char *value;      /* scalar text (NULL for maps and sequences)          */
+    bool quoted;            /* scalar was written in quotes                       */
+    pb_node **kids;         /* map entries (each with ->key) or sequence items    */
+    int n_kids, cap_kids;
+    pb_node *parent;
+};
+
+typedef struct pb_config pb_config;     /* opaque: owns the tree and its strings */
+
+#define PB_CFG_MAX_ERRORS 20
+typedef struct {
+    int count;              /* number of errors recorded                         */
+    char msg[4096];         /* errors, one per line, "file:line:col: message"    */
+} pb_cfg_err;
+
+void pb_cfg_err_clear(pb_cfg_err *e);
+/* Record an error at node n (or at its key when at_key).  Returns PB_ERR_INVALID. */
+pb_status pb_cfg_fail(pb_cfg_err *e, const pb_node *n, bool at_key, const char *fmt, ...)
+#ifdef __GNUC__
+    __attribute__((format(printf, 4, 5)))
+#endif
+    ;
+
+/* Load a YAML file (or a string, for tests; `name` is used in messages).
+ * On error *out is NULL and err holds file:line:col: message. */
+pb_status pb_config_load(const char *path, pb_config **out, pb_cfg_err *err);
+pb_status pb_config_load_string(const char *name, const char *text, pb_config **out,
+                                pb_cfg_err *err);
+void      pb_config_destroy(pb_config *c);           /* NULL is a no-op */
+pb_node  *pb_config_root(const pb_config *c);         /* always a map */
+const char *pb_config_path(const pb_config *c);
+
+/* If root[key] is a scalar NAME, replace it by the root map of dir/NAME.yaml.
+ * A map value is left alone (an inline spec).  Absent key: PB_OK, nothing done.
+ * An unknown NAME is an error at the scalar, listing the files that exist. */
+pb_status pb_config_include(pb_config *c, const char *key, const char *dir, pb_cfg_err *err);
+
+/* Apply one override "a.b.c=value".  Missing intermediate maps are created.
+ * Errors (no '=', bad path, YAML error in value) are reported at "--set:1:col". */
+pb_status pb_config_set(pb_config *c, const char *assignment, pb_cfg_err *err);
+
+/* ---- schema ---- */
+typedef enum {
+    PB_T_INT = 1,    /* integer scalar, range [lo, hi] when lo < hi               */
+    PB_T_NUM,        /* real scalar, range [lo, hi] when lo < hi                  */
+    PB_T_BOOL,       /* true / false only                                         */
+    PB_T_STR,        /* any scalar                                                */
+    PB_T_ENUM,       /* one of choices "a|b|c"                                    */
+    PB_T_MAP,        /* map validated against sub (NULL sub: any map)             */
+    PB_T_LIST,       /* sequence; items are maps checked against sub when sub is
+                        set, else scalars of type elem (elem may be PB_T_NUM etc.) */
+    PB_T_NUM_LIST    /* a number, or a sequence of numbers (sweep axes)           */
+} pb_type;
+
+typedef struct pb_key pb_key;
+struct pb_key {
+    const char *name;       /* NULL terminates a schema table                     */
+    pb_type type;
+    bool required;
+    double lo, hi;          /* numeric range (inclusive) when lo < hi             */
+    const char *choices;    /* PB_T_ENUM: "a|b|c"                                 */
+    const pb_key *sub;      /* PB_T_MAP / PB_T_LIST of maps                       */
+    pb_type elem;           /* PB_T_LIST of scalars                               */
+    const char *doc;        /* one line, for `pagedbench list --keys` and errors  */
+};
+
+/* Validate map n against schema; path is the key path of n ("" at the root).
+ * Returns PB_OK, or PB_ERR_INVALID with every error recorded in err. */
+pb_status pb_config_validate(const pb_node *n, const pb_key *schema, const char *path,
+                             pb_cfg_err *err);
+
+/* ---- getters (dotted paths relative to a map node; "a.0.b" indexes sequences) ---- */
+const pb_node *pb_node_get(const pb_node *n, const char *path);   /* NULL if absent */
+bool        pb_node_has(const pb_node *n, const char *path);
+double      pb_node_num(const pb_node *n, const char *path, double dflt);
+int64_t     pb_node_int(const pb_node *n, const char *path, int64_t dflt);
+bool        pb_node_bool(const pb_node *n, const char *path, bool dflt);
+const char *pb_node_str(const pb_node *n, const char *path, const char *dflt);
+/* A PB_T_NUM_LIST value as an array (a single number gives one element).
+ * Returns the count; *out is malloc'd (caller frees). 0 when absent. */
+int         pb_node_num_list(const pb_node *n, const char *path, double **out);
+
+/* Parse helpers shared with other text readers (traces, --set) */
+bool pb_parse_int(const char *s, int64_t *out);
+bool pb_parse_num(const char *s, double *out);
+
+/* Levenshtein distance, for "did you mean" suggestions */
+int pb_edit_distance(const char *a, const char *b);
+
+#endif /* PB_CONFIG_H */

@@ -1,0 +1,55 @@
+/* main.c -- the pagedbench command line: dispatch to a subcommand.
+ *
+ *   build/pagedbench <command> [options]     (pagedbench <command> --help for each)
+ * Exit status: 0 ok, 1 runtime failure, 2 usage or config error. */
+#include <stdio.h>
+#include <string.h>
+
+#include "commands.h"
+#include "pb.h"
+
+typedef struct {
+    const char *name;
+    int (*fn)(int, char **);
+    const char *summary;
+} command;
+
+static const command COMMANDS[] = {
+    {"run",     pb_cmd_run,     "run an experiment YAML (all systems x sweep points)"},
+    {"trace",   pb_cmd_trace,   "write a request trace (CSV) for a dataset and arrival process"},
+    {"table1",  pb_cmd_table1,  "print the paper's Table 1 (model sizes, KV capacity)"},
+    {"list",    pb_cmd_list,    "list experiments, models, hardware, policies"},
+    {"kernels", pb_cmd_kernels, "check and benchmark the attention/cache kernels"},
+    {"profile", pb_cmd_profile, "measure step latencies on a GPU into a cost-model profile"},
+    {"bench",   pb_cmd_bench,   "micro-benchmarks: scheduler, block manager, simulator"},
+};
+
+static void usage(FILE *f) {
+    fprintf(f, "usage: pagedbench <command> [options]\n\ncommands:\n");
+    for (size_t i = 0; i < PB_ARRAY_LEN(COMMANDS); i++)
+        fprintf(f, "  %-8s %s\n", COMMANDS[i].name, COMMANDS[i].summary);
+    fprintf(f, "\n`pagedbench <command> --help` describes each.  Exit status: 0 ok, "
+               "1 runtime failure, 2 usage or config error.\n");
+#ifndef PB_HAVE_CUDA
+    fprintf(f, "This build has no CUDA: the cuda executor and the GPU kernels are unavailable.\n");
+#endif
+}
+
+int pb_wants_help(int argc, char **argv) {
+    for (int i = 1; i < argc; i++)
+        if (!strcmp(argv[i], "-h") || !strcmp(argv[i], "--help")) return 1;
+    return 0;
+}
+
+int main(int argc, char **argv) {
+    if (argc < 2) { usage(stderr); return PB_EXIT_USAGE; }
+    if (!strcmp(argv[1], "-h") || !strcmp(argv[1], "--help") || !strcmp(argv[1], "help")) {
+        usage(stdout);
+        return PB_EXIT_OK;
+    }
+    for (size_t i = 0; i < PB_ARRAY_LEN(COMMANDS); i++)
+        if (!strcmp(argv[1], COMMANDS[i].name)) return COMMANDS[i].fn(argc - 1, argv + 1);
+    fprintf(stderr, "pagedbench: unknown command '%s'\n", argv[1]);
+    usage(stderr);
+    return PB_EXIT_USAGE;
+}

@@ -1,0 +1,89 @@
+/* pbtest.h -- a minimal test harness (header-only).
+ *
+ * Usage:
+ *   #include "pbtest.h"
+ *   PB_TEST(block_table_grows) { PB_CHECK(x == 1); PB_CHECK_NEAR(a, b, 1e-9); }
+ *   int main(void) { return pb_test_main(); }    // or PB_TEST_MAIN()
+ * Every test binary ends with the line "N passed, N failed" (and ", N skipped"),
+ * and exits 1 if anything failed, 77 if everything was skipped, else 0.
+ * A test calls PB_SKIP("reason") to skip itself (e.g. ../shared/data absent). */
+#ifndef PB_TEST_H
+#define PB_TEST_H
+
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+typedef void (*pb_test_fn)(void);
+typedef struct { const char *name; pb_test_fn fn; } pb_test_entry;
+
+#define PB_TEST_MAX 512
+static pb_test_entry pb_tests_[PB_TEST_MAX];
+static int pb_n_tests_;
+static int pb_cur_failed_, pb_cur_skipped_;
+
+#define PB_TEST(name)                                                                  \
+    static void pb_test_##name(void);                                                  \
+    __attribute__((constructor)) static void pb_reg_##name(void) {                     \
+        if (pb_n_tests_ < PB_TEST_MAX) {                                               \
+            pb_tests_[pb_n_tests_].name = #name;                                       \
+            pb_tests_[pb_n_tests_++].fn = pb_test_##name;                              \
+        }                                                                              \
+    }                                                                                  \
+    static void pb_test_##name(void)
+
+#define PB_CHECK(cond) do { if (!(cond)) {                                             \
+    fprintf(stderr, "  %s:%d: check failed: %s\n", __FILE__, __LINE__, #cond);        \
+    pb_cur_failed_++; } } while (0)
+#define PB_REQUIRE(cond) do { if (!(cond)) {                                           \
+    fprintf(stderr, "  %s:%d: required check failed: %s\n", __FILE__, __LINE__, #cond);\
+    pb_cur_failed_++; return; } } while (0)
+#define PB_CHECK_NEAR(a, b, tol) do { double a_ = (double)(a), b_ = (double)(b);       \
+    if (!(fabs(a_ - b_) <= (tol))) {                                                   \
+    fprintf(stderr, "  %s:%d: %s = %.9g, %s = %.9g, |diff| > %g\n", __FILE__, __LINE__, \
+            #a, a_, #b, b_, (double)(tol)); pb_cur_failed_++; } } while (0)
+#define PB_CHECK_EQ_INT(a, b) do { long long a_ = (long long)(a), b_ = (long long)(b);  \
+    if (a_ != b_) { fprintf(stderr, "  %s:%d: %s = %lld, expected %s = %lld\n",        \
+    __FILE__, __LINE__, #a, a_, #b, b_); pb_cur_failed_++; } } while (0)
+#define PB_CHECK_STR_CONTAINS(hay, needle) do { const char *h_ = (hay), *n_ = (needle); \
+    if (!h_ || !strstr(h_, n_)) { fprintf(stderr, "  %s:%d: '%s' does not contain '%s'\n", \
+    __FILE__, __LINE__, h_ ? h_ : "(null)", n_); pb_cur_failed_++; } } while (0)
+#define PB_SKIP(...) do { fprintf(stderr, "  skip: "); fprintf(stderr, __VA_ARGS__);   \
+    fputc('\n', stderr); pb_cur_skipped_ = 1; return; } while (0)
+
+static inline int pb_test_main(void) {
+    int passed = 0, failed = 0, skipped = 0;
+    for (int i = 0; i < pb_n_tests_; i++) {
+        pb_cur_failed_ = 0;
+        pb_cur_skipped_ = 0;
+        pb_tests_[i].fn();
+        const char *v = pb_cur_failed_ ? "FAIL" : pb_cur_skipped_ ? "SKIP" : "ok";
+        fprintf(stderr, "[%s] %s\n", v, pb_tests_[i].name);
+        if (pb_cur_failed_) failed++;
+        else if (pb_cur_skipped_) skipped++;
+        else passed++;
+    }
+    printf("%d passed, %d failed", passed, failed);
+    if (skipped) printf(", %d skipped", skipped);
+    printf("\n");
+    if (failed) return 1;
+    return passed == 0 && skipped > 0 ? 77 : 0;
+}
+#define PB_TEST_MAIN() int main(void) { return pb_test_main(); }
+
+/* Path of the shared data folder (../shared/data beside the checkout), or NULL. */
+static inline const char *pb_test_shared_data(void) {
+    static char buf[4096];
+    const char *env = getenv("PAGEDBENCH_SHARED_DATA");
+    if (env && *env) return env;
+#ifdef PB_SOURCE_DIR
+    snprintf(buf, sizeof buf, "%s/../shared/data", PB_SOURCE_DIR);
+    FILE *f;
+    char probe[4200];
+    snprintf(probe, sizeof probe, "%s/README.md", buf);
+    if ((f = fopen(probe, "r"))) { fclose(f); return buf; }
+#endif
+    return NULL;
+}
+#endif /* PB_TEST_H */
