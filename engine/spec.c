@@ -1,1 +1,162 @@
-/* spec.c -- PLACEHOLDER being written */
+/* spec.c -- model / hardware spec files and the KV-capacity formula (Table 1). */
+#include "spec.h"
+
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "config.h"
+
+/* ---- schemas ---- */
+const pb_key pb_model_schema[] = {
+    {"name", PB_T_STR, true, 0, 0, NULL, NULL, 0, "display name, e.g. OPT-13B"},
+    {"arch", PB_T_ENUM, true, 0, 0, "opt|llama", NULL, 0, "decoder architecture"},
+    {"n_layers", PB_T_INT, true, 1, 1024, NULL, NULL, 0, "decoder layers"},
+    {"hidden", PB_T_INT, true, 1, 1 << 20, NULL, NULL, 0, "model width"},
+    {"n_heads", PB_T_INT, true, 1, 4096, NULL, NULL, 0, "query heads"},
+    {"n_kv_heads", PB_T_INT, false, 1, 4096, NULL, NULL, 0, "KV heads (default n_heads)"},
+    {"head_size", PB_T_INT, false, 1, 1024, NULL, NULL, 0, "head size (default hidden/n_heads)"},
+    {"ffn", PB_T_INT, true, 1, 1 << 22, NULL, NULL, 0, "FFN inner size"},
+    {"vocab", PB_T_INT, true, 1, 1 << 24, NULL, NULL, 0, "vocabulary size"},
+    {"max_len", PB_T_INT, true, 1, 1 << 24, NULL, NULL, 0, "maximum sequence length"},
+    {"n_params", PB_T_NUM, true, 1, 1e15, NULL, NULL, 0, "parameter count"},
+    {"dtype", PB_T_ENUM, false, 0, 0, "fp16|bf16|fp32", NULL, 0, "weight and KV dtype (default fp16)"},
+    {"sources", PB_T_MAP, false, 0, 0, NULL, NULL, 0, "key -> where the number comes from"},
+    {NULL, 0, false, 0, 0, NULL, NULL, 0, NULL},
+};
+
+/* Numbers a hardware spec may set; each needs an entry under sources:. */
+static const char *const HW_NUMBERS[] = {
+    "memory_bytes", "hbm_bandwidth_GBps", "fp16_tflops", "pcie_h2d_GBps", "pcie_d2h_GBps",
+    "pcie_copy_latency_us", "nvlink_GBps", "l2_MB", "n_sms",
+};
+
+const pb_key pb_hardware_schema[] = {
+    {"name", PB_T_STR, true, 0, 0, NULL, NULL, 0, "display name, e.g. A100-40GB"},
+    {"memory_bytes", PB_T_NUM, true, 1e6, 1e15, NULL, NULL, 0, "device memory as the runtime reports it"},
+    {"hbm_bandwidth_GBps", PB_T_NUM, true, 1, 1e6, NULL, NULL, 0, "datasheet HBM bandwidth, GB/s"},
+    {"fp16_tflops", PB_T_NUM, true, 1, 1e6, NULL, NULL, 0, "dense fp16 tensor-core peak, TFLOP/s"},
+    {"pcie_h2d_GBps", PB_T_NUM, true, 0.1, 1e4, NULL, NULL, 0, "pinned host->device bandwidth, GB/s"},
+    {"pcie_d2h_GBps", PB_T_NUM, true, 0.1, 1e4, NULL, NULL, 0, "pinned device->host bandwidth, GB/s"},
+    {"pcie_copy_latency_us", PB_T_NUM, true, 0, 1000, NULL, NULL, 0, "per cudaMemcpyAsync call, us"},
+    {"nvlink_GBps", PB_T_NUM, true, 0, 1e5, NULL, NULL, 0, "NVLink per-direction bandwidth per GPU, GB/s"},
+    {"l2_MB", PB_T_NUM, false, 0, 1e4, NULL, NULL, 0, "L2 cache, MB"},
+    {"n_sms", PB_T_INT, false, 1, 10000, NULL, NULL, 0, "streaming multiprocessors"},
+    {"sources", PB_T_MAP, true, 0, 0, NULL, NULL, 0, "key -> datasheet / measurement for every number"},
+    {"cost_model", PB_T_MAP, false, 0, 0, NULL, NULL, 0, "cost-model parameters (see engine/executor_sim.h)"},
+    {NULL, 0, false, 0, 0, NULL, NULL, 0, NULL},
+};
+
+/* ---- loading ---- */
+const char *pb_spec_dir(void) {
+    const char *e = getenv("PAGEDBENCH_SPECS");
+    if (e && *e) return e;
+#ifdef PB_SOURCE_DIR
+    return PB_SOURCE_DIR "/experiments";
+#else
+    return "experiments";
+#endif
+}
+
+pb_status pb_model_from_node(const pb_node *n, pb_model *m, pb_cfg_err *err) {
+    if (pb_config_validate(n, pb_model_schema, "model", err)) return PB_ERR_INVALID;
+    memset(m, 0, sizeof *m);
+    snprintf(m->name, sizeof m->name, "%s", pb_node_str(n, "name", "?"));
+    m->arch = strcmp(pb_node_str(n, "arch", "opt"), "llama") == 0 ? PB_ARCH_LLAMA : PB_ARCH_OPT;
+    m->n_layers = (int32_t)pb_node_int(n, "n_layers", 0);
+    m->hidden = (int32_t)pb_node_int(n, "hidden", 0);
+    m->n_heads = (int32_t)pb_node_int(n, "n_heads", 0);
+    m->n_kv_heads = (int32_t)pb_node_int(n, "n_kv_heads", m->n_heads);
+    m->head_size = (int32_t)pb_node_int(n, "head_size", m->hidden / m->n_heads);
+    m->ffn = (int32_t)pb_node_int(n, "ffn", 0);
+    m->vocab = (int32_t)pb_node_int(n, "vocab", 0);
+    m->max_len = (int32_t)pb_node_int(n, "max_len", 0);
+    m->n_params = pb_node_num(n, "n_params", 0);
+    m->dtype_bytes = strcmp(pb_node_str(n, "dtype", "fp16"), "fp32") == 0 ? 4 : 2;
+    if (m->n_heads % m->n_kv_heads)
+        return pb_cfg_fail(err, pb_node_get(n, "n_kv_heads"), false,
+                           "model.n_kv_heads: %d does not divide n_heads %d", m->n_kv_heads, m->n_heads);
+    return PB_OK;
+}
+
+pb_status pb_hw_from_node(const pb_node *n, pb_hw *h, pb_cfg_err *err) {
+    if (pb_config_validate(n, pb_hardware_schema, "hardware", err)) return PB_ERR_INVALID;
+    pb_status st = PB_OK;
+    const pb_node *src = pb_node_get(n, "sources");
+    for (size_t i = 0; i < PB_ARRAY_LEN(HW_NUMBERS); i++) {
+        const pb_node *v = pb_node_get(n, HW_NUMBERS[i]);
+        if (!v) continue;
+        const pb_node *s = src ? pb_node_get(src, HW_NUMBERS[i]) : NULL;
+        if (!s || s->kind != PB_NODE_SCALAR || !*s->value)
+            st = pb_cfg_fail(err, v, true, "hardware.%s: no source given (add sources.%s: \"...\")",
+                             HW_NUMBERS[i], HW_NUMBERS[i]);
+    }
+    if (st) return st;
+    memset(h, 0, sizeof *h);
+    snprintf(h->name, sizeof h->name, "%s", pb_node_str(n, "name", "?"));
+    h->mem_bytes = pb_node_num(n, "memory_bytes", 0);
+    h->hbm_bw = pb_node_num(n, "hbm_bandwidth_GBps", 0) * 1e9;
+    h->fp16_flops = pb_node_num(n, "fp16_tflops", 0) * 1e12;
+    h->pcie_h2d_bw = pb_node_num(n, "pcie_h2d_GBps", 0) * 1e9;
+    h->pcie_d2h_bw = pb_node_num(n, "pcie_d2h_GBps", 0) * 1e9;
+    h->pcie_copy_latency_s = pb_node_num(n, "pcie_copy_latency_us", 0) * 1e-6;
+    h->nvlink_bw = pb_node_num(n, "nvlink_GBps", 0) * 1e9;
+    h->l2_bytes = pb_node_num(n, "l2_MB", 0) * 1e6;
+    h->n_sms = (int32_t)pb_node_int(n, "n_sms", 0);
+    return PB_OK;
+}
+
+static pb_status load_spec(const char *spec_dir, const char *sub, const char *name, pb_config **out,
+                           pb_cfg_err *err) {
+    char path[4096];
+    snprintf(path, sizeof path, "%s/%s/%s.yaml", spec_dir, sub, name);
+    return pb_config_load(path, out, err);
+}
+
+pb_status pb_model_load(const char *spec_dir, const char *name, pb_model *out, pb_cfg_err *err) {
+    pb_config *c;
+    pb_status s = load_spec(spec_dir, "models", name, &c, err);
+    if (s) return s;
+    s = pb_model_from_node(pb_config_root(c), out, err);
+    pb_config_destroy(c);
+    return s;
+}
+
+pb_status pb_hw_load(const char *spec_dir, const char *name, pb_hw *out, pb_cfg_err *err) {
+    pb_config *c;
+    pb_status s = load_spec(spec_dir, "hardware", name, &c, err);
+    if (s) return s;
+    s = pb_hw_from_node(pb_config_root(c), out, err);
+    pb_config_destroy(c);
+    return s;
+}
+
+/* ---- formulas ---- */
+double pb_kv_bytes_per_token(const pb_model *m, int32_t tp) {
+    return 2.0 * m->n_layers * ((double)m->n_kv_heads / tp) * m->head_size * m->dtype_bytes;
+}
+
+double pb_param_bytes(const pb_model *m) { return m->n_params * m->dtype_bytes; }
+
+pb_status pb_kv_capacity_compute(const pb_model *m, const pb_hw *hw, int32_t tp, int32_t block_size,
+                                 int32_t max_batched_tokens, double gpu_mem_util, pb_kv_capacity *out) {
+    if (tp < 1 || block_size < 1 || max_batched_tokens < 1 || gpu_mem_util <= 0 || gpu_mem_util > 1 ||
+        m->n_kv_heads % tp)
+        return PB_ERR_INVALID;
+    memset(out, 0, sizeof *out);
+    double T = max_batched_tokens, h = m->hidden;
+    double qkv = 3.0 * T * h / tp, ffn = T * m->ffn / tp, residual = T * h;
+    double act = 2.0 * (fmax(qkv, ffn) + residual);
+    double logits = 2.0 * T * m->vocab;
+    out->usable_bytes = floor(gpu_mem_util * hw->mem_bytes);
+    out->param_bytes_per_gpu = pb_param_bytes(m) / tp;
+    out->act_bytes = fmax(act, logits) * m->dtype_bytes;
+    out->workspace_bytes = 1024.0 * 1024.0 * 1024.0;
+    out->kv_bytes_per_gpu = out->usable_bytes - out->param_bytes_per_gpu - out->act_bytes - out->workspace_bytes;
+    if (out->kv_bytes_per_gpu <= 0) return PB_ERR_NO_SPACE;
+    double block_bytes = pb_kv_bytes_per_token(m, tp) * block_size;
+    out->num_blocks = (int64_t)floor(out->kv_bytes_per_gpu / block_bytes);
+    out->num_slots = out->num_blocks * block_size;
+    out->kv_bytes_total = out->kv_bytes_per_gpu * tp;
+    return PB_OK;
+}

@@ -17,6 +17,7 @@
 #include <stdint.h>
 
 #include "pb.h"
+#include "config.h"   /* pb_node, pb_key, pb_cfg_err */
 
 #ifdef __cplusplus
 extern "C" {
@@ -54,18 +55,16 @@ typedef struct {
 } pb_hw;
 
 /* Schema tables of the spec files (for pb_config_validate). */
-extern const struct pb_key pb_model_schema[];
-extern const struct pb_key pb_hardware_schema[];
+extern const pb_key pb_model_schema[];
+extern const pb_key pb_hardware_schema[];
 
-struct pb_node;
-struct pb_cfg_err;
 /* Fill a spec from a validated map node.  A hardware map must have a source for
  * every number it sets (errors name the key).  Returns PB_OK or PB_ERR_INVALID. */
-pb_status pb_model_from_node(const struct pb_node *n, pb_model *out, struct pb_cfg_err *err);
-pb_status pb_hw_from_node(const struct pb_node *n, pb_hw *out, struct pb_cfg_err *err);
+pb_status pb_model_from_node(const pb_node *n, pb_model *out, pb_cfg_err *err);
+pb_status pb_hw_from_node(const pb_node *n, pb_hw *out, pb_cfg_err *err);
 /* Load a spec by name from spec_dir/{models,hardware}/<name>.yaml. */
-pb_status pb_model_load(const char *spec_dir, const char *name, pb_model *out, struct pb_cfg_err *err);
-pb_status pb_hw_load(const char *spec_dir, const char *name, pb_hw *out, struct pb_cfg_err *err);
+pb_status pb_model_load(const char *spec_dir, const char *name, pb_model *out, pb_cfg_err *err);
+pb_status pb_hw_load(const char *spec_dir, const char *name, pb_hw *out, pb_cfg_err *err);
 
 /* Where the spec YAMLs live: $PAGEDBENCH_SPECS, else <source dir>/experiments. */
 const char *pb_spec_dir(void);

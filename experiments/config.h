@@ -29,6 +29,10 @@
 
 #include "pb.h"
 
+#ifdef __cplusplus
+extern "C" {
+#endif
+
 typedef enum { PB_NODE_SCALAR, PB_NODE_MAP, PB_NODE_SEQ } pb_node_kind;
 
 typedef struct pb_node pb_node;
@@ -127,4 +131,7 @@ bool pb_parse_num(const char *s, double *out);
 /* Levenshtein distance, for "did you mean" suggestions */
 int pb_edit_distance(const char *a, const char *b);
 
+#ifdef __cplusplus
+}
+#endif
 #endif /* PB_CONFIG_H */

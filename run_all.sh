@@ -1,0 +1,122 @@
+#!/usr/bin/env bash
+# run_all.sh -- the one entry point: set up, build, test, and reproduce the paper.
+#
+#   ./run_all.sh fig19        reproduce Fig. 19 (build first if needed), plot it, print paper-vs-ours
+#   ./run_all.sh test         build and run the whole test suite (ctest)
+#   ./run_all.sh table1       print the paper's Table 1 and write results/table1.csv
+#   ./run_all.sh figN         any figure (fig1 fig2 fig11 fig12 ... fig19)
+#   ./run_all.sh all          every table and figure, then rewrite RESULTS.md's generated tables
+#   ./run_all.sh list         what can be run
+#   ./run_all.sh clean        remove build/ and generated outputs
+# Options: --quick (short traces, for smoke runs), --jobs N (parallel sweep points),
+#          --asan (tests: also the ASan+UBSan build), --build DIR (default build/release).
+# Missing Debian packages are named; run as root, they are installed with apt-get.
+set -euo pipefail
+cd "$(dirname "$0")"
+ROOT=$(pwd)
+
+QUICK=0
+JOBS=$(nproc 2>/dev/null || echo 2)
+ASAN=0
+BUILD=${PAGEDBENCH_BUILD:-build/release}
+VERBS=()
+while [ $# -gt 0 ]; do
+    case "$1" in
+        --quick) QUICK=1 ;;
+        --jobs) JOBS=$2; shift ;;
+        --jobs=*) JOBS=${1#--jobs=} ;;
+        --asan) ASAN=1 ;;
+        --build) BUILD=$2; shift ;;
+        -h|--help) sed -n '2,14p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+        -*) echo "run_all.sh: unknown option $1" >&2; exit 2 ;;
+        *) VERBS+=("$1") ;;
+    esac
+    shift
+done
+[ ${#VERBS[@]} -gt 0 ] || { sed -n '2,14p' "$0" | sed 's/^# \{0,1\}//'; exit 2; }
+
+log() { printf '==> %s\n' "$*" >&2; }
+
+# ---- dependencies -------------------------------------------------------------------
+need_pkgs() {   # need_pkgs <verb>: list the Debian packages missing for this verb
+    local missing=()
+    command -v cmake >/dev/null || missing+=(cmake)
+    command -v cc >/dev/null || missing+=(gcc)
+    command -v make >/dev/null || missing+=(make)
+    command -v pkg-config >/dev/null || missing+=(pkg-config)
+    if ! pkg-config --exists yaml-0.1 2>/dev/null; then missing+=(libyaml-dev); fi
+    case "$1" in
+        fig*|all) command -v gnuplot >/dev/null || missing+=(gnuplot-nox)
+                  fc-list 2>/dev/null | grep -qi dejavu || missing+=(fonts-dejavu-core) ;;
+    esac
+    echo "${missing[@]:-}"
+}
+
+ensure_deps() {
+    local missing
+    missing=$(need_pkgs "$1")
+    [ -n "$missing" ] || return 0
+    if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null; then
+        log "installing missing Debian packages: $missing"
+        DEBIAN_FRONTEND=noninteractive apt-get update -qq
+        # shellcheck disable=SC2086
+        DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends $missing >/dev/null
+    else
+        echo "run_all.sh: missing Debian packages: $missing" >&2
+        echo "            install them with: sudo apt-get install $missing" >&2
+        exit 1
+    fi
+}
+
+# ---- build --------------------------------------------------------------------------
+configure_build() {   # configure_build <dir> [cmake args...]
+    local dir=$1; shift
+    if [ ! -f "$dir/CMakeCache.txt" ]; then
+        log "configuring $dir"
+        cmake -S "$ROOT" -B "$dir" -DCMAKE_BUILD_TYPE=Release "$@" >"$ROOT/.configure.log" 2>&1 ||
+            { cat "$ROOT/.configure.log" >&2; exit 1; }
+        rm -f "$ROOT/.configure.log"
+    fi
+    log "building $dir"
+    cmake --build "$dir" -j "$JOBS" >&2
+}
+
+build() { ensure_deps "${1:-build}"; configure_build "$BUILD"; PB="$ROOT/$BUILD/pagedbench"; }
+
+# ---- verbs --------------------------------------------------------------------------
+run_tests() {
+    build test
+    log "running tests ($BUILD)"
+    (cd "$BUILD" && ctest --output-on-failure --no-tests=error -j "$JOBS")
+    if [ "$ASAN" = 1 ]; then
+        local dir=build/asan
+        if [ ! -f "$dir/CMakeCache.txt" ]; then
+            cmake -S "$ROOT" -B "$dir" -DCMAKE_BUILD_TYPE=Debug -DPB_CUDA=OFF \
+                "-DCMAKE_C_FLAGS=-fsanitize=address,undefined -fno-sanitize-recover=undefined -fno-omit-frame-pointer -O1" >/dev/null
+        fi
+        cmake --build "$dir" -j "$JOBS" >&2
+        log "running tests under ASan+UBSan ($dir)"
+        (cd "$dir" && ASAN_OPTIONS=detect_leaks=1 UBSAN_OPTIONS=print_stacktrace=1 \
+            ctest --output-on-failure --no-tests=error -j "$JOBS" -LE gpu)
+    fi
+}
+
+run_figure() {   # run_figure figN
+    build fig
+    local quick=()
+    [ "$QUICK" = 1 ] && quick=(--quick)
+    "$PB" run --figure "$1" --jobs "$JOBS" "${quick[@]}"
+}
+
+for verb in "${VERBS[@]}"; do
+    case "$verb" in
+        test) run_tests ;;
+        table1) build table1; mkdir -p results; "$PB" table1 --csv results/table1.csv ;;
+        list) build list; "$PB" list ;;
+        fig*) run_figure "$verb" ;;
+        all) build all; "$PB" table1 --csv results/table1.csv
+             "$PB" run --all --jobs "$JOBS" $([ "$QUICK" = 1 ] && echo --quick) ;;
+        clean) rm -rf build results/tmp plots/out ;;
+        *) echo "run_all.sh: unknown verb '$verb' (try: ./run_all.sh list)" >&2; exit 2 ;;
+    esac
+done
