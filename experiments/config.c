@@ -340,6 +340,7 @@ pb_status pb_config_set(pb_config *c, const char *assignment, pb_cfg_err *err) {
     char *path = own(c, pb_xmalloc(plen + 1));
     memcpy(path, assignment, plen);
     path[plen] = 0;
+    const char *full = own_str(c, path);   /* path is cut up below; messages use full */
     pb_node *value = NULL;
     pb_cfg_err sub;
     pb_cfg_err_clear(&sub);
@@ -361,14 +362,14 @@ pb_status pb_config_set(pb_config *c, const char *assignment, pb_cfg_err *err) {
             int64_t idx;
             if (!pb_parse_int(p, &idx) || idx < 0 || idx >= n->n_kids)
                 return err_at(err, "--set", 1, col, "%s: '%s' is not an index of this list (0..%d)",
-                              path, p, n->n_kids - 1);
+                              full, p, n->n_kids - 1);
             next = n->kids[idx];
             idx_in_parent = (int)idx;
         } else if (n->kind == PB_NODE_MAP) {
             for (int i = 0; i < n->n_kids; i++)
                 if (strcmp(n->kids[i]->key, p) == 0) { next = n->kids[i]; idx_in_parent = i; }
         } else {
-            return err_at(err, "--set", 1, col, "%s: cannot descend into a scalar", path);
+            return err_at(err, "--set", 1, col, "%s: cannot descend into a scalar", full);
         }
         if (!dot) {                                      /* last component: replace or add */
             value->key = n->kind == PB_NODE_MAP ? own_str(c, p) : (next ? next->key : NULL);

@@ -23,15 +23,15 @@ static pb_test_entry pb_tests_[PB_TEST_MAX];
 static int pb_n_tests_;
 static int pb_cur_failed_, pb_cur_skipped_;
 
-#define PB_TEST(name)                                                                  \
-    static void pb_test_##name(void);                                                  \
-    __attribute__((constructor)) static void pb_reg_##name(void) {                     \
+#define PB_TEST(tname_)                                                                \
+    static void pb_test_##tname_(void);                                                \
+    __attribute__((constructor)) static void pb_reg_##tname_(void) {                   \
         if (pb_n_tests_ < PB_TEST_MAX) {                                               \
-            pb_tests_[pb_n_tests_].name = #name;                                       \
-            pb_tests_[pb_n_tests_++].fn = pb_test_##name;                              \
+            pb_tests_[pb_n_tests_].name = #tname_;                                     \
+            pb_tests_[pb_n_tests_++].fn = pb_test_##tname_;                            \
         }                                                                              \
     }                                                                                  \
-    static void pb_test_##name(void)
+    static void pb_test_##tname_(void)
 
 #define PB_CHECK(cond) do { if (!(cond)) {                                             \
     fprintf(stderr, "  %s:%d: check failed: %s\n", __FILE__, __LINE__, #cond);        \

@@ -1,4 +1,83 @@
-/* trace.c -- trace memory. */
-#include <stdlib.h>
+/* trace.c -- trace memory, invariants and summary statistics. */
 #include "trace.h"
-void pb_trace_free(pb_trace *t) { if (!t) return; free(t->reqs); t->reqs = NULL; t->n = 0; }
+
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+
+void pb_trace_free(pb_trace *t) {
+    if (!t) return;
+    free(t->reqs);
+    t->reqs = NULL;
+    t->n = 0;
+}
+
+void pb_trace_push(pb_trace *t, int64_t *cap, const pb_request *r) {
+    if (t->n == *cap) {
+        *cap = *cap ? 2 * *cap : 1024;
+        t->reqs = pb_xrealloc(t->reqs, (size_t)*cap * sizeof *t->reqs);
+    }
+    t->reqs[t->n] = *r;
+    t->reqs[t->n].id = t->n;
+    t->n++;
+}
+
+pb_request pb_request_make(double arrival_s, int32_t prompt_len, int32_t output_len) {
+    pb_request r = {0};
+    r.arrival_s = arrival_s;
+    r.prompt_len = prompt_len;
+    r.output_len = output_len;
+    r.n = 1;
+    r.beam_width = 1;
+    r.prefix_id = -1;
+    r.prefix_len = 0;
+    r.conversation_id = -1;
+    r.turn = 0;
+    return r;
+}
+
+#define FAIL(...) do { if (err) snprintf(err, errlen, __VA_ARGS__); return PB_ERR_INVALID; } while (0)
+
+pb_status pb_trace_check(const pb_trace *t, char *err, size_t errlen) {
+    if (t->n < 0 || (t->n > 0 && !t->reqs)) FAIL("trace: bad array (n = %lld)", (long long)t->n);
+    for (int64_t i = 0; i < t->n; i++) {
+        const pb_request *r = &t->reqs[i];
+        long long k = (long long)i;
+        if (r->id != i) FAIL("request %lld: id %lld", k, (long long)r->id);
+        if (!isfinite(r->arrival_s) || r->arrival_s < 0) FAIL("request %lld: arrival_s %g", k, r->arrival_s);
+        if (i > 0 && r->arrival_s < t->reqs[i - 1].arrival_s)
+            FAIL("request %lld: arrival %g before the previous one (%g)", k, r->arrival_s, t->reqs[i - 1].arrival_s);
+        if (r->prompt_len < 1) FAIL("request %lld: prompt_len %d < 1", k, r->prompt_len);
+        if (r->output_len < 1) FAIL("request %lld: output_len %d < 1", k, r->output_len);
+        if (r->n < 1) FAIL("request %lld: n %d < 1", k, r->n);
+        if (r->beam_width < 1) FAIL("request %lld: beam_width %d < 1", k, r->beam_width);
+        if (r->beam_width > 1 && r->n != r->beam_width)
+            FAIL("request %lld: beam search needs n == beam_width (n %d, beam_width %d)", k, r->n, r->beam_width);
+        if (r->prefix_id < -1) FAIL("request %lld: prefix_id %d < -1", k, r->prefix_id);
+        if (r->prefix_id == -1 && r->prefix_len != 0)
+            FAIL("request %lld: prefix_len %d without a prefix_id", k, r->prefix_len);
+        if (r->prefix_len < 0 || r->prefix_len >= r->prompt_len)
+            FAIL("request %lld: prefix_len %d not in [0, prompt_len %d)", k, r->prefix_len, r->prompt_len);
+        if (r->conversation_id < -1) FAIL("request %lld: conversation_id %d < -1", k, r->conversation_id);
+        if (r->turn < 0) FAIL("request %lld: turn %d < 0", k, r->turn);
+    }
+    return PB_OK;
+}
+
+pb_trace_stats pb_trace_summary(const pb_trace *t) {
+    pb_trace_stats s = {0};
+    s.n = t->n;
+    if (t->n == 0) return s;
+    double sp = 0, so = 0;
+    for (int64_t i = 0; i < t->n; i++) {
+        sp += t->reqs[i].prompt_len;
+        so += t->reqs[i].output_len;
+        s.max_prompt = PB_MAX(s.max_prompt, t->reqs[i].prompt_len);
+        s.max_output = PB_MAX(s.max_output, t->reqs[i].output_len);
+    }
+    s.mean_prompt = sp / (double)t->n;
+    s.mean_output = so / (double)t->n;
+    s.duration_s = t->reqs[t->n - 1].arrival_s - t->reqs[0].arrival_s;
+    s.rate = t->n >= 2 && s.duration_s > 0 ? (double)t->n / s.duration_s : 0;
+    return s;
+}

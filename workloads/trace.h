@@ -6,7 +6,15 @@
  *
  * Lengths are in tokens.  prompt_len INCLUDES a shared prefix of prefix_len tokens
  * when prefix_id >= 0.  output_len is forced: generation stops after exactly
- * output_len tokens (end-of-sequence ignored, as in the paper). */
+ * output_len tokens (end-of-sequence ignored, as in the paper).
+ *
+ * Decoding modes: n > 1 = parallel sampling (n sequences share the prompt);
+ * beam_width > 1 = beam search keeping beam_width beams, with n = beam_width (the
+ * artifact's SamplingParams(n=K, use_beam_search=True)); one of the two modes per
+ * request.  Chatbot requests carry conversation_id / turn (the KV cache is NOT kept
+ * between turns: a turn's prompt already contains its history).
+ *
+ * Reading and writing CSV: trace_io.h.  Generating: workload.h. */
 #ifndef PB_TRACE_H
 #define PB_TRACE_H
 
@@ -37,6 +45,29 @@ typedef struct {
 } pb_trace;
 
 void pb_trace_free(pb_trace *t);     /* frees reqs; t itself is caller-owned */
+
+/* Append one request (id is set to its index); grows reqs geometrically.  `cap` is
+ * the caller's capacity counter (start at 0 with an empty trace). */
+void pb_trace_push(pb_trace *t, int64_t *cap, const pb_request *r);
+
+/* A request with the defaults of every mode: n = beam_width = 1, no prefix, no
+ * conversation. */
+pb_request pb_request_make(double arrival_s, int32_t prompt_len, int32_t output_len);
+
+/* Invariants: ids 0..n-1, arrivals finite, >= 0 and non-decreasing, lengths >= 1,
+ * n >= 1, beam_width >= 1, beam requests have n == beam_width, prefix_id >= -1,
+ * 0 <= prefix_len < prompt_len (0 when prefix_id == -1), conversation_id >= -1,
+ * turn >= 0.  Returns PB_OK or PB_ERR_INVALID with "request i: what" in err. */
+pb_status pb_trace_check(const pb_trace *t, char *err, size_t errlen);
+
+typedef struct {
+    int64_t n;
+    double duration_s;          /* last arrival - first arrival                      */
+    double rate;                /* n / duration_s (0 when n < 2)                     */
+    double mean_prompt, mean_output;
+    int32_t max_prompt, max_output;
+} pb_trace_stats;
+pb_trace_stats pb_trace_summary(const pb_trace *t);
 
 #ifdef __cplusplus
 }

@@ -1,0 +1,129 @@
+/* experiment.h -- one experiment YAML: what to run, on which systems, over which sweep.
+ *
+ * An experiment is one panel of a figure (experiments/fig12_opt13b_sharegpt.yaml is
+ * panel (a) of Fig. 12).  It names a model and hardware spec (by file name, or inline),
+ * the GPU count, the executor, a workload (the WORKLOADS module's schema), the systems
+ * to compare, and the sweep axes.  The runner (runner.h) runs every
+ *     point = one system x one combination of the sweep axes' values
+ * as an independent simulation, so points can run in any order and in parallel.
+ *
+ * Top-level keys (experiment_schema; `pagedbench list --keys` prints them):
+ *   name        unique id; points go to results/points/<name>/
+ *   figure      figure it belongs to (fig12); results/<figure>.csv merges all its panels
+ *   panel       value of the CSV `panel` column;  title: the panel's plot title
+ *   description free text (the settings and why, where the paper is silent)
+ *   seed        seed of everything random (default 0)
+ *   model, hardware   spec names (experiments/models/<name>.yaml, hardware/<name>.yaml)
+ *   gpus        tensor-parallel degree (default 1)
+ *   executor    sim | cpu | cuda  (default sim)
+ *   workload    the trace to generate (schema in workloads/)
+ *   sweep       list of axes {axis, set, values}: `set` is a config path assigned the
+ *               value at each point, e.g. {axis: request_rate, set: workload.rate, ...};
+ *               a set path "system.X" assigns option X of the point's system
+ *   systems     list of {name, label, type: vllm|orca|ft, tags, sweep, options...}:
+ *               `sweep: {request_rate: [...]}` overrides an axis' values for one system
+ *   tags        extra CSV columns with constant values (dataset: sharegpt)
+ *   columns     the leading CSV columns of the figure, in order
+ *   knee        {metric, threshold}: the sustainable-rate threshold (s/token)
+ *   quick       {set: ["a.b=v", ...], thin: k}: what --quick changes (stated, not hidden)
+ *
+ * The experiment owns its pb_config; every pointer below lives as long as it does. */
+#ifndef PB_EXPERIMENT_H
+#define PB_EXPERIMENT_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "config.h"   /* pb_config, pb_node, pb_key, pb_cfg_err */
+#include "pb.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#define PB_EXP_MAX_AXES 4
+#define PB_EXP_MAX_SYSTEMS 16
+#define PB_EXP_MAX_TAGS 8
+#define PB_EXP_MAX_COLUMNS 16
+
+typedef enum { PB_SYS_VLLM = 0, PB_SYS_ORCA = 1, PB_SYS_FT = 2 } pb_system_type;
+
+typedef struct {                    /* a constant CSV column */
+    const char *name, *value;
+} pb_tag;
+
+typedef struct {
+    const char *axis;               /* CSV column name: request_rate, block_size, width  */
+    const char *set;                /* config path assigned at each point                */
+    int n;                          /* number of values                                   */
+    double *values;                 /* ascending order is not required                    */
+} pb_axis;
+
+typedef struct {
+    const char *id;                 /* CSV `system` value: vllm, orca_max, ft, ...        */
+    const char *label;              /* legend label: "Orca (Max)"                         */
+    pb_system_type type;
+    const pb_node *node;            /* the system's map (options are read by system.c)   */
+    int n_tags;
+    pb_tag tags[PB_EXP_MAX_TAGS];
+    /* per-axis value overrides (NULL = the experiment's values) */
+    int n_values[PB_EXP_MAX_AXES];
+    double *values[PB_EXP_MAX_AXES];
+} pb_system_spec;
+
+typedef struct {
+    pb_config *cfg;                 /* owns the tree (spec files included, --set applied) */
+    const char *path;               /* the YAML file                                      */
+    const char *name, *figure, *panel, *title, *executor;
+    uint64_t seed;
+    int gpus;
+    int n_axes;
+    pb_axis axes[PB_EXP_MAX_AXES];
+    int n_systems;
+    pb_system_spec systems[PB_EXP_MAX_SYSTEMS];
+    int n_tags;
+    pb_tag tags[PB_EXP_MAX_TAGS];
+    int n_columns;
+    const char *columns[PB_EXP_MAX_COLUMNS];
+    const char *knee_metric;        /* default normalized_latency                          */
+    double knee_threshold;          /* default 0.2 s/token (PAPER.md's rough check)        */
+    const char *knee_axis;          /* default request_rate                                */
+    int quick_thin;                 /* --quick keeps every k-th axis value (1 = all)       */
+    int n_quick_sets;
+    const char *quick_sets[16];     /* --quick's config overrides                          */
+} pb_experiment;
+
+extern const pb_key pb_experiment_schema[];
+extern const pb_key pb_system_entry_schema[];
+
+/* Load, include the spec files, apply the overrides (sets[n_sets], each "a.b=v";
+ * with quick, the file's quick.set first), validate, and parse.  On error *out is NULL
+ * and err holds `file:line:col: path: message` lines (the CLI exits 2). */
+pb_status pb_experiment_load(const char *path, const char *const *sets, int n_sets, bool quick,
+                             pb_experiment **out, pb_cfg_err *err);
+void pb_experiment_destroy(pb_experiment *e);        /* NULL is a no-op */
+
+/* The values of axis a for system s (system override or the experiment's), after
+ * --quick thinning.  Returns the count; *vals points into e (do not free). */
+int pb_experiment_axis_values(const pb_experiment *e, int s, int a, const double **vals);
+
+/* Number of points of system s (product of its axes' value counts; 1 without axes). */
+int pb_experiment_n_points(const pb_experiment *e, int s);
+
+/* Decompose point index p of system s into one value per axis (vals[n_axes]). */
+void pb_experiment_point_values(const pb_experiment *e, int s, int p, double *vals);
+
+/* Format a number as the shortest text that reads back exactly (for --set and CSVs). */
+void pb_fmt_num(char *buf, size_t n, double v);
+
+/* Canonical text of node n (keys in file order, scalars verbatim): what a point's
+ * hash covers.  Appends to *buf (malloc'd, grown as needed). */
+void pb_node_dump(const pb_node *n, char **buf, size_t *len, size_t *cap);
+
+/* Invariant checker: ids unique, axes sane, every system's values present. */
+pb_status pb_experiment_check(const pb_experiment *e);
+
+#ifdef __cplusplus
+}
+#endif
+#endif /* PB_EXPERIMENT_H */

@@ -1,0 +1,272 @@
+/* test_config.c -- the YAML config loader: every error kind with its file:line:col,
+ * --set overrides, includes of spec files, getters.
+ *   build/cpu/test_config */
+#include <stdlib.h>
+#include <string.h>
+
+#include "config.h"
+#include "pbtest.h"
+#include "spec.h"
+
+static const pb_key SYS[] = {
+    {"name", PB_T_STR, true, 0, 0, NULL, NULL, 0, "label"},
+    {"type", PB_T_ENUM, true, 0, 0, "vllm|orca|ft", NULL, 0, "system type"},
+    {"block_size", PB_T_INT, false, 1, 256, NULL, NULL, 0, "tokens per block"},
+    {NULL, 0, false, 0, 0, NULL, NULL, 0, NULL},
+};
+static const pb_key ENGINE[] = {
+    {"block_size", PB_T_INT, false, 1, 256, NULL, NULL, 0, "tokens per block"},
+    {"watermark", PB_T_NUM, false, 0, 1, NULL, NULL, 0, "free share kept"},
+    {"swap", PB_T_BOOL, false, 0, 0, NULL, NULL, 0, NULL},
+    {NULL, 0, false, 0, 0, NULL, NULL, 0, NULL},
+};
+static const pb_key TOP[] = {
+    {"name", PB_T_STR, true, 0, 0, NULL, NULL, 0, "experiment name"},
+    {"seed", PB_T_INT, false, 0, 1e18, NULL, NULL, 0, NULL},
+    {"engine", PB_T_MAP, false, 0, 0, NULL, ENGINE, 0, NULL},
+    {"rates", PB_T_NUM_LIST, false, 0, 1000, NULL, NULL, 0, NULL},
+    {"systems", PB_T_LIST, false, 0, 0, NULL, SYS, 0, NULL},
+    {"model", PB_T_MAP, false, 0, 0, NULL, NULL, 0, NULL},
+    {NULL, 0, false, 0, 0, NULL, NULL, 0, NULL},
+};
+
+/* load + validate; returns status, error text in *err */
+static pb_status check(const char *text, pb_cfg_err *err) {
+    pb_config *c;
+    pb_cfg_err_clear(err);
+    pb_status s = pb_config_load_string("t.yaml", text, &c, err);
+    if (s) return s;
+    s = pb_config_validate(pb_config_root(c), TOP, "", err);
+    pb_config_destroy(c);
+    return s;
+}
+
+PB_TEST(valid_config_loads) {
+    pb_cfg_err e;
+    PB_CHECK(check("name: x\nseed: 3\nengine:\n  block_size: 16\n  watermark: 0.01\nrates: [1, 2.5]\n"
+                   "systems:\n  - {name: v, type: vllm}\n", &e) == PB_OK);
+    PB_CHECK_EQ_INT(e.count, 0);
+}
+
+PB_TEST(unknown_key_did_you_mean) {
+    pb_cfg_err e;
+    PB_CHECK(check("name: x\nengine:\n  blok_size: 16\n", &e) == PB_ERR_INVALID);
+    PB_CHECK_STR_CONTAINS(e.msg, "t.yaml:3:3: engine.blok_size: unknown key 'blok_size' (did you mean 'block_size'?)");
+}
+
+PB_TEST(unknown_key_far_from_all) {
+    pb_cfg_err e;
+    PB_CHECK(check("name: x\nzzzzzzzzzz: 1\n", &e) == PB_ERR_INVALID);
+    PB_CHECK_STR_CONTAINS(e.msg, "t.yaml:2:1: zzzzzzzzzz: unknown key 'zzzzzzzzzz'");
+    PB_CHECK(strstr(e.msg, "did you mean") == NULL);
+}
+
+PB_TEST(wrong_type_int) {
+    pb_cfg_err e;
+    PB_CHECK(check("name: x\nengine:\n  block_size: sixteen\n", &e) == PB_ERR_INVALID);
+    PB_CHECK_STR_CONTAINS(e.msg, "t.yaml:3:15: engine.block_size: expected an integer, got 'sixteen'");
+}
+
+PB_TEST(wrong_type_quoted_number) {
+    pb_cfg_err e;
+    PB_CHECK(check("name: x\nseed: \"16\"\n", &e) == PB_ERR_INVALID);
+    PB_CHECK_STR_CONTAINS(e.msg, "t.yaml:2:7: seed: expected an integer");
+}
+
+PB_TEST(wrong_type_map_for_scalar) {
+    pb_cfg_err e;
+    PB_CHECK(check("name: x\nseed:\n  a: 1\n", &e) == PB_ERR_INVALID);
+    PB_CHECK_STR_CONTAINS(e.msg, "t.yaml:3:3: seed: expected an integer, got a map");
+}
+
+PB_TEST(wrong_type_bool) {
+    pb_cfg_err e;
+    PB_CHECK(check("name: x\nengine: {swap: yes}\n", &e) == PB_ERR_INVALID);
+    PB_CHECK_STR_CONTAINS(e.msg, "t.yaml:2:16: engine.swap: expected true or false, got 'yes'");
+}
+
+PB_TEST(out_of_range) {
+    pb_cfg_err e;
+    PB_CHECK(check("name: x\nengine:\n  block_size: 1024\n", &e) == PB_ERR_INVALID);
+    PB_CHECK_STR_CONTAINS(e.msg, "t.yaml:3:15: engine.block_size: 1024 out of range [1, 256]");
+}
+
+PB_TEST(bad_enum_in_list_item) {
+    pb_cfg_err e;
+    PB_CHECK(check("name: x\nsystems:\n  - name: a\n    type: vllm\n  - name: b\n    type: orka\n", &e) ==
+             PB_ERR_INVALID);
+    PB_CHECK_STR_CONTAINS(e.msg, "t.yaml:6:11: systems.1.type: 'orka' is not one of vllm|orca|ft");
+}
+
+PB_TEST(missing_required_key) {
+    pb_cfg_err e;
+    PB_CHECK(check("seed: 1\n", &e) == PB_ERR_INVALID);
+    PB_CHECK_STR_CONTAINS(e.msg, "t.yaml:1:1: name: missing required key 'name'");
+}
+
+PB_TEST(missing_required_in_list_item) {
+    pb_cfg_err e;
+    PB_CHECK(check("name: x\nsystems:\n  - name: a\n", &e) == PB_ERR_INVALID);
+    PB_CHECK_STR_CONTAINS(e.msg, "t.yaml:3:5: systems.0.type: missing required key 'type'");
+}
+
+PB_TEST(duplicate_key) {
+    pb_cfg_err e;
+    PB_CHECK(check("name: x\nseed: 1\nseed: 2\n", &e) == PB_ERR_INVALID);
+    PB_CHECK_STR_CONTAINS(e.msg, "t.yaml:3:1: duplicate key 'seed' (first defined at line 2)");
+}
+
+PB_TEST(duplicate_key_nested) {
+    pb_cfg_err e;
+    PB_CHECK(check("name: x\nengine:\n  block_size: 16\n  watermark: 0.1\n  block_size: 8\n", &e) ==
+             PB_ERR_INVALID);
+    PB_CHECK_STR_CONTAINS(e.msg, "t.yaml:5:3: duplicate key 'block_size' (first defined at line 3)");
+}
+
+PB_TEST(malformed_yaml) {
+    pb_cfg_err e;
+    PB_CHECK(check("name: x\nrates: [1, 2\n", &e) == PB_ERR_INVALID);
+    PB_CHECK_STR_CONTAINS(e.msg, "t.yaml:3:1: malformed YAML: did not find expected ',' or ']'");
+}
+
+PB_TEST(malformed_indentation) {
+    pb_cfg_err e;
+    PB_CHECK(check("name: x\nseed: 1\n  oops: 2\n", &e) == PB_ERR_INVALID);
+    PB_CHECK_STR_CONTAINS(e.msg, "t.yaml:3:7: malformed YAML: mapping values are not allowed");
+}
+
+PB_TEST(empty_document) {
+    pb_cfg_err e;
+    PB_CHECK(check("", &e) == PB_ERR_INVALID);
+    PB_CHECK_STR_CONTAINS(e.msg, "t.yaml: empty document");
+}
+
+PB_TEST(top_level_not_a_map) {
+    pb_cfg_err e;
+    PB_CHECK(check("- 1\n- 2\n", &e) == PB_ERR_INVALID);
+    PB_CHECK_STR_CONTAINS(e.msg, "t.yaml:1:1: the top level must be a map");
+}
+
+PB_TEST(merge_key_rejected) {
+    pb_cfg_err e;
+    PB_CHECK(check("name: x\nbase: &b {block_size: 1}\nengine:\n  <<: *b\n", &e) == PB_ERR_INVALID);
+    PB_CHECK_STR_CONTAINS(e.msg, "t.yaml:4:3: merge keys ('<<') are not supported");
+}
+
+PB_TEST(all_errors_reported) {
+    pb_cfg_err e;
+    PB_CHECK(check("seed: abc\nengine: {blok_size: 1, watermark: 2}\n", &e) == PB_ERR_INVALID);
+    PB_CHECK_EQ_INT(e.count, 4);   /* seed type, unknown blok_size, watermark range, missing name */
+}
+
+PB_TEST(file_errors_name_the_file) {
+    pb_config *c;
+    pb_cfg_err e;
+    pb_cfg_err_clear(&e);
+    PB_CHECK(pb_config_load("experiments/testdata/duplicate_key.yaml", &c, &e) == PB_ERR_INVALID);
+    PB_CHECK_STR_CONTAINS(e.msg, "experiments/testdata/duplicate_key.yaml:4:3: duplicate key 'block_size'");
+    pb_cfg_err_clear(&e);
+    PB_CHECK(pb_config_load("experiments/testdata/no_such_file.yaml", &c, &e) == PB_ERR_IO);
+    PB_CHECK_STR_CONTAINS(e.msg, "no_such_file.yaml: cannot open");
+}
+
+PB_TEST(set_overrides) {
+    pb_config *c;
+    pb_cfg_err e;
+    pb_cfg_err_clear(&e);
+    PB_REQUIRE(pb_config_load_string("t.yaml", "name: x\nengine: {block_size: 16}\nsystems:\n  - {name: a, type: vllm}\n",
+                                     &c, &e) == PB_OK);
+    PB_CHECK(pb_config_set(c, "engine.block_size=32", &e) == PB_OK);
+    PB_CHECK(pb_config_set(c, "engine.watermark=0.02", &e) == PB_OK);      /* new key in a map */
+    PB_CHECK(pb_config_set(c, "rates=[1, 2, 4]", &e) == PB_OK);            /* new list */
+    PB_CHECK(pb_config_set(c, "systems.0.block_size=8", &e) == PB_OK);     /* list index */
+    PB_CHECK(pb_config_set(c, "model.hidden=64", &e) == PB_OK);            /* new intermediate map */
+    PB_CHECK(pb_config_validate(pb_config_root(c), TOP, "", &e) == PB_OK);
+    const pb_node *r = pb_config_root(c);
+    PB_CHECK_EQ_INT(pb_node_int(r, "engine.block_size", 0), 32);
+    PB_CHECK_NEAR(pb_node_num(r, "engine.watermark", 0), 0.02, 1e-12);
+    PB_CHECK_EQ_INT(pb_node_int(r, "systems.0.block_size", 0), 8);
+    PB_CHECK_EQ_INT(pb_node_int(r, "model.hidden", 0), 64);
+    double *rates;
+    PB_CHECK_EQ_INT(pb_node_num_list(r, "rates", &rates), 3);
+    PB_CHECK_NEAR(rates[2], 4, 0);
+    free(rates);
+    /* an override that breaks the schema is reported at --set */
+    PB_CHECK(pb_config_set(c, "engine.block_size=big", &e) == PB_OK);
+    pb_cfg_err_clear(&e);
+    PB_CHECK(pb_config_validate(pb_config_root(c), TOP, "", &e) == PB_ERR_INVALID);
+    PB_CHECK_STR_CONTAINS(e.msg, "--set:1:19: engine.block_size: expected an integer, got 'big'");
+    /* malformed assignments */
+    pb_cfg_err_clear(&e);
+    PB_CHECK(pb_config_set(c, "engine.block_size", &e) == PB_ERR_INVALID);
+    PB_CHECK_STR_CONTAINS(e.msg, "--set:1:1: 'engine.block_size': expected KEY.PATH=VALUE");
+    pb_cfg_err_clear(&e);
+    PB_CHECK(pb_config_set(c, "systems.5.name=z", &e) == PB_ERR_INVALID);
+    PB_CHECK_STR_CONTAINS(e.msg, "systems.5.name: '5' is not an index of this list");
+    pb_config_destroy(c);
+}
+
+PB_TEST(include_spec_by_name) {
+    pb_config *c;
+    pb_cfg_err e;
+    pb_cfg_err_clear(&e);
+    PB_REQUIRE(pb_config_load_string("t.yaml", "name: x\nmodel: opt-13b\n", &c, &e) == PB_OK);
+    char dir[4096];
+    snprintf(dir, sizeof dir, "%s/models", pb_spec_dir());
+    PB_CHECK(pb_config_include(c, "model", dir, &e) == PB_OK);
+    pb_model m;
+    PB_CHECK(pb_model_from_node(pb_node_get(pb_config_root(c), "model"), &m, &e) == PB_OK);
+    PB_CHECK_EQ_INT(m.n_layers, 40);
+    PB_CHECK_EQ_INT(m.hidden, 5120);
+    PB_CHECK(pb_config_set(c, "model.n_layers=2", &e) == PB_OK);   /* override an included key */
+    PB_CHECK_EQ_INT(pb_node_int(pb_config_root(c), "model.n_layers", 0), 2);
+    pb_config_destroy(c);
+    /* unknown spec name */
+    PB_REQUIRE(pb_config_load_string("t.yaml", "name: x\nmodel: opt-14b\n", &c, &e) == PB_OK);
+    pb_cfg_err_clear(&e);
+    PB_CHECK(pb_config_include(c, "model", dir, &e) == PB_ERR_INVALID);
+    PB_CHECK_STR_CONTAINS(e.msg, "t.yaml:2:8: model: no spec 'opt-14b'");
+    PB_CHECK_STR_CONTAINS(e.msg, "opt-13b");
+    pb_config_destroy(c);
+}
+
+PB_TEST(hardware_numbers_need_sources) {
+    pb_config *c;
+    pb_cfg_err e;
+    pb_cfg_err_clear(&e);
+    PB_REQUIRE(pb_config_load_string("hw.yaml",
+        "name: X\nmemory_bytes: 1e9\nhbm_bandwidth_GBps: 100\nfp16_tflops: 10\npcie_h2d_GBps: 1\n"
+        "pcie_d2h_GBps: 1\npcie_copy_latency_us: 1\nnvlink_GBps: 0\n"
+        "sources: {memory_bytes: a, hbm_bandwidth_GBps: b, fp16_tflops: c, pcie_h2d_GBps: d,"
+        " pcie_d2h_GBps: e, pcie_copy_latency_us: f}\n", &c, &e) == PB_OK);
+    pb_hw h;
+    PB_CHECK(pb_hw_from_node(pb_config_root(c), &h, &e) == PB_ERR_INVALID);
+    PB_CHECK_STR_CONTAINS(e.msg, "hw.yaml:8:1: hardware.nvlink_GBps: no source given");
+    pb_config_destroy(c);
+}
+
+PB_TEST(every_shipped_spec_loads) {
+    const char *models[] = {"opt-13b", "opt-66b", "opt-175b", "llama-13b", "tiny-opt", "tiny-llama"};
+    const char *hws[] = {"a100-40gb", "a100-80gb", "h100-sxm", "h200"};
+    pb_cfg_err e;
+    pb_cfg_err_clear(&e);
+    for (size_t i = 0; i < sizeof models / sizeof *models; i++) {
+        pb_model m;
+        PB_CHECK(pb_model_load(pb_spec_dir(), models[i], &m, &e) == PB_OK);
+        PB_CHECK_EQ_INT(m.n_heads * m.head_size, m.hidden);
+    }
+    for (size_t i = 0; i < sizeof hws / sizeof *hws; i++) {
+        pb_hw h;
+        PB_CHECK(pb_hw_load(pb_spec_dir(), hws[i], &h, &e) == PB_OK);
+        PB_CHECK(h.hbm_bw > 1e12 && h.fp16_flops > 1e14);
+    }
+    if (e.count) fprintf(stderr, "%s\n", e.msg);
+}
+
+PB_TEST(edit_distance) {
+    PB_CHECK_EQ_INT(pb_edit_distance("block_size", "blok_size"), 1);
+    PB_CHECK_EQ_INT(pb_edit_distance("", "abc"), 3);
+    PB_CHECK_EQ_INT(pb_edit_distance("same", "same"), 0);
+}
+
+PB_TEST_MAIN()
