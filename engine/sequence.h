@@ -86,7 +86,9 @@ struct pb_group {
     int32_t prefix_len;    /* tokens of the shared prefix (0 = none)                  */
     int32_t max_len;       /* the engine's max model length (prompt + output bound)    */
     double arrival_s;
-    /* live sequences (all unfinished sequences of the group, same state as group) */
+    /* live sequences (all unfinished sequences of the group, same state as group);
+       a WAITING group that never ran has none yet: its prompt sequence is created
+       at admission */
     pb_seq **seqs;
     int32_t n_seqs, cap_seqs;
     int32_t n_generated;   /* output tokens per sequence so far                       */
@@ -111,9 +113,12 @@ struct pb_group {
 
 /* ---- engine-side helpers (sequence.c) ---- */
 
-/* Initialise group g for request r (state PENDING, no sequences).  max_len is the
- * engine's max model length; seed the engine seed (rng stream derived from r->id). */
-void pb_group_init(pb_group *g, const pb_request *r, int32_t max_len, uint64_t seed);
+/* Initialise group g for request r with group id `id` (the engine uses the trace
+ * index; state PENDING, no sequences).  max_len is the engine's max model length;
+ * seed the engine seed (the group's rng stream is derived from id). */
+void pb_group_init(pb_group *g, int32_t id, const pb_request *r, int32_t max_len, uint64_t seed);
+/* Same as pb_group_init (kept: an earlier draft of this header named it so). */
+void pb_group_init_id(pb_group *g, int32_t id, const pb_request *r, int32_t max_len, uint64_t seed);
 /* Free what pb_group_init and the seqs allocated (does not touch KV). */
 void pb_group_release(pb_group *g);
 

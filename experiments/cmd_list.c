@@ -1,5 +1,164 @@
-/* PLACEHOLDER -- to be replaced by the module owner. */
+/* cmd_list.c -- `pagedbench list`: what can be run, one line each.
+ *
+ *   pagedbench list            figures (with their experiments), experiments, models,
+ *                              hardware, policies
+ *   pagedbench list --keys     the experiment YAML keys (schema docs)
+ * Reads the YAMLs under the spec directory (pb_spec_dir(): $PAGEDBENCH_SPECS or
+ * <source>/experiments). */
+#include <dirent.h>
 #include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "commands.h"
+#include "config.h"
+#include "experiment.h"
 #include "pb.h"
-int pb_cmd_list(int argc, char **argv);
-int pb_cmd_list(int argc, char **argv) { (void)argc; fprintf(stderr, "%s: not built yet\n", argv[0]); return PB_EXIT_RUNTIME; }
+#include "policy.h"
+#include "spec.h"
+
+static int name_cmp(const void *a, const void *b) { return strcmp(*(char *const *)a, *(char *const *)b); }
+
+/* Sorted *.yaml file names of dir (caller frees each and the array). */
+static int yaml_files(const char *dir, char ***out) {
+    *out = NULL;
+    DIR *d = opendir(dir);
+    if (!d) return 0;
+    int n = 0, cap = 0;
+    struct dirent *de;
+    while ((de = readdir(d))) {
+        size_t l = strlen(de->d_name);
+        if (l < 6 || strcmp(de->d_name + l - 5, ".yaml")) continue;
+        if (n == cap) { cap = cap ? 2 * cap : 32; *out = pb_xrealloc(*out, (size_t)cap * sizeof **out); }
+        (*out)[n++] = pb_xstrdup(de->d_name);
+    }
+    closedir(d);
+    if (n > 1) qsort(*out, (size_t)n, sizeof **out, name_cmp);
+    return n;
+}
+
+static void print_keys(const pb_key *k, const char *prefix) {
+    for (; k->name; k++) {
+        printf("  %s%-26s %s%s\n", prefix, k->name, k->required ? "(required) " : "", k->doc ? k->doc : "");
+    }
+}
+
+int pb_cmd_list(int argc, char **argv) {
+    if (pb_wants_help(argc, argv)) {
+        printf("usage: pagedbench list [--keys]\n  figures, experiments, models, hardware and policies, one line each;\n"
+               "  --keys: the experiment YAML keys\n");
+        return PB_EXIT_OK;
+    }
+    if (argc > 1 && !strcmp(argv[1], "--keys")) {
+        printf("experiment YAML keys:\n");
+        print_keys(pb_experiment_schema, "");
+        printf("keys of each entry of systems:\n");
+        print_keys(pb_system_entry_schema, "systems[].");
+        return PB_EXIT_OK;
+    }
+    if (argc > 1) {
+        fprintf(stderr, "list: unknown argument '%s' (try --help)\n", argv[1]);
+        return PB_EXIT_USAGE;
+    }
+    const char *dir = pb_spec_dir();
+    char **files;
+    int n = yaml_files(dir, &files);
+
+    /* figures: distinct `figure:` values in file order, with their experiments */
+    printf("figures (./run_all.sh <figure>, or pagedbench run --figure <figure>):\n");
+    printf("  %-8s %s\n", "table1", "Table 1: model sizes, KV capacity (pagedbench table1)");
+    printf("  %-8s %s\n", "fig1", "Fig. 1: memory and throughput vs batch size (cost model)");
+    printf("  %-8s %s\n", "fig11", "Fig. 11: input/output length histograms of ShareGPT and Alpaca");
+    char *seen[64];
+    int ns = 0;
+    for (int i = 0; i < n; i++) {
+        char path[2048];
+        snprintf(path, sizeof path, "%s/%s", dir, files[i]);
+        pb_config *c;
+        pb_cfg_err err;
+        pb_cfg_err_clear(&err);
+        if (pb_config_load(path, &c, &err)) continue;
+        const char *fig = pb_node_str(pb_config_root(c), "figure", NULL);
+        bool dup = !fig;
+        for (int k = 0; fig && k < ns; k++)
+            if (!strcmp(seen[k], fig)) dup = true;
+        if (!dup && ns < 64) {
+            seen[ns++] = pb_xstrdup(fig);
+            printf("  %-8s", fig);
+            int cnt = 0;
+            for (int j = 0; j < n; j++) {
+                char p2[2048];
+                snprintf(p2, sizeof p2, "%s/%s", dir, files[j]);
+                pb_config *c2;
+                if (pb_config_load(p2, &c2, &err)) continue;
+                if (!strcmp(pb_node_str(pb_config_root(c2), "figure", ""), fig)) {
+                    printf("%s%.*s", cnt++ ? ", " : " ", (int)(strlen(files[j]) - 5), files[j]);
+                }
+                pb_config_destroy(c2);
+            }
+            printf("\n");
+        }
+        pb_config_destroy(c);
+    }
+    printf("  %-8s %s\n", "fig19a", "Fig. 19(a): swap vs recompute micro-benchmark (cost model)");
+    printf("  %-8s %s\n", "fig19", "Fig. 19 = fig19a + fig19b");
+    for (int k = 0; k < ns; k++) free(seen[k]);
+
+    printf("experiments (pagedbench run experiments/<name>.yaml):\n");
+    for (int i = 0; i < n; i++) {
+        char path[2048];
+        snprintf(path, sizeof path, "%s/%s", dir, files[i]);
+        pb_config *c;
+        pb_cfg_err err;
+        pb_cfg_err_clear(&err);
+        if (pb_config_load(path, &c, &err)) {
+            printf("  %-26s (does not load: %s)\n", files[i], err.msg);
+            continue;
+        }
+        const pb_node *r = pb_config_root(c);
+        const pb_node *sy = pb_node_get(r, "systems");
+        printf("  %-26s %-7s %-10s %-9s x%-2lld %-12s %d systems  %s\n", pb_node_str(r, "name", "?"),
+               pb_node_str(r, "figure", "?"), pb_node_str(r, "model", "(inline)"), pb_node_str(r, "hardware", "(inline)"),
+               (long long)pb_node_int(r, "gpus", 1), pb_node_str(r, "workload.dataset", "?"), sy ? sy->n_kids : 0,
+               pb_node_str(r, "title", ""));
+        pb_config_destroy(c);
+    }
+    for (int i = 0; i < n; i++) free(files[i]);
+    free(files);
+
+    const char *subs[2] = {"models", "hardware"};
+    for (int s = 0; s < 2; s++) {
+        char sub[2048];
+        snprintf(sub, sizeof sub, "%s/%s", dir, subs[s]);
+        n = yaml_files(sub, &files);
+        printf("%s (%s/<name>.yaml):\n", subs[s], sub);
+        for (int i = 0; i < n; i++) {
+            char path[4096];
+            snprintf(path, sizeof path, "%s/%s", sub, files[i]);
+            pb_config *c;
+            pb_cfg_err err;
+            pb_cfg_err_clear(&err);
+            const char *disp = "?";
+            if (!pb_config_load(path, &c, &err)) {
+                const pb_node *r = pb_config_root(c);
+                disp = pb_node_str(r, "name", "?");
+                if (s == 0)
+                    printf("  %-12s %-10s %3lld layers, hidden %6lld, max_len %lld\n", (files[i][strlen(files[i]) - 5] = 0, files[i]),
+                           disp, (long long)pb_node_int(r, "n_layers", 0), (long long)pb_node_int(r, "hidden", 0),
+                           (long long)pb_node_int(r, "max_len", 0));
+                else
+                    printf("  %-12s %-10s %.0f GB/s HBM, %.0f TFLOP/s fp16\n", (files[i][strlen(files[i]) - 5] = 0, files[i]),
+                           disp, pb_node_num(r, "hbm_bandwidth_GBps", 0), pb_node_num(r, "fp16_tflops", 0));
+                pb_config_destroy(c);
+            }
+            free(files[i]);
+        }
+        free(files);
+    }
+    printf("policies (systems[].policy):\n");
+    for (const pb_policy_entry *p = pb_policy_registry; p->name; p++) printf("  %-12s %s\n", p->name, p->summary);
+    printf("system types (systems[].type): vllm (paged), orca (contiguous + buddy; reservation oracle|pow2|max),"
+           " ft (request-level batches of B)\n");
+    printf("executors: sim (cost model)  cpu (tiny real model)  cuda (real model; GPU builds)\n");
+    return PB_EXIT_OK;
+}

@@ -24,7 +24,8 @@
  *               `sweep: {request_rate: [...]}` overrides an axis' values for one system
  *   tags        extra CSV columns with constant values (dataset: sharegpt)
  *   columns     the leading CSV columns of the figure, in order
- *   knee        {metric, threshold}: the sustainable-rate threshold (s/token)
+ *   knee        {metric, threshold, refine}: the sustainable-rate threshold (s/token)
+ *               and how many rounds of points to add around each series' crossing
  *   quick       {set: ["a.b=v", ...], thin: k}: what --quick changes (stated, not hidden)
  *
  * The experiment owns its pb_config; every pointer below lives as long as it does. */
@@ -69,6 +70,10 @@ typedef struct {
     /* per-axis value overrides (NULL = the experiment's values) */
     int n_values[PB_EXP_MAX_AXES];
     double *values[PB_EXP_MAX_AXES];
+    /* knee refinement: extra values of the (single) knee axis, appended after the
+       grid's points by pb_runner_refine(); points grid..grid+n_extra-1 */
+    int n_extra;
+    double *extra;
 } pb_system_spec;
 
 typedef struct {
@@ -88,6 +93,7 @@ typedef struct {
     const char *knee_metric;        /* default normalized_latency                          */
     double knee_threshold;          /* default 0.2 s/token (PAPER.md's rough check)        */
     const char *knee_axis;          /* default request_rate                                */
+    int knee_refine;                /* refinement rounds (default 0; --quick: at most 1)   */
     int quick_thin;                 /* --quick keeps every k-th axis value (1 = all)       */
     int n_quick_sets;
     const char *quick_sets[16];     /* --quick's config overrides                          */
@@ -107,7 +113,8 @@ void pb_experiment_destroy(pb_experiment *e);        /* NULL is a no-op */
  * --quick thinning.  Returns the count; *vals points into e (do not free). */
 int pb_experiment_axis_values(const pb_experiment *e, int s, int a, const double **vals);
 
-/* Number of points of system s (product of its axes' value counts; 1 without axes). */
+/* Number of points of system s: the product of its axes' value counts (1 without
+ * axes), plus its refinement extras. */
 int pb_experiment_n_points(const pb_experiment *e, int s);
 
 /* Decompose point index p of system s into one value per axis (vals[n_axes]). */

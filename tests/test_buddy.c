@@ -6,20 +6,6 @@
 #include "pbtest.h"
 #include "rng.h"
 
-/* pbtest.h's PB_TEST names its macro parameter `name`, which also replaces the
- * `.name` member access; until that is fixed there, use this equivalent. */
-#ifdef PB_TEST
-#undef PB_TEST
-#endif
-#define PB_TEST(tn_)                                                                   \
-    static void pb_test_##tn_(void);                                                   \
-    __attribute__((constructor)) static void pb_reg_##tn_(void) {                      \
-        if (pb_n_tests_ < PB_TEST_MAX) {                                               \
-            pb_tests_[pb_n_tests_].name = #tn_;                                        \
-            pb_tests_[pb_n_tests_++].fn = pb_test_##tn_;                               \
-        }                                                                              \
-    }                                                                                  \
-    static void pb_test_##tn_(void)
 
 /* Brute-force model: owner[i] = allocation index owning slot i, or -1. */
 typedef struct {

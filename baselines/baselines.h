@@ -1,0 +1,75 @@
+/* baselines.h -- the paper's baseline systems' scheduler policies (paper §6.1).
+ *
+ *   orca  (policy_orca.c)  iteration-level FCFS admission while the contiguous
+ *                          reservation fits and the step budgets allow; decodes all
+ *                          running groups; never preempts.  Pair it with the
+ *                          contiguous KV manager (kv_contiguous.h) with reservation
+ *                          oracle, pow2 or max for Orca (Oracle / Pow2 / Max).
+ *   ft    (policy_ft.c)    FasterTransformer with a Triton-style dynamic batcher:
+ *                          request-level batches of up to B earliest-arrived
+ *                          requests, run until the longest finishes; every request
+ *                          of a batch completes when the batch completes.  Pair it
+ *                          with the contiguous KV manager, reservation max.
+ *
+ * Registry lines (engine/policy_registry.c):
+ *   {"orca", pb_policy_orca_create, "Orca: iteration-level FCFS, contiguous reservations, no preemption"},
+ *   {"ft",   pb_policy_ft_create,   "FasterTransformer: request-level batches of up to B requests"},
+ *
+ * Options are read from the system's YAML map (other keys are ignored):
+ *   max_batch  int >= 0: groups per batch; 0 (default) = as many as the KV space
+ *              holds (FT: B = 7 for OPT-13B on an A100-40GB with max-length
+ *              reservations), bounded by max_num_seqs.
+ *
+ * FasterTransformer's request completion: the engine records a request's finish
+ * when its last token is produced; FT returns a batch's results together, so after
+ * pb_engine_run() the caller applies pb_policy_ft_finalize(), which moves every
+ * request's finish_s to its batch's completion time (the latest finish in the
+ * batch).  pb_policy_finalize() does that for any policy (a no-op unless FT). */
+#ifndef PB_BASELINES_H
+#define PB_BASELINES_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "metrics.h"
+#include "pb.h"
+#include "policy.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+pb_status pb_policy_orca_create(const pb_node *opts, pb_policy **out, pb_cfg_err *err);
+pb_status pb_policy_ft_create(const pb_node *opts, pb_policy **out, pb_cfg_err *err);
+
+bool pb_policy_is_ft(const pb_policy *p);
+
+typedef struct {
+    int64_t n_batches;
+    int64_t max_batch_seen;      /* largest batch formed (groups)                    */
+    double mean_batch;           /* mean groups per batch                            */
+} pb_ft_stats;
+void pb_policy_ft_stats(const pb_policy *p, pb_ft_stats *out);
+/* Batch index of request id (-1 if it never ran in a batch). */
+int64_t pb_policy_ft_batch_of(const pb_policy *p, int64_t id);
+
+/* Rewrite finish_s of every finished request of m to its batch's completion time.
+ * Call once, after pb_engine_run() with this policy. */
+void pb_policy_ft_finalize(pb_policy *p, pb_metrics *m);
+/* pb_policy_ft_finalize for FT policies, nothing for the others. */
+void pb_policy_finalize(pb_policy *p, pb_metrics *m);
+
+/* ---- shared by the two policies ---- */
+/* Decode every running group (call before admitting); PB_ERR_INVALID if a group
+ * cannot decode inside its reservation. */
+pb_status pb_baseline_decode_all(pb_sched *s);
+/* Admit waiting groups in priority order while the head fits: stops at the first
+ * LATER (strict FCFS), rejects NEVER, keeps max_num_seqs and, with token_budget,
+ * max_num_batched_tokens; at most max_groups running groups (0 = no limit). */
+pb_status pb_baseline_admit_fcfs(pb_sched *s, int32_t max_groups, bool token_budget,
+                                 int32_t *n_admitted);
+
+#ifdef __cplusplus
+}
+#endif
+#endif /* PB_BASELINES_H */

@@ -1,0 +1,56 @@
+/* beam.h -- beam-search selection and the synthetic next-token model.
+ *
+ * Beam search (vLLM v0.1.5+, HF-aligned, VLLM-DESIGN §4): each live beam proposes
+ * its top 2 * beam_width next tokens; among all (beam, token) candidates the
+ * beam_width with the highest cumulative log-probability (beam's cum_logprob +
+ * token logprob) survive.  A beam chosen c times continues itself once and is forked
+ * c - 1 times; a beam chosen 0 times is freed.  With forced output lengths (EOS
+ * ignored) no beam finishes early, so no finished-hypothesis list is needed, and the
+ * length penalty does not change the ranking (all candidates have equal length).
+ * Ties break by beam index, then candidate rank (deterministic).
+ *
+ * Synthetic model (used when the executor returns no tokens, i.e. the cost-model
+ * simulator).  For each sampled sequence and step, independently, from the
+ * request's seeded pb_rng:
+ *     logprob[0] = -E0,   logprob[j] = logprob[j-1] - Ej   (j = 1 .. n_top-1),
+ *     E0, Ej ~ Exponential(rate 1)  (mean gap 1 nat between consecutive ranks),
+ *     token[j] ~ Uniform{0 .. vocab-1}.
+ * So candidates are sorted by log-probability, the top token has mean
+ * log-probability -1, and the spread between beams' cumulative scores is a random
+ * walk -- beams survive, branch and die as in a real search (Fig. 9), and the
+ * memory saving from sharing comes out of this genealogy, not from a formula.
+ * The distribution is a modelling choice (documented in RESULTS.md); real
+ * executors replace it with real scores. */
+#ifndef PB_BEAM_H
+#define PB_BEAM_H
+
+#include <stdint.h>
+
+#include "executor.h"
+#include "rng.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* Fill out with n_top (<= PB_MAX_TOP) synthetic candidates, token ids in [0, vocab). */
+void pb_beam_synth_candidates(pb_rng *r, int32_t n_top, int32_t vocab, pb_candidates *out);
+
+typedef struct {
+    int32_t parent;      /* index of the beam (0 .. n_beams-1)                      */
+    int32_t rank;        /* candidate rank within the parent                        */
+    int32_t token;
+    float logprob;
+    double score;        /* parent cum_logprob + logprob                            */
+} pb_beam_choice;
+
+/* Select the top k of the n_beams * cand[i].n candidates by score.  cum[i] is beam
+ * i's cumulative log-probability.  Writes min(k, total) choices to out, sorted by
+ * score descending; returns their number. */
+int32_t pb_beam_select(const double *cum, const pb_candidates *cand, int32_t n_beams, int32_t k,
+                       pb_beam_choice *out);
+
+#ifdef __cplusplus
+}
+#endif
+#endif /* PB_BEAM_H */

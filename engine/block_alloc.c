@@ -1,0 +1,76 @@
+/* block_alloc.c -- the block pool (see block_alloc.h). */
+#include "block_alloc.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+pb_block_alloc *pb_block_alloc_create(int32_t n_blocks, int32_t block_size) {
+    if (n_blocks < 0 || block_size < 1) return NULL;
+    pb_block_alloc *a = pb_xcalloc(1, sizeof *a);
+    a->n_blocks = n_blocks;
+    a->block_size = block_size;
+    a->free_stack = pb_xmalloc((size_t)n_blocks * sizeof(int32_t) + 1);
+    a->ref = pb_xcalloc((size_t)n_blocks + 1, sizeof(int32_t));
+    a->fill = pb_xcalloc((size_t)n_blocks + 1, sizeof(int32_t));
+    /* LIFO stack: block 0 is handed out first (pushed last) */
+    for (int32_t i = 0; i < n_blocks; i++) a->free_stack[i] = n_blocks - 1 - i;
+    a->n_free = n_blocks;
+    return a;
+}
+
+void pb_block_alloc_destroy(pb_block_alloc *a) {
+    if (!a) return;
+    free(a->free_stack);
+    free(a->ref);
+    free(a->fill);
+    free(a);
+}
+
+pb_status pb_block_alloc_check(const pb_block_alloc *a) {
+    if (a->n_free < 0 || a->n_free > a->n_blocks) {
+        pb_log_error("block_alloc: n_free %d out of [0, %d]", a->n_free, a->n_blocks);
+        return PB_ERR_INVALID;
+    }
+    uint8_t *seen = pb_xcalloc((size_t)a->n_blocks + 1, 1);
+    pb_status st = PB_OK;
+    for (int32_t i = 0; i < a->n_free && st == PB_OK; i++) {
+        int32_t b = a->free_stack[i];
+        if (b < 0 || b >= a->n_blocks) {
+            pb_log_error("block_alloc: free stack holds invalid block %d", b);
+            st = PB_ERR_INVALID;
+        } else if (seen[b]) {
+            pb_log_error("block_alloc: block %d twice on the free stack", b);
+            st = PB_ERR_INVALID;
+        } else if (a->ref[b] != 0 || a->fill[b] != 0) {
+            pb_log_error("block_alloc: free block %d has ref %d fill %d", b, a->ref[b], a->fill[b]);
+            st = PB_ERR_INVALID;
+        } else {
+            seen[b] = 1;
+        }
+    }
+    int64_t slots = 0;
+    int32_t used = 0;
+    for (int32_t b = 0; b < a->n_blocks && st == PB_OK; b++) {
+        if (seen[b]) continue;
+        used++;
+        if (a->ref[b] < 1) {
+            pb_log_error("block_alloc: block %d neither free nor referenced (ref %d)", b, a->ref[b]);
+            st = PB_ERR_INVALID;
+        } else if (a->fill[b] < 0 || a->fill[b] > a->block_size) {
+            pb_log_error("block_alloc: block %d fill %d out of [0, %d]", b, a->fill[b], a->block_size);
+            st = PB_ERR_INVALID;
+        }
+        slots += a->fill[b];
+    }
+    if (st == PB_OK && used + a->n_free != a->n_blocks) {
+        pb_log_error("block_alloc: free %d + used %d != total %d", a->n_free, used, a->n_blocks);
+        st = PB_ERR_INVALID;
+    }
+    if (st == PB_OK && slots != a->token_slots) {
+        pb_log_error("block_alloc: token_slots %lld != sum of fills %lld",
+                     (long long)a->token_slots, (long long)slots);
+        st = PB_ERR_INVALID;
+    }
+    free(seen);
+    return st;
+}

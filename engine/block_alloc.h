@@ -1,0 +1,81 @@
+/* block_alloc.h -- a pool of fixed-size KV blocks: O(1) allocate and free with
+ * reference counts (paper §4.2-4.4, vLLM BlockAllocator).
+ *
+ * One allocator per device (GPU KV cache, CPU swap space).  Free blocks sit on a LIFO
+ * stack (vLLM pops from the end of its free list), so allocate and free are O(1).
+ * Every block has a reference count (number of block-table entries mapping it, plus
+ * pins such as a shared-prefix pool) and a fill (token slots written, 0..block_size),
+ * which the block manager keeps; token_slots is the running sum of fills of used
+ * blocks, so the memory breakdown costs O(1).
+ *
+ * The struct is public only so the hot accessors can be inline; mutate it only
+ * through the functions.  pb_block_alloc_check() verifies: free + used == total, the
+ * free stack holds distinct blocks with ref 0 and fill 0, every used block has
+ * ref >= 1, token_slots == sum of fills. */
+#ifndef PB_BLOCK_ALLOC_H
+#define PB_BLOCK_ALLOC_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "pb.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+typedef struct pb_block_alloc {
+    int32_t n_blocks, block_size;
+    int32_t n_free;
+    int32_t *free_stack;   /* [n_blocks]; free blocks in [0, n_free)                */
+    int32_t *ref;          /* [n_blocks] reference counts                            */
+    int32_t *fill;         /* [n_blocks] token slots written                         */
+    int64_t token_slots;   /* sum of fill over used blocks                           */
+    int64_t n_allocs, n_frees;   /* lifetime counters (statistics)                  */
+} pb_block_alloc;
+
+pb_block_alloc *pb_block_alloc_create(int32_t n_blocks, int32_t block_size);
+void pb_block_alloc_destroy(pb_block_alloc *a);
+
+/* A free block with ref = 1, fill = 0; -1 when none is free. */
+static inline int32_t pb_block_alloc_get(pb_block_alloc *a) {
+    if (a->n_free == 0) return -1;
+    int32_t b = a->free_stack[--a->n_free];
+    a->ref[b] = 1;
+    a->fill[b] = 0;
+    a->n_allocs++;
+    return b;
+}
+static inline void pb_block_alloc_incref(pb_block_alloc *a, int32_t b) {
+    PB_ASSERT(a->ref[b] > 0);
+    a->ref[b]++;
+}
+/* ref--; at 0 the block returns to the free list (its fill leaves token_slots).
+ * Returns the new reference count.  Double free aborts. */
+static inline int32_t pb_block_alloc_decref(pb_block_alloc *a, int32_t b) {
+    PB_ASSERT(a->ref[b] > 0);   /* "Double free" */
+    if (--a->ref[b] == 0) {
+        a->token_slots -= a->fill[b];
+        a->fill[b] = 0;
+        a->free_stack[a->n_free++] = b;
+        a->n_frees++;
+    }
+    return a->ref[b];
+}
+static inline void pb_block_alloc_set_fill(pb_block_alloc *a, int32_t b, int32_t fill) {
+    PB_ASSERT(a->ref[b] > 0 && fill >= 0 && fill <= a->block_size);
+    a->token_slots += fill - a->fill[b];
+    a->fill[b] = fill;
+}
+static inline int32_t pb_block_alloc_ref(const pb_block_alloc *a, int32_t b) { return a->ref[b]; }
+static inline int32_t pb_block_alloc_fill(const pb_block_alloc *a, int32_t b) { return a->fill[b]; }
+static inline int32_t pb_block_alloc_free_count(const pb_block_alloc *a) { return a->n_free; }
+static inline int32_t pb_block_alloc_used(const pb_block_alloc *a) { return a->n_blocks - a->n_free; }
+
+/* Invariants (O(n_blocks)); PB_OK or PB_ERR_INVALID with the reason logged. */
+pb_status pb_block_alloc_check(const pb_block_alloc *a);
+
+#ifdef __cplusplus
+}
+#endif
+#endif /* PB_BLOCK_ALLOC_H */

@@ -1,0 +1,61 @@
+/* block_manager.h -- the `paged` KV manager (paper §4, VLLM-DESIGN §2).
+ *
+ * Per-sequence block tables (logical block i -> physical GPU or CPU block; the fill
+ * of every physical block is kept by the allocator), over two block allocators (GPU
+ * and CPU swap space, block_alloc.h).  Implements kv_manager.h:
+ *   allocate   a group's prompt blocks once, shared by all its waiting sequences
+ *              (reference counts); a shared prefix's blocks are reserved ONCE per
+ *              prefix_id, kept for the whole run, and mapped into every request
+ *              that uses it; its last partial block is copied on write;
+ *   append     a new block when the last is full; copy-on-write when the last block
+ *              is shared (returns the (src, dst) pair); O(1);
+ *   fork       the child maps the parent's blocks (ref++), O(blocks);
+ *   free       ref-- on every block, O(blocks);
+ *   swap       whole groups; a block shared inside the group moves once; the CPU
+ *              pool holds at most as many blocks as the GPU pool (paper §4.5);
+ *   admission  OK / LATER / NEVER with a watermark (1% of GPU blocks by default):
+ *              vLLM v0.2.3 rules; can_append: running seqs of the group <= free
+ *              blocks (vLLM can_append_slot); can_swap_in reserves one block per
+ *              sequence above the watermark.
+ * usage(): token slots = sum of block fills; reserved = empty slots of last blocks
+ * that their sequence will still write (min(empty, tokens still to come)); the rest
+ * of the allocated slots are internal fragmentation; unallocated blocks are free.
+ * Shared-prefix blocks pinned by the pool count as token slots.
+ * Memory saving: logical = sum of GPU-resident block-table lengths. */
+#ifndef PB_BLOCK_MANAGER_H
+#define PB_BLOCK_MANAGER_H
+
+#include <stdint.h>
+
+#include "block_alloc.h"
+#include "kv_manager.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+typedef struct {
+    int32_t block_size;      /* tokens per block (16)                                */
+    int32_t n_gpu_blocks;    /* GPU KV blocks                                       */
+    int32_t n_cpu_blocks;    /* swap-space blocks (clamped to n_gpu_blocks)          */
+    double watermark;        /* fraction of GPU blocks kept free at admission (0.01)  */
+} pb_paged_params;
+
+void pb_paged_params_default(pb_paged_params *p);   /* 16, 0, 0, 0.01 */
+
+/* Create a paged manager (n_gpu_blocks >= 1, block_size >= 1). */
+pb_status pb_paged_kv_create(const pb_paged_params *p, pb_kv_manager **out);
+
+/* Introspection for tests and benchmarks (m must be a paged manager). */
+const pb_block_alloc *pb_paged_gpu(const pb_kv_manager *m);
+const pb_block_alloc *pb_paged_cpu(const pb_kv_manager *m);
+/* Block table of s: *n entries; *on_cpu tells which pool the numbers index. */
+const int32_t *pb_paged_table(const pb_kv_manager *m, const pb_seq *s, int32_t *n, bool *on_cpu);
+int32_t pb_paged_watermark_blocks(const pb_kv_manager *m);
+/* Blocks a shared prefix currently pins (0 if the prefix is not cached). */
+int32_t pb_paged_prefix_blocks(const pb_kv_manager *m, int32_t prefix_id);
+
+#ifdef __cplusplus
+}
+#endif
+#endif /* PB_BLOCK_MANAGER_H */

@@ -1,0 +1,388 @@
+/* engine.c -- the engine loop (see engine.h). */
+#include "engine.h"
+
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "beam.h"
+#include "scheduler.h"
+
+struct pb_engine {
+    pb_sched s;
+};
+
+void pb_engine_params_default(pb_engine_params *p) {
+    memset(p, 0, sizeof *p);
+    p->max_num_batched_tokens = 2560;
+    p->max_num_seqs = 256;
+    p->max_model_len = 2048;
+    p->preemption = PB_PREEMPT_AUTO;
+    p->step_mode = PB_STEP_MIXED;
+    p->seed = 0;
+    p->kv_bytes_per_token = 0;
+    p->store_tokens = false;
+    p->vocab_size = 32000;
+    p->check_every_step = false;
+    p->max_clock_s = 0;
+    p->max_steps = 0;
+}
+
+pb_status pb_engine_create(const pb_engine_params *p, pb_kv_manager *kv, pb_policy *policy,
+                           pb_executor *ex, pb_engine **out) {
+    *out = NULL;
+    if (!p || !kv || !policy || !ex) return PB_ERR_INVALID;
+    if (p->max_num_batched_tokens < 1 || p->max_num_seqs < 1 || p->max_model_len < 1 ||
+        p->vocab_size < 1 || p->kv_bytes_per_token < 0) {
+        pb_log_error("engine: invalid parameters (budgets, max_model_len and vocab_size must be >= 1)");
+        return PB_ERR_INVALID;
+    }
+    pb_engine *e = pb_xcalloc(1, sizeof *e);
+    e->s.p = *p;
+    e->s.kv = kv;
+    e->s.policy = policy;
+    e->s.ex = ex;
+    pb_sched_init(&e->s);
+    *out = e;
+    return PB_OK;
+}
+
+static void engine_clear_run(pb_sched *s) {
+    for (int64_t i = 0; i < s->n_groups; i++) pb_group_release(&s->groups[i]);
+    free(s->groups);
+    s->groups = NULL;
+    s->n_groups = 0;
+    pb_seq_pool_destroy(s->pool);
+    s->pool = NULL;
+    s->running_run = false;
+}
+
+void pb_engine_destroy(pb_engine *e) {
+    if (!e) return;
+    if (e->s.running_run) pb_engine_end(e);
+    pb_sched_free(&e->s);
+    free(e);
+}
+
+double pb_engine_now(const pb_engine *e) { return e->s.now; }
+int64_t pb_engine_steps(const pb_engine *e) { return e->s.step; }
+const pb_group *pb_engine_group(const pb_engine *e, int64_t id) {
+    return id >= 0 && id < e->s.n_groups ? &e->s.groups[id] : NULL;
+}
+const pb_batch *pb_engine_last_batch(const pb_engine *e) { return &e->s.batch; }
+
+pb_status pb_engine_begin(pb_engine *e, const pb_trace *t, pb_metrics *m) {
+    pb_sched *s = &e->s;
+    if (s->running_run) return PB_ERR_INVALID;
+    if (!t || !m || t->n < 0 || (t->n > 0 && !t->reqs) || t->n > INT32_MAX) return PB_ERR_INVALID;
+    for (int64_t i = 0; i < t->n; i++) {
+        const pb_request *r = &t->reqs[i];
+        if (!isfinite(r->arrival_s) || r->arrival_s < 0 || r->prompt_len < 1 || r->output_len < 1 ||
+            r->n < 1 || r->beam_width < 1 || (i > 0 && r->arrival_s < t->reqs[i - 1].arrival_s)) {
+            pb_log_error("engine: trace row %lld invalid (arrival %g, prompt %d, output %d, n %d, "
+                         "beam %d; arrivals must be sorted)", (long long)i, r->arrival_s,
+                         r->prompt_len, r->output_len, r->n, r->beam_width);
+            return PB_ERR_INVALID;
+        }
+    }
+    s->trace = t;
+    s->metrics = m;
+    s->n_groups = t->n;
+    s->groups = pb_xcalloc((size_t)(t->n > 0 ? t->n : 1), sizeof *s->groups);
+    for (int64_t i = 0; i < t->n; i++)
+        pb_group_init(&s->groups[i], (int32_t)i, &t->reqs[i], s->p.max_model_len, s->p.seed);
+    s->pool = pb_seq_pool_create(s->p.store_tokens);
+    s->next_arrival = 0;
+    s->n_done = 0;
+    s->now = 0;
+    s->step = 0;
+    s->run_head = s->run_tail = s->swp_head = s->swp_tail = NULL;
+    s->n_running = s->running_seqs = s->n_swapped = s->n_waiting = 0;
+    memset(&s->batch, 0, sizeof s->batch);
+    pb_metrics_begin(m, t->n);
+    for (int64_t i = 0; i < t->n; i++) {
+        pb_req_metrics *r = pb_metrics_req(m, i);
+        const pb_group *g = &s->groups[i];
+        r->arrival_s = g->arrival_s;
+        r->prompt_len = g->prompt_len;
+        r->output_len = g->output_len;
+        r->n_seqs = g->max_seqs;
+    }
+    s->running_run = true;
+    return PB_OK;
+}
+
+/* ---- post-processing ---- */
+
+static void finish_group(pb_sched *s, pb_group *g) {
+    pb_sched_running_remove(s, g);
+    pb_sched_release_group(s, g);
+    g->state = PB_GROUP_FINISHED;
+    g->finish_s = s->now;
+    pb_req_metrics *r = pb_metrics_req(s->metrics, g->id);
+    r->finished = true;
+    r->finish_s = s->now;
+    s->n_done++;
+    if (s->policy->iface->on_group_done) s->policy->iface->on_group_done(s->policy, s, g);
+}
+
+static const pb_candidates *seq_cands(pb_sched *s, pb_seq *q, bool has_tokens, int32_t n_top,
+                                      pb_candidates *tmp) {
+    if (has_tokens && q->batch_idx >= 0 && s->cand[q->batch_idx].n > 0) return &s->cand[q->batch_idx];
+    pb_beam_synth_candidates(&q->group->rng, n_top, s->p.vocab_size, tmp);
+    return tmp;
+}
+
+static pb_status beam_step(pb_sched *s, pb_group *g, bool has_tokens) {
+    int32_t k = g->beam_width, nb = g->n_seqs;
+    PB_ASSERT(nb >= 1 && nb <= PB_MAX_TOP / 2 && k <= PB_MAX_TOP / 2);
+    pb_candidates cands[PB_MAX_TOP / 2];
+    double cum[PB_MAX_TOP / 2];
+    pb_seq *par[PB_MAX_TOP / 2];
+    for (int32_t i = 0; i < nb; i++) {
+        par[i] = g->seqs[i];
+        cum[i] = par[i]->cum_logprob;
+        const pb_candidates *c = seq_cands(s, par[i], has_tokens, 2 * k, &cands[i]);
+        if (c != &cands[i]) cands[i] = *c;
+    }
+    pb_beam_choice ch[PB_MAX_TOP / 2];
+    int32_t nc = pb_beam_select(cum, cands, nb, k, ch);
+    PB_ASSERT(nc >= 1);
+    bool used[PB_MAX_TOP / 2] = {false};
+    pb_seq *dst[PB_MAX_TOP / 2];
+    /* forks first, from the unmodified parents (no memory needed: ref counts) */
+    for (int32_t c = 0; c < nc; c++) {
+        pb_seq *p = par[ch[c].parent];
+        if (!used[ch[c].parent]) {
+            used[ch[c].parent] = true;
+            dst[c] = p;
+        } else {
+            pb_seq *child = pb_seq_clone(s->pool, p);
+            pb_status st = pb_kv_fork(s->kv, p, child);
+            if (st != PB_OK) return st;
+            dst[c] = child;
+        }
+    }
+    /* parents nobody chose die and free their blocks (paper Fig. 9) */
+    for (int32_t i = 0; i < nb; i++) {
+        if (used[i]) continue;
+        par[i]->batch_idx = -1;
+        pb_kv_free(s->kv, par[i]);
+        pb_seq_delete(s->pool, par[i]);
+    }
+    for (int32_t c = 0; c < nc; c++)   /* clones carry the parent's cum_logprob */
+        pb_seq_append_token(s->pool, dst[c], ch[c].token, ch[c].logprob);
+    return PB_OK;
+}
+
+static pb_status parallel_fork(pb_sched *s, pb_group *g, bool has_tokens) {
+    pb_seq *p = g->seqs[0];
+    pb_candidates tmp;
+    const pb_candidates *c = seq_cands(s, p, has_tokens, PB_MIN(g->n, PB_MAX_TOP), &tmp);
+    pb_candidates cc = *c;
+    for (int32_t i = 1; i < g->n; i++) {
+        pb_seq *child = pb_seq_clone(s->pool, p);
+        pb_status st = pb_kv_fork(s->kv, p, child);
+        if (st != PB_OK) return st;
+        int32_t j = i % cc.n;
+        pb_seq_append_token(s->pool, child, cc.token[j], cc.logprob[j]);
+    }
+    pb_seq_append_token(s->pool, p, cc.token[0], cc.logprob[0]);
+    return PB_OK;
+}
+
+static pb_status postprocess(pb_sched *s, bool has_tokens) {
+    for (int32_t gi = 0; gi < s->n_bgroups; gi++) {
+        pb_group *g = s->bgroups[gi];
+        g->prefill = false;
+        bool first = g->n_generated == 0;
+        pb_status st = PB_OK;
+        if (g->beam_width > 1) {
+            st = beam_step(s, g, has_tokens);
+        } else if (first && g->n > 1 && g->n_seqs == 1) {
+            st = parallel_fork(s, g, has_tokens);
+        } else {
+            for (int32_t i = 0; i < g->n_seqs; i++) {
+                pb_seq *q = g->seqs[i];
+                int32_t tok = 0;
+                float lp = 0;
+                if (has_tokens && q->batch_idx >= 0 && s->cand[q->batch_idx].n > 0) {
+                    tok = s->cand[q->batch_idx].token[0];
+                    lp = s->cand[q->batch_idx].logprob[0];
+                } else if (s->p.store_tokens) {
+                    tok = (int32_t)pb_rng_below(&g->rng, (uint64_t)s->p.vocab_size);
+                }
+                pb_seq_append_token(s->pool, q, tok, lp);
+            }
+        }
+        if (st != PB_OK) return st;
+        for (int32_t i = 0; i < g->n_seqs; i++) g->seqs[i]->batch_idx = -1;
+        g->n_generated++;
+        g->len++;
+        if (first) {
+            g->first_token_s = s->now;
+            pb_metrics_req(s->metrics, g->id)->first_token_s = s->now;
+        }
+        if (g->n_generated >= g->output_len) finish_group(s, g);
+    }
+    return PB_OK;
+}
+
+/* ---- one step ---- */
+
+pb_status pb_engine_step(pb_engine *e, bool *done) {
+    pb_sched *s = &e->s;
+    *done = false;
+    if (!s->running_run) return PB_ERR_INVALID;
+    if (s->n_done == s->n_groups || (s->p.max_steps > 0 && s->step >= s->p.max_steps) ||
+        (s->p.max_clock_s > 0 && s->now > s->p.max_clock_s)) {
+        *done = true;
+        return PB_OK;
+    }
+    while (s->next_arrival < s->n_groups && s->groups[s->next_arrival].arrival_s <= s->now)
+        pb_sched_enqueue_waiting(s, &s->groups[s->next_arrival++]);
+    if (s->n_waiting + s->n_running + s->n_swapped == 0) {   /* idle: jump */
+        PB_ASSERT(s->next_arrival < s->n_groups);
+        s->now = s->groups[s->next_arrival].arrival_s;
+        return PB_OK;
+    }
+    pb_sched_begin_step(s);
+    int64_t done0 = s->n_done;
+    pb_status st = s->policy->iface->schedule(s->policy, s);
+    if (st != PB_OK) return st;
+    if (s->n_bseq == 0 && s->copies.n == 0 && s->swap_in.n == 0 && s->swap_out.n == 0) {
+        if (s->n_preempted > 0 || s->n_done != done0) {   /* state moved, nothing to run */
+            s->step++;
+            return PB_OK;
+        }
+        if (s->next_arrival < s->n_groups) {
+            s->now = PB_MAX(s->now, s->groups[s->next_arrival].arrival_s);
+            return PB_OK;
+        }
+        pb_log_error("engine: policy '%s' scheduled nothing with %d waiting, %d running, %d swapped "
+                     "and no arrivals left (stalled)", s->policy->iface->name, s->n_waiting,
+                     s->n_running, s->n_swapped);
+        return PB_ERR_INVALID;
+    }
+    for (int32_t i = 0; i < s->n_bseq; i++) pb_kv_batch_info(s->kv, s->bseq_seq[i], &s->bseq[i]);
+    pb_batch *b = &s->batch;
+    b->n_seqs = s->n_bseq;
+    b->seqs = s->bseq;
+    b->n_prefill_tokens = s->b_prefill_tokens;
+    b->n_decode = s->b_decode;
+    b->block_size = s->kv->block_size;
+    b->n_top = s->b_n_top;
+    b->copies = s->copies.v;
+    b->n_copies = s->copies.n;
+    b->swap_in = s->swap_in.v;
+    b->n_swap_in = s->swap_in.n;
+    b->swap_out = s->swap_out.v;
+    b->n_swap_out = s->swap_out.n;
+    pb_step_metrics sm;
+    memset(&sm, 0, sizeof sm);
+    sm.t_s = s->now;
+    sm.n_groups = s->n_bgroups;
+    sm.n_seqs = s->n_bseq;
+    sm.n_prefill_seqs = s->b_prefill_seqs;
+    sm.prefill_tokens = s->b_prefill_tokens;
+    sm.decode_tokens = s->b_decode;
+    sm.n_preempted = s->n_preempted;
+    sm.n_swap_in_groups = s->n_swap_in_groups;
+    sm.n_copies = s->copies.n;
+    sm.n_swap_in = s->swap_in.n;
+    sm.n_swap_out = s->swap_out.n;
+    sm.n_running = s->n_running;
+    sm.n_waiting = s->n_waiting;
+    sm.n_swapped = s->n_swapped;
+    pb_kv_usage_get(s->kv, &sm.mem);
+    if (s->cap_cand < s->n_bseq) {
+        s->cap_cand = PB_MAX(s->n_bseq, 2 * s->cap_cand);
+        s->cand = pb_xrealloc(s->cand, (size_t)s->cap_cand * sizeof *s->cand);
+    }
+    for (int32_t i = 0; i < s->n_bseq; i++) s->cand[i].n = 0;
+    pb_step_result res;
+    memset(&res, 0, sizeof res);
+    st = pb_executor_execute(s->ex, b, &res, s->cand);
+    if (st != PB_OK) {
+        pb_log_error("engine: executor '%s' failed at step %lld: %s", s->ex->iface->name,
+                     (long long)s->step, pb_status_str(st));
+        return st;
+    }
+    if (!(res.latency_s >= 0) || !isfinite(res.latency_s)) {
+        pb_log_error("engine: executor returned latency %g", res.latency_s);
+        return PB_ERR_INVALID;
+    }
+    s->now += res.latency_s;
+    sm.latency_s = res.latency_s;
+    sm.swap_s = res.swap_s;
+    sm.copy_s = res.copy_s;
+    st = postprocess(s, res.has_tokens);
+    if (st != PB_OK) return st;
+    pb_metrics_add_step(s->metrics, &sm);
+    s->step++;
+    if (s->p.check_every_step) return pb_engine_check(e);
+    return PB_OK;
+}
+
+pb_status pb_engine_end(pb_engine *e) {
+    pb_sched *s = &e->s;
+    if (!s->running_run) return PB_ERR_INVALID;
+    for (int64_t i = 0; i < s->n_groups; i++) {   /* what is left: unfinished */
+        pb_group *g = &s->groups[i];
+        if (g->state == PB_GROUP_RUNNING) pb_sched_running_remove(s, g);
+        pb_sched_release_group(s, g);
+    }
+    pb_metrics_end(s->metrics, s->now);
+    engine_clear_run(s);
+    return PB_OK;
+}
+
+pb_status pb_engine_run(pb_engine *e, const pb_trace *t, pb_metrics *m) {
+    pb_status st = pb_engine_begin(e, t, m);
+    if (st != PB_OK) return st;
+    bool done = false;
+    while (!done && st == PB_OK) st = pb_engine_step(e, &done);
+    pb_status st2 = pb_engine_end(e);
+    return st != PB_OK ? st : st2;
+}
+
+pb_status pb_engine_check(pb_engine *e) {
+    pb_sched *s = &e->s;
+    pb_status st = pb_sched_check(s);
+    if (st != PB_OK) return st;
+    int32_t nw = 0, nr = 0, nsw = 0;
+    int64_t done = 0;
+    for (int64_t i = 0; i < s->n_groups; i++) {
+        const pb_group *g = &s->groups[i];
+        if ((st = pb_group_check(g)) != PB_OK) return st;
+        switch (g->state) {
+        case PB_GROUP_WAITING: nw++; break;
+        case PB_GROUP_RUNNING: nr++; break;
+        case PB_GROUP_SWAPPED: nsw++; break;
+        case PB_GROUP_FINISHED:
+        case PB_GROUP_REJECTED: done++; break;
+        default: break;
+        }
+        for (int32_t k = 0; k < g->n_seqs; k++) {
+            const pb_seq *q = g->seqs[k];
+            bool has_kv = q->kv != NULL;
+            bool want = g->state == PB_GROUP_RUNNING || g->state == PB_GROUP_SWAPPED;
+            if (has_kv != want) {
+                pb_log_error("engine: group %d (%s) seq %d %s KV", g->id, pb_group_state_str(g->state),
+                             q->id, has_kv ? "holds" : "lacks");
+                return PB_ERR_INVALID;
+            }
+            if (q->batch_idx != -1) {
+                pb_log_error("engine: seq %d still marked in a batch", q->id);
+                return PB_ERR_INVALID;
+            }
+        }
+    }
+    if (nw != s->n_waiting || nr != s->n_running || nsw != s->n_swapped || done != s->n_done) {
+        pb_log_error("engine: state counts waiting %d/%d running %d/%d swapped %d/%d done %lld/%lld",
+                     nw, s->n_waiting, nr, s->n_running, nsw, s->n_swapped, (long long)done,
+                     (long long)s->n_done);
+        return PB_ERR_INVALID;
+    }
+    return pb_kv_check(s->kv);
+}

@@ -1,0 +1,468 @@
+/* executor_sim.c -- the cost-model executor (see executor_sim.h for the model). */
+#include "executor_sim.h"
+
+#include <math.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "sim_profile.h"
+
+/* ---- schemas ---- */
+static const pb_key FW_SCHEMA[] = {
+    {"step_us", PB_T_NUM, true, 0, 1e6, NULL, NULL, 0, "host time per step (schedule, prepare, output)"},
+    {"seq_us", PB_T_NUM, true, 0, 1e5, NULL, NULL, 0, "host time per sequence per step"},
+    {"launch_us", PB_T_NUM, true, 0, 1e4, NULL, NULL, 0, "host time to issue one kernel"},
+    {"sources", PB_T_MAP, true, 0, 0, NULL, NULL, 0, "key -> where the number comes from"},
+    {NULL, 0, false, 0, 0, NULL, NULL, 0, NULL},
+};
+
+static const pb_key FRAMEWORKS_SCHEMA[] = {
+    {"python", PB_T_MAP, true, 0, 0, NULL, FW_SCHEMA, 0, "Python engine (vLLM 2023, the Orca re-implementation)"},
+    {"cpp", PB_T_MAP, true, 0, 0, NULL, FW_SCHEMA, 0, "C++ engine (FasterTransformer)"},
+    {NULL, 0, false, 0, 0, NULL, NULL, 0, NULL},
+};
+
+const pb_key pb_sim_cost_schema[] = {
+    {"gemm_flops_efficiency", PB_T_NUM, true, 0.01, 1, NULL, NULL, 0, "achievable / peak fp16 FLOP/s of large GEMMs"},
+    {"gemm_bw_efficiency", PB_T_NUM, true, 0.01, 1, NULL, NULL, 0, "memory-bound GEMM bandwidth / datasheet HBM"},
+    {"elementwise_bw_efficiency", PB_T_NUM, true, 0.01, 1, NULL, NULL, 0, "element-wise kernel bandwidth / datasheet HBM"},
+    {"prefill_attn_flops_efficiency", PB_T_NUM, true, 0.01, 1, NULL, NULL, 0, "prefill attention FLOP/s / peak"},
+    {"attn_fixed_us", PB_T_NUM, true, 0, 1e4, NULL, NULL, 0, "decode attention: per kernel call, us"},
+    {"attn_per_seq_head_ns", PB_T_NUM, true, 0, 1e5, NULL, NULL, 0, "decode attention: per (sequence, head), ns"},
+    {"attn_stream_efficiency", PB_T_NUM, true, 0.01, 1, NULL, NULL, 0, "decode attention: live-KV read rate / datasheet HBM"},
+    {"attn_paged_block_ns", PB_T_NUM, true, 0, 1e4, NULL, NULL, 0, "paged kernel: per (sequence, KV head, block), ns"},
+    {"kernel_gap_us", PB_T_NUM, true, 0, 1e3, NULL, NULL, 0, "GPU idle between dependent kernels, us"},
+    {"allreduce_latency_us", PB_T_NUM, true, 0, 1e4, NULL, NULL, 0, "per NCCL all-reduce call, us"},
+    {"nvlink_efficiency", PB_T_NUM, true, 0.01, 1, NULL, NULL, 0, "achieved / datasheet NVLink bandwidth"},
+    {"swap_h2d_GBps", PB_T_NUM, true, 0.01, 1e4, NULL, NULL, 0, "one block copy host->device, GB/s"},
+    {"swap_d2h_GBps", PB_T_NUM, true, 0.01, 1e4, NULL, NULL, 0, "one block copy device->host, GB/s"},
+    {"swap_h2d_copy_us", PB_T_NUM, true, 0, 1e3, NULL, NULL, 0, "per cudaMemcpyAsync host->device, us"},
+    {"swap_d2h_copy_us", PB_T_NUM, true, 0, 1e3, NULL, NULL, 0, "per cudaMemcpyAsync device->host, us"},
+    {"framework", PB_T_MAP, true, 0, 0, NULL, FRAMEWORKS_SCHEMA, 0, "host overheads per framework"},
+    {"sources", PB_T_MAP, true, 0, 0, NULL, NULL, 0, "key -> where the number comes from"},
+    {NULL, 0, false, 0, 0, NULL, NULL, 0, NULL},
+};
+
+const pb_key pb_sim_system_schema[] = {
+    {"attention_kernel", PB_T_ENUM, false, 0, 0, "paged|contiguous", NULL, 0,
+     "decode attention kernel: paged (vLLM) or contiguous (FasterTransformer)"},
+    {"framework", PB_T_ENUM, false, 0, 0, "python|cpp", NULL, 0,
+     "host overheads: python (vLLM, Orca re-implementation) or cpp (FasterTransformer)"},
+    {"profile", PB_T_STR, false, 0, 0, NULL, NULL, 0, "measured step profile CSV (engine/sim_profile.h)"},
+    {NULL, 0, false, 0, 0, NULL, NULL, 0, NULL},
+};
+
+/* an error without a node position (not a config file problem) */
+static pb_status plain_err(pb_cfg_err *e, const char *fmt, ...) {
+    if (!e) return PB_ERR_INVALID;
+    char msg[1024];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(msg, sizeof msg, fmt, ap);
+    va_end(ap);
+    size_t used = strlen(e->msg);
+    if (e->count < PB_CFG_MAX_ERRORS && used + 2 < sizeof e->msg)
+        snprintf(e->msg + used, sizeof e->msg - used, "%s%s", e->count ? "\n" : "", msg);
+    e->count++;
+    return PB_ERR_INVALID;
+}
+
+/* every numeric key of map n (per schema) needs a non-empty n.sources.<key> */
+static pb_status need_sources(const pb_node *n, const pb_key *schema, const char *path, pb_cfg_err *err) {
+    const pb_node *src = pb_node_get(n, "sources");
+    pb_status st = PB_OK;
+    for (const pb_key *k = schema; k->name; k++) {
+        if (k->type != PB_T_NUM && k->type != PB_T_INT) continue;
+        const pb_node *v = pb_node_get(n, k->name);
+        if (!v) continue;
+        const pb_node *s = src ? pb_node_get(src, k->name) : NULL;
+        if (!s || s->kind != PB_NODE_SCALAR || !s->value || !*s->value)
+            st = pb_cfg_fail(err, v, true, "%s.%s: no source given (add %s.sources.%s: \"...\")", path, k->name,
+                             path, k->name);
+    }
+    return st;
+}
+
+static void fw_from_node(const pb_node *n, pb_sim_fw_cost *fw) {
+    fw->step_s = pb_node_num(n, "step_us", 0) * 1e-6;
+    fw->seq_s = pb_node_num(n, "seq_us", 0) * 1e-6;
+    fw->launch_s = pb_node_num(n, "launch_us", 0) * 1e-6;
+}
+
+pb_status pb_sim_cost_from_node(const pb_node *hw, pb_sim_cost *c, pb_cfg_err *err) {
+    const pb_node *n = hw ? pb_node_get(hw, "cost_model") : NULL;
+    if (!hw) return plain_err(err, "hardware: no spec given");
+    if (!n || n->kind != PB_NODE_MAP)
+        return pb_cfg_fail(err, hw, false, "hardware '%s': no cost_model: map (the sim executor needs one)",
+                           pb_node_str(hw, "name", "?"));
+    if (pb_config_validate(n, pb_sim_cost_schema, "hardware.cost_model", err)) return PB_ERR_INVALID;
+    pb_status st = need_sources(n, pb_sim_cost_schema, "hardware.cost_model", err);
+    const pb_node *py = pb_node_get(n, "framework.python"), *cpp = pb_node_get(n, "framework.cpp");
+    if (need_sources(py, FW_SCHEMA, "hardware.cost_model.framework.python", err)) st = PB_ERR_INVALID;
+    if (need_sources(cpp, FW_SCHEMA, "hardware.cost_model.framework.cpp", err)) st = PB_ERR_INVALID;
+    if (st) return st;
+    memset(c, 0, sizeof *c);
+    c->gemm_flops_eff = pb_node_num(n, "gemm_flops_efficiency", 0);
+    c->gemm_bw_eff = pb_node_num(n, "gemm_bw_efficiency", 0);
+    c->elem_bw_eff = pb_node_num(n, "elementwise_bw_efficiency", 0);
+    c->prefill_attn_flops_eff = pb_node_num(n, "prefill_attn_flops_efficiency", 0);
+    c->attn_fixed_s = pb_node_num(n, "attn_fixed_us", 0) * 1e-6;
+    c->attn_seq_head_s = pb_node_num(n, "attn_per_seq_head_ns", 0) * 1e-9;
+    c->attn_stream_eff = pb_node_num(n, "attn_stream_efficiency", 0);
+    c->attn_paged_block_s = pb_node_num(n, "attn_paged_block_ns", 0) * 1e-9;
+    c->kernel_gap_s = pb_node_num(n, "kernel_gap_us", 0) * 1e-6;
+    c->allreduce_latency_s = pb_node_num(n, "allreduce_latency_us", 0) * 1e-6;
+    c->nvlink_eff = pb_node_num(n, "nvlink_efficiency", 0);
+    c->swap_h2d_bw = pb_node_num(n, "swap_h2d_GBps", 0) * 1e9;
+    c->swap_d2h_bw = pb_node_num(n, "swap_d2h_GBps", 0) * 1e9;
+    c->swap_h2d_copy_s = pb_node_num(n, "swap_h2d_copy_us", 0) * 1e-6;
+    c->swap_d2h_copy_s = pb_node_num(n, "swap_d2h_copy_us", 0) * 1e-6;
+    fw_from_node(py, &c->fw[PB_SIM_FW_PYTHON]);
+    fw_from_node(cpp, &c->fw[PB_SIM_FW_CPP]);
+    return PB_OK;
+}
+
+pb_status pb_sim_cost_load(const char *spec_dir, const char *hw_name, pb_sim_cost *out, pb_cfg_err *err) {
+    char path[4096];
+    snprintf(path, sizeof path, "%s/hardware/%s.yaml", spec_dir, hw_name);
+    pb_config *cfg;
+    pb_status st = pb_config_load(path, &cfg, err);
+    if (st) return st;
+    pb_hw hw;
+    st = pb_hw_from_node(pb_config_root(cfg), &hw, err);   /* base keys and their sources */
+    if (!st) st = pb_sim_cost_from_node(pb_config_root(cfg), out, err);
+    pb_config_destroy(cfg);
+    return st;
+}
+
+pb_sim_params pb_sim_params_default(void) {
+    pb_sim_params p;
+    memset(&p, 0, sizeof p);
+    p.attn = PB_SIM_ATTN_PAGED;
+    p.framework = PB_SIM_FW_PYTHON;
+    return p;
+}
+
+pb_status pb_sim_params_from_node(const pb_node *n, pb_sim_params *out, pb_cfg_err *err) {
+    *out = pb_sim_params_default();
+    if (!n) return PB_OK;
+    if (pb_config_validate(n, pb_sim_system_schema, "sim", err)) return PB_ERR_INVALID;
+    out->attn = strcmp(pb_node_str(n, "attention_kernel", "paged"), "contiguous") == 0 ? PB_SIM_ATTN_CONTIGUOUS
+                                                                                      : PB_SIM_ATTN_PAGED;
+    out->framework = strcmp(pb_node_str(n, "framework", "python"), "cpp") == 0 ? PB_SIM_FW_CPP : PB_SIM_FW_PYTHON;
+    const char *prof = pb_node_str(n, "profile", "");
+    if (strlen(prof) >= sizeof out->profile)
+        return pb_cfg_fail(err, pb_node_get(n, "profile"), false, "sim.profile: path too long");
+    snprintf(out->profile, sizeof out->profile, "%s", prof);
+    return PB_OK;
+}
+
+/* ---- the model ---- */
+struct pb_sim {
+    pb_model m;
+    pb_hw hw;
+    pb_sim_cost c;
+    pb_sim_params p;
+    int32_t tp;
+    pb_sim_profile *profile;
+    /* derived, per GPU */
+    double flops;            /* achievable FLOP/s of GEMMs                               */
+    double gemm_bw, elem_bw; /* achievable bytes/s                                       */
+    double attn_flops;       /* prefill attention FLOP/s                                 */
+    double attn_bw;          /* decode attention live-KV bytes/s                         */
+    double dt;               /* dtype bytes                                              */
+    double hq, hkv, d, h, ffn_tp, vocab_tp;
+    double gK[4], gN[4];     /* the layer's GEMMs (K x N weights)                        */
+    double kv_tok_layer;     /* KV bytes per token per layer per GPU (K and V)           */
+    double elem_tok_layer;   /* element-wise bytes per token per layer                   */
+    double ar_bytes_tok;     /* bytes per token per all-reduce                           */
+    double ar_factor;        /* 2(tp-1)/tp / (nvlink bw * eff)                           */
+    int kernels_layer;       /* per layer, without attention calls                       */
+    int kernels_step;        /* per step, outside layers (embedding, norm, LM head, sampling) */
+    double sample_bytes_tok; /* sampling bytes per sampled sequence                      */
+};
+
+static double gemm_time(const pb_sim *s, double M, double K, double N) {
+    if (M <= 0) return 0;
+    double fl = 2.0 * M * K * N / s->flops;
+    double by = (K * N + M * K + M * N) * s->dt / s->gemm_bw;
+    return fl > by ? fl : by;
+}
+
+pb_status pb_sim_create(const pb_model *m, const pb_hw *hw, const pb_sim_cost *c, int32_t tp,
+                        const pb_sim_params *p, pb_sim **out, pb_cfg_err *err) {
+    *out = NULL;
+    if (tp < 1 || m->n_heads % tp || m->n_kv_heads % tp || m->ffn % tp) {
+        plain_err(err, "sim: tensor-parallel degree %d does not divide the model's heads/ffn", tp);
+        return PB_ERR_INVALID;
+    }
+    pb_sim *s = pb_xcalloc(1, sizeof *s);
+    s->m = *m;
+    s->hw = *hw;
+    s->c = *c;
+    s->p = p ? *p : pb_sim_params_default();
+    s->tp = tp;
+    if (s->p.profile[0]) {
+        char e[1024];
+        pb_status st = pb_sim_profile_load(s->p.profile, &s->profile, e, sizeof e);
+        if (st) {
+            plain_err(err, "sim.profile: %s", e);
+            free(s);
+            return st;
+        }
+    }
+    s->flops = hw->fp16_flops * c->gemm_flops_eff;
+    s->gemm_bw = hw->hbm_bw * c->gemm_bw_eff;
+    s->elem_bw = hw->hbm_bw * c->elem_bw_eff;
+    s->attn_flops = hw->fp16_flops * c->prefill_attn_flops_eff;
+    s->attn_bw = hw->hbm_bw * c->attn_stream_eff;
+    s->dt = m->dtype_bytes;
+    s->hq = (double)m->n_heads / tp;
+    s->hkv = (double)m->n_kv_heads / tp;
+    s->d = m->head_size;
+    s->h = m->hidden;
+    s->ffn_tp = (double)m->ffn / tp;
+    s->vocab_tp = (double)m->vocab / tp;
+    bool llama = m->arch == PB_ARCH_LLAMA;
+    s->gK[0] = s->h; s->gN[0] = (s->hq + 2 * s->hkv) * s->d;           /* QKV               */
+    s->gK[1] = s->hq * s->d; s->gN[1] = s->h;                          /* output projection */
+    s->gK[2] = s->h; s->gN[2] = (llama ? 2 : 1) * s->ffn_tp;            /* FC1 / gate+up     */
+    s->gK[3] = s->ffn_tp; s->gN[3] = s->h;                             /* FC2 / down        */
+    s->kv_tok_layer = 2.0 * s->hkv * s->d * s->dt;
+    /* per token per layer: 2 norms (read+write h), 2 residual adds (2 reads + write),
+       activation (OPT ReLU r+w ffn; LLaMA SiLU*mul 2 reads + write), KV-cache write
+       (read + write K and V), LLaMA rotary (read+write q and k). */
+    s->elem_tok_layer = s->dt * (4 * s->h + 6 * s->h + (llama ? 3 : 2) * s->ffn_tp) + 2 * s->kv_tok_layer +
+                        (llama ? 2 * s->dt * (s->hq + s->hkv) * s->d : 0);
+    s->ar_bytes_tok = s->h * s->dt;
+    s->ar_factor = tp > 1 ? 2.0 * (tp - 1) / tp / (hw->nvlink_bw * c->nvlink_eff) : 0;
+    /* kernels per layer: norm, QKV, KV write, out, residual, norm, FC1, act, FC2, residual
+       (+ rotary for LLaMA) + 2 all-reduces with tp; attention calls are counted per step */
+    s->kernels_layer = 10 + (llama ? 1 : 0) + (tp > 1 ? 2 : 0);
+    /* per step: embedding (+ positions for OPT), final norm, LM head, logits gather with tp,
+       sampling (fp32 cast, softmax, log-softmax, multinomial / top-k, gather) */
+    s->kernels_step = (llama ? 1 : 2) + 1 + 1 + (tp > 1 ? 1 : 0) + 5;
+    /* sampling: fp32 logits written and read ~6 times (cast, softmax, log-softmax, sample) */
+    s->sample_bytes_tok = 6.0 * 4.0 * m->vocab;
+    pb_status st = pb_sim_check(s);
+    if (st) {
+        plain_err(err, "sim: invalid parameters (a rate is not positive)");
+        pb_sim_destroy(s);
+        return st;
+    }
+    *out = s;
+    return PB_OK;
+}
+
+void pb_sim_destroy(pb_sim *s) {
+    if (!s) return;
+    pb_sim_profile_destroy(s->profile);
+    free(s);
+}
+
+pb_status pb_sim_check(const pb_sim *s) {
+    if (!s) return PB_ERR_INVALID;
+    if (!(s->flops > 0 && s->gemm_bw > 0 && s->elem_bw > 0 && s->attn_flops > 0 && s->attn_bw > 0))
+        return PB_ERR_INVALID;
+    if (!(s->c.swap_h2d_bw > 0 && s->c.swap_d2h_bw > 0)) return PB_ERR_INVALID;
+    if (s->tp > 1 && !(s->hw.nvlink_bw > 0 && s->c.nvlink_eff > 0)) return PB_ERR_INVALID;
+    if (!(s->hq >= 1 && s->hkv >= 1 && s->d >= 1 && s->m.n_layers >= 1)) return PB_ERR_INVALID;
+    if (s->profile && pb_sim_profile_check(s->profile)) return PB_ERR_INVALID;
+    return PB_OK;
+}
+
+/* The sums a step needs from its batch: O(n_seqs), no allocation. */
+typedef struct {
+    double T;                 /* tokens computed                          */
+    double P;                 /* prefill tokens                           */
+    double prefill_flops;     /* prefill attention FLOPs per layer        */
+    double prefill_kv_read;   /* cached-prefix KV tokens read by prefills */
+    double D;                 /* decode sequences                         */
+    double ctx;               /* live KV tokens read by decode attention  */
+    double blocks;            /* (sequence, block) pairs read             */
+    double S;                 /* sampled sequences                        */
+    double n_seqs;
+} step_sums;
+
+static void sum_batch(const pb_sim *s, const pb_batch *b, step_sums *q) {
+    memset(q, 0, sizeof *q);
+    int32_t bs = b->block_size > 0 ? b->block_size : 0;
+    double T = 0, P = 0, pf = 0, pkv = 0, D = 0, ctx = 0, blocks = 0, S = 0;
+    for (int32_t i = 0; i < b->n_seqs; i++) {
+        const pb_batch_seq *q1 = &b->seqs[i];
+        double n = q1->n_new;
+        T += n;
+        S += q1->sample;
+        if (q1->is_prefill) {
+            P += n;
+            /* causal: token j attends to n_cached + j + 1 keys */
+            pf += n * (q1->n_cached + 0.5 * (n + 1));
+            pkv += q1->n_cached;
+        } else {
+            D += 1;
+            ctx += q1->context_len;
+            if (bs) blocks += (q1->context_len + bs - 1) / bs;
+        }
+    }
+    q->T = T;
+    q->P = P;
+    q->prefill_flops = 4.0 * s->hq * s->d * pf;
+    q->prefill_kv_read = pkv;
+    q->D = D;
+    q->ctx = ctx;
+    q->blocks = blocks;
+    q->S = S;
+    q->n_seqs = b->n_seqs;
+}
+
+static void forward(const pb_sim *s, const step_sums *q, pb_sim_breakdown *o) {
+    memset(o, 0, sizeof *o);
+    const pb_sim_cost *c = &s->c;
+    double L = s->m.n_layers;
+    if (q->T <= 0) return;
+    double g = 0;
+    for (int i = 0; i < 4; i++) g += gemm_time(s, q->T, s->gK[i], s->gN[i]);
+    o->gemm_s = L * g;
+    int attn_calls = 0;
+    if (q->P > 0) {
+        double fl = q->prefill_flops / s->attn_flops;
+        double by = (q->P * (2 * s->hq + 2 * s->hkv) * s->d * s->dt + q->prefill_kv_read * s->kv_tok_layer) /
+                    s->elem_bw;
+        o->prefill_attn_s = L * (c->attn_fixed_s + (fl > by ? fl : by));
+        attn_calls++;
+    }
+    if (q->D > 0) {
+        double t = c->attn_fixed_s + c->attn_seq_head_s * q->D * s->hq + q->ctx * s->kv_tok_layer / s->attn_bw;
+        if (s->p.attn == PB_SIM_ATTN_PAGED) t += c->attn_paged_block_s * q->blocks * s->hkv;
+        o->decode_attn_s = L * t;
+        attn_calls++;
+    }
+    /* embedding (+ learned positions): write T*h, read rows */
+    double elem = q->T * s->h * s->dt * (s->m.arch == PB_ARCH_LLAMA ? 2 : 4);
+    elem += L * q->T * s->elem_tok_layer;
+    elem += q->S * s->h * s->dt * 2;                 /* final norm on the pruned rows */
+    o->elementwise_s = elem / s->elem_bw;
+    if (s->tp > 1) {
+        double per = c->allreduce_latency_s + q->T * s->ar_bytes_tok * s->ar_factor;
+        o->allreduce_s = L * 2 * per;
+        if (q->S > 0)   /* gather the vocab-parallel logits */
+            o->allreduce_s += c->allreduce_latency_s + q->S * s->m.vocab * s->dt * s->ar_factor;
+    }
+    o->lm_head_s = gemm_time(s, q->S, s->h, s->vocab_tp);
+    o->sampling_s = q->S * s->sample_bytes_tok / s->elem_bw;
+    o->kernels = (int64_t)(L * (s->kernels_layer + attn_calls)) + s->kernels_step;
+    o->gpu_s = o->gemm_s + o->lm_head_s + o->prefill_attn_s + o->decode_attn_s + o->elementwise_s + o->allreduce_s +
+               o->sampling_s + (double)o->kernels * c->kernel_gap_s;
+    o->host_issue_s = (double)o->kernels * c->fw[s->p.framework].launch_s;
+}
+
+void pb_sim_step_breakdown(const pb_sim *s, const pb_batch *b, pb_sim_breakdown *o) {
+    step_sums q;
+    sum_batch(s, b, &q);
+    forward(s, &q, o);
+    if (s->profile && q.T > 0) {
+        o->gpu_s = pb_sim_profile_latency(s->profile, q.P, q.D, q.D > 0 ? q.ctx / q.D : 0);
+        o->host_issue_s = 0;
+    }
+    const pb_sim_fw_cost *fw = &s->c.fw[s->p.framework];
+    o->framework_s = q.n_seqs > 0 ? fw->step_s + fw->seq_s * q.n_seqs : 0;
+    o->total_s = o->framework_s + (o->gpu_s > o->host_issue_s ? o->gpu_s : o->host_issue_s);
+}
+
+double pb_sim_swap_time(const pb_sim *s, int64_t n_blocks, int32_t block_size, bool to_gpu) {
+    if (n_blocks <= 0 || block_size <= 0) return 0;
+    double bytes = (double)block_size * s->hkv * s->d * s->dt;      /* one block, one layer, K or V */
+    double lat = to_gpu ? s->c.swap_h2d_copy_s : s->c.swap_d2h_copy_s;
+    double bw = to_gpu ? s->c.swap_h2d_bw : s->c.swap_d2h_bw;
+    return (double)n_blocks * s->m.n_layers * 2.0 * (lat + bytes / bw);
+}
+
+static double copy_time(const pb_sim *s, int64_t n_copies, int32_t block_size) {
+    if (n_copies <= 0 || block_size <= 0) return 0;
+    double bytes = (double)n_copies * block_size * s->kv_tok_layer * s->m.n_layers * 2.0;   /* read + write */
+    return s->c.fw[s->p.framework].launch_s + s->c.kernel_gap_s + bytes / s->elem_bw;
+}
+
+void pb_sim_step(const pb_sim *s, const pb_batch *b, pb_step_result *res) {
+    pb_sim_breakdown o;
+    pb_sim_step_breakdown(s, b, &o);
+    res->swap_s = pb_sim_swap_time(s, b->n_swap_in, b->block_size, true) +
+                  pb_sim_swap_time(s, b->n_swap_out, b->block_size, false);
+    res->copy_s = copy_time(s, b->n_copies, b->block_size);
+    res->latency_s = o.total_s + res->swap_s + res->copy_s;
+    res->has_tokens = false;
+}
+
+double pb_sim_decode_time(const pb_sim *s, int32_t n_seqs, int32_t ctx, int32_t block_size) {
+    pb_batch b;
+    memset(&b, 0, sizeof b);
+    b.block_size = block_size;
+    b.n_top = 1;
+    if (n_seqs <= 0) return 0;
+    /* build the sums directly: n_seqs identical sequences */
+    step_sums q;
+    memset(&q, 0, sizeof q);
+    q.T = n_seqs;
+    q.D = n_seqs;
+    q.ctx = (double)n_seqs * ctx;
+    q.blocks = block_size > 0 ? (double)n_seqs * ((ctx + block_size - 1) / block_size) : 0;
+    q.S = n_seqs;
+    q.n_seqs = n_seqs;
+    pb_sim_breakdown o;
+    forward(s, &q, &o);
+    if (s->profile) { o.gpu_s = pb_sim_profile_latency(s->profile, 0, n_seqs, ctx); o.host_issue_s = 0; }
+    const pb_sim_fw_cost *fw = &s->c.fw[s->p.framework];
+    return fw->step_s + fw->seq_s * n_seqs + (o.gpu_s > o.host_issue_s ? o.gpu_s : o.host_issue_s);
+}
+
+double pb_sim_prefill_time(const pb_sim *s, int32_t n_tokens) {
+    if (n_tokens <= 0) return 0;
+    pb_batch_seq sq;
+    memset(&sq, 0, sizeof sq);
+    sq.is_prefill = true;
+    sq.n_new = n_tokens;
+    sq.context_len = n_tokens;
+    sq.sample = true;
+    pb_batch b;
+    memset(&b, 0, sizeof b);
+    b.n_seqs = 1;
+    b.seqs = &sq;
+    b.n_prefill_tokens = n_tokens;
+    b.n_top = 1;
+    pb_sim_breakdown o;
+    pb_sim_step_breakdown(s, &b, &o);
+    return o.total_s;
+}
+
+/* ---- the executor ---- */
+static pb_status sim_execute(pb_executor *ex, const pb_batch *b, pb_step_result *res, pb_candidates *cand) {
+    (void)cand;
+    const pb_sim *s = ex->impl;
+    if (!b || !res || b->n_seqs < 0 || (b->n_seqs > 0 && !b->seqs)) return PB_ERR_INVALID;
+    if ((b->n_swap_in > 0 || b->n_swap_out > 0 || b->n_copies > 0) && b->block_size <= 0) return PB_ERR_INVALID;
+    pb_sim_step(s, b, res);
+    return PB_OK;
+}
+
+static void sim_destroy(pb_executor *ex) {
+    pb_sim_destroy(ex->impl);
+    free(ex);
+}
+
+static const pb_executor_i SIM_IFACE = {"sim", sim_execute, sim_destroy};
+
+pb_executor *pb_executor_sim_create(const pb_model *m, const pb_hw *hw, const pb_sim_cost *c, int32_t tp,
+                                    const pb_sim_params *p, pb_cfg_err *err) {
+    pb_sim *s;
+    if (pb_sim_create(m, hw, c, tp, p, &s, err)) return NULL;
+    pb_executor *ex = pb_xcalloc(1, sizeof *ex);
+    ex->iface = &SIM_IFACE;
+    ex->impl = s;
+    return ex;
+}
+
+const pb_sim *pb_executor_sim_model(const pb_executor *ex) {
+    return ex && ex->iface == &SIM_IFACE ? ex->impl : NULL;
+}

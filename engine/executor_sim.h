@@ -1,0 +1,151 @@
+/* executor_sim.h -- the `sim` executor: a first-principles cost model of one
+ * serving step on A100 / H100 / H200 class GPUs (DESIGN §5, issue 5).
+ *
+ * A step's latency is
+ *
+ *   framework(step, per sequence)                      host work that does not overlap
+ *   + max(GPU time, host kernel-issue time)             the forward pass
+ *   + swap + copy-on-write                              memory operations, before it
+ *
+ * GPU time is a sum over the model's operators, per layer and per GPU (work / tp):
+ *   - GEMMs (QKV, output, FFN; LM head for the last token of each SAMPLED sequence
+ *     only, as vLLM's sampler pruned hidden states):
+ *       max(FLOPs / (peak * gemm_flops_efficiency), bytes / (HBM * gemm_bw_efficiency))
+ *   - prefill attention (causal, over cached prefix + new tokens): FLOPs at
+ *     prefill_attn_flops_efficiency of peak;
+ *   - decode attention: one kernel call per layer,
+ *       attn_fixed + attn_per_seq_head * seqs * heads
+ *       + live KV bytes / (HBM * attn_stream_efficiency)
+ *       (+ paged: attn_paged_block * (sequence, KV head, block) lookups)
+ *     i.e. the FasterTransformer-style contiguous kernel, or the paged kernel whose
+ *     extra cost grows with the number of blocks (small blocks = more lookups);
+ *   - norms, residuals, activations, KV-cache writes, embedding, sampling: bytes at
+ *     elementwise_bw_efficiency of HBM; a GPU gap per kernel;
+ *   - tensor parallelism: two all-reduces per layer of T*hidden*2 bytes, ring
+ *     algorithm over NVLink: latency + 2(tp-1)/tp * bytes / (nvlink * efficiency).
+ * Swap = per block, per layer, per K and V: one cudaMemcpyAsync of
+ *   block_size * kv_heads/tp * head_size * dtype bytes, costing a per-copy latency +
+ *   bytes / bandwidth, per direction (vLLM's swap_blocks loop).
+ * Copy-on-write = one fused copy kernel: read + write of every copied block.
+ * Recompute is a prefill of prompt + generated tokens, which the engine sends.
+ *
+ * Parameters.  Hardware numbers come from experiments/hardware/<gpu>.yaml: the base
+ * keys (pb_hw) and its `cost_model:` map (pb_sim_cost, schema
+ * pb_sim_cost_schema), every number with a `sources:` entry.  Host framework
+ * overheads are part of that map too (framework.python / framework.cpp), because
+ * they were measured on that machine.  A system picks its attention kernel and
+ * framework with pb_sim_params (schema pb_sim_system_schema), e.g. in a system YAML:
+ *     sim: {attention_kernel: contiguous, framework: cpp}
+ *
+ * Measured profiles.  With params.profile set, the forward pass comes from a step
+ * latency table measured on a real GPU (engine/sim_profile.h) instead of the
+ * operator sum; framework overheads and memory operations stay analytic.
+ *
+ * Cost: execute() is O(n_seqs) with no allocation; it never fails on a valid batch.
+ * The sim produces no tokens (has_tokens == false). */
+#ifndef PB_EXECUTOR_SIM_H
+#define PB_EXECUTOR_SIM_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "config.h"
+#include "executor.h"
+#include "pb.h"
+#include "spec.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+typedef enum { PB_SIM_ATTN_PAGED = 0, PB_SIM_ATTN_CONTIGUOUS = 1 } pb_sim_attn;
+typedef enum { PB_SIM_FW_PYTHON = 0, PB_SIM_FW_CPP = 1 } pb_sim_framework;
+
+/* Host-side overheads of one serving framework (seconds). */
+typedef struct {
+    double step_s;          /* per step: scheduling, input preparation, output handling */
+    double seq_s;           /* per sequence in the batch, per step                      */
+    double launch_s;        /* host time to issue one kernel                            */
+} pb_sim_fw_cost;
+
+/* The hardware YAML's cost_model: map, in SI units. */
+typedef struct {
+    double gemm_flops_eff;       /* achievable / peak fp16 tensor FLOP/s (large GEMMs)  */
+    double gemm_bw_eff;          /* memory-bound GEMM: achieved / datasheet HBM bw      */
+    double elem_bw_eff;          /* element-wise kernels: achieved / datasheet HBM bw   */
+    double prefill_attn_flops_eff; /* prefill attention kernel FLOP/s / peak            */
+    double attn_fixed_s;         /* decode attention: per kernel call                   */
+    double attn_seq_head_s;      /* decode attention: per (sequence, query head)        */
+    double attn_stream_eff;      /* decode attention: live-KV read rate / datasheet HBM */
+    double attn_paged_block_s;   /* paged kernel: per (sequence, KV head, block)        */
+    double kernel_gap_s;         /* GPU idle between dependent kernels                  */
+    double allreduce_latency_s;  /* per NCCL all-reduce call                            */
+    double nvlink_eff;           /* achieved / datasheet NVLink per-direction bw        */
+    double swap_h2d_bw, swap_d2h_bw;       /* bytes/s of one block copy, per direction */
+    double swap_h2d_copy_s, swap_d2h_copy_s; /* per cudaMemcpyAsync, per direction      */
+    pb_sim_fw_cost fw[2];        /* [PB_SIM_FW_PYTHON], [PB_SIM_FW_CPP]                 */
+} pb_sim_cost;
+
+extern const pb_key pb_sim_cost_schema[];      /* hardware.cost_model               */
+extern const pb_key pb_sim_system_schema[];    /* a system's `sim:` map             */
+
+/* Parse a validated hardware map's cost_model: (every number needs
+ * sources.cost_model.<key> or a `sources:` map inside cost_model).  A hardware spec
+ * without cost_model gives PB_ERR_INVALID naming the spec. */
+pb_status pb_sim_cost_from_node(const pb_node *hw_root, pb_sim_cost *out, pb_cfg_err *err);
+pb_status pb_sim_cost_load(const char *spec_dir, const char *hw_name, pb_sim_cost *out,
+                           pb_cfg_err *err);
+
+/* Per-system choices. */
+typedef struct {
+    pb_sim_attn attn;            /* decode attention kernel                             */
+    pb_sim_framework framework;  /* whose host overheads apply                          */
+    char profile[1024];          /* measured step profile CSV ("" = analytic)           */
+} pb_sim_params;
+
+pb_sim_params pb_sim_params_default(void);     /* vLLM: paged, python, analytic */
+/* From a validated-or-not map with keys attention_kernel, framework, profile
+ * (NULL node: defaults).  Validates against pb_sim_system_schema. */
+pb_status pb_sim_params_from_node(const pb_node *n, pb_sim_params *out, pb_cfg_err *err);
+
+/* ---- the model as plain functions (tests, figures, the executor) ---- */
+typedef struct pb_sim pb_sim;
+
+/* tp must divide n_heads and n_kv_heads.  A profile that cannot be read is an error
+ * (PB_ERR_IO / PB_ERR_INVALID with the message in err). */
+pb_status pb_sim_create(const pb_model *m, const pb_hw *hw, const pb_sim_cost *c, int32_t tp,
+                        const pb_sim_params *p, pb_sim **out, pb_cfg_err *err);
+void pb_sim_destroy(pb_sim *s);
+
+/* Latency of one batch (the executor's execute(), without the vtable). */
+void pb_sim_step(const pb_sim *s, const pb_batch *b, pb_step_result *res);
+
+/* Breakdown of a step's forward pass (seconds), for tests and figures. */
+typedef struct {
+    double gemm_s, lm_head_s, prefill_attn_s, decode_attn_s, elementwise_s, allreduce_s,
+        sampling_s, gpu_s, host_issue_s, framework_s, total_s;
+    int64_t kernels;
+} pb_sim_breakdown;
+void pb_sim_step_breakdown(const pb_sim *s, const pb_batch *b, pb_sim_breakdown *out);
+
+/* Convenience: a decode step of n_seqs sequences of context ctx each (block size
+ * from the sim params' kernel: bs for paged), a single prefill of n tokens, and the
+ * swap of n_blocks blocks of block_size tokens in one direction. */
+double pb_sim_decode_time(const pb_sim *s, int32_t n_seqs, int32_t ctx, int32_t block_size);
+double pb_sim_prefill_time(const pb_sim *s, int32_t n_tokens);
+double pb_sim_swap_time(const pb_sim *s, int64_t n_blocks, int32_t block_size, bool to_gpu);
+
+/* Invariants of a sim (positive rates, sane shapes).  PB_OK or PB_ERR_INVALID. */
+pb_status pb_sim_check(const pb_sim *s);
+
+/* ---- the executor ---- */
+/* The executor owns a copy of everything it needs.  Returns NULL on error (message
+ * in err).  Destroy with pb_executor_destroy(). */
+pb_executor *pb_executor_sim_create(const pb_model *m, const pb_hw *hw, const pb_sim_cost *c,
+                                    int32_t tp, const pb_sim_params *p, pb_cfg_err *err);
+const pb_sim *pb_executor_sim_model(const pb_executor *ex);   /* NULL if not a sim */
+
+#ifdef __cplusplus
+}
+#endif
+#endif /* PB_EXECUTOR_SIM_H */

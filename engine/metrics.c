@@ -1,0 +1,223 @@
+/* metrics.c -- recording and summarising a run (see metrics.h). */
+#include "metrics.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+struct pb_metrics {
+    bool record_steps;
+    pb_req_metrics *reqs;
+    int64_t n_reqs;
+    pb_step_metrics *steps;
+    int64_t n_steps_rec, cap_steps;
+    /* aggregates over all steps */
+    int64_t n_steps, n_prefill_steps;
+    double busy_s, groups_x_t, seqs_x_t;
+    double mem_token, mem_reserved, mem_internal, mem_free;   /* sums of fractions */
+    int64_t mem_steps;
+    double logical_sum, saved_sum;
+    double clock_s;
+};
+
+pb_metrics *pb_metrics_create(bool record_steps) {
+    pb_metrics *m = pb_xcalloc(1, sizeof *m);
+    m->record_steps = record_steps;
+    return m;
+}
+
+void pb_metrics_destroy(pb_metrics *m) {
+    if (!m) return;
+    free(m->reqs);
+    free(m->steps);
+    free(m);
+}
+
+void pb_metrics_reset(pb_metrics *m) {
+    bool rec = m->record_steps;
+    free(m->reqs);
+    free(m->steps);
+    memset(m, 0, sizeof *m);
+    m->record_steps = rec;
+}
+
+void pb_metrics_begin(pb_metrics *m, int64_t n_requests) {
+    pb_metrics_reset(m);
+    m->n_reqs = n_requests;
+    m->reqs = pb_xcalloc((size_t)(n_requests > 0 ? n_requests : 1), sizeof *m->reqs);
+    for (int64_t i = 0; i < n_requests; i++) {
+        m->reqs[i].id = i;
+        m->reqs[i].first_token_s = -1;
+        m->reqs[i].finish_s = -1;
+    }
+}
+
+pb_req_metrics *pb_metrics_req(pb_metrics *m, int64_t id) {
+    PB_ASSERT(id >= 0 && id < m->n_reqs);
+    return &m->reqs[id];
+}
+
+void pb_metrics_add_step(pb_metrics *m, const pb_step_metrics *st) {
+    m->n_steps++;
+    if (st->n_prefill_seqs > 0) m->n_prefill_steps++;
+    m->busy_s += st->latency_s;
+    m->groups_x_t += (double)st->n_groups * st->latency_s;
+    m->seqs_x_t += (double)st->n_seqs * st->latency_s;
+    if (st->mem.total_slots > 0) {
+        double tot = (double)st->mem.total_slots;
+        m->mem_token += st->mem.token_slots / tot;
+        m->mem_reserved += st->mem.reserved_slots / tot;
+        m->mem_internal += st->mem.internal_frag_slots / tot;
+        m->mem_free += st->mem.free_slots / tot;
+        m->mem_steps++;
+    }
+    if (st->mem.logical_blocks > 0) {
+        m->logical_sum += (double)st->mem.logical_blocks;
+        m->saved_sum += (double)(st->mem.logical_blocks - st->mem.physical_blocks);
+    }
+    if (m->record_steps) {
+        if (m->n_steps_rec == m->cap_steps) {
+            m->cap_steps = m->cap_steps ? 2 * m->cap_steps : 1024;
+            m->steps = pb_xrealloc(m->steps, (size_t)m->cap_steps * sizeof *m->steps);
+        }
+        m->steps[m->n_steps_rec++] = *st;
+    }
+}
+
+void pb_metrics_end(pb_metrics *m, double clock_s) { m->clock_s = clock_s; }
+
+const pb_req_metrics *pb_metrics_requests(const pb_metrics *m, int64_t *n) {
+    *n = m->n_reqs;
+    return m->reqs;
+}
+
+const pb_step_metrics *pb_metrics_steps(const pb_metrics *m, int64_t *n) {
+    *n = m->record_steps ? m->n_steps_rec : 0;
+    return m->record_steps ? m->steps : NULL;
+}
+
+static int cmp_double(const void *a, const void *b) {
+    double x = *(const double *)a, y = *(const double *)b;
+    return (x > y) - (x < y);
+}
+
+double pb_percentile(double *v, int64_t n, double p) {
+    if (n <= 0) return 0;
+    qsort(v, (size_t)n, sizeof *v, cmp_double);
+    double pos = p / 100.0 * (double)(n - 1);
+    int64_t lo = (int64_t)pos;
+    if (lo >= n - 1) return v[n - 1];
+    double frac = pos - (double)lo;
+    return v[lo] + frac * (v[lo + 1] - v[lo]);
+}
+
+static double mean(const double *v, int64_t n) {
+    double s = 0;
+    for (int64_t i = 0; i < n; i++) s += v[i];
+    return n ? s / (double)n : 0;
+}
+
+void pb_metrics_summary(const pb_metrics *m, pb_run_summary *o) {
+    memset(o, 0, sizeof *o);
+    o->n_requests = m->n_reqs;
+    o->n_steps = m->n_steps;
+    o->n_prefill_steps = m->n_prefill_steps;
+    o->busy_s = m->busy_s;
+    int64_t n_seq_rows = 0;
+    for (int64_t i = 0; i < m->n_reqs; i++)
+        if (m->reqs[i].finished) n_seq_rows += PB_MAX(m->reqs[i].n_seqs, 1);
+    double *nl = pb_xmalloc((size_t)(n_seq_rows + 1) * sizeof(double));
+    double *ttft = pb_xmalloc((size_t)(m->n_reqs + 1) * sizeof(double));
+    double *tpot = pb_xmalloc((size_t)(m->n_reqs + 1) * sizeof(double));
+    int64_t k = 0, nt = 0, np = 0;
+    double e2e = 0, last_finish = 0;
+    for (int64_t i = 0; i < m->n_reqs; i++) {
+        const pb_req_metrics *r = &m->reqs[i];
+        o->n_preempt_recompute += r->n_recompute;
+        o->n_preempt_swap += r->n_swap;
+        o->swap_blocks += r->swap_blocks;
+        o->swap_bytes += r->swap_bytes;
+        if (r->rejected) { o->n_rejected++; continue; }
+        if (!r->finished) { o->n_unfinished++; continue; }
+        o->n_finished++;
+        double lat = r->finish_s - r->arrival_s;
+        e2e += lat;
+        if (r->finish_s > last_finish) last_finish = r->finish_s;
+        for (int32_t j = 0; j < PB_MAX(r->n_seqs, 1); j++) nl[k++] = lat / r->output_len;
+        ttft[nt++] = r->first_token_s - r->arrival_s;
+        if (r->output_len > 1) tpot[np++] = (r->finish_s - r->first_token_s) / (r->output_len - 1);
+        o->prompt_tokens += r->prompt_len;
+        o->output_tokens += (int64_t)r->output_len * PB_MAX(r->n_seqs, 1);
+    }
+    o->e2e_latency_mean = o->n_finished ? e2e / (double)o->n_finished : 0;
+    o->norm_latency_mean = mean(nl, k);
+    o->norm_latency_p50 = pb_percentile(nl, k, 50);
+    o->norm_latency_p90 = pb_percentile(nl, k, 90);
+    o->norm_latency_p99 = pb_percentile(nl, k, 99);
+    o->ttft_mean = mean(ttft, nt);
+    o->ttft_p50 = pb_percentile(ttft, nt, 50);
+    o->ttft_p99 = pb_percentile(ttft, nt, 99);
+    o->tpot_mean = mean(tpot, np);
+    o->tpot_p50 = pb_percentile(tpot, np, 50);
+    o->tpot_p99 = pb_percentile(tpot, np, 99);
+    free(nl);
+    free(ttft);
+    free(tpot);
+    o->duration_s = o->n_unfinished ? m->clock_s : last_finish;
+    if (o->duration_s > 0) {
+        o->req_throughput = (double)o->n_finished / o->duration_s;
+        o->output_tok_throughput = (double)o->output_tokens / o->duration_s;
+        o->total_tok_throughput = (double)(o->output_tokens + o->prompt_tokens) / o->duration_s;
+    }
+    if (m->busy_s > 0) {
+        o->avg_batched_requests = m->groups_x_t / m->busy_s;
+        o->avg_batched_seqs = m->seqs_x_t / m->busy_s;
+    }
+    if (m->mem_steps) {
+        double n = (double)m->mem_steps;
+        o->mem_token_frac = m->mem_token / n;
+        o->mem_reserved_frac = m->mem_reserved / n;
+        o->mem_internal_frac = m->mem_internal / n;
+        o->mem_free_frac = m->mem_free / n;
+    }
+    o->mem_saving = m->logical_sum > 0 ? m->saved_sum / m->logical_sum : 0;
+}
+
+void pb_metrics_print_summary(FILE *f, const pb_run_summary *s, const char *title) {
+    fprintf(f, "============ Serving Benchmark Result ============\n");
+    if (title && *title) fprintf(f, "%-40s %s\n", "System:", title);
+    fprintf(f, "%-40s %lld\n", "Successful requests:", (long long)s->n_finished);
+    fprintf(f, "%-40s %lld\n", "Rejected requests:", (long long)s->n_rejected);
+    fprintf(f, "%-40s %lld\n", "Unfinished requests:", (long long)s->n_unfinished);
+    fprintf(f, "%-40s %.2f\n", "Benchmark duration (s):", s->duration_s);
+    fprintf(f, "%-40s %lld\n", "Total input tokens:", (long long)s->prompt_tokens);
+    fprintf(f, "%-40s %lld\n", "Total generated tokens:", (long long)s->output_tokens);
+    fprintf(f, "%-40s %.2f\n", "Request throughput (req/s):", s->req_throughput);
+    fprintf(f, "%-40s %.2f\n", "Output token throughput (tok/s):", s->output_tok_throughput);
+    fprintf(f, "%-40s %.2f\n", "Total token throughput (tok/s):", s->total_tok_throughput);
+    fprintf(f, "%s\n", "---------------Normalized Latency-----------------");
+    fprintf(f, "%-40s %.4f\n", "Mean normalized latency (s/token):", s->norm_latency_mean);
+    fprintf(f, "%-40s %.4f\n", "Median normalized latency (s/token):", s->norm_latency_p50);
+    fprintf(f, "%-40s %.4f\n", "P90 normalized latency (s/token):", s->norm_latency_p90);
+    fprintf(f, "%-40s %.4f\n", "P99 normalized latency (s/token):", s->norm_latency_p99);
+    fprintf(f, "%s\n", "---------------Time to First Token----------------");
+    fprintf(f, "%-40s %.2f\n", "Mean TTFT (ms):", s->ttft_mean * 1e3);
+    fprintf(f, "%-40s %.2f\n", "Median TTFT (ms):", s->ttft_p50 * 1e3);
+    fprintf(f, "%-40s %.2f\n", "P99 TTFT (ms):", s->ttft_p99 * 1e3);
+    fprintf(f, "%s\n", "-----Time per Output Token (excl. 1st token)------");
+    fprintf(f, "%-40s %.2f\n", "Mean TPOT (ms):", s->tpot_mean * 1e3);
+    fprintf(f, "%-40s %.2f\n", "Median TPOT (ms):", s->tpot_p50 * 1e3);
+    fprintf(f, "%-40s %.2f\n", "P99 TPOT (ms):", s->tpot_p99 * 1e3);
+    fprintf(f, "%s\n", "-------------------Scheduling---------------------");
+    fprintf(f, "%-40s %lld (%lld prefill)\n", "Steps:", (long long)s->n_steps, (long long)s->n_prefill_steps);
+    fprintf(f, "%-40s %.2f\n", "Avg batched requests:", s->avg_batched_requests);
+    fprintf(f, "%-40s %lld\n", "Preemptions (recompute):", (long long)s->n_preempt_recompute);
+    fprintf(f, "%-40s %lld\n", "Preemptions (swap):", (long long)s->n_preempt_swap);
+    fprintf(f, "%-40s %.3f\n", "Swapped (GiB, out + in):", s->swap_bytes / (1024.0 * 1024 * 1024));
+    fprintf(f, "%s\n", "-----------------KV cache usage-------------------");
+    fprintf(f, "%-40s %.1f%%\n", "Token states:", 100 * s->mem_token_frac);
+    fprintf(f, "%-40s %.1f%%\n", "Reservation:", 100 * s->mem_reserved_frac);
+    fprintf(f, "%-40s %.1f%%\n", "Internal fragmentation:", 100 * s->mem_internal_frac);
+    fprintf(f, "%-40s %.1f%%\n", "External fragmentation + free:", 100 * s->mem_free_frac);
+    fprintf(f, "%-40s %.1f%%\n", "Memory saving from sharing:", 100 * s->mem_saving);
+    fprintf(f, "==================================================\n");
+}

@@ -1,0 +1,175 @@
+/* policy.h -- the scheduler-policy interface: which groups run each step.
+ *
+ * Every step the engine (engine.c) first moves arrived requests into the WAITING
+ * queue, then calls the policy's schedule().  The policy builds the step's batch
+ * ONLY through the pb_sched_* actions below, which apply the KV-manager operations,
+ * move groups between queues, record metrics, and add batch entries -- so a policy
+ * cannot corrupt engine state and is typically 30-100 lines.
+ *
+ * Queues the engine keeps (all O(1) or O(log n) per operation):
+ *   waiting  a priority heap ordered by (wait_key, arrival_s, id); wait_key comes
+ *            from the policy's waiting_key() (NULL: arrival time, i.e. FCFS; a
+ *            recompute-preempted group keeps its key and so returns to the front
+ *            under FCFS, as vLLM's waiting.insert(0, g));
+ *   running  a list sorted by (arrival_s, id): head = earliest = highest FCFS
+ *            priority, tail = latest arrival = the first to preempt (paper §4.5);
+ *   swapped  a list sorted by (arrival_s, id).
+ * Walk the lists with g->next / g->prev from pb_sched_*_head / _tail.  A group that
+ * an action removes from a list must not be used as a cursor afterwards.
+ *
+ * Expressible policies (examples):
+ *   vllm  (policy_vllm.c)  paper §4.5 / VLLM-DESIGN §3: running first, preempt the
+ *         latest-arrived groups all-or-nothing, swapped before waiting, no admission
+ *         while anything is swapped, watermark, token and sequence budgets; step
+ *         structure v0.1.x mixed or v0.2.x alternating (params->step_mode).
+ *   spf   (policy_spf.c)   the same, but the waiting queue ordered by prompt length.
+ *   orca  iteration-level FCFS admission while pb_sched_can_admit() == OK (the
+ *         contiguous manager's reservation), decode all running, no preemption.
+ *   ft    request-level: admit up to B waiting groups only when nothing runs; the
+ *         batch decodes until its last group finishes.
+ *
+ * Adding a policy: one file with a pb_policy_create_fn, plus one line in
+ * engine/policy_registry.c.  The YAML names it (system.policy: <name>). */
+#ifndef PB_POLICY_H
+#define PB_POLICY_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "config.h"
+#include "kv_manager.h"
+#include "pb.h"
+#include "sequence.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+typedef struct pb_engine_params pb_engine_params;   /* engine.h */
+
+/* How a preempted group gives up its KV (paper §4.5). */
+typedef enum {
+    PB_PREEMPT_AUTO = 0,   /* vLLM default: recompute a single-sequence group, swap a
+                              multi-sequence one (max_seqs > 1)                      */
+    PB_PREEMPT_RECOMPUTE,  /* free the KV; re-prefill prompt + generated later       */
+    PB_PREEMPT_SWAP        /* move the KV to the CPU swap space                      */
+} pb_preempt_mode;
+
+/* vLLM step structure (VLLM-DESIGN §3.1 / §3.2). */
+typedef enum {
+    PB_STEP_MIXED = 0,     /* v0.1.x: one batch mixes prompts and decodes; running
+                              first, then swapped, then waiting                      */
+    PB_STEP_ALTERNATE      /* v0.2.x: a step admits prompts only (if any admitted),
+                              otherwise it is a decode step of the running groups    */
+} pb_step_mode;
+
+const char *pb_preempt_mode_str(pb_preempt_mode m);   /* "auto" "recompute" "swap" */
+bool pb_preempt_mode_parse(const char *s, pb_preempt_mode *out);
+const char *pb_step_mode_str(pb_step_mode m);          /* "mixed" "alternate" */
+bool pb_step_mode_parse(const char *s, pb_step_mode *out);   /* also "v0.1", "v0.2" */
+
+/* One step's scheduling context (opaque; lives in the engine). */
+typedef struct pb_sched pb_sched;
+
+typedef struct pb_policy pb_policy;
+typedef struct {
+    const char *name;
+    /* Priority key of g in the waiting heap, smaller first (ties: arrival, id).
+       Called when g enters the waiting queue.  NULL = FCFS (g->arrival_s). */
+    double (*waiting_key)(pb_policy *p, const pb_group *g);
+    /* Build this step through pb_sched_* actions.  Scheduling nothing is allowed;
+       the engine then advances the clock to the next arrival (and fails the run
+       with PB_ERR_INVALID if nothing can ever happen again: a stalled policy). */
+    pb_status (*schedule)(pb_policy *p, pb_sched *s);
+    /* Optional: g finished or was rejected (policy-private bookkeeping). */
+    void (*on_group_done)(pb_policy *p, pb_sched *s, pb_group *g);
+    void (*destroy)(pb_policy *p);
+} pb_policy_i;
+
+struct pb_policy {
+    const pb_policy_i *iface;
+    void *impl;
+};
+
+static inline void pb_policy_destroy(pb_policy *p) { if (p) p->iface->destroy(p); }
+
+/* ---- registry (engine/policy_registry.c) ---- */
+/* Create a policy.  opts: the policy's own YAML map (NULL = defaults); errors are
+   recorded in err (file:line:col when opts is given). */
+typedef pb_status (*pb_policy_create_fn)(const pb_node *opts, pb_policy **out, pb_cfg_err *err);
+typedef struct {
+    const char *name;
+    pb_policy_create_fn create;
+    const char *summary;     /* one line for `pagedbench list` */
+} pb_policy_entry;
+extern const pb_policy_entry pb_policy_registry[];   /* terminated by {NULL, NULL, NULL} */
+const pb_policy_entry *pb_policy_find(const char *name);   /* NULL if unknown */
+/* "vllm|spf|..." for a PB_T_ENUM schema key (static storage). */
+const char *pb_policy_names(void);
+/* Find + create.  Unknown name: PB_ERR_INVALID with "unknown policy 'x' (known: ...)". */
+pb_status pb_policy_create(const char *name, const pb_node *opts, pb_policy **out,
+                           pb_cfg_err *err);
+
+/* The shipped policies' constructors. */
+pb_status pb_policy_vllm_create(const pb_node *opts, pb_policy **out, pb_cfg_err *err);
+pb_status pb_policy_spf_create(const pb_node *opts, pb_policy **out, pb_cfg_err *err);
+
+/* ---- what a policy may read ---- */
+double pb_sched_now(const pb_sched *s);                 /* simulated clock, seconds  */
+int64_t pb_sched_step(const pb_sched *s);               /* step index (0-based)      */
+pb_kv_manager *pb_sched_kv(pb_sched *s);
+const pb_engine_params *pb_sched_params(const pb_sched *s);
+
+pb_group *pb_sched_running_head(pb_sched *s);          /* earliest arrival          */
+pb_group *pb_sched_running_tail(pb_sched *s);          /* latest arrival            */
+int32_t pb_sched_n_running(const pb_sched *s);         /* groups                    */
+/* Sequence budget of running groups: sum of max(n_seqs, max_seqs) (vLLM v0.2
+   get_max_num_running_seqs), compared with params->max_num_seqs. */
+int32_t pb_sched_running_seqs(const pb_sched *s);
+pb_group *pb_sched_swapped_head(pb_sched *s);
+pb_group *pb_sched_swapped_tail(pb_sched *s);
+int32_t pb_sched_n_swapped(const pb_sched *s);
+pb_group *pb_sched_waiting_peek(pb_sched *s);          /* highest priority, or NULL */
+int32_t pb_sched_n_waiting(const pb_sched *s);
+
+/* This step so far */
+int64_t pb_sched_batch_tokens(const pb_sched *s);      /* prefill tokens + decodes  */
+int32_t pb_sched_batch_prefill_tokens(const pb_sched *s);
+int32_t pb_sched_batch_groups(const pb_sched *s);
+int32_t pb_sched_n_preempted(const pb_sched *s);       /* groups preempted this step*/
+int32_t pb_sched_n_swapped_out(const pb_sched *s);     /* of which by swapping      */
+bool pb_sched_preempted_this_step(const pb_sched *s, const pb_group *g);
+
+/* ---- actions ---- */
+/* Admission check of WAITING g: NEVER when the engine can never run it (prompt
+   longer than max_model_len or max_num_batched_tokens, beam width over
+   PB_MAX_TOP/2) or the KV manager says NEVER; else the manager's OK / LATER. */
+pb_alloc_status pb_sched_can_admit(pb_sched *s, const pb_group *g);
+/* Admit WAITING g (any position in the heap): allocate its KV, move it to running
+   and schedule its prefill (prompt, or prompt + generated after recompute).
+   PB_ERR_NO_SPACE if the manager refuses (g stays waiting). */
+pb_status pb_sched_admit(pb_sched *s, pb_group *g);
+/* Drop g (WAITING or SWAPPED) as never-fitting: frees any KV, counts it rejected. */
+void pb_sched_reject(pb_sched *s, pb_group *g);
+/* Can RUNNING g decode this step (one more slot for each of its sequences)? */
+bool pb_sched_can_decode(pb_sched *s, const pb_group *g);
+/* Schedule RUNNING g's decode: append a slot per sequence (CoW pairs collected).
+   PB_ERR_NO_SPACE if a slot cannot be had (call pb_sched_can_decode first). */
+pb_status pb_sched_decode(pb_sched *s, pb_group *g);
+/* Preempt RUNNING g (not already in this step's batch) all-or-nothing.  AUTO picks
+   recompute for max_seqs == 1, else swap; SWAP falls back to RECOMPUTE when the
+   manager cannot swap or the CPU space is full.  Returns the mode used. */
+pb_preempt_mode pb_sched_preempt(pb_sched *s, pb_group *g, pb_preempt_mode mode);
+/* Swap-in check of SWAPPED g (manager's answer; one spare block per sequence). */
+pb_alloc_status pb_sched_can_swap_in(pb_sched *s, const pb_group *g);
+/* Swap SWAPPED g back in, move it to running AND schedule its decode this step. */
+pb_status pb_sched_swap_in(pb_sched *s, pb_group *g);
+
+/* The vLLM scheduling step (paper §4.5, VLLM-DESIGN §3) on whatever waiting order
+   the policy's waiting_key gives; used by policy_vllm.c and policy_spf.c. */
+pb_status pb_sched_vllm_step(pb_sched *s);
+
+#ifdef __cplusplus
+}
+#endif
+#endif /* PB_POLICY_H */

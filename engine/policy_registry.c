@@ -1,0 +1,43 @@
+/* policy_registry.c -- scheduler policies by name (YAML `policy: <name>`).
+ * Adding a policy = one file with a pb_policy_create_fn + one line below. */
+#include <stdio.h>
+#include <string.h>
+
+#include "policy.h"
+
+const pb_policy_entry pb_policy_registry[] = {
+    {"vllm", pb_policy_vllm_create, "vLLM (paper §4.5): FCFS, preempt latest, swapped before waiting"},
+    {"spf", pb_policy_spf_create, "vLLM scheduling with shortest-prompt-first admission"},
+    /* baselines/ (integration): {"orca", pb_policy_orca_create, "..."},
+                                 {"ft", pb_policy_ft_create, "..."}, */
+    {NULL, NULL, NULL},
+};
+
+const pb_policy_entry *pb_policy_find(const char *name) {
+    if (!name) return NULL;
+    for (const pb_policy_entry *e = pb_policy_registry; e->name; e++)
+        if (!strcmp(e->name, name)) return e;
+    return NULL;
+}
+
+const char *pb_policy_names(void) {
+    static char buf[512];
+    if (!buf[0]) {
+        size_t off = 0;
+        for (const pb_policy_entry *e = pb_policy_registry; e->name; e++)
+            off += (size_t)snprintf(buf + off, sizeof buf - off, "%s%s", off ? "|" : "", e->name);
+    }
+    return buf;
+}
+
+pb_status pb_policy_create(const char *name, const pb_node *opts, pb_policy **out, pb_cfg_err *err) {
+    *out = NULL;
+    const pb_policy_entry *e = pb_policy_find(name);
+    if (!e) {
+        pb_log_error("unknown policy '%s' (known: %s)", name ? name : "(null)", pb_policy_names());
+        if (err && opts) pb_cfg_fail(err, opts, false, "unknown policy '%s' (known: %s)",
+                                     name ? name : "(null)", pb_policy_names());
+        return PB_ERR_INVALID;
+    }
+    return e->create(opts, out, err);
+}

@@ -1,0 +1,74 @@
+/* scheduler.h -- ENGINE-INTERNAL: the scheduling state shared by engine.c and
+ * scheduler.c (queues, the step's batch under construction).  Policies never include
+ * this; they use the pb_sched_* functions of policy.h.
+ *
+ * Queues: waiting = binary heap on (wait_key, arrival_s, id) with g->heap_idx;
+ * running / swapped = doubly linked lists sorted by (arrival_s, id) with sorted
+ * insertion from the tail (O(1) in the common case of the latest arrival).
+ * The batch: parallel arrays bseq (what the executor sees) and bseq_seq (the
+ * sequences), plus the groups in the batch (bgroups) and the memory-op pair vectors. */
+#ifndef PB_SCHEDULER_H
+#define PB_SCHEDULER_H
+
+#include "beam.h"
+#include "engine.h"
+#include "metrics.h"
+#include "policy.h"
+#include "sequence.h"
+
+struct pb_sched {
+    pb_engine_params p;
+    pb_kv_manager *kv;
+    pb_policy *policy;
+    pb_executor *ex;
+    pb_metrics *metrics;
+    const pb_trace *trace;
+    pb_group *groups;             /* [n_groups], one per request                   */
+    int64_t n_groups;
+    int64_t next_arrival;         /* first request not yet in the waiting queue    */
+    int64_t n_done;               /* finished + rejected                           */
+    pb_seq_pool *pool;
+    double now;
+    int64_t step;
+    bool running_run;             /* between begin and end                         */
+    /* queues */
+    pb_group *run_head, *run_tail;
+    int32_t n_running, running_seqs;
+    pb_group *swp_head, *swp_tail;
+    int32_t n_swapped;
+    pb_group **heap;
+    int32_t n_waiting, cap_heap;
+    /* the batch under construction */
+    pb_batch_seq *bseq;
+    pb_seq **bseq_seq;
+    int32_t n_bseq, cap_bseq;
+    pb_group **bgroups;
+    int32_t n_bgroups, cap_bgroups;
+    int64_t b_prefill_tokens;
+    int32_t b_decode, b_prefill_seqs, b_n_top;
+    pb_pair_vec copies, swap_in, swap_out;
+    int32_t n_preempted, n_swapped_out_now, n_swap_in_groups;
+    pb_batch batch;
+    pb_candidates *cand;
+    int32_t cap_cand;
+    /* post-processing scratch (beam search) */
+    pb_candidates *bcand;
+    double *bcum;
+    pb_beam_choice *bchoice;
+    int32_t *bcount;
+    pb_seq **bseqs;
+    int32_t cap_beam;
+    int32_t *prompt_tok;          /* scratch for synthetic prompt tokens           */
+    int32_t cap_prompt_tok;
+};
+
+/* scheduler.c */
+void pb_sched_init(pb_sched *s);
+void pb_sched_free(pb_sched *s);
+void pb_sched_begin_step(pb_sched *s);
+void pb_sched_enqueue_waiting(pb_sched *s, pb_group *g);   /* PENDING/new -> WAITING */
+void pb_sched_running_remove(pb_sched *s, pb_group *g);    /* for finishing groups   */
+void pb_sched_release_group(pb_sched *s, pb_group *g);     /* free KV + seqs          */
+pb_status pb_sched_check(pb_sched *s);
+
+#endif /* PB_SCHEDULER_H */

@@ -1,0 +1,360 @@
+/* experiment.c -- the experiment YAML schema, loading and the sweep's point space. */
+#include "experiment.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "spec.h"
+
+/* ---- schema ---- */
+static const pb_key AXIS_SCHEMA[] = {
+    {"axis", PB_T_STR, true, 0, 0, NULL, NULL, 0, "CSV column name of the axis (request_rate, block_size, width)"},
+    {"set", PB_T_STR, true, 0, 0, NULL, NULL, 0, "config path assigned each value (workload.rate, system.block_size)"},
+    {"values", PB_T_NUM_LIST, true, 0, 0, NULL, NULL, 0, "the values, in plotting order"},
+    {NULL, 0, false, 0, 0, NULL, NULL, 0, NULL},
+};
+
+static const pb_key KNEE_SCHEMA[] = {
+    {"metric", PB_T_STR, false, 0, 0, NULL, NULL, 0, "metric whose threshold crossing is the knee (normalized_latency)"},
+    {"threshold", PB_T_NUM, false, 1e-9, 1e9, NULL, NULL, 0, "knee threshold, in the metric's unit (s/token)"},
+    {"axis", PB_T_STR, false, 0, 0, NULL, NULL, 0, "the axis the knee is found along (request_rate)"},
+    {"refine", PB_T_INT, false, 0, 8, NULL, NULL, 0, "rounds of extra points around each series' crossing (default 0)"},
+    {NULL, 0, false, 0, 0, NULL, NULL, 0, NULL},
+};
+
+static const pb_key QUICK_SCHEMA[] = {
+    {"set", PB_T_LIST, false, 0, 0, NULL, NULL, PB_T_STR, "overrides applied by --quick (\"workload.duration_s=300\")"},
+    {"thin", PB_T_INT, false, 1, 100, NULL, NULL, 0, "--quick keeps every k-th value of each axis (and the last)"},
+    {NULL, 0, false, 0, 0, NULL, NULL, 0, NULL},
+};
+
+const pb_key pb_system_entry_schema[] = {
+    {"name", PB_T_STR, true, 0, 0, NULL, NULL, 0, "id of the series (CSV `system` column): vllm, orca_oracle, ft"},
+    {"label", PB_T_STR, false, 0, 0, NULL, NULL, 0, "legend label, e.g. \"Orca (Oracle)\""},
+    {"type", PB_T_ENUM, true, 0, 0, "vllm|orca|ft", NULL, 0, "paged vLLM, Orca over a buddy allocator, FasterTransformer"},
+    {"tags", PB_T_MAP, false, 0, 0, NULL, NULL, 0, "constant CSV columns of this series (mode: swap)"},
+    {"sweep", PB_T_MAP, false, 0, 0, NULL, NULL, 0, "axis -> values overriding the experiment's for this system"},
+    /* options (read by system.c) */
+    {"block_size", PB_T_INT, false, 1, 4096, NULL, NULL, 0, "vLLM: tokens per KV block (default 16)"},
+    {"preemption", PB_T_ENUM, false, 0, 0, "auto|swap|recompute", NULL, 0,
+     "vLLM: auto = recompute single-sequence groups, swap multi-sequence ones"},
+    {"reservation", PB_T_ENUM, false, 0, 0, "oracle|pow2|max", NULL, 0, "Orca/FT: output slots reserved per request"},
+    {"max_batch", PB_T_INT, false, 0, 1 << 20, NULL, NULL, 0, "FT: batch size B (0 = as many max-length requests as fit)"},
+    {"watermark", PB_T_NUM, false, 0, 0.5, NULL, NULL, 0, "vLLM: free-block fraction kept at admission (default 0.01)"},
+    {"max_num_batched_tokens", PB_T_INT, false, 1, 1 << 24, NULL, NULL, 0, "tokens per step cap (default 2560)"},
+    {"max_num_seqs", PB_T_INT, false, 1, 1 << 20, NULL, NULL, 0, "sequences per step cap (default 256)"},
+    {"gpu_mem_util", PB_T_NUM, false, 0.05, 1.0, NULL, NULL, 0, "fraction of GPU memory usable (default 0.95)"},
+    {"swap_space_gib", PB_T_NUM, false, 0, 4096, NULL, NULL, 0, "CPU swap space per GPU, GiB (default 20)"},
+    {"sharing", PB_T_BOOL, false, 0, 0, NULL, NULL, 0, "vLLM: share KV blocks (prefix, parallel, beam); default true"},
+    {"sim", PB_T_MAP, false, 0, 0, NULL, NULL, 0,
+     "cost model: {attention_kernel: paged|contiguous, framework: python|cpp, profile: csv}"},
+    {"policy", PB_T_STR, false, 0, 0, NULL, NULL, 0, "scheduler policy by name (default: the type's)"},
+    {"policy_options", PB_T_MAP, false, 0, 0, NULL, NULL, 0, "options of a policy named by `policy` / of vllm"},
+    {"kv_slots", PB_T_INT, false, 0, 1e12, NULL, NULL, 0, "override the KV space, token slots (0 = from the specs)"},
+    {"max_clock_s", PB_T_NUM, false, 0, 1e9, NULL, NULL, 0, "stop a run at this simulated time (0 = never)"},
+    {NULL, 0, false, 0, 0, NULL, NULL, 0, NULL},
+};
+
+const pb_key pb_experiment_schema[] = {
+    {"name", PB_T_STR, true, 0, 0, NULL, NULL, 0, "unique experiment id (results/points/<name>/)"},
+    {"figure", PB_T_STR, true, 0, 0, NULL, NULL, 0, "figure id, e.g. fig12 (results/<figure>.csv)"},
+    {"panel", PB_T_STR, false, 0, 0, NULL, NULL, 0, "CSV `panel` value, e.g. a"},
+    {"title", PB_T_STR, false, 0, 0, NULL, NULL, 0, "panel title for the plot"},
+    {"description", PB_T_STR, false, 0, 0, NULL, NULL, 0, "what this reproduces; choices where the paper is silent"},
+    {"seed", PB_T_INT, false, 0, 9.007199254740992e15, NULL, NULL, 0, "seed of all randomness (default 0)"},
+    {"model", PB_T_MAP, true, 0, 0, NULL, NULL, 0, "model spec name (experiments/models/) or an inline spec"},
+    {"hardware", PB_T_MAP, true, 0, 0, NULL, NULL, 0, "hardware spec name (experiments/hardware/) or inline"},
+    {"gpus", PB_T_INT, false, 1, 1024, NULL, NULL, 0, "tensor-parallel degree (default 1)"},
+    {"executor", PB_T_ENUM, false, 0, 0, "sim|cpu|cuda", NULL, 0, "sim (cost model), cpu (tiny real model), cuda"},
+    {"workload", PB_T_MAP, true, 0, 0, NULL, NULL, 0, "the trace (schema: workloads/)"},
+    {"sweep", PB_T_LIST, false, 0, 0, NULL, AXIS_SCHEMA, 0, "sweep axes {axis, set, values}"},
+    {"systems", PB_T_LIST, true, 0, 0, NULL, pb_system_entry_schema, 0, "systems compared"},
+    {"tags", PB_T_MAP, false, 0, 0, NULL, NULL, 0, "constant CSV columns (dataset: alpaca)"},
+    {"columns", PB_T_LIST, false, 0, 0, NULL, NULL, PB_T_STR, "leading CSV columns of the figure"},
+    {"knee", PB_T_MAP, false, 0, 0, NULL, KNEE_SCHEMA, 0, "knee detection settings"},
+    {"quick", PB_T_MAP, false, 0, 0, NULL, QUICK_SCHEMA, 0, "what --quick changes"},
+    {"cost_model", PB_T_MAP, false, 0, 0, NULL, NULL, 0, "cost-model overrides (engine/executor_sim.h)"},
+    {NULL, 0, false, 0, 0, NULL, NULL, 0, NULL},
+};
+
+/* ---- helpers ---- */
+void pb_fmt_num(char *buf, size_t n, double v) {
+    for (int prec = 6; prec <= 17; prec++) {
+        snprintf(buf, n, "%.*g", prec, v);
+        if (strtod(buf, NULL) == v) return;
+    }
+}
+
+static void buf_add(char **buf, size_t *len, size_t *cap, const char *s, size_t l) {
+    if (*len + l + 1 > *cap) {
+        *cap = (*len + l + 1) * 2 + 256;
+        *buf = pb_xrealloc(*buf, *cap);
+    }
+    memcpy(*buf + *len, s, l);
+    *len += l;
+    (*buf)[*len] = 0;
+}
+
+void pb_node_dump(const pb_node *n, char **buf, size_t *len, size_t *cap) {
+    if (!n) { buf_add(buf, len, cap, "~", 1); return; }
+    switch (n->kind) {
+    case PB_NODE_SCALAR:
+        buf_add(buf, len, cap, "'", 1);
+        buf_add(buf, len, cap, n->value, strlen(n->value));
+        buf_add(buf, len, cap, "'", 1);
+        break;
+    case PB_NODE_MAP:
+        buf_add(buf, len, cap, "{", 1);
+        for (int i = 0; i < n->n_kids; i++) {
+            if (i) buf_add(buf, len, cap, ",", 1);
+            buf_add(buf, len, cap, n->kids[i]->key, strlen(n->kids[i]->key));
+            buf_add(buf, len, cap, ":", 1);
+            pb_node_dump(n->kids[i], buf, len, cap);
+        }
+        buf_add(buf, len, cap, "}", 1);
+        break;
+    case PB_NODE_SEQ:
+        buf_add(buf, len, cap, "[", 1);
+        for (int i = 0; i < n->n_kids; i++) {
+            if (i) buf_add(buf, len, cap, ",", 1);
+            pb_node_dump(n->kids[i], buf, len, cap);
+        }
+        buf_add(buf, len, cap, "]", 1);
+        break;
+    }
+}
+
+static int read_tags(const pb_node *m, pb_tag *tags, int max, pb_cfg_err *err) {
+    int k = 0;
+    if (!m) return 0;
+    for (int i = 0; i < m->n_kids; i++) {
+        const pb_node *v = m->kids[i];
+        if (v->kind != PB_NODE_SCALAR) {
+            pb_cfg_fail(err, v, false, "tags.%s: expected a scalar value", v->key);
+            return -1;
+        }
+        if (k == max) {
+            pb_cfg_fail(err, v, true, "tags: at most %d tags", max);
+            return -1;
+        }
+        tags[k].name = v->key;
+        tags[k].value = v->value;
+        k++;
+    }
+    return k;
+}
+
+/* ---- load ---- */
+pb_status pb_experiment_load(const char *path, const char *const *sets, int n_sets, bool quick,
+                             pb_experiment **out, pb_cfg_err *err) {
+    *out = NULL;
+    pb_config *c = NULL;
+    pb_status st = pb_config_load(path, &c, err);
+    if (st) return st;
+    char dir[4096];
+    snprintf(dir, sizeof dir, "%s/models", pb_spec_dir());
+    if ((st = pb_config_include(c, "model", dir, err))) goto fail;
+    snprintf(dir, sizeof dir, "%s/hardware", pb_spec_dir());
+    if ((st = pb_config_include(c, "hardware", dir, err))) goto fail;
+
+    pb_node *root = pb_config_root(c);
+    /* --quick's overrides come first so that explicit --set wins */
+    if (quick) {
+        const pb_node *qs = pb_node_get(root, "quick.set");
+        if (qs && qs->kind == PB_NODE_SEQ) {
+            int nq = qs->n_kids;
+            char **copy = pb_xcalloc((size_t)nq + 1, sizeof *copy);
+            for (int i = 0; i < nq; i++)
+                copy[i] = pb_xstrdup(qs->kids[i]->kind == PB_NODE_SCALAR ? qs->kids[i]->value : "");
+            for (int i = 0; i < nq && !st; i++) st = pb_config_set(c, copy[i], err);
+            for (int i = 0; i < nq; i++) free(copy[i]);
+            free(copy);
+            if (st) goto fail;
+        }
+    }
+    for (int i = 0; i < n_sets; i++)
+        if ((st = pb_config_set(c, sets[i], err))) goto fail;
+    if ((st = pb_config_validate(root, pb_experiment_schema, "", err))) goto fail;
+
+    pb_experiment *e = pb_xcalloc(1, sizeof *e);
+    e->cfg = c;
+    e->path = pb_config_path(c);
+    e->name = pb_node_str(root, "name", "?");
+    e->figure = pb_node_str(root, "figure", "?");
+    e->panel = pb_node_str(root, "panel", "");
+    e->title = pb_node_str(root, "title", e->name);
+    e->executor = pb_node_str(root, "executor", "sim");
+    e->seed = (uint64_t)pb_node_int(root, "seed", 0);
+    e->gpus = (int)pb_node_int(root, "gpus", 1);
+    e->knee_metric = pb_node_str(root, "knee.metric", "normalized_latency");
+    e->knee_threshold = pb_node_num(root, "knee.threshold", 0.2);
+    e->knee_axis = pb_node_str(root, "knee.axis", "request_rate");
+    e->quick_thin = quick ? (int)pb_node_int(root, "quick.thin", 1) : 1;
+    e->knee_refine = (int)pb_node_int(root, "knee.refine", 0);
+    if (quick && e->knee_refine > 1) e->knee_refine = 1;
+
+    const pb_node *qs = pb_node_get(root, "quick.set");
+    for (int i = 0; quick && qs && i < qs->n_kids && i < 16; i++) e->quick_sets[e->n_quick_sets++] = qs->kids[i]->value;
+
+    int nt = read_tags(pb_node_get(root, "tags"), e->tags, PB_EXP_MAX_TAGS, err);
+    if (nt < 0) goto fail_e;
+    e->n_tags = nt;
+
+    const pb_node *cols = pb_node_get(root, "columns");
+    for (int i = 0; cols && i < cols->n_kids; i++) {
+        if (i == PB_EXP_MAX_COLUMNS) { pb_cfg_fail(err, cols->kids[i], false, "columns: at most %d", PB_EXP_MAX_COLUMNS); goto fail_e; }
+        e->columns[e->n_columns++] = cols->kids[i]->value;
+    }
+
+    const pb_node *sw = pb_node_get(root, "sweep");
+    for (int i = 0; sw && i < sw->n_kids; i++) {
+        const pb_node *ax = sw->kids[i];
+        if (i == PB_EXP_MAX_AXES) { pb_cfg_fail(err, ax, false, "sweep: at most %d axes", PB_EXP_MAX_AXES); goto fail_e; }
+        pb_axis *a = &e->axes[e->n_axes++];
+        a->axis = pb_node_str(ax, "axis", "?");
+        a->set = pb_node_str(ax, "set", "?");
+        a->n = pb_node_num_list(ax, "values", &a->values);
+        for (int j = 0; j < i; j++)
+            if (!strcmp(e->axes[j].axis, a->axis)) {
+                pb_cfg_fail(err, pb_node_get(ax, "axis"), false, "sweep.%d.axis: '%s' appears twice", i, a->axis);
+                goto fail_e;
+            }
+        if (strncmp(a->set, "system.", 7) && strncmp(a->set, "workload.", 9) && strncmp(a->set, "cost_model.", 11) &&
+            strcmp(a->set, "gpus") && strcmp(a->set, "seed")) {
+            pb_cfg_fail(err, pb_node_get(ax, "set"), false,
+                        "sweep.%d.set: '%s' must start with system., workload. or cost_model. (or be gpus/seed)", i, a->set);
+            goto fail_e;
+        }
+    }
+
+    const pb_node *sy = pb_node_get(root, "systems");
+    if (!sy || sy->n_kids == 0) {
+        pb_cfg_fail(err, sy ? sy : root, false, "systems: at least one system is needed");
+        goto fail_e;
+    }
+    for (int i = 0; i < sy->n_kids; i++) {
+        const pb_node *sn = sy->kids[i];
+        if (i == PB_EXP_MAX_SYSTEMS) { pb_cfg_fail(err, sn, false, "systems: at most %d", PB_EXP_MAX_SYSTEMS); goto fail_e; }
+        pb_system_spec *s = &e->systems[e->n_systems++];
+        s->node = sn;
+        s->id = pb_node_str(sn, "name", "?");
+        s->label = pb_node_str(sn, "label", s->id);
+        const char *t = pb_node_str(sn, "type", "vllm");
+        s->type = !strcmp(t, "orca") ? PB_SYS_ORCA : !strcmp(t, "ft") ? PB_SYS_FT : PB_SYS_VLLM;
+        for (int j = 0; j < i; j++)
+            if (!strcmp(e->systems[j].id, s->id)) {
+                pb_cfg_fail(err, pb_node_get(sn, "name"), false, "systems.%d.name: '%s' appears twice", i, s->id);
+                goto fail_e;
+            }
+        nt = read_tags(pb_node_get(sn, "tags"), s->tags, PB_EXP_MAX_TAGS, err);
+        if (nt < 0) goto fail_e;
+        s->n_tags = nt;
+        const pb_node *ov = pb_node_get(sn, "sweep");
+        for (int k = 0; ov && k < ov->n_kids; k++) {
+            const pb_node *v = ov->kids[k];
+            int a = -1;
+            for (int j = 0; j < e->n_axes; j++)
+                if (!strcmp(e->axes[j].axis, v->key)) a = j;
+            if (a < 0) {
+                pb_cfg_fail(err, v, true, "systems.%d.sweep.%s: no such sweep axis", i, v->key);
+                goto fail_e;
+            }
+            double x;
+            if (v->kind == PB_NODE_SCALAR ? !pb_parse_num(v->value, &x) : v->kind != PB_NODE_SEQ) {
+                pb_cfg_fail(err, v, false, "systems.%d.sweep.%s: expected a number or a list of numbers", i, v->key);
+                goto fail_e;
+            }
+            free(s->values[a]);
+            s->n_values[a] = pb_node_num_list(ov, v->key, &s->values[a]);
+            if (s->n_values[a] == 0) {
+                pb_cfg_fail(err, v, false, "systems.%d.sweep.%s: no numbers", i, v->key);
+                goto fail_e;
+            }
+        }
+    }
+    if ((st = pb_experiment_check(e))) {
+        pb_cfg_fail(err, root, false, "experiment failed its invariant check");
+        goto fail_e;
+    }
+    *out = e;
+    return PB_OK;
+fail_e:
+    pb_experiment_destroy(e);
+    return PB_ERR_INVALID;
+fail:
+    pb_config_destroy(c);
+    return st ? st : PB_ERR_INVALID;
+}
+
+void pb_experiment_destroy(pb_experiment *e) {
+    if (!e) return;
+    for (int a = 0; a < e->n_axes; a++) free(e->axes[a].values);
+    for (int s = 0; s < e->n_systems; s++)
+        for (int a = 0; a < PB_EXP_MAX_AXES; a++) free(e->systems[s].values[a]);
+    for (int s = 0; s < e->n_systems; s++) free(e->systems[s].extra);
+    pb_config_destroy(e->cfg);
+    free(e);
+}
+
+/* ---- point space ---- */
+int pb_experiment_axis_values(const pb_experiment *e, int s, int a, const double **vals) {
+    const pb_system_spec *sy = &e->systems[s];
+    int n = sy->values[a] ? sy->n_values[a] : e->axes[a].n;
+    *vals = sy->values[a] ? sy->values[a] : e->axes[a].values;
+    return n;
+}
+
+/* --quick thinning: keep index i when i % thin == 0 or i is the last */
+static int thinned_count(int n, int thin) {
+    if (thin <= 1 || n <= 1) return n;
+    return (n - 1) / thin + 1 + ((n - 1) % thin != 0);
+}
+static int thinned_index(int n, int thin, int k) {
+    if (thin <= 1) return k;
+    int i = k * thin;
+    return i < n ? i : n - 1;
+}
+
+static int grid_points(const pb_experiment *e, int s) {
+    int np = 1;
+    for (int a = 0; a < e->n_axes; a++) {
+        const double *v;
+        np *= thinned_count(pb_experiment_axis_values(e, s, a, &v), e->quick_thin);
+    }
+    return np;
+}
+
+int pb_experiment_n_points(const pb_experiment *e, int s) {
+    return grid_points(e, s) + (e->n_axes == 1 ? e->systems[s].n_extra : 0);
+}
+
+void pb_experiment_point_values(const pb_experiment *e, int s, int p, double *vals) {
+    int g = grid_points(e, s);
+    if (p >= g && e->n_axes == 1) {
+        vals[0] = e->systems[s].extra[p - g];
+        return;
+    }
+    /* the last axis varies fastest */
+    for (int a = e->n_axes - 1; a >= 0; a--) {
+        const double *v;
+        int n = pb_experiment_axis_values(e, s, a, &v);
+        int tn = thinned_count(n, e->quick_thin);
+        vals[a] = v[thinned_index(n, e->quick_thin, p % tn)];
+        p /= tn;
+    }
+}
+
+pb_status pb_experiment_check(const pb_experiment *e) {
+    if (!e || !e->cfg || e->n_systems < 1 || e->n_systems > PB_EXP_MAX_SYSTEMS) return PB_ERR_INVALID;
+    if (e->n_axes < 0 || e->n_axes > PB_EXP_MAX_AXES || e->quick_thin < 1) return PB_ERR_INVALID;
+    for (int a = 0; a < e->n_axes; a++)
+        if (e->axes[a].n < 1 || !e->axes[a].values) return PB_ERR_INVALID;
+    for (int s = 0; s < e->n_systems; s++) {
+        for (int t = 0; t < s; t++)
+            if (!strcmp(e->systems[s].id, e->systems[t].id)) return PB_ERR_INVALID;
+        if (pb_experiment_n_points(e, s) < 1) return PB_ERR_INVALID;
+    }
+    return PB_OK;
+}

@@ -1,0 +1,631 @@
+/* runner.c -- parallel, resumable sweeps; point files; results table; knee detection. */
+#include "runner.h"
+
+#include <errno.h>
+#include <math.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/types.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+/* ---- metrics ---- */
+void pb_pm_set(pb_point_metrics *m, const char *name, double v) {
+    for (int i = 0; i < m->n; i++)
+        if (!strcmp(m->name[i], name)) { m->value[i] = v; return; }
+    PB_ASSERT(m->n < PB_MAX_METRICS);
+    snprintf(m->name[m->n], sizeof m->name[0], "%s", name);
+    m->value[m->n++] = v;
+}
+
+double pb_pm_get(const pb_point_metrics *m, const char *name, double dflt) {
+    for (int i = 0; i < m->n; i++)
+        if (!strcmp(m->name[i], name)) return m->value[i];
+    return dflt;
+}
+
+/* ---- hashing and paths ---- */
+static uint64_t fnv(uint64_t h, const char *s, size_t n) {
+    for (size_t i = 0; i < n; i++) { h ^= (unsigned char)s[i]; h *= 1099511628211ULL; }
+    return h;
+}
+
+static const char *const NON_SEMANTIC[] = {"name", "figure", "panel", "title", "description",
+                                           "columns", "knee", "quick", "tags", "systems"};
+
+uint64_t pb_point_hash(const pb_experiment *e, int sys, int point) {
+    const pb_node *root = pb_config_root(e->cfg);
+    char *buf = NULL;
+    size_t len = 0, cap = 0;
+    uint64_t h = 1469598103934665603ULL;
+    for (int i = 0; i < root->n_kids; i++) {
+        const pb_node *k = root->kids[i];
+        bool skip = false;
+        for (size_t j = 0; j < PB_ARRAY_LEN(NON_SEMANTIC); j++)
+            if (!strcmp(k->key, NON_SEMANTIC[j])) skip = true;
+        if (skip) continue;
+        len = 0;
+        pb_node_dump(k, &buf, &len, &cap);
+        h = fnv(h, k->key, strlen(k->key));
+        h = fnv(h, "=", 1);
+        h = fnv(h, buf, len);
+        h = fnv(h, ";", 1);
+    }
+    /* the system: its whole map except cosmetic keys */
+    const pb_node *sn = e->systems[sys].node;
+    for (int i = 0; i < sn->n_kids; i++) {
+        const pb_node *k = sn->kids[i];
+        if (!strcmp(k->key, "label") || !strcmp(k->key, "tags") || !strcmp(k->key, "sweep")) continue;
+        len = 0;
+        pb_node_dump(k, &buf, &len, &cap);
+        h = fnv(h, "system.", 7);
+        h = fnv(h, k->key, strlen(k->key));
+        h = fnv(h, buf, len);
+    }
+    double vals[PB_EXP_MAX_AXES];
+    pb_experiment_point_values(e, sys, point, vals);
+    for (int a = 0; a < e->n_axes; a++) {
+        char num[64];
+        pb_fmt_num(num, sizeof num, vals[a]);
+        h = fnv(h, "|", 1);
+        h = fnv(h, e->axes[a].set, strlen(e->axes[a].set));
+        h = fnv(h, "=", 1);
+        h = fnv(h, num, strlen(num));
+    }
+    free(buf);
+    return h;
+}
+
+void pb_point_path(const pb_experiment *e, int sys, int point, const char *results_dir, char *buf, size_t n) {
+    snprintf(buf, n, "%s/points/%s/%s-%016llx", results_dir, e->name, e->systems[sys].id,
+             (unsigned long long)pb_point_hash(e, sys, point));
+}
+
+static int mkdir_p(const char *path) {
+    char tmp[4096];
+    snprintf(tmp, sizeof tmp, "%s", path);
+    for (char *p = tmp + 1; *p; p++)
+        if (*p == '/') {
+            *p = 0;
+            if (mkdir(tmp, 0777) && errno != EEXIST) return -1;
+            *p = '/';
+        }
+    if (mkdir(tmp, 0777) && errno != EEXIST) return -1;
+    return 0;
+}
+
+/* The build that wrote a point: git revision + this executable's size and mtime. */
+static const char *build_id(void) {
+    static char id[256];
+    if (*id) return id;
+    struct stat st;
+    if (stat("/proc/self/exe", &st) == 0)
+        snprintf(id, sizeof id, "%s-%lld-%lld", pb_git_rev(), (long long)st.st_size, (long long)st.st_mtime);
+    else
+        snprintf(id, sizeof id, "%s", pb_git_rev());
+    return id;
+}
+
+/* ---- point files ---- */
+typedef struct {
+    char *s;
+    size_t len, cap;
+} sbuf;
+
+static void sb_printf(sbuf *b, const char *fmt, ...) {
+    va_list ap;
+    for (;;) {
+        va_start(ap, fmt);
+        int k = vsnprintf(b->s ? b->s + b->len : NULL, b->s ? b->cap - b->len : 0, fmt, ap);
+        va_end(ap);
+        if (k < 0) return;
+        if (b->s && b->len + (size_t)k < b->cap) { b->len += (size_t)k; return; }
+        b->cap = (b->len + (size_t)k + 1) * 2 + 256;
+        b->s = pb_xrealloc(b->s, b->cap);
+    }
+}
+
+static pb_status write_point(const char *base, const pb_experiment *e, int sys, int point,
+                             const double *vals, const pb_point_metrics *m, uint64_t hash) {
+    sbuf b = {0};
+    sb_printf(&b, "pagedbench-point 1\nbuild %s\nhash %016llx\nexperiment %s\nsystem %s\npoint %d\n", build_id(),
+              (unsigned long long)hash, e->name, e->systems[sys].id, point);
+    for (int a = 0; a < e->n_axes; a++) sb_printf(&b, "axis %s %.17g\n", e->axes[a].axis, vals[a]);
+    for (int i = 0; i < m->n; i++) sb_printf(&b, "metric %s %.17g\n", m->name[i], m->value[i]);
+    if (*m->summary) sb_printf(&b, "summary\n%s", m->summary);
+    char path[4200];
+    snprintf(path, sizeof path, "%s.pt", base);
+    pb_status st = pb_write_file_atomic(path, b.s, b.len);
+    free(b.s);
+    return st;
+}
+
+/* Parse a point file.  want_build: NULL accepts any build.  Returns 0 on success. */
+static int read_point(const char *base, const char *want_build, const pb_experiment *e, double *vals,
+                      pb_point_metrics *m) {
+    char path[4200];
+    snprintf(path, sizeof path, "%s.pt", base);
+    FILE *f = fopen(path, "r");
+    if (!f) return -1;
+    char line[4096];
+    int ok = 0, have_build = want_build == NULL;
+    bool in_summary = false;
+    memset(m, 0, sizeof *m);
+    size_t slen = 0;
+    while (fgets(line, sizeof line, f)) {
+        if (in_summary) {
+            size_t l = strlen(line);
+            if (slen + l < sizeof m->summary) { memcpy(m->summary + slen, line, l + 1); slen += l; }
+            continue;
+        }
+        line[strcspn(line, "\n")] = 0;
+        if (!strcmp(line, "pagedbench-point 1")) ok = 1;
+        else if (!strncmp(line, "build ", 6)) { if (want_build && !strcmp(line + 6, want_build)) have_build = 1; }
+        else if (!strncmp(line, "axis ", 5)) {
+            char name[64];
+            double v;
+            if (sscanf(line + 5, "%63s %lf", name, &v) == 2)
+                for (int a = 0; a < e->n_axes; a++)
+                    if (!strcmp(e->axes[a].axis, name)) vals[a] = v;
+        } else if (!strncmp(line, "metric ", 7)) {
+            char name[64], num[64];
+            if (sscanf(line + 7, "%63s %63s", name, num) == 2 && m->n < PB_MAX_METRICS) pb_pm_set(m, name, strtod(num, NULL));
+        } else if (!strcmp(line, "summary")) in_summary = true;
+    }
+    fclose(f);
+    return ok && have_build ? 0 : -1;
+}
+
+/* ---- progress ---- */
+static void fmt_dur(char *buf, size_t n, double s) {
+    if (s < 0 || !isfinite(s)) { snprintf(buf, n, "?"); return; }
+    if (s < 60) snprintf(buf, n, "%.0fs", s);
+    else if (s < 3600) snprintf(buf, n, "%dm%02ds", (int)s / 60, (int)s % 60);
+    else snprintf(buf, n, "%dh%02dm", (int)s / 3600, ((int)s % 3600) / 60);
+}
+
+static void progress_bar(int done, int total, int running, double t0, const char *what) {
+    double el = pb_now_s() - t0;
+    double eta = done > 0 ? el / done * (total - done) : -1;
+    char e1[32], e2[32];
+    fmt_dur(e1, sizeof e1, el);
+    fmt_dur(e2, sizeof e2, eta);
+    int w = 30, fill = total ? done * w / total : w;
+    char bar[64];
+    for (int i = 0; i < w; i++) bar[i] = i < fill ? '#' : '.';
+    bar[w] = 0;
+    fprintf(stderr, "\r[%s] %d/%d points, %d running, %s elapsed, ETA %s  %-40.40s", bar, done, total, running, e1,
+            e2, what);
+    fflush(stderr);
+}
+
+static void point_label(const pb_experiment *e, int sys, const double *vals, char *buf, size_t n) {
+    size_t k = (size_t)snprintf(buf, n, "%s %s", e->name, e->systems[sys].id);
+    for (int a = 0; a < e->n_axes && k < n; a++) {
+        char num[64];
+        pb_fmt_num(num, sizeof num, vals[a]);
+        k += (size_t)snprintf(buf + k, n - k, " %s=%s", e->axes[a].axis, num);
+    }
+}
+
+/* ---- the worker ---- */
+static int run_point_child(pb_experiment *e, int sys, int point, const char *base, const pb_runner_opts *o) {
+    double vals[PB_EXP_MAX_AXES];
+    pb_experiment_point_values(e, sys, point, vals);
+    uint64_t hash = pb_point_hash(e, sys, point);
+    char err[2048] = "";
+    pb_cfg_err cerr;
+    pb_cfg_err_clear(&cerr);
+    pb_status st = PB_OK;
+    for (int a = 0; a < e->n_axes && !st; a++) {
+        char num[64], asg[512];
+        pb_fmt_num(num, sizeof num, vals[a]);
+        if (!strncmp(e->axes[a].set, "system.", 7))
+            snprintf(asg, sizeof asg, "systems.%d.%s=%s", sys, e->axes[a].set + 7, num);
+        else
+            snprintf(asg, sizeof asg, "%s=%s", e->axes[a].set, num);
+        st = pb_config_set(e->cfg, asg, &cerr);
+        if (st) snprintf(err, sizeof err, "%s", cerr.msg);
+    }
+    pb_point_metrics *m = pb_xcalloc(1, sizeof *m);
+    if (!st) {
+        const pb_node *root = pb_config_root(e->cfg);
+        char sp[64];
+        snprintf(sp, sizeof sp, "systems.%d", sys);
+        pb_point_ctx ctx = {e, sys, point, vals, root, pb_node_get(root, sp), o->quick};
+        st = o->fn(&ctx, m, err, sizeof err, o->user);
+    }
+    if (!st) st = write_point(base, e, sys, point, vals, m, hash);
+    if (st) {
+        char path[4200];
+        snprintf(path, sizeof path, "%s.err", base);
+        char msg[2400];
+        int l = snprintf(msg, sizeof msg, "%s: %s\n", pb_status_str(st), *err ? err : "(no message)");
+        pb_write_file_atomic(path, msg, (size_t)PB_MIN(l, (int)sizeof msg - 1));
+    }
+    free(m);
+    return st ? 1 : 0;
+}
+
+typedef struct {
+    int exp, sys, point;
+    pid_t pid;
+    double t0;
+} job;
+
+static void print_point_line(const pb_experiment *e, int sys, const char *base, double secs, bool summary) {
+    double vals[PB_EXP_MAX_AXES] = {0};
+    pb_point_metrics *m = pb_xcalloc(1, sizeof *m);
+    if (read_point(base, NULL, e, vals, m) == 0) {
+        char lab[512];
+        point_label(e, sys, vals, lab, sizeof lab);
+        if (summary && *m->summary) printf("---- %s\n%s", lab, m->summary);
+        printf("%-60s", lab);
+        const char *show[] = {"normalized_latency", "batched_requests", "token_states_pct", "saving_pct", "time_ms"};
+        for (size_t i = 0; i < PB_ARRAY_LEN(show); i++) {
+            double v = pb_pm_get(m, show[i], NAN);
+            if (!isnan(v)) printf(" %s=%.4g", show[i], v);
+        }
+        printf("  (%.1fs)\n", secs);
+        fflush(stdout);
+    }
+    free(m);
+}
+
+pb_status pb_runner_run(pb_experiment *const *exps, int n_exps, const pb_runner_opts *o, pb_runner_stats *stats) {
+    pb_runner_stats s = {0};
+    double t0 = pb_now_s();
+    bool bar = o->progress < 0 ? isatty(2) : o->progress > 0;
+    int jobs = o->jobs < 1 ? 1 : o->jobs;
+
+    /* list the points still to do */
+    int cap = 0, n_todo = 0;
+    job *todo = NULL;
+    for (int x = 0; x < n_exps; x++) {
+        pb_experiment *e = exps[x];
+        char dir[4200];
+        snprintf(dir, sizeof dir, "%s/points/%s", o->results_dir, e->name);
+        if (mkdir_p(dir)) {
+            pb_log_error("%s: cannot create directory: %s", dir, strerror(errno));
+            free(todo);
+            return PB_ERR_IO;
+        }
+        for (int sy = 0; sy < e->n_systems; sy++) {
+            int np = pb_experiment_n_points(e, sy);
+            for (int p = 0; p < np; p++) {
+                s.total++;
+                char base[4200];
+                pb_point_path(e, sy, p, o->results_dir, base, sizeof base);
+                double vals[PB_EXP_MAX_AXES];
+                pb_point_metrics *m = pb_xcalloc(1, sizeof *m);
+                int have = !o->fresh && read_point(base, build_id(), e, vals, m) == 0;
+                free(m);
+                if (have) { s.reused++; continue; }
+                char errp[4300];
+                snprintf(errp, sizeof errp, "%s.err", base);
+                unlink(errp);
+                if (n_todo == cap) { cap = cap ? 2 * cap : 64; todo = pb_xrealloc(todo, (size_t)cap * sizeof *todo); }
+                todo[n_todo++] = (job){x, sy, p, 0, 0};
+            }
+        }
+    }
+    if (s.reused) pb_log_info("%d of %d points reused from %s/points (same config, same build)", s.reused, s.total, o->results_dir);
+
+    job *run = pb_xcalloc((size_t)jobs, sizeof *run);
+    int next = 0, running = 0, done = 0;
+    while (next < n_todo || running) {
+        while (running < jobs && next < n_todo) {
+            job j = todo[next++];
+            fflush(stdout);
+            fflush(stderr);
+            pid_t pid = fork();
+            if (pid < 0) {
+                pb_log_error("fork: %s", strerror(errno));
+                s.failed++;
+                continue;
+            }
+            pb_experiment *e = exps[j.exp];
+            char base[4200];
+            pb_point_path(e, j.sys, j.point, o->results_dir, base, sizeof base);
+            if (pid == 0) {
+                signal(SIGINT, SIG_DFL);
+                int rc = run_point_child(e, j.sys, j.point, base, o);
+                fflush(stdout);
+                fflush(stderr);
+                _exit(rc);
+            }
+            j.pid = pid;
+            j.t0 = pb_now_s();
+            for (int k = 0; k < jobs; k++)
+                if (!run[k].pid) { run[k] = j; break; }
+            running++;
+        }
+        if (!running) break;
+        int status = 0;
+        pid_t pid = waitpid(-1, &status, 0);
+        if (pid < 0) {
+            if (errno == EINTR) continue;
+            pb_log_error("waitpid: %s", strerror(errno));
+            break;
+        }
+        for (int k = 0; k < jobs; k++) {
+            if (run[k].pid != pid) continue;
+            job j = run[k];
+            run[k].pid = 0;
+            running--;
+            done++;
+            pb_experiment *e = exps[j.exp];
+            char base[4200];
+            pb_point_path(e, j.sys, j.point, o->results_dir, base, sizeof base);
+            if (bar) fprintf(stderr, "\r%*s\r", 150, "");
+            if (WIFEXITED(status) && WEXITSTATUS(status) == 0) {
+                s.computed++;
+                if (!o->quiet) print_point_line(e, j.sys, base, pb_now_s() - j.t0, o->summary);
+            } else {
+                s.failed++;
+                char errp[4300], msg[1024] = "";
+                snprintf(errp, sizeof errp, "%s.err", base);
+                FILE *f = fopen(errp, "r");
+                if (f) {
+                    size_t l = fread(msg, 1, sizeof msg - 1, f);
+                    msg[l] = 0;
+                    fclose(f);
+                }
+                double vals[PB_EXP_MAX_AXES];
+                pb_experiment_point_values(e, j.sys, j.point, vals);
+                char lab[512];
+                point_label(e, j.sys, vals, lab, sizeof lab);
+                if (WIFSIGNALED(status))
+                    pb_log_error("%s: worker killed by signal %d", lab, WTERMSIG(status));
+                else
+                    pb_log_error("%s: failed: %s", lab, *msg ? msg : "(no message)\n");
+            }
+            if (bar) {
+                char lab[512] = "";
+                for (int q = 0; q < jobs; q++)
+                    if (run[q].pid) {
+                        double vals[PB_EXP_MAX_AXES];
+                        pb_experiment_point_values(exps[run[q].exp], run[q].sys, run[q].point, vals);
+                        point_label(exps[run[q].exp], run[q].sys, vals, lab, sizeof lab);
+                        break;
+                    }
+                progress_bar(done, n_todo, running, t0, lab);
+            }
+        }
+    }
+    if (bar && n_todo) fprintf(stderr, "\n");
+    free(run);
+    free(todo);
+    s.wall_s = pb_now_s() - t0;
+    if (stats) *stats = s;
+    return s.failed ? PB_ERR_INVALID : PB_OK;
+}
+
+static int row_cmp(const void *pa, const void *pb) {
+    const pb_result_row *a = pa, *b = pb;
+    if (a->exp != b->exp) return a->exp < b->exp ? -1 : 1;
+    if (a->sys != b->sys) return a->sys < b->sys ? -1 : 1;
+    for (int i = 0; i < PB_EXP_MAX_AXES; i++)
+        if (a->axis[i] != b->axis[i]) return a->axis[i] < b->axis[i] ? -1 : 1;
+    return (a->point > b->point) - (a->point < b->point);
+}
+
+/* ---- collect ---- */
+pb_status pb_runner_collect(pb_experiment *const *exps, int n_exps, const char *results_dir, pb_results *out) {
+    memset(out, 0, sizeof *out);
+    out->exps = exps;
+    out->n_exps = n_exps;
+    int cap = 0;
+    for (int x = 0; x < n_exps; x++) {
+        const pb_experiment *e = exps[x];
+        for (int sy = 0; sy < e->n_systems; sy++) {
+            int np = pb_experiment_n_points(e, sy);
+            for (int p = 0; p < np; p++) {
+                if (out->n == cap) {
+                    cap = cap ? 2 * cap : 64;
+                    out->rows = pb_xrealloc(out->rows, (size_t)cap * sizeof *out->rows);
+                }
+                pb_result_row *r = &out->rows[out->n];
+                memset(r, 0, sizeof *r);
+                r->exp = x;
+                r->sys = sy;
+                r->point = p;
+                pb_experiment_point_values(e, sy, p, r->axis);
+                char base[4200];
+                pb_point_path(e, sy, p, results_dir, base, sizeof base);
+                double vals[PB_EXP_MAX_AXES];
+                if (read_point(base, NULL, e, vals, &r->m)) {
+                    pb_log_error("%s.pt: missing or unreadable point file", base);
+                    return PB_ERR_IO;
+                }
+                r->m.summary[0] = 0;
+                out->n++;
+            }
+        }
+    }
+    if (out->n > 1) qsort(out->rows, (size_t)out->n, sizeof *out->rows, row_cmp);
+    return PB_OK;
+}
+
+void pb_results_free(pb_results *r) {
+    free(r->rows);
+    memset(r, 0, sizeof *r);
+}
+
+/* ---- cells ---- */
+static const char *tag_of(const pb_tag *t, int n, const char *col) {
+    for (int i = 0; i < n; i++)
+        if (!strcmp(t[i].name, col)) return t[i].value;
+    return NULL;
+}
+
+void pb_results_cell(const pb_results *r, const pb_result_row *row, const char *col, char *buf, size_t n) {
+    const pb_experiment *e = r->exps[row->exp];
+    const pb_system_spec *s = &e->systems[row->sys];
+    const char *t;
+    buf[0] = 0;
+    if (!strcmp(col, "panel")) { snprintf(buf, n, "%s", e->panel); return; }
+    if (!strcmp(col, "system")) { snprintf(buf, n, "%s", s->id); return; }
+    if (!strcmp(col, "label")) { snprintf(buf, n, "%s", s->label); return; }
+    if (!strcmp(col, "experiment")) { snprintf(buf, n, "%s", e->name); return; }
+    if (!strcmp(col, "figure")) { snprintf(buf, n, "%s", e->figure); return; }
+    if ((t = tag_of(s->tags, s->n_tags, col)) || (t = tag_of(e->tags, e->n_tags, col))) {
+        snprintf(buf, n, "%s", t);
+        return;
+    }
+    double v = pb_results_num(r, row, col);
+    if (!isnan(v)) pb_fmt_num(buf, n, v);
+}
+
+double pb_results_num(const pb_results *r, const pb_result_row *row, const char *col) {
+    const pb_experiment *e = r->exps[row->exp];
+    for (int a = 0; a < e->n_axes; a++)
+        if (!strcmp(e->axes[a].axis, col)) return row->axis[a];
+    return pb_pm_get(&row->m, col, NAN);
+}
+
+/* ---- CSV ---- */
+#define MAX_COLS 96
+static void add_col(const char **cols, int *n, const char *c) {
+    for (int i = 0; i < *n; i++)
+        if (!strcmp(cols[i], c)) return;
+    if (*n < MAX_COLS) cols[(*n)++] = c;
+}
+
+pb_status pb_results_write_csv(const pb_results *r, const char *path) {
+    const char *cols[MAX_COLS];
+    int nc = 0;
+    if (r->n_exps > 0)
+        for (int i = 0; i < r->exps[0]->n_columns; i++) add_col(cols, &nc, r->exps[0]->columns[i]);
+    add_col(cols, &nc, "experiment");
+    add_col(cols, &nc, "label");
+    for (int x = 0; x < r->n_exps; x++) {
+        const pb_experiment *e = r->exps[x];
+        for (int a = 0; a < e->n_axes; a++) add_col(cols, &nc, e->axes[a].axis);
+        for (int t = 0; t < e->n_tags; t++) add_col(cols, &nc, e->tags[t].name);
+        for (int s = 0; s < e->n_systems; s++)
+            for (int t = 0; t < e->systems[s].n_tags; t++) add_col(cols, &nc, e->systems[s].tags[t].name);
+    }
+    for (int i = 0; i < r->n; i++)
+        for (int k = 0; k < r->rows[i].m.n; k++) add_col(cols, &nc, r->rows[i].m.name[k]);
+
+    sbuf b = {0};
+    for (int c = 0; c < nc; c++) sb_printf(&b, "%s%s", c ? "," : "", cols[c]);
+    sb_printf(&b, "\n");
+    for (int i = 0; i < r->n; i++) {
+        for (int c = 0; c < nc; c++) {
+            char cell[256];
+            pb_results_cell(r, &r->rows[i], cols[c], cell, sizeof cell);
+            for (char *p = cell; *p; p++)
+                if (*p == ',' || *p == '\n') *p = ';';
+            sb_printf(&b, "%s%s", c ? "," : "", cell);
+        }
+        sb_printf(&b, "\n");
+    }
+    pb_status st = pb_write_file_atomic(path, b.s, b.len);
+    free(b.s);
+    return st;
+}
+
+/* ---- knee ---- */
+typedef struct { double x, y; } xy;
+static int xy_cmp(const void *pa, const void *pb) {
+    const xy *a = pa, *b = pb;
+    return (a->x > b->x) - (a->x < b->x);
+}
+
+static double round3(double v) {
+    if (!(v > 0)) return v;
+    double p = pow(10, floor(log10(v)) - 2);
+    return round(v / p) * p;
+}
+
+static void add_extra(pb_experiment *e, int s, double v, int *added) {
+    pb_system_spec *sy = &e->systems[s];
+    v = round3(v);
+    char a[64], b[64];
+    pb_fmt_num(a, sizeof a, v);
+    int np = pb_experiment_n_points(e, s);
+    for (int p = 0; p < np; p++) {
+        double x;
+        pb_experiment_point_values(e, s, p, &x);
+        pb_fmt_num(b, sizeof b, x);
+        if (!strcmp(a, b)) return;
+    }
+    sy->extra = pb_xrealloc(sy->extra, (size_t)(sy->n_extra + 1) * sizeof *sy->extra);
+    sy->extra[sy->n_extra++] = strtod(a, NULL);
+    (*added)++;
+}
+
+int pb_runner_refine(pb_experiment *const *exps, int n_exps, const char *results_dir, int round) {
+    int added = 0;
+    for (int x = 0; x < n_exps; x++) {
+        pb_experiment *e = exps[x];
+        if (e->n_axes != 1 || round >= e->knee_refine || strcmp(e->axes[0].axis, e->knee_axis)) continue;
+        for (int s = 0; s < e->n_systems; s++) {
+            int np = pb_experiment_n_points(e, s), k = 0;
+            xy *pts = pb_xcalloc((size_t)np, sizeof *pts);
+            pb_point_metrics *m = pb_xcalloc(1, sizeof *m);
+            for (int p = 0; p < np; p++) {
+                char base[4200];
+                double v;
+                pb_point_path(e, s, p, results_dir, base, sizeof base);
+                if (read_point(base, NULL, e, &v, m)) continue;
+                double y = pb_pm_get(m, e->knee_metric, NAN);
+                if (isnan(y)) continue;
+                pb_experiment_point_values(e, s, p, &pts[k].x);
+                pts[k++].y = y;
+            }
+            free(m);
+            qsort(pts, (size_t)k, sizeof *pts, xy_cmp);
+            double *xs = pb_xcalloc((size_t)k + 1, sizeof *xs), *ys = pb_xcalloc((size_t)k + 1, sizeof *ys);
+            for (int i = 0; i < k; i++) { xs[i] = pts[i].x; ys[i] = pts[i].y; }
+            pb_knee kn = pb_knee_find(xs, ys, k, e->knee_threshold);
+            if (kn.kind == PB_KNEE_FOUND) {
+                int i = 1;
+                while (i < k && ys[i] <= e->knee_threshold) i++;
+                double x0 = xs[i - 1], x1 = xs[i];
+                if (x0 > 0 ? x1 / x0 > 1.04 : x1 > x0) {
+                    add_extra(e, s, x0 + (x1 - x0) / 3, &added);
+                    add_extra(e, s, x0 + 2 * (x1 - x0) / 3, &added);
+                }
+            } else if (kn.kind == PB_KNEE_ABOVE_AT_START) {
+                add_extra(e, s, xs[0] / 2, &added);
+                add_extra(e, s, xs[0] / 4, &added);
+            } else if (kn.kind == PB_KNEE_NOT_REACHED) {
+                add_extra(e, s, xs[k - 1] * 1.3, &added);
+                add_extra(e, s, xs[k - 1] * 1.6, &added);
+            }
+            free(xs);
+            free(ys);
+            free(pts);
+        }
+    }
+    return added;
+}
+
+pb_knee pb_knee_find(const double *x, const double *y, int n, double threshold) {
+    pb_knee k = {PB_KNEE_NO_DATA, NAN};
+    if (n <= 0) return k;
+    if (!(y[0] <= threshold)) return (pb_knee){PB_KNEE_ABOVE_AT_START, x[0]};
+    for (int i = 1; i < n; i++) {
+        if (y[i] <= threshold) continue;
+        double x0 = x[i - 1], x1 = x[i], y0 = y[i - 1], y1 = y[i];
+        double r = (isfinite(y1) && y1 > y0) ? x0 + (threshold - y0) * (x1 - x0) / (y1 - y0) : x0;
+        return (pb_knee){PB_KNEE_FOUND, r};
+    }
+    return (pb_knee){PB_KNEE_NOT_REACHED, x[n - 1]};
+}
+
+void pb_knee_fmt(pb_knee k, char *buf, size_t n) {
+    switch (k.kind) {
+    case PB_KNEE_FOUND: snprintf(buf, n, "%.3g", k.rate); break;
+    case PB_KNEE_NOT_REACHED: snprintf(buf, n, ">%.3g", k.rate); break;
+    case PB_KNEE_ABOVE_AT_START: snprintf(buf, n, "<%.3g", k.rate); break;
+    default: snprintf(buf, n, "-"); break;
+    }
+}

@@ -1,0 +1,232 @@
+/* system.c -- one serving point: trace + KV manager + policy + executor -> metrics. */
+#include "system.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "baselines.h"       /* pb_policy_orca_create, pb_policy_ft_create, pb_policy_finalize */
+#include "block_manager.h"   /* pb_paged_kv_create */
+#include "engine.h"          /* pb_engine_* */
+#include "executor_real.h"   /* pb_executor_cpu_create, pb_executor_cuda_create */
+#include "executor_sim.h"    /* pb_executor_sim_create */
+#include "kv_contiguous.h"   /* pb_kv_contiguous_create */
+#include "metrics.h"         /* pb_metrics (the engine's), pb_run_summary */
+#include "spec.h"
+#include "workload.h"        /* pb_workload_from_node, pb_workload_generate */
+
+#define GIB (1024.0 * 1024.0 * 1024.0)
+
+void pb_system_describe_executor(const pb_experiment *e, char *buf, size_t n) {
+    const pb_node *root = pb_config_root(e->cfg);
+    const char *hw = pb_node_str(root, "hardware.name", "?");
+    const char *model = pb_node_str(root, "model.name", "?");
+    if (!strcmp(e->executor, "sim"))
+        snprintf(buf, n, "sim: cost model of %s x%d, %s (no GPU used)", hw, e->gpus, model);
+    else if (!strcmp(e->executor, "cpu"))
+        snprintf(buf, n, "cpu: real %s forward pass on the host CPU (KV budget of %s x%d)", model, hw, e->gpus);
+    else
+        snprintf(buf, n, "cuda: real %s on the local GPU(s), KV budget of %s x%d", model, hw, e->gpus);
+}
+
+static pb_status fail(char *err, size_t n, pb_status st, const char *fmt, const char *a, const char *b) {
+    snprintf(err, n, fmt, a, b);
+    return st ? st : PB_ERR_INVALID;
+}
+
+pb_status pb_system_run_point(const pb_point_ctx *pt, pb_point_metrics *out, char *err, size_t err_n, void *user) {
+    const pb_experiment *e = pt->exp;
+    const pb_node *root = pt->root, *sys = pt->system;
+    const pb_system_spec *spec = &e->systems[pt->sys];
+    pb_cfg_err ce;
+    pb_cfg_err_clear(&ce);
+    pb_status st;
+
+    pb_model model;
+    pb_hw hw;
+    if ((st = pb_model_from_node(pb_node_get(root, "model"), &model, &ce)) ||
+        (st = pb_hw_from_node(pb_node_get(root, "hardware"), &hw, &ce)))
+        return fail(err, err_n, st, "%s%s", ce.msg, "");
+    int32_t tp = e->gpus;
+
+    /* options */
+    int32_t block_size = (int32_t)pb_node_int(sys, "block_size", 16);
+    int32_t max_tokens = (int32_t)pb_node_int(sys, "max_num_batched_tokens", 2560);
+    int32_t max_seqs = (int32_t)pb_node_int(sys, "max_num_seqs", 256);
+    double util = pb_node_num(sys, "gpu_mem_util", 0.95);
+    double swap_gib = pb_node_num(sys, "swap_space_gib", 20.0);
+    double watermark = pb_node_num(sys, "watermark", 0.01);
+    pb_preempt_mode pmode = PB_PREEMPT_AUTO;
+    if (!pb_preempt_mode_parse(pb_node_str(sys, "preemption", "auto"), &pmode))
+        return fail(err, err_n, PB_ERR_INVALID, "systems.%s: bad preemption '%s'", spec->id, pb_node_str(sys, "preemption", ""));
+
+    /* KV space: the paper harness's rule; contiguous managers count slots */
+    bool paged = spec->type == PB_SYS_VLLM;
+    pb_kv_capacity cap;
+    st = pb_kv_capacity_compute(&model, &hw, tp, paged ? block_size : 1, max_tokens, util, &cap);
+    if (st) return fail(err, err_n, st, "%s on %s: no memory left for the KV cache", model.name, hw.name);
+    int64_t kv_slots = pb_node_int(sys, "kv_slots", 0);
+    int64_t n_gpu_blocks = kv_slots > 0 ? kv_slots / (paged ? block_size : 1) : cap.num_blocks;
+    int64_t slots = paged ? n_gpu_blocks * block_size : n_gpu_blocks;
+    double block_bytes_gpu = pb_kv_bytes_per_token(&model, tp) * block_size;
+    int64_t n_cpu_blocks = (int64_t)floor(swap_gib * GIB / block_bytes_gpu);
+    if (n_gpu_blocks < 1 || n_gpu_blocks > INT32_MAX)
+        return fail(err, err_n, PB_ERR_INVALID, "KV space of %s on %s is out of range", model.name, hw.name);
+
+    /* trace */
+    pb_workload_cfg wc;
+    if ((st = pb_workload_from_node(pb_node_get(root, "workload"), &wc, &ce)))
+        return fail(err, err_n, st, "%s%s", ce.msg, "");
+    pb_trace trace = {0};
+    char werr[1024] = "";
+    if ((st = pb_workload_generate(&wc, e->seed, &trace, werr, sizeof werr)))
+        return fail(err, err_n, st, "workload: %s%s", werr, "");
+
+    /* KV manager */
+    pb_kv_manager *kv = NULL;
+    if (paged) {
+        pb_paged_params pp;
+        pb_paged_params_default(&pp);
+        pp.block_size = block_size;
+        pp.n_gpu_blocks = (int32_t)n_gpu_blocks;
+        pp.n_cpu_blocks = (int32_t)PB_MIN(n_cpu_blocks, (int64_t)INT32_MAX);
+        pp.watermark = watermark;
+        st = pb_paged_kv_create(&pp, &kv);
+    } else {
+        pb_kv_contiguous_params cp;
+        cp.num_slots = slots;
+        cp.max_len = model.max_len;
+        cp.rule = PB_RESV_MAX;
+        if (spec->type == PB_SYS_ORCA && !pb_resv_rule_parse(pb_node_str(sys, "reservation", "oracle"), &cp.rule))
+            st = PB_ERR_INVALID;
+        if (!st) st = pb_kv_contiguous_create(&cp, &kv);
+    }
+    if (st) {
+        pb_trace_free(&trace);
+        return fail(err, err_n, st, "systems.%s: cannot create the KV manager (%s)", spec->id, pb_status_str(st));
+    }
+
+    /* policy */
+    pb_policy *policy = NULL;
+    const char *pname = pb_node_str(sys, "policy", NULL);
+    const pb_node *popts = pb_node_get(sys, "policy_options");
+    if (pname) st = pb_policy_create(pname, popts, &policy, &ce);
+    else if (spec->type == PB_SYS_VLLM) st = pb_policy_vllm_create(popts, &policy, &ce);
+    else if (spec->type == PB_SYS_ORCA) st = pb_policy_orca_create(sys, &policy, &ce);
+    else st = pb_policy_ft_create(sys, &policy, &ce);
+    if (st) {
+        pb_kv_destroy(kv);
+        pb_trace_free(&trace);
+        return fail(err, err_n, st, "%s%s", ce.msg, "");
+    }
+
+    /* executor */
+    pb_executor *ex = NULL;
+    if (!strcmp(e->executor, "sim")) {
+        pb_sim_cost cost;
+        pb_sim_params sp = pb_sim_params_default();
+        if (spec->type != PB_SYS_VLLM) sp.attn = PB_SIM_ATTN_CONTIGUOUS;
+        if (spec->type == PB_SYS_FT) sp.framework = PB_SIM_FW_CPP;
+        const pb_node *simn = pb_node_get(sys, "sim");
+        st = pb_sim_cost_from_node(pb_node_get(root, "hardware"), &cost, &ce);
+        if (!st && simn) {
+            pb_sim_params over;
+            st = pb_sim_params_from_node(simn, &over, &ce);
+            if (!st) {
+                if (pb_node_has(simn, "attention_kernel")) sp.attn = over.attn;
+                if (pb_node_has(simn, "framework")) sp.framework = over.framework;
+                if (pb_node_has(simn, "profile")) memcpy(sp.profile, over.profile, sizeof sp.profile);
+            }
+        }
+        if (!st && !(ex = pb_executor_sim_create(&model, &hw, &cost, tp, &sp, &ce))) st = PB_ERR_INVALID;
+    } else {
+        pb_real_exec_params rp;
+        pb_real_exec_params_default(&rp);
+        rp.block_size = paged ? block_size : 0;
+        rp.num_gpu_blocks = paged ? (int32_t)n_gpu_blocks : 0;
+        rp.num_slots = paged ? 0 : slots;
+        rp.num_cpu_blocks = paged ? (int32_t)PB_MIN(n_cpu_blocks, n_gpu_blocks) : 0;
+        rp.weight_seed = e->seed;
+        rp.sample_seed = e->seed;
+        rp.max_tokens_hint = max_tokens;
+        rp.tp = tp;
+        st = !strcmp(e->executor, "cpu") ? pb_executor_cpu_create(&model, &rp, &ex)
+                                         : pb_executor_cuda_create(&model, &rp, &ex);
+        if (st) snprintf(ce.msg, sizeof ce.msg, "executor %s: %s", e->executor, pb_status_str(st));
+    }
+    if (st) {
+        pb_policy_destroy(policy);
+        pb_kv_destroy(kv);
+        pb_trace_free(&trace);
+        return fail(err, err_n, st, "%s%s", ce.msg, "");
+    }
+
+    /* engine */
+    pb_engine_params ep;
+    pb_engine_params_default(&ep);
+    ep.max_num_batched_tokens = max_tokens;
+    ep.max_num_seqs = max_seqs;
+    ep.max_model_len = model.max_len;
+    ep.preemption = pmode;
+    ep.seed = e->seed;
+    ep.kv_bytes_per_token = pb_kv_bytes_per_token(&model, tp) * tp;
+    ep.store_tokens = strcmp(e->executor, "sim") != 0;
+    ep.max_clock_s = pb_node_num(sys, "max_clock_s", 0);
+    pb_engine *eng = NULL;
+    pb_metrics *m = pb_metrics_create(false);
+    st = pb_engine_create(&ep, kv, policy, ex, &eng);
+    if (!st) st = pb_engine_run(eng, &trace, m);
+    if (!st) pb_policy_finalize(policy, m);
+
+    if (!st) {
+        pb_run_summary s;
+        pb_metrics_summary(m, &s);
+        pb_pm_set(out, "normalized_latency", s.norm_latency_mean);
+        pb_pm_set(out, "normalized_latency_p50", s.norm_latency_p50);
+        pb_pm_set(out, "normalized_latency_p90", s.norm_latency_p90);
+        pb_pm_set(out, "normalized_latency_p99", s.norm_latency_p99);
+        pb_pm_set(out, "batched_requests", s.avg_batched_requests);
+        pb_pm_set(out, "batched_seqs", s.avg_batched_seqs);
+        pb_pm_set(out, "token_states_pct", 100 * s.mem_token_frac);
+        pb_pm_set(out, "reservation_pct", 100 * s.mem_reserved_frac);
+        pb_pm_set(out, "internal_frag_pct", 100 * s.mem_internal_frac);
+        pb_pm_set(out, "external_frag_pct", 100 * s.mem_free_frac);
+        pb_pm_set(out, "saving_pct", 100 * s.mem_saving);
+        pb_pm_set(out, "request_throughput", s.req_throughput);
+        pb_pm_set(out, "output_throughput", s.output_tok_throughput);
+        pb_pm_set(out, "mean_ttft_ms", 1e3 * s.ttft_mean);
+        pb_pm_set(out, "mean_tpot_ms", 1e3 * s.tpot_mean);
+        pb_pm_set(out, "duration_s", s.duration_s);
+        pb_pm_set(out, "n_requests", (double)s.n_requests);
+        pb_pm_set(out, "n_finished", (double)s.n_finished);
+        pb_pm_set(out, "n_rejected", (double)s.n_rejected);
+        pb_pm_set(out, "n_unfinished", (double)s.n_unfinished);
+        pb_pm_set(out, "preempt_recompute", (double)s.n_preempt_recompute);
+        pb_pm_set(out, "preempt_swap", (double)s.n_preempt_swap);
+        pb_pm_set(out, "swap_gib", s.swap_bytes / GIB);
+        pb_pm_set(out, "kv_slots", (double)slots);
+        pb_pm_set(out, "kv_blocks", (double)n_gpu_blocks);
+        pb_pm_set(out, "steps", (double)s.n_steps);
+        char *text = NULL;
+        size_t tl = 0;
+        FILE *mf = open_memstream(&text, &tl);
+        if (mf) {
+            char title[256];
+            snprintf(title, sizeof title, "%s (%s)", spec->label, e->name);
+            pb_metrics_print_summary(mf, &s, title);
+            fclose(mf);
+            snprintf(out->summary, sizeof out->summary, "%s", text ? text : "");
+            free(text);
+        }
+    } else {
+        snprintf(err, err_n, "engine run failed: %s", pb_status_str(st));
+    }
+    pb_engine_destroy(eng);
+    pb_metrics_destroy(m);
+    pb_executor_destroy(ex);
+    pb_policy_destroy(policy);
+    pb_kv_destroy(kv);
+    pb_trace_free(&trace);
+    return st;
+}

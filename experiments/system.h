@@ -1,0 +1,56 @@
+/* system.h -- build one system of an experiment (KV manager + policy + executor) and
+ * run one point: the runner's point function for serving experiments.
+ *
+ * From the point's resolved config (runner.h pb_point_ctx):
+ *   model, hardware      pb_model / pb_hw / the hardware's cost_model (sim executor)
+ *   gpus                 tensor-parallel degree
+ *   workload             workloads/workload.h: generate the trace with the experiment
+ *                        seed -- every system of an experiment replays the same trace
+ *   the system's map     type vllm | orca | ft and its options (experiment.c
+ *                        pb_system_entry_schema):
+ *     vllm  paged KV manager (block_size, watermark, swap_space_gib), policy "vllm"
+ *           (FCFS, all-or-nothing preemption: preemption auto | swap | recompute)
+ *     orca  contiguous KV manager over a buddy allocator with reservation
+ *           oracle | pow2 | max, policy "orca"
+ *     ft    contiguous KV manager, reservation max, policy "ft" (batches of B =
+ *           max_batch, 0 = as many max-length requests as fit); finish times moved
+ *           to the batch's completion
+ *   KV space             pb_kv_capacity_compute(model, hw, gpus, block size,
+ *                        max_num_batched_tokens, gpu_mem_util): the paper harness's
+ *                        rule (Table 1); contiguous managers get its slots
+ *   executor             sim (cost model; `sim:` map picks the attention kernel and the
+ *                        framework: defaults vllm paged/python, orca contiguous/python,
+ *                        ft contiguous/cpp), cpu (tiny real model), cuda (real model)
+ *
+ * Metrics written for the point (pb_point_metrics names, all numbers):
+ *   normalized_latency (mean, s/token) and _p50/_p90/_p99, batched_requests,
+ *   token_states_pct reservation_pct internal_frag_pct external_frag_pct (KV space
+ *   shares, %), saving_pct (sharing), request_throughput, output_throughput,
+ *   mean_ttft_ms, mean_tpot_ms, duration_s, n_requests, n_finished, n_rejected,
+ *   n_unfinished, preempt_recompute, preempt_swap, swap_gib, kv_slots, kv_blocks,
+ *   steps; the summary text is vLLM benchmark_serving's block. */
+#ifndef PB_SYSTEM_H
+#define PB_SYSTEM_H
+
+#include <stddef.h>
+
+#include "pb.h"
+#include "runner.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* pb_point_fn for serving experiments (user unused).  Errors: PB_ERR_INVALID (bad
+ * option, with file:line:col), the engine's or executor's status. */
+pb_status pb_system_run_point(const pb_point_ctx *pt, pb_point_metrics *out, char *err, size_t err_n,
+                              void *user);
+
+/* One line describing the executor and device of an experiment, for the JSON
+ * sidecar and stderr context, e.g. "sim (cost model of A100-40GB x1)". */
+void pb_system_describe_executor(const pb_experiment *e, char *buf, size_t n);
+
+#ifdef __cplusplus
+}
+#endif
+#endif /* PB_SYSTEM_H */

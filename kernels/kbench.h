@@ -1,0 +1,80 @@
+/* kbench.h -- the kernel benchmark grids behind `pagedbench kernels`.
+ *
+ * GPU (PB_HAVE_CUDA and a device): every kernel class a grid uses is first checked
+ * against its C reference on a small shape ("All results match. Starting
+ * benchmarks."), then each config is timed with CUPTI (gpu_timer.h) after warm-up,
+ * rotating over input sets that together exceed 3x the L2 (cold-cache numbers),
+ * median of opts->reps >= 20 runs.  Bandwidth = bytes the call must move / median;
+ * % of the hardware YAML's HBM (attention, cache ops) or PCIe (swap) bandwidth, and
+ * % of a bandwidth measured in the same run (D2D memcpy; pinned memcpy).
+ *   fig18a     batch 8, 32 x context 64, 128, 256; OPT-13B heads (40 x 128), fp16,
+ *              block 16: paged vs contiguous (+ ratio)
+ *   long       64 x 1K, 16 x 4K, 1 x 64K: paged vs contiguous (+ ratio)
+ *   blocksize  block 1..256 at 32 x 1K: paged latency and paged/contiguous ratio
+ *   cache      reshape_and_cache (256, 2048 tokens), copy_blocks (40 layers x 64,
+ *              256 pairs), D2D memcpy reference
+ *   swap       OPT-13B, 256 tokens x 80 tensors, block 1..256, out (D2H) and in
+ *              (H2D): per-block cudaMemcpyAsync, batched on scattered blocks,
+ *              batched on contiguous runs; pinned memcpy reference
+ * CPU (no device, or --cpu): the C references on small shapes (fp32, 4 heads x 64)
+ * through the same names prefixed "cpu/", timed with the wall clock, paged and
+ * contiguous interleaved run by run; the paged/contiguous ratios are the
+ * machine-independent part of the check. */
+#ifndef PB_KBENCH_H
+#define PB_KBENCH_H
+
+#include <stdio.h>
+
+#include "attention.h"
+#include "kbaseline.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+enum {
+    PB_KB_GRID_FIG18A = 1, PB_KB_GRID_LONG = 2, PB_KB_GRID_BLOCKSIZE = 4,
+    PB_KB_GRID_CACHE = 8, PB_KB_GRID_SWAP = 16, PB_KB_GRID_ALL = 31
+};
+
+typedef struct {
+    unsigned grids;          /* PB_KB_GRID_* mask                                 */
+    int reps;                /* timed runs per config (median)                    */
+    int warmup;              /* untimed runs first                                */
+    double hbm_bw;           /* bytes/s for % of peak (0: not reported)           */
+    double pcie_h2d_bw, pcie_d2h_bw;  /* bytes/s (0: not reported)                */
+    double l2_bytes;         /* for L2 rotation (0: ask the device)               */
+} pb_kbench_opts;
+
+/* grid name ("fig18a", "long", "blocksize", "cache", "swap") -> mask bit, 0 unknown */
+unsigned pb_kbench_grid_bit(const char *name);
+
+/* 1 if a CUDA device is usable; else 0 with the reason (no CUDA build, or the
+ * cudaGetDeviceCount error) in why. */
+int pb_kbench_gpu_available(char *why, size_t why_len);
+
+/* Run the grids; results are appended to out, one aligned line each to log.
+ * *valid = 0 when CUPTI dropped records or a correctness check failed. */
+pb_status pb_kbench_run_gpu(const pb_kbench_opts *o, pb_kb_set *out, FILE *log, int *valid);
+pb_status pb_kbench_run_cpu(const pb_kbench_opts *o, pb_kb_set *out, FILE *log, int *valid);
+
+/* Device name / context line for stderr and baseline files ("cpu-reference" on CPU). */
+void pb_kbench_device_name(char *buf, size_t n);
+
+#ifdef PB_HAVE_CUDA
+/* GPU decode kernel vs its C reference on one seeded shape (pb_attn_case with NaN
+ * poisoning); paged != 0: paged kernel, else contiguous.  Returns failures (0 ok). */
+int pb_kbench_gpu_check_decode(uint64_t seed, int32_t num_seqs, const int32_t *ctx,
+                               int32_t num_heads, int32_t num_kv_heads, int32_t head_size,
+                               int32_t block_size, pb_kv_dtype dtype, pb_attn_algo algo,
+                               int paged);
+#endif
+
+/* helpers shared by the two runners */
+double pb_kbench_median(double *v, int n);   /* sorts v */
+void pb_kbench_print(FILE *log, const pb_kb_result *r);
+
+#ifdef __cplusplus
+}
+#endif
+#endif /* PB_KBENCH_H */

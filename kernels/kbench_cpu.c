@@ -1,0 +1,197 @@
+/* kbench_cpu.c -- CPU path of `pagedbench kernels`: the C references through the
+ * same grids and regression check (see kbench.h), plus shared helpers. */
+#include <stdlib.h>
+#include <string.h>
+
+#include "attn_case.h"
+#include "cache_ops.h"
+#include "kbench.h"
+
+unsigned pb_kbench_grid_bit(const char *name) {
+    if (!strcmp(name, "fig18a")) return PB_KB_GRID_FIG18A;
+    if (!strcmp(name, "long")) return PB_KB_GRID_LONG;
+    if (!strcmp(name, "blocksize")) return PB_KB_GRID_BLOCKSIZE;
+    if (!strcmp(name, "cache")) return PB_KB_GRID_CACHE;
+    if (!strcmp(name, "swap")) return PB_KB_GRID_SWAP;
+    return 0;
+}
+
+static int cmp_d(const void *a, const void *b) {
+    double x = *(const double *)a, y = *(const double *)b;
+    return x < y ? -1 : x > y;
+}
+
+double pb_kbench_median(double *v, int n) {
+    if (n <= 0) return 0;
+    qsort(v, (size_t)n, sizeof(double), cmp_d);
+    return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
+}
+
+void pb_kbench_print(FILE *log, const pb_kb_result *r) {
+    if (r->kind == PB_KB_RATIO) {
+        fprintf(log, "%-44s | ratio %8.3f\n", r->name, r->value);
+        return;
+    }
+    fprintf(log, "%-44s | %10.2f us", r->name, r->value);
+    if (r->gbps > 0) fprintf(log, " | %8.1f GB/s", r->gbps);
+    if (r->pct_peak >= 0) fprintf(log, " | %5.1f%% peak", r->pct_peak);
+    if (r->pct_measured >= 0) fprintf(log, " | %5.1f%% measured", r->pct_measured);
+    fputc('\n', log);
+}
+
+static pb_kb_result mk(const char *name, pb_kb_kind kind, double value, double bytes) {
+    pb_kb_result r;
+    memset(&r, 0, sizeof r);
+    snprintf(r.name, sizeof r.name, "%s", name);
+    r.kind = kind;
+    r.value = value;
+    r.bytes = bytes;
+    r.gbps = bytes > 0 && value > 0 ? bytes / (value * 1e-6) / 1e9 : 0;
+    r.pct_peak = r.pct_measured = -1;
+    return r;
+}
+
+static void emit(pb_kb_set *out, FILE *log, const pb_kb_result *r) {
+    pb_kb_set_add(out, r);
+    pb_kbench_print(log, r);
+}
+
+/* ---- decode: paged vs contiguous, interleaved ---- */
+static pb_status cpu_decode(const pb_kbench_opts *o, pb_kb_set *out, FILE *log, const char *grid,
+                            int32_t S, int32_t ctx, int32_t bs, int ratio_only_name_bs) {
+    const int32_t H = 4, D = 64;
+    int32_t *lens = pb_xmalloc(sizeof(int32_t) * (size_t)S);
+    for (int32_t s = 0; s < S; s++) lens[s] = ctx;
+    pb_attn_case c;
+    pb_status st = pb_attn_case_make(&c, 1234, S, lens, H, H, D, bs, PB_KV_F32, 0, 0);
+    free(lens);
+    if (st != PB_OK) return st;
+    float *outp = pb_xmalloc(sizeof(float) * c.out_elems), *outc = pb_xmalloc(sizeof(float) * c.out_elems);
+    double *tp = pb_xmalloc(sizeof(double) * (size_t)o->reps), *tc = pb_xmalloc(sizeof(double) * (size_t)o->reps);
+    for (int i = -o->warmup; i < o->reps && st == PB_OK; i++) {
+        double t0 = pb_now_s();
+        st = pb_paged_attention_ref(&c.p, outp, c.q, c.k_cache, c.v_cache, c.block_tables, c.context_lens);
+        double t1 = pb_now_s();
+        if (st == PB_OK)
+            st = pb_contig_attention_ref(&c.pc, outc, c.q, c.kc_contig, c.vc_contig, c.kv_offsets, c.context_lens);
+        double t2 = pb_now_s();
+        if (i >= 0) { tp[i] = (t1 - t0) * 1e6; tc[i] = (t2 - t1) * 1e6; }
+    }
+    if (st == PB_OK && memcmp(outp, outc, sizeof(float) * c.out_elems) != 0) {
+        pb_log_error("kernels: cpu paged and contiguous references disagree (%s)", grid);
+        st = PB_ERR_INVALID;
+    }
+    if (st == PB_OK) {
+        double bytes = 2.0 * S * ctx * H * D * 4 + 2.0 * c.q_elems * 4;
+        double mp = pb_kbench_median(tp, o->reps), mc = pb_kbench_median(tc, o->reps);
+        char name[96];
+        pb_kb_result r;
+        snprintf(name, sizeof name, "cpu/%s/paged/b%d-ctx%d-bs%d", grid, S, ctx, bs);
+        r = mk(name, PB_KB_US, mp, bytes);
+        emit(out, log, &r);
+        if (!ratio_only_name_bs) {
+            snprintf(name, sizeof name, "cpu/%s/contig/b%d-ctx%d", grid, S, ctx);
+            r = mk(name, PB_KB_US, mc, bytes);
+            emit(out, log, &r);
+            snprintf(name, sizeof name, "cpu/%s/ratio/b%d-ctx%d", grid, S, ctx);
+        } else {
+            snprintf(name, sizeof name, "cpu/%s/ratio/bs%d", grid, bs);
+        }
+        r = mk(name, PB_KB_RATIO, mp / mc, 0);
+        emit(out, log, &r);
+    }
+    free(outp); free(outc); free(tp); free(tc);
+    pb_attn_case_free(&c);
+    return st;
+}
+
+static pb_status cpu_cache(const pb_kbench_opts *o, pb_kb_set *out, FILE *log) {
+    /* reshape_and_cache of 256 tokens, 4 kv heads x 64, block 16, fp32 */
+    pb_kv_cache_shape cs = {64, 4, 64, 16, PB_KV_F32};
+    const int32_t T = 256, hd = 4 * 64;
+    size_t cache_n = (size_t)cs.num_blocks * pb_kv_block_bytes(&cs) / 4;
+    float *kc = pb_xcalloc(cache_n, 4), *vc = pb_xcalloc(cache_n, 4);
+    float *key = pb_xcalloc((size_t)T * hd, 4), *val = pb_xcalloc((size_t)T * hd, 4);
+    int64_t *slots = pb_xmalloc(sizeof(int64_t) * T);
+    for (int32_t i = 0; i < T; i++) slots[i] = (int64_t)((i / 16) * 3 % 64) * 16 + i % 16;
+    double *t = pb_xmalloc(sizeof(double) * (size_t)o->reps);
+    pb_status st = PB_OK;
+    for (int i = -o->warmup; i < o->reps && st == PB_OK; i++) {
+        double t0 = pb_now_s();
+        st = pb_reshape_and_cache_ref(&cs, kc, vc, key, val, 0, 0, slots, T);
+        if (i >= 0) t[i] = (pb_now_s() - t0) * 1e6;
+    }
+    if (st == PB_OK) {
+        pb_kb_result r = mk("cpu/cache/reshape_and_cache/t256", PB_KB_US, pb_kbench_median(t, o->reps),
+                            4.0 * T * hd * 4);
+        emit(out, log, &r);
+    }
+    /* copy_blocks: 8 layers x 16 pairs */
+    enum { L = 8, P = 16 };
+    void *ks[L], *vs[L];
+    size_t bb = pb_kv_block_bytes(&cs);
+    for (int l = 0; l < L; l++) { ks[l] = pb_xcalloc(cs.num_blocks, bb); vs[l] = pb_xcalloc(cs.num_blocks, bb); }
+    pb_block_pair pairs[P];
+    for (int i = 0; i < P; i++) { pairs[i].src = i; pairs[i].dst = 63 - i; }
+    for (int i = -o->warmup; i < o->reps && st == PB_OK; i++) {
+        double t0 = pb_now_s();
+        st = pb_copy_blocks_ref(ks, vs, L, pairs, P, bb);
+        if (i >= 0) t[i] = (pb_now_s() - t0) * 1e6;
+    }
+    if (st == PB_OK) {
+        pb_kb_result r = mk("cpu/cache/copy_blocks/l8-p16", PB_KB_US, pb_kbench_median(t, o->reps),
+                            2.0 * L * P * 2 * (double)bb);
+        emit(out, log, &r);
+    }
+    for (int l = 0; l < L; l++) { free(ks[l]); free(vs[l]); }
+    free(kc); free(vc); free(key); free(val); free(slots); free(t);
+    return st;
+}
+
+static pb_status cpu_swap(const pb_kbench_opts *o, pb_kb_set *out, FILE *log) {
+    /* host swap of 256 tokens x 8 tensors (4 heads x 64, fp32) at block 1, 16, 256 */
+    static const int32_t bss[] = {1, 16, 256};
+    pb_status st = PB_OK;
+    double *t = pb_xmalloc(sizeof(double) * (size_t)o->reps);
+    for (size_t k = 0; k < PB_ARRAY_LEN(bss) && st == PB_OK; k++) {
+        const int32_t bs = bss[k], nb = 256 / bs, NT = 8;
+        const size_t bb = (size_t)bs * 4 * 64 * 4;
+        void *src[8], *dst[8];
+        for (int i = 0; i < NT; i++) { src[i] = pb_xcalloc((size_t)nb * 2, bb); dst[i] = pb_xcalloc((size_t)nb, bb); }
+        pb_block_pair *pairs = pb_xmalloc(sizeof(pb_block_pair) * (size_t)nb);
+        for (int32_t i = 0; i < nb; i++) { pairs[i].src = 2 * i; pairs[i].dst = i; }  /* no runs */
+        for (int i = -o->warmup; i < o->reps && st == PB_OK; i++) {
+            double t0 = pb_now_s();
+            st = pb_swap_blocks_ref(dst, (const void *const *)src, NT, pairs, nb, bb);
+            if (i >= 0) t[i] = (pb_now_s() - t0) * 1e6;
+        }
+        if (st == PB_OK) {
+            char name[96];
+            snprintf(name, sizeof name, "cpu/swap/host/bs%d", bs);
+            pb_kb_result r = mk(name, PB_KB_US, pb_kbench_median(t, o->reps), (double)nb * NT * (double)bb);
+            emit(out, log, &r);
+        }
+        for (int i = 0; i < NT; i++) { free(src[i]); free(dst[i]); }
+        free(pairs);
+    }
+    free(t);
+    return st;
+}
+
+pb_status pb_kbench_run_cpu(const pb_kbench_opts *o, pb_kb_set *out, FILE *log, int *valid) {
+    pb_status st = PB_OK;
+    *valid = 1;
+    if (o->grids & PB_KB_GRID_FIG18A) {
+        static const int32_t bsz[] = {2, 8}, ctxs[] = {64, 128, 256};
+        for (size_t b = 0; b < 2 && st == PB_OK; b++)
+            for (size_t c = 0; c < 3 && st == PB_OK; c++)
+                st = cpu_decode(o, out, log, "fig18a", bsz[b], ctxs[c], 16, 0);
+    }
+    if (st == PB_OK && (o->grids & PB_KB_GRID_LONG)) st = cpu_decode(o, out, log, "long", 1, 2048, 16, 0);
+    if (o->grids & PB_KB_GRID_BLOCKSIZE)
+        for (int32_t bs = 1; bs <= 256 && st == PB_OK; bs *= 2) st = cpu_decode(o, out, log, "blocksize", 2, 256, bs, 1);
+    if (st == PB_OK && (o->grids & PB_KB_GRID_CACHE)) st = cpu_cache(o, out, log);
+    if (st == PB_OK && (o->grids & PB_KB_GRID_SWAP)) st = cpu_swap(o, out, log);
+    if (st != PB_OK) *valid = 0;
+    return st;
+}

@@ -1,0 +1,565 @@
+/* kbench_gpu.c -- GPU path of `pagedbench kernels` (see kbench.h): correctness
+ * checks against the C references, then CUPTI-timed grids with L2 rotation. */
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "attn_case.h"
+#include "cache_ops.h"
+#include "gpu_timer.h"
+#include "kbench.h"
+#include "kcheck.h"
+
+#ifndef PB_HAVE_CUDA
+
+int pb_kbench_gpu_available(char *why, size_t why_len) {
+    snprintf(why, why_len, "built without CUDA");
+    return 0;
+}
+void pb_kbench_device_name(char *buf, size_t n) { snprintf(buf, n, "cpu-reference"); }
+pb_status pb_kbench_run_gpu(const pb_kbench_opts *o, pb_kb_set *out, FILE *log, int *valid) {
+    (void)o; (void)out; (void)log;
+    *valid = 0;
+    return PB_ERR_UNSUPPORTED;
+}
+
+#else /* PB_HAVE_CUDA */
+
+#include <cuda_runtime.h>
+
+#include "devfill.h"
+#include "rng.h"
+
+int pb_kbench_gpu_available(char *why, size_t why_len) {
+    int n = 0;
+    cudaError_t e = cudaGetDeviceCount(&n);
+    if (e != cudaSuccess) {
+        snprintf(why, why_len, "cudaGetDeviceCount: %s", cudaGetErrorString(e));
+        return 0;
+    }
+    if (n <= 0) {
+        snprintf(why, why_len, "no CUDA device");
+        return 0;
+    }
+    return 1;
+}
+
+void pb_kbench_device_name(char *buf, size_t n) {
+    struct cudaDeviceProp prop;
+    int dev = 0;
+    if (cudaGetDevice(&dev) == cudaSuccess && cudaGetDeviceProperties(&prop, dev) == cudaSuccess)
+        snprintf(buf, n, "%s", prop.name);
+    else
+        snprintf(buf, n, "unknown-gpu");
+}
+
+#define GTRY(call) do { cudaError_t e_ = (call); if (e_ != cudaSuccess) {                      \
+    pb_log_error("%s:%d: %s: %s", __FILE__, __LINE__, #call, cudaGetErrorString(e_));          \
+    st = PB_ERR_CUDA; goto done; } } while (0)
+#define STRY(call) do { st = (call); if (st != PB_OK) goto done; } while (0)
+
+/* ---- correctness: one decode shape against the C reference ---- */
+
+int pb_kbench_gpu_check_decode(uint64_t seed, int32_t num_seqs, const int32_t *ctx,
+                               int32_t num_heads, int32_t num_kv_heads, int32_t head_size,
+                               int32_t block_size, pb_kv_dtype dtype, pb_attn_algo algo,
+                               int paged) {
+    pb_attn_case c;
+    if (pb_attn_case_make(&c, seed, num_seqs, ctx, num_heads, num_kv_heads, head_size, block_size,
+                          dtype, 1, 0) != PB_OK)
+        return 1;
+    pb_status st = PB_OK;
+    const size_t es = pb_kv_dtype_size(dtype);
+    const size_t cache_b = (paged ? c.cache_elems : c.contig_elems) * es;
+    const size_t bt_b = sizeof(int32_t) * (size_t)num_seqs * (size_t)c.p.max_blocks_per_seq;
+    const pb_attn_params *p = paged ? &c.p : &c.pc;
+    const size_t ws_b = pb_paged_attention_workspace_bytes(p);
+    void *dq = NULL, *dk = NULL, *dv = NULL, *dout = NULL, *dws = NULL;
+    int32_t *dbt = NULL, *dctx = NULL;
+    int64_t *doff = NULL;
+    void *ref = pb_xmalloc(es * c.out_elems), *got = pb_xmalloc(es * c.out_elems);
+    float *rf = pb_xmalloc(sizeof(float) * c.out_elems), *gf = pb_xmalloc(sizeof(float) * c.out_elems);
+    int fails = 0;
+    GTRY(cudaMalloc(&dq, es * c.q_elems));
+    GTRY(cudaMalloc(&dk, cache_b));
+    GTRY(cudaMalloc(&dv, cache_b));
+    GTRY(cudaMalloc(&dout, es * c.out_elems));
+    GTRY(cudaMalloc(&dws, ws_b));
+    GTRY(cudaMalloc((void **)&dbt, bt_b));
+    GTRY(cudaMalloc((void **)&dctx, sizeof(int32_t) * (size_t)num_seqs));
+    GTRY(cudaMalloc((void **)&doff, sizeof(int64_t) * (size_t)num_seqs));
+    GTRY(cudaMemcpy(dq, c.q, es * c.q_elems, cudaMemcpyHostToDevice));
+    GTRY(cudaMemcpy(dk, paged ? c.k_cache : c.kc_contig, cache_b, cudaMemcpyHostToDevice));
+    GTRY(cudaMemcpy(dv, paged ? c.v_cache : c.vc_contig, cache_b, cudaMemcpyHostToDevice));
+    GTRY(cudaMemcpy(dbt, c.block_tables, bt_b, cudaMemcpyHostToDevice));
+    GTRY(cudaMemcpy(dctx, c.context_lens, sizeof(int32_t) * (size_t)num_seqs, cudaMemcpyHostToDevice));
+    GTRY(cudaMemcpy(doff, c.kv_offsets, sizeof(int64_t) * (size_t)num_seqs, cudaMemcpyHostToDevice));
+    GTRY(cudaMemset(dout, 0xff, es * c.out_elems));           /* NaN-ish garbage */
+    if (paged)
+        STRY(pb_paged_attention_cuda(p, algo, dout, dq, dk, dv, dbt, dctx, dws, ws_b, NULL));
+    else
+        STRY(pb_contig_attention_cuda(p, algo, dout, dq, dk, dv, doff, dctx, dws, ws_b, NULL));
+    GTRY(cudaDeviceSynchronize());
+    GTRY(cudaMemcpy(got, dout, es * c.out_elems, cudaMemcpyDeviceToHost));
+    if (paged) STRY(pb_paged_attention_ref(p, ref, c.q, c.k_cache, c.v_cache, c.block_tables, c.context_lens));
+    else STRY(pb_contig_attention_ref(p, ref, c.q, c.kc_contig, c.vc_contig, c.kv_offsets, c.context_lens));
+    pb_kv_to_f32(rf, ref, dtype, c.out_elems);
+    pb_kv_to_f32(gf, got, dtype, c.out_elems);
+    {
+        pb_kcheck_tol tol = {1e-4, 1e-3, 1e-8, 5};
+        if (dtype == PB_KV_F16) { tol.atol = 2e-3; tol.rtol = 1e-2; tol.nmse_max = 1e-5; }
+        if (dtype == PB_KV_BF16) { tol.atol = 1.6e-2; tol.rtol = 2e-2; tol.nmse_max = 1e-3; }
+        char what[128];
+        snprintf(what, sizeof what, "%s S%d H%d/%d D%d bs%d %s algo%d", paged ? "paged" : "contig",
+                 num_seqs, num_heads, num_kv_heads, head_size, block_size, pb_kv_dtype_name(dtype), (int)algo);
+        fails += pb_kcheck(what, rf, gf, c.out_elems, &tol, NULL);
+    }
+done:
+    if (st != PB_OK) fails++;
+    cudaFree(dq); cudaFree(dk); cudaFree(dv); cudaFree(dout); cudaFree(dws);
+    cudaFree(dbt); cudaFree(dctx); cudaFree(doff);
+    free(ref); free(got); free(rf); free(gf);
+    pb_attn_case_free(&c);
+    return fails;
+}
+
+/* ---- timing ---- */
+
+typedef struct {
+    const pb_kbench_opts *o;
+    pb_gpu_timer *tm;
+    cudaStream_t st;
+    FILE *log;
+    pb_kb_set *out;
+    double l2;
+    double d2d_bw, h2d_bw, d2h_bw;   /* measured in this run (bytes/s), 0 until then */
+} gctx;
+
+typedef pb_status (*run_fn)(void *arg, int rot);
+
+static pb_status time_runs(gctx *g, const char *name, run_fn fn, void *arg, int n_rot, double *med_us) {
+    pb_status st = PB_OK;
+    int rot = 0;
+    for (int i = 0; i < g->o->warmup && st == PB_OK; i++) st = fn(arg, rot++ % n_rot);
+    if (st == PB_OK && cudaStreamSynchronize(g->st) != cudaSuccess) st = PB_ERR_CUDA;
+    double *t = pb_xmalloc(sizeof(double) * (size_t)g->o->reps);
+    for (int i = 0; i < g->o->reps && st == PB_OK; i++) {
+        int nrec = 0;
+        if ((st = pb_gpu_timer_start(g->tm, name)) != PB_OK) break;
+        st = fn(arg, rot++ % n_rot);
+        pb_status st2 = pb_gpu_timer_stop(g->tm, &t[i], &nrec);
+        if (st == PB_OK) st = st2;
+    }
+    if (st == PB_OK) *med_us = pb_kbench_median(t, g->o->reps);
+    free(t);
+    return st;
+}
+
+static void emit(gctx *g, const char *name, pb_kb_kind kind, double value, double bytes,
+                 double peak_bw, double meas_bw) {
+    pb_kb_result r;
+    memset(&r, 0, sizeof r);
+    snprintf(r.name, sizeof r.name, "%s", name);
+    r.kind = kind;
+    r.value = value;
+    r.bytes = bytes;
+    r.gbps = bytes > 0 && value > 0 ? bytes / (value * 1e-6) / 1e9 : 0;
+    r.pct_peak = bytes > 0 && peak_bw > 0 ? 100.0 * bytes / (value * 1e-6) / peak_bw : -1;
+    r.pct_measured = bytes > 0 && meas_bw > 0 ? 100.0 * bytes / (value * 1e-6) / meas_bw : -1;
+    pb_kb_set_add(g->out, &r);
+    pb_kbench_print(g->log, &r);
+    fflush(g->log);
+}
+
+static int n_sets_for(double set_bytes, double l2) {
+    int n = (int)ceil(3.0 * l2 / (set_bytes > 1 ? set_bytes : 1));
+    return n < 2 ? 2 : n > 64 ? 64 : n;
+}
+
+/* ---- decode benchmark: rotating input sets in one pool per layout ---- */
+typedef struct {
+    pb_attn_params p, pc;
+    int n_sets, paged;
+    void *q, *out, *k, *v, *kc, *vc, *ws;
+    size_t ws_bytes, q_set;
+    int32_t *bt, *ctx;
+    int64_t *off;
+    size_t bt_set;
+    cudaStream_t st;
+} dec_bench;
+
+static pb_status dec_run(void *arg, int rot) {
+    dec_bench *b = arg;
+    const size_t es = pb_kv_dtype_size(b->p.dtype);
+    char *q = (char *)b->q + (size_t)rot * b->q_set * es;
+    if (b->paged)
+        return pb_paged_attention_cuda(&b->p, PB_ATTN_AUTO, b->out, q, b->k, b->v,
+                                       b->bt + (size_t)rot * b->bt_set, b->ctx, b->ws, b->ws_bytes, b->st);
+    return pb_contig_attention_cuda(&b->pc, PB_ATTN_AUTO, b->out, q, b->kc, b->vc,
+                                    b->off + (size_t)rot * (size_t)b->p.num_seqs, b->ctx, b->ws,
+                                    b->ws_bytes, b->st);
+}
+
+static void dec_free(dec_bench *b) {
+    cudaFree(b->q); cudaFree(b->out); cudaFree(b->k); cudaFree(b->v); cudaFree(b->kc);
+    cudaFree(b->vc); cudaFree(b->ws); cudaFree(b->bt); cudaFree(b->ctx); cudaFree(b->off);
+}
+
+/* paged (block bs) vs contiguous at S x ctx, H = Hkv = 40, D = 128, fp16 (OPT-13B) */
+static pb_status bench_decode(gctx *g, const char *grid, int32_t S, int32_t ctx, int32_t bs,
+                              int with_contig, double *paged_us, double *contig_us) {
+    const int32_t H = 40, D = 128;
+    const pb_kv_dtype dt = PB_KV_F16;
+    const size_t es = 2;
+    dec_bench b;
+    memset(&b, 0, sizeof b);
+    pb_status st = PB_OK;
+    b.st = g->st;
+    const int32_t bps = PB_CDIV(ctx, bs);                           /* blocks per seq */
+    const double kv_set = 2.0 * S * (double)bps * bs * H * D * es;
+    b.n_sets = n_sets_for(kv_set, g->l2);
+    pb_attn_params p;
+    memset(&p, 0, sizeof p);
+    p.num_seqs = S; p.num_heads = H; p.num_kv_heads = H; p.head_size = D; p.block_size = bs;
+    p.max_blocks_per_seq = bps; p.num_blocks = b.n_sets * S * bps;
+    p.num_slots = (int64_t)b.n_sets * S * ((ctx + 7) / 8 * 8);
+    p.max_context_len = ctx; p.scale = (float)(1.0 / sqrt((double)D)); p.dtype = dt;
+    b.p = b.pc = p;
+    b.q_set = (size_t)S * H * D;
+    b.bt_set = (size_t)S * bps;
+    b.ws_bytes = pb_paged_attention_workspace_bytes(&p);
+    const size_t pool = (size_t)p.num_blocks * (size_t)bs * H * D;   /* elements per K or V */
+    const size_t cpool = (size_t)p.num_slots * H * D;
+    int32_t *hbt = pb_xmalloc(sizeof(int32_t) * b.bt_set * (size_t)b.n_sets);
+    int32_t *hctx = pb_xmalloc(sizeof(int32_t) * (size_t)S);
+    int64_t *hoff = pb_xmalloc(sizeof(int64_t) * (size_t)S * (size_t)b.n_sets);
+    int32_t *perm = pb_xmalloc(sizeof(int32_t) * b.bt_set);
+    pb_rng rng;
+    pb_rng_seed(&rng, 18, (uint64_t)bs);
+    for (int set = 0; set < b.n_sets; set++) {           /* random block order in each set */
+        for (size_t i = 0; i < b.bt_set; i++) perm[i] = (int32_t)((size_t)set * b.bt_set + i);
+        for (size_t i = b.bt_set - 1; i > 0; i--) {
+            size_t j = (size_t)pb_rng_below(&rng, i + 1);
+            int32_t t = perm[i]; perm[i] = perm[j]; perm[j] = t;
+        }
+        memcpy(hbt + (size_t)set * b.bt_set, perm, sizeof(int32_t) * b.bt_set);
+        for (int32_t s = 0; s < S; s++)
+            hoff[(size_t)set * S + s] = ((int64_t)set * S + s) * ((ctx + 7) / 8 * 8);
+    }
+    for (int32_t s = 0; s < S; s++) hctx[s] = ctx;
+    GTRY(cudaMalloc(&b.q, es * b.q_set * (size_t)b.n_sets));
+    GTRY(cudaMalloc(&b.out, es * b.q_set));
+    GTRY(cudaMalloc(&b.k, es * pool));
+    GTRY(cudaMalloc(&b.v, es * pool));
+    if (with_contig) {
+        GTRY(cudaMalloc(&b.kc, es * cpool));
+        GTRY(cudaMalloc(&b.vc, es * cpool));
+    }
+    GTRY(cudaMalloc(&b.ws, b.ws_bytes ? b.ws_bytes : 16));
+    GTRY(cudaMalloc((void **)&b.bt, sizeof(int32_t) * b.bt_set * (size_t)b.n_sets));
+    GTRY(cudaMalloc((void **)&b.ctx, sizeof(int32_t) * (size_t)S));
+    GTRY(cudaMalloc((void **)&b.off, sizeof(int64_t) * (size_t)S * (size_t)b.n_sets));
+    GTRY(cudaMemcpy(b.bt, hbt, sizeof(int32_t) * b.bt_set * (size_t)b.n_sets, cudaMemcpyHostToDevice));
+    GTRY(cudaMemcpy(b.ctx, hctx, sizeof(int32_t) * (size_t)S, cudaMemcpyHostToDevice));
+    GTRY(cudaMemcpy(b.off, hoff, sizeof(int64_t) * (size_t)S * (size_t)b.n_sets, cudaMemcpyHostToDevice));
+    STRY(pb_fill_uniform_cuda(b.q, b.q_set * (size_t)b.n_sets, dt, 1, -1.f, 1.f, g->st));
+    STRY(pb_fill_uniform_cuda(b.k, pool, dt, 2, -1.f, 1.f, g->st));
+    STRY(pb_fill_uniform_cuda(b.v, pool, dt, 3, -1.f, 1.f, g->st));
+    if (with_contig) {
+        STRY(pb_fill_uniform_cuda(b.kc, cpool, dt, 4, -1.f, 1.f, g->st));
+        STRY(pb_fill_uniform_cuda(b.vc, cpool, dt, 5, -1.f, 1.f, g->st));
+    }
+    GTRY(cudaStreamSynchronize(g->st));
+    {
+        char name[96];
+        const double bytes = 2.0 * S * (double)ctx * H * D * es + 2.0 * (double)b.q_set * es +
+                             4.0 * (double)b.bt_set;
+        b.paged = 1;
+        snprintf(name, sizeof name, "%s/paged/b%d-ctx%d-bs%d", grid, S, ctx, bs);
+        STRY(time_runs(g, name, dec_run, &b, b.n_sets, paged_us));
+        emit(g, name, PB_KB_US, *paged_us, bytes, g->o->hbm_bw, g->d2d_bw);
+        if (with_contig) {
+            b.paged = 0;
+            snprintf(name, sizeof name, "%s/contig/b%d-ctx%d", grid, S, ctx);
+            STRY(time_runs(g, name, dec_run, &b, b.n_sets, contig_us));
+            emit(g, name, PB_KB_US, *contig_us, bytes - 4.0 * (double)b.bt_set, g->o->hbm_bw, g->d2d_bw);
+        }
+    }
+done:
+    dec_free(&b);
+    free(hbt); free(hctx); free(hoff); free(perm);
+    return st;
+}
+
+/* ---- plain copies (measured bandwidth references) ---- */
+typedef struct { void *dst, *src; size_t bytes; cudaStream_t st; } cp_bench;
+static pb_status cp_run(void *arg, int rot) {
+    cp_bench *c = arg;
+    (void)rot;
+    return cudaMemcpyAsync(c->dst, c->src, c->bytes, cudaMemcpyDefault, c->st) == cudaSuccess ? PB_OK : PB_ERR_CUDA;
+}
+
+static pb_status bench_d2d(gctx *g) {
+    cp_bench c = {NULL, NULL, (size_t)1 << 30, g->st};
+    pb_status st = PB_OK;
+    double us = 0;
+    GTRY(cudaMalloc(&c.dst, c.bytes));
+    GTRY(cudaMalloc(&c.src, c.bytes));
+    GTRY(cudaMemset(c.src, 1, c.bytes));
+    STRY(time_runs(g, "memcpy-d2d", cp_run, &c, 1, &us));
+    g->d2d_bw = 2.0 * (double)c.bytes / (us * 1e-6);             /* read + write */
+    emit(g, "cache/memcpy-d2d/1GiB", PB_KB_US, us, 2.0 * (double)c.bytes, g->o->hbm_bw, -1);
+done:
+    cudaFree(c.dst); cudaFree(c.src);
+    return st;
+}
+
+/* ---- reshape_and_cache / copy_blocks ---- */
+typedef struct {
+    pb_kv_cache_shape cs;
+    void *k, *v, *key, *val;
+    int64_t *slots;
+    int32_t T;
+    void *kl[PB_CACHE_MAX_LAYERS], *vl[PB_CACHE_MAX_LAYERS];
+    pb_block_pair *pairs;
+    int32_t L, P;
+    cudaStream_t st;
+} cache_bench;
+
+static pb_status rc_run(void *arg, int rot) {
+    cache_bench *c = arg;
+    (void)rot;
+    return pb_reshape_and_cache_cuda(&c->cs, c->k, c->v, c->key, c->val, 0, 0, c->slots, c->T, c->st);
+}
+static pb_status cb_run(void *arg, int rot) {
+    cache_bench *c = arg;
+    (void)rot;
+    return pb_copy_blocks_cuda(c->kl, c->vl, c->L, c->pairs, c->P, pb_kv_block_bytes(&c->cs), c->st);
+}
+
+static pb_status bench_cache(gctx *g) {
+    pb_status st = PB_OK;
+    cache_bench c;
+    memset(&c, 0, sizeof c);
+    c.st = g->st;
+    pb_kv_cache_shape cs = {4096, 40, 128, 16, PB_KV_F16};      /* 64K slots, 1.3 GB per K/V */
+    c.cs = cs;
+    const size_t bb = pb_kv_block_bytes(&cs), hd = 40 * 128;
+    void *pool = NULL;
+    GTRY(cudaMalloc(&c.k, bb * (size_t)cs.num_blocks));
+    GTRY(cudaMalloc(&c.v, bb * (size_t)cs.num_blocks));
+    GTRY(cudaMalloc(&c.key, 2 * hd * 2048));
+    GTRY(cudaMalloc(&c.val, 2 * hd * 2048));
+    GTRY(cudaMalloc((void **)&c.slots, sizeof(int64_t) * 2048));
+    STRY(pb_fill_uniform_cuda(c.key, hd * 2048, PB_KV_F16, 9, -1.f, 1.f, g->st));
+    STRY(pb_fill_uniform_cuda(c.val, hd * 2048, PB_KV_F16, 10, -1.f, 1.f, g->st));
+    static const int32_t toks[] = {256, 2048};
+    for (size_t i = 0; i < 2; i++) {
+        int64_t hs[2048];
+        c.T = toks[i];
+        for (int32_t t = 0; t < c.T; t++)   /* prefill-like: distinct scattered blocks, */
+            hs[t] = (int64_t)((t / 16) * 97 % cs.num_blocks) * 16 + t % 16;   /* consecutive offsets */
+        GTRY(cudaMemcpy(c.slots, hs, sizeof(int64_t) * (size_t)c.T, cudaMemcpyHostToDevice));
+        char name[96];
+        double us = 0;
+        snprintf(name, sizeof name, "cache/reshape_and_cache/t%d", c.T);
+        STRY(time_runs(g, name, rc_run, &c, 1, &us));
+        emit(g, name, PB_KB_US, us, 4.0 * (double)hd * 2 * c.T, g->o->hbm_bw, g->d2d_bw);
+    }
+    /* copy_blocks: 40 layers, each its own K and V tensor of 1024 blocks */
+    c.L = 40;
+    {
+        const size_t per = bb * 1024;
+        GTRY(cudaMalloc(&pool, per * 2 * (size_t)c.L));
+        for (int l = 0; l < c.L; l++) {
+            c.kl[l] = (char *)pool + per * (size_t)(2 * l);
+            c.vl[l] = (char *)pool + per * (size_t)(2 * l + 1);
+        }
+        GTRY(cudaMalloc((void **)&c.pairs, sizeof(pb_block_pair) * 256));
+        static const int32_t np[] = {64, 256};
+        for (size_t i = 0; i < 2; i++) {
+            pb_block_pair hp[256];
+            c.P = np[i];
+            for (int32_t j = 0; j < c.P; j++) { hp[j].src = j * 3; hp[j].dst = 1023 - j; }
+            GTRY(cudaMemcpy(c.pairs, hp, sizeof(pb_block_pair) * (size_t)c.P, cudaMemcpyHostToDevice));
+            char name[96];
+            double us = 0;
+            snprintf(name, sizeof name, "cache/copy_blocks/l40-p%d", c.P);
+            STRY(time_runs(g, name, cb_run, &c, 1, &us));
+            emit(g, name, PB_KB_US, us, 2.0 * 2 * c.L * c.P * (double)bb, g->o->hbm_bw, g->d2d_bw);
+        }
+    }
+done:
+    cudaFree(c.k); cudaFree(c.v); cudaFree(c.key); cudaFree(c.val); cudaFree(c.slots);
+    cudaFree(pool); cudaFree(c.pairs);
+    return st;
+}
+
+/* ---- swap ---- */
+typedef struct {
+    void *dst[80], *src[80];
+    pb_block_pair *pairs;
+    int32_t n;
+    size_t bb;
+    pb_swap_mode mode;
+    cudaStream_t st;
+} swap_bench;
+
+static pb_status sw_run(void *arg, int rot) {
+    swap_bench *s = arg;
+    (void)rot;
+    return pb_swap_blocks_cuda(s->dst, (const void *const *)s->src, 80, s->pairs, s->n, s->bb, s->mode, s->st);
+}
+
+static pb_status bench_swap(gctx *g) {
+    pb_status st = PB_OK;
+    enum { NT = 80, TOKENS = 256 };
+    const size_t tok_bytes = 40 * 128 * 2;                   /* one token of one tensor */
+    const size_t gpu_total = (size_t)NT * 2 * TOKENS * tok_bytes, host_total = (size_t)NT * TOKENS * tok_bytes;
+    void *dpool = NULL, *hpool = NULL;
+    swap_bench s;
+    memset(&s, 0, sizeof s);
+    s.st = g->st;
+    pb_rng rng;
+    pb_rng_seed(&rng, 19, 0);
+    GTRY(cudaMalloc(&dpool, gpu_total));
+    GTRY(cudaHostAlloc(&hpool, host_total, cudaHostAllocDefault));
+    GTRY(cudaMemset(dpool, 0, gpu_total));
+    memset(hpool, 0, host_total);
+    {   /* measured pinned bandwidth, both directions */
+        cp_bench c = {hpool, dpool, host_total, g->st};
+        double us = 0;
+        STRY(time_runs(g, "memcpy-d2h", cp_run, &c, 1, &us));
+        g->d2h_bw = (double)host_total / (us * 1e-6);
+        emit(g, "swap/memcpy-d2h", PB_KB_US, us, (double)host_total, g->o->pcie_d2h_bw, -1);
+        c.dst = dpool; c.src = hpool;
+        STRY(time_runs(g, "memcpy-h2d", cp_run, &c, 1, &us));
+        g->h2d_bw = (double)host_total / (us * 1e-6);
+        emit(g, "swap/memcpy-h2d", PB_KB_US, us, (double)host_total, g->o->pcie_h2d_bw, -1);
+    }
+    s.pairs = pb_xmalloc(sizeof(pb_block_pair) * TOKENS);
+    for (int32_t bs = 1; bs <= 256; bs *= 2) {
+        const int32_t nb = TOKENS / bs;
+        s.n = nb;
+        s.bb = (size_t)bs * tok_bytes;
+        void *dt[NT], *ht[NT];
+        for (int t = 0; t < NT; t++) {
+            dt[t] = (char *)dpool + (size_t)t * 2 * TOKENS * tok_bytes;   /* 2*nb blocks */
+            ht[t] = (char *)hpool + (size_t)t * TOKENS * tok_bytes;       /* nb blocks   */
+        }
+        /* layouts: scattered GPU blocks (random distinct of 2*nb) or one contiguous run */
+        int32_t *perm = pb_xmalloc(sizeof(int32_t) * (size_t)(2 * nb));
+        for (int32_t i = 0; i < 2 * nb; i++) perm[i] = i;
+        for (int32_t i = 2 * nb - 1; i > 0; i--) {
+            int32_t j = (int32_t)pb_rng_below(&rng, (uint64_t)i + 1), t = perm[i];
+            perm[i] = perm[j]; perm[j] = t;
+        }
+        static const char *modes[] = {"perblock", "batched-scattered", "batched-runs"};
+        for (int dir = 0; dir < 2; dir++) {                 /* 0: out (D2H), 1: in (H2D) */
+            for (int m = 0; m < 3; m++) {
+                for (int32_t i = 0; i < nb; i++) {
+                    int32_t gb = m == 2 ? i : perm[i];
+                    s.pairs[i].src = dir == 0 ? gb : i;
+                    s.pairs[i].dst = dir == 0 ? i : gb;
+                }
+                for (int t = 0; t < NT; t++) {
+                    s.src[t] = dir == 0 ? dt[t] : ht[t];
+                    s.dst[t] = dir == 0 ? ht[t] : dt[t];
+                }
+                s.mode = m == 0 ? PB_SWAP_PER_BLOCK : PB_SWAP_BATCHED;
+                char name[96];
+                double us = 0;
+                snprintf(name, sizeof name, "swap/%s/%s/bs%d", modes[m], dir == 0 ? "out" : "in", bs);
+                st = time_runs(g, name, sw_run, &s, 1, &us);
+                if (st != PB_OK) { free(perm); goto done; }
+                emit(g, name, PB_KB_US, us, (double)host_total, dir == 0 ? g->o->pcie_d2h_bw : g->o->pcie_h2d_bw,
+                     dir == 0 ? g->d2h_bw : g->h2d_bw);
+            }
+        }
+        free(perm);
+    }
+done:
+    free(s.pairs);
+    cudaFree(dpool);
+    cudaFreeHost(hpool);
+    return st;
+}
+
+/* ---- correctness gate before timing ---- */
+static int check_classes(FILE *log) {
+    int fails = 0;
+    int32_t ctx_s[3] = {1, 97, 300}, ctx_l[3] = {1, 700, 1100};
+    for (int32_t bs = 1; bs <= 256; bs *= 2) {
+        fails += pb_kbench_gpu_check_decode(1 + (uint64_t)bs, 3, ctx_s, 40, 40, 128, bs, PB_KV_F16, PB_ATTN_V1, 1);
+        fails += pb_kbench_gpu_check_decode(2 + (uint64_t)bs, 3, ctx_l, 40, 40, 128, bs, PB_KV_F16, PB_ATTN_V2, 1);
+    }
+    fails += pb_kbench_gpu_check_decode(3, 3, ctx_s, 40, 40, 128, 16, PB_KV_F16, PB_ATTN_V1, 0);
+    fails += pb_kbench_gpu_check_decode(4, 3, ctx_l, 40, 40, 128, 16, PB_KV_F16, PB_ATTN_V2, 0);
+    fprintf(log, fails ? "Kernel checks FAILED (%d): not benchmarking.\n"
+                       : "All results match. Starting benchmarks.\n", fails);
+    return fails;
+}
+
+pb_status pb_kbench_run_gpu(const pb_kbench_opts *o, pb_kb_set *out, FILE *log, int *valid) {
+    pb_status st = PB_OK;
+    gctx g;
+    memset(&g, 0, sizeof g);
+    g.o = o;
+    g.log = log;
+    g.out = out;
+    *valid = 0;
+    int dev = 0, l2 = 0;
+    GTRY(cudaGetDevice(&dev));
+    GTRY(cudaDeviceGetAttribute(&l2, cudaDevAttrL2CacheSize, dev));
+    g.l2 = o->l2_bytes > 0 ? o->l2_bytes : (double)l2;
+    GTRY(cudaStreamCreateWithFlags(&g.st, cudaStreamNonBlocking));
+    if (check_classes(log)) { st = PB_ERR_INVALID; goto done; }
+    STRY(pb_gpu_timer_create("pagedbench", &g.tm));
+    if (o->grids & (PB_KB_GRID_CACHE | PB_KB_GRID_FIG18A | PB_KB_GRID_LONG | PB_KB_GRID_BLOCKSIZE))
+        STRY(bench_d2d(&g));
+    if (o->grids & PB_KB_GRID_FIG18A) {
+        static const int32_t bsz[] = {8, 32}, ctxs[] = {64, 128, 256};
+        for (int b = 0; b < 2; b++)
+            for (int c = 0; c < 3; c++) {
+                double pu = 0, cu = 0;
+                char name[96];
+                STRY(bench_decode(&g, "fig18a", bsz[b], ctxs[c], 16, 1, &pu, &cu));
+                snprintf(name, sizeof name, "fig18a/ratio/b%d-ctx%d", bsz[b], ctxs[c]);
+                emit(&g, name, PB_KB_RATIO, pu / cu, 0, 0, 0);
+            }
+    }
+    if (o->grids & PB_KB_GRID_LONG) {
+        static const int32_t bsz[] = {64, 16, 1}, ctxs[] = {1024, 4096, 65536};
+        for (int i = 0; i < 3; i++) {
+            double pu = 0, cu = 0;
+            char name[96];
+            STRY(bench_decode(&g, "long", bsz[i], ctxs[i], 16, 1, &pu, &cu));
+            snprintf(name, sizeof name, "long/ratio/b%d-ctx%d", bsz[i], ctxs[i]);
+            emit(&g, name, PB_KB_RATIO, pu / cu, 0, 0, 0);
+        }
+    }
+    if (o->grids & PB_KB_GRID_BLOCKSIZE) {
+        double cu = 0;
+        for (int32_t bs = 1; bs <= 256; bs *= 2) {
+            double pu = 0, cu2 = 0;
+            char name[96];
+            STRY(bench_decode(&g, "blocksize", 32, 1024, bs, bs == 1, &pu, &cu2));
+            if (bs == 1) cu = cu2;
+            snprintf(name, sizeof name, "blocksize/ratio/bs%d", bs);
+            emit(&g, name, PB_KB_RATIO, pu / cu, 0, 0, 0);
+        }
+    }
+    if (o->grids & PB_KB_GRID_CACHE) STRY(bench_cache(&g));
+    if (o->grids & PB_KB_GRID_SWAP) STRY(bench_swap(&g));
+    {
+        uint64_t dropped = pb_gpu_timer_dropped(g.tm);
+        fprintf(log, "CUPTI dropped records: %llu\n", (unsigned long long)dropped);
+        *valid = dropped == 0;
+    }
+done:
+    pb_gpu_timer_destroy(g.tm);
+    if (g.st) cudaStreamDestroy(g.st);
+    return st;
+}
+
+#endif /* PB_HAVE_CUDA */

@@ -1,0 +1,270 @@
+/* test_attention.c -- C references of attention.h against an independent naive dense
+ * attention (the paged blocks gathered back into contiguous K/V), on awkward shapes:
+ * batch 1/12/17, context 1/15/16/17/54/97/2048, partial last blocks, block sizes
+ * 1/8/16/32/256, head sizes 64/80/96/128, GQA, fp32/fp16/bf16, NaN-poisoned unused
+ * cache memory.  Also prefill (causal varlen, cached prefix) and argument checks.
+ *   cmake --build build && (cd build && ctest -R test_attention --output-on-failure) */
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "attention.h"
+#include "attn_case.h"
+#include "kcheck.h"
+#include "pbtest.h"
+#include "rng.h"
+
+static pb_kcheck_tol tol_for(pb_kv_dtype t) {
+    pb_kcheck_tol tol = {1e-5, 1e-4, 1e-9, 5};
+    if (t == PB_KV_F16) { tol.atol = 2e-3; tol.rtol = 1e-2; tol.nmse_max = 1e-5; }
+    if (t == PB_KV_BF16) { tol.atol = 1.6e-2; tol.rtol = 2e-2; tol.nmse_max = 1e-3; }
+    return tol;
+}
+
+/* naive dense attention over the fixture's dense K/V -> out fp32 [S, H, D] */
+static void dense_attention(const pb_attn_case *c, float *out) {
+    const pb_attn_params *p = &c->p;
+    const int32_t S = p->num_seqs, H = p->num_heads, Hkv = p->num_kv_heads, D = p->head_size;
+    const int32_t L = p->max_context_len;
+    double *w = malloc(sizeof(double) * (size_t)(L > 0 ? L : 1));
+    for (int32_t s = 0; s < S; s++)
+        for (int32_t h = 0; h < H; h++) {
+            int32_t kh = h / (H / Hkv), n = c->context_lens[s];
+            double mx = -INFINITY, sum = 0;
+            for (int32_t t = 0; t < n; t++) {
+                double dot = 0;
+                for (int32_t d = 0; d < D; d++)
+                    dot += (double)pb_kv_load(c->q, p->dtype, ((size_t)s * H + h) * D + d) *
+                           c->dense_k[(((size_t)s * L + t) * Hkv + kh) * D + d];
+                w[t] = dot / sqrt((double)D);
+                if (w[t] > mx) mx = w[t];
+            }
+            for (int32_t t = 0; t < n; t++) { w[t] = exp(w[t] - mx); sum += w[t]; }
+            for (int32_t d = 0; d < D; d++) {
+                double acc = 0;
+                for (int32_t t = 0; t < n; t++) acc += w[t] * c->dense_v[(((size_t)s * L + t) * Hkv + kh) * D + d];
+                out[((size_t)s * H + h) * D + d] = n ? (float)(acc / sum) : 0.0f;
+            }
+        }
+    free(w);
+}
+
+/* run paged + contiguous references on one shape; returns failures */
+static int check_shape(uint64_t seed, int32_t S, const int32_t *ctx, int32_t H, int32_t Hkv,
+                       int32_t D, int32_t bs, pb_kv_dtype dt) {
+    pb_attn_case c;
+    if (pb_attn_case_make(&c, seed, S, ctx, H, Hkv, D, bs, dt, 1, 1) != PB_OK) return 1;
+    size_t n = c.out_elems, es = pb_kv_dtype_size(dt);
+    float *want = malloc(sizeof(float) * n), *got = malloc(sizeof(float) * n);
+    void *out = malloc(es * n);
+    dense_attention(&c, want);
+    char what[128];
+    int fails = 0;
+    pb_kcheck_tol tol = tol_for(dt);
+    snprintf(what, sizeof what, "paged S%d H%d/%d D%d bs%d %s", S, H, Hkv, D, bs, pb_kv_dtype_name(dt));
+    if (pb_paged_attention_ref(&c.p, out, c.q, c.k_cache, c.v_cache, c.block_tables, c.context_lens) != PB_OK)
+        fails++;
+    pb_kv_to_f32(got, out, dt, n);
+    fails += pb_kcheck(what, want, got, n, &tol, NULL);
+    snprintf(what, sizeof what, "contig S%d H%d/%d D%d %s", S, H, Hkv, D, pb_kv_dtype_name(dt));
+    if (pb_contig_attention_ref(&c.pc, out, c.q, c.kc_contig, c.vc_contig, c.kv_offsets, c.context_lens) != PB_OK)
+        fails++;
+    pb_kv_to_f32(got, out, dt, n);
+    fails += pb_kcheck(what, want, got, n, &tol, NULL);
+    free(want); free(got); free(out);
+    pb_attn_case_free(&c);
+    return fails;
+}
+
+PB_TEST(paged_and_contig_match_dense_awkward_shapes) {
+    static const int32_t batches[] = {1, 12, 17};
+    static const int32_t ctxs[] = {1, 15, 16, 17, 54, 97};
+    static const int32_t bss[] = {1, 8, 16, 32, 256};
+    pb_rng r;
+    pb_rng_seed(&r, 42, 1);
+    int cases = 0;
+    for (size_t bi = 0; bi < PB_ARRAY_LEN(batches); bi++)
+        for (size_t ki = 0; ki < PB_ARRAY_LEN(bss); ki++) {
+            int32_t S = batches[bi], ctx[17];
+            /* variable lengths: every awkward length appears, rest random */
+            for (int32_t s = 0; s < S; s++)
+                ctx[s] = s < (int32_t)PB_ARRAY_LEN(ctxs) ? ctxs[(s + ki) % PB_ARRAY_LEN(ctxs)]
+                                                         : 1 + (int32_t)pb_rng_below(&r, 97);
+            PB_CHECK(check_shape(100 + cases, S, ctx, 4, 2, 64, bss[ki], PB_KV_F32) == 0);
+            cases++;
+        }
+    PB_CHECK(cases == 15);
+}
+
+PB_TEST(head_sizes_and_dtypes) {
+    static const int32_t heads[] = {64, 80, 96, 128};
+    static const pb_kv_dtype dts[] = {PB_KV_F32, PB_KV_F16, PB_KV_BF16};
+    int32_t ctx[3] = {17, 1, 33};
+    for (size_t hi = 0; hi < PB_ARRAY_LEN(heads); hi++)
+        for (size_t di = 0; di < PB_ARRAY_LEN(dts); di++)
+            PB_CHECK(check_shape(7 + hi * 3 + di, 3, ctx, 4, 4, heads[hi], 16, dts[di]) == 0);
+}
+
+PB_TEST(long_context_2048_and_mqa) {
+    int32_t ctx[2] = {2048, 1000};
+    PB_CHECK(check_shape(5, 1, ctx, 2, 1, 128, 16, PB_KV_F16) == 0);
+    PB_CHECK(check_shape(6, 2, ctx, 8, 1, 64, 32, PB_KV_F32) == 0);   /* MQA 8:1 */
+}
+
+PB_TEST(empty_context_gives_zeros_and_q_stride) {
+    int32_t ctx[3] = {0, 5, 0};
+    pb_attn_case c;
+    PB_REQUIRE(pb_attn_case_make(&c, 3, 3, ctx, 2, 2, 64, 8, PB_KV_F32, 1, 1) == PB_OK);
+    float out[3 * 2 * 64], want[3 * 2 * 64];
+    PB_REQUIRE(pb_paged_attention_ref(&c.p, out, c.q, c.k_cache, c.v_cache, c.block_tables,
+                                      c.context_lens) == PB_OK);
+    for (int i = 0; i < 128; i++) PB_CHECK(out[i] == 0.0f && out[256 + i] == 0.0f);
+    dense_attention(&c, want);
+    pb_kcheck_tol tol = tol_for(PB_KV_F32);
+    PB_CHECK(pb_kcheck("ctx0", want, out, 384, &tol, NULL) == 0);
+    /* q inside a wider (fused QKV-like) row: stride 3*H*D */
+    float *qw = calloc(3 * 3 * 128, sizeof(float));
+    for (int s = 0; s < 3; s++) memcpy(qw + s * 384, (float *)c.q + s * 128, 128 * sizeof(float));
+    pb_attn_params p = c.p;
+    p.q_stride = 384;
+    float out2[384];
+    PB_CHECK(pb_paged_attention_ref(&p, out2, qw, c.k_cache, c.v_cache, c.block_tables, c.context_lens) == PB_OK);
+    PB_CHECK(memcmp(out, out2, sizeof out) == 0);
+    free(qw);
+    pb_attn_case_free(&c);
+}
+
+PB_TEST(bad_arguments_rejected) {
+    int32_t ctx[2] = {9, 4};
+    pb_attn_case c;
+    PB_REQUIRE(pb_attn_case_make(&c, 4, 2, ctx, 4, 2, 64, 4, PB_KV_F32, 0, 0) == PB_OK);
+    float out[2 * 4 * 64];
+    pb_attn_params p = c.p;
+    p.num_kv_heads = 3;
+    PB_CHECK(pb_paged_attention_ref(&p, out, c.q, c.k_cache, c.v_cache, c.block_tables, c.context_lens) == PB_ERR_INVALID);
+    p = c.p; p.head_size = 66;
+    PB_CHECK(pb_attn_params_check(&p, 1) == PB_ERR_INVALID);
+    p = c.p; p.max_context_len = 8;          /* ctx 9 > max */
+    PB_CHECK(pb_paged_attention_ref(&p, out, c.q, c.k_cache, c.v_cache, c.block_tables, c.context_lens) == PB_ERR_INVALID);
+    p = c.p;
+    c.block_tables[0] = c.p.num_blocks;      /* out of range block id */
+    PB_CHECK(pb_paged_attention_ref(&p, out, c.q, c.k_cache, c.v_cache, c.block_tables, c.context_lens) == PB_ERR_INVALID);
+    p = c.pc; p.num_slots = 4;
+    PB_CHECK(pb_contig_attention_ref(&p, out, c.q, c.kc_contig, c.vc_contig, c.kv_offsets, c.context_lens) == PB_ERR_INVALID);
+    pb_attn_case_free(&c);
+}
+
+PB_TEST(v1_v2_choice_and_workspace) {
+    pb_attn_params p;
+    memset(&p, 0, sizeof p);
+    p.num_seqs = 64; p.num_heads = 40; p.num_kv_heads = 40; p.head_size = 128;
+    p.block_size = 16; p.max_blocks_per_seq = 64; p.max_context_len = 1024; p.dtype = PB_KV_F16;
+    PB_CHECK(pb_paged_attention_choose(&p, 132) == PB_ATTN_V1);   /* 2560 CTAs fill it */
+    p.num_seqs = 1;
+    PB_CHECK(pb_paged_attention_choose(&p, 132) == PB_ATTN_V2);   /* 40 CTAs: split K   */
+    p.max_context_len = 512;
+    PB_CHECK(pb_paged_attention_choose(&p, 132) == PB_ATTN_V1);   /* one partition       */
+    p.num_seqs = 256; p.max_context_len = 8193;
+    PB_CHECK(pb_paged_attention_choose(&p, 132) == PB_ATTN_V2);   /* over V1's limit     */
+    PB_CHECK_EQ_INT(pb_paged_attention_workspace_bytes(&p), 256ull * 40 * 17 * 130 * 4);
+}
+
+/* ---- prefill ---- */
+
+static void prefill_naive(const pb_prefill_params *p, const float *q, const float *k, const float *v,
+                          const int32_t *cq, const int32_t *ck, float *out) {
+    int32_t H = p->num_heads, D = p->head_size, Hkv = p->num_kv_heads;
+    for (int32_t s = 0; s < p->num_seqs; s++) {
+        int32_t ql = cq[s + 1] - cq[s], kl = ck[s + 1] - ck[s];
+        for (int32_t i = 0; i < ql; i++)
+            for (int32_t h = 0; h < H; h++) {
+                int32_t kh = h / (H / Hkv);
+                double w[256], mx = -INFINITY, sum = 0;
+                int32_t nk = kl - ql + i + 1;
+                for (int32_t j = 0; j < nk; j++) {
+                    double dot = 0;
+                    for (int32_t d = 0; d < D; d++)
+                        dot += (double)q[((size_t)(cq[s] + i) * H + h) * D + d] * k[((size_t)(ck[s] + j) * Hkv + kh) * D + d];
+                    w[j] = dot * p->scale;
+                    mx = w[j] > mx ? w[j] : mx;
+                }
+                for (int32_t j = 0; j < nk; j++) { w[j] = exp(w[j] - mx); sum += w[j]; }
+                for (int32_t d = 0; d < D; d++) {
+                    double acc = 0;
+                    for (int32_t j = 0; j < nk; j++) acc += w[j] * v[((size_t)(ck[s] + j) * Hkv + kh) * D + d];
+                    out[((size_t)(cq[s] + i) * H + h) * D + d] = (float)(acc / sum);
+                }
+            }
+    }
+}
+
+PB_TEST(prefill_causal_varlen_and_cached_prefix) {
+    /* 4 sequences: prompt lengths 1, 17, 40, 5; the last has a 30-token cached prefix */
+    int32_t cq[5] = {0, 1, 18, 58, 63}, ck[5] = {0, 1, 18, 58, 93};
+    pb_prefill_params p;
+    memset(&p, 0, sizeof p);
+    p.num_seqs = 4; p.num_heads = 4; p.num_kv_heads = 2; p.head_size = 64;
+    p.max_q_len = 40; p.max_k_len = 40; p.scale = 0.125f; p.dtype = PB_KV_F32;
+    const int32_t H = 4, Hkv = 2, D = 64, TQ = 63, TK = 93;
+    float *q = malloc(sizeof(float) * TQ * H * D), *k = malloc(sizeof(float) * TK * Hkv * D);
+    float *v = malloc(sizeof(float) * TK * Hkv * D);
+    float *o = malloc(sizeof(float) * TQ * H * D), *want = malloc(sizeof(float) * TQ * H * D);
+    pb_rng r;
+    pb_rng_seed(&r, 11, 0);
+    for (int i = 0; i < TQ * H * D; i++) q[i] = (float)(2 * pb_rng_uniform(&r) - 1);
+    for (int i = 0; i < TK * Hkv * D; i++) { k[i] = (float)(2 * pb_rng_uniform(&r) - 1); v[i] = (float)pb_rng_normal(&r); }
+    p.max_k_len = 35;
+    PB_CHECK(pb_prefill_attention_ref(&p, o, q, k, v, cq, ck) == PB_ERR_INVALID);  /* 35 < max_q_len 40 */
+    p.max_k_len = 40;
+    PB_REQUIRE(pb_prefill_attention_ref(&p, o, q, k, v, cq, ck) == PB_OK);
+    prefill_naive(&p, q, k, v, cq, ck, want);
+    pb_kcheck_tol tol = tol_for(PB_KV_F32);
+    PB_CHECK(pb_kcheck("prefill", want, o, (size_t)TQ * H * D, &tol, NULL) == 0);
+    free(q); free(k); free(v); free(o); free(want);
+}
+
+PB_TEST(prefill_last_query_equals_decode) {
+    /* the last prompt token's prefill output == decode attention over the same KV */
+    int32_t ctx[2] = {37, 16};
+    pb_attn_case c;
+    PB_REQUIRE(pb_attn_case_make(&c, 21, 2, ctx, 4, 2, 80, 8, PB_KV_F32, 0, 1) == PB_OK);
+    const int32_t H = 4, Hkv = 2, D = 80, L = 37;
+    float dec[2 * 4 * 80];
+    PB_REQUIRE(pb_paged_attention_ref(&c.p, dec, c.q, c.k_cache, c.v_cache, c.block_tables, c.context_lens) == PB_OK);
+    /* token-major K/V of both sequences; q of the last token in place */
+    int32_t cq[3] = {0, 37, 53};
+    float *q = calloc((size_t)53 * H * D, sizeof(float)), *k = calloc((size_t)53 * Hkv * D, sizeof(float));
+    float *v = calloc((size_t)53 * Hkv * D, sizeof(float)), *o = calloc((size_t)53 * H * D, sizeof(float));
+    for (int s = 0; s < 2; s++) {
+        for (int t = 0; t < ctx[s]; t++)
+            for (int e = 0; e < Hkv * D; e++) {
+                k[(size_t)(cq[s] + t) * Hkv * D + e] = c.dense_k[((size_t)s * L + t) * Hkv * D + e];
+                v[(size_t)(cq[s] + t) * Hkv * D + e] = c.dense_v[((size_t)s * L + t) * Hkv * D + e];
+            }
+        memcpy(q + (size_t)(cq[s + 1] - 1) * H * D, (float *)c.q + (size_t)s * H * D, sizeof(float) * H * D);
+    }
+    pb_prefill_params p;
+    memset(&p, 0, sizeof p);
+    p.num_seqs = 2; p.num_heads = H; p.num_kv_heads = Hkv; p.head_size = D;
+    p.max_q_len = 37; p.max_k_len = 37; p.scale = c.p.scale; p.dtype = PB_KV_F32;
+    PB_REQUIRE(pb_prefill_attention_ref(&p, o, q, k, v, cq, cq) == PB_OK);
+    pb_kcheck_tol tol = tol_for(PB_KV_F32);
+    PB_CHECK(pb_kcheck("prefill-vs-decode s0", dec, o + (size_t)36 * H * D, (size_t)H * D, &tol, NULL) == 0);
+    PB_CHECK(pb_kcheck("prefill-vs-decode s1", dec + H * D, o + (size_t)52 * H * D, (size_t)H * D, &tol, NULL) == 0);
+    free(q); free(k); free(v); free(o);
+    pb_attn_case_free(&c);
+}
+
+PB_TEST(kcheck_rejects_nan_and_reports) {
+    float ref[4] = {1, 2, 3, 4}, out[4] = {1, 2, NAN, 4};
+    pb_kcheck_tol tol = {1e-6, 0, 1, 5};
+    pb_kcheck_result r;
+    PB_CHECK(pb_kcheck("nan", ref, out, 4, &tol, &r) == 1);
+    PB_CHECK_EQ_INT(r.n_nonfinite, 1);
+    out[2] = 3.1f;
+    PB_CHECK(pb_kcheck("off", ref, out, 4, &tol, &r) == 1);
+    out[2] = 3.0f;
+    PB_CHECK(pb_kcheck("same", ref, out, 4, &tol, &r) == 0);
+}
+
+PB_TEST_MAIN()

@@ -1,0 +1,89 @@
+/* test_kbaseline.c -- baseline file round trip, parse errors with file:line:col, and
+ * the regression rule (latency and ratio tolerances). */
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "kbaseline.h"
+#include "pbtest.h"
+
+static pb_kb_result mk(const char *name, pb_kb_kind k, double v) {
+    pb_kb_result r;
+    memset(&r, 0, sizeof r);
+    snprintf(r.name, sizeof r.name, "%s", name);
+    r.kind = k;
+    r.value = v;
+    return r;
+}
+
+PB_TEST(save_load_roundtrip) {
+    pb_kb_set s, t;
+    pb_kb_set_init(&s);
+    snprintf(s.device, sizeof s.device, "Test GPU");
+    snprintf(s.mode, sizeof s.mode, "gpu");
+    s.tolerance = 0.1; s.ratio_tolerance = 0.05;
+    pb_kb_result a = mk("fig18a/paged/b8-ctx64-bs16", PB_KB_US, 12.5), b = mk("fig18a/ratio/b8-ctx64", PB_KB_RATIO, 1.02);
+    pb_kb_set_add(&s, &a);
+    pb_kb_set_add(&s, &b);
+    char path[64];
+    snprintf(path, sizeof path, "/tmp/pb_kb_test_%d.json", (int)getpid());
+    PB_REQUIRE(pb_kb_save(path, &s) == PB_OK);
+    char err[256] = "";
+    PB_REQUIRE(pb_kb_load(path, &t, err, sizeof err) == PB_OK);
+    PB_CHECK_EQ_INT(t.n, 2);
+    PB_CHECK_STR_CONTAINS(t.device, "Test GPU");
+    PB_CHECK_STR_CONTAINS(t.mode, "gpu");
+    PB_CHECK_NEAR(t.tolerance, 0.1, 1e-12);
+    PB_CHECK_NEAR(pb_kb_set_find(&t, "fig18a/ratio/b8-ctx64")->value, 1.02, 1e-9);
+    PB_CHECK(pb_kb_set_find(&t, "fig18a/ratio/b8-ctx64")->kind == PB_KB_RATIO);
+    remove(path);
+    pb_kb_set_free(&s);
+    pb_kb_set_free(&t);
+}
+
+PB_TEST(parse_errors_have_positions) {
+    pb_kb_set s;
+    char err[256];
+    const char *bad_kind = "{\n \"mode\": \"gpu\",\n \"tolerance\": 0.1,\n \"ratio_tolerance\": 0.05,\n"
+                           " \"entries\": [\n  {\"name\": \"x\", \"kind\": \"ms\", \"value\": 3}\n ]\n}\n";
+    PB_CHECK(pb_kb_parse("b.json", bad_kind, &s, err, sizeof err) == PB_ERR_INVALID);
+    PB_CHECK_STR_CONTAINS(err, "b.json:6:");
+    PB_CHECK_STR_CONTAINS(err, "kind must be");
+    const char *neg = "{\n \"mode\": \"gpu\",\n \"tolerance\": 0.1,\n \"ratio_tolerance\": 0.05,\n"
+                      " \"entries\": [\n  {\"name\": \"x\", \"kind\": \"us\", \"value\": -3}\n ]\n}\n";
+    PB_CHECK(pb_kb_parse("b.json", neg, &s, err, sizeof err) == PB_ERR_INVALID);
+    PB_CHECK_STR_CONTAINS(err, "positive");
+    const char *junk = "{\n \"mode\": \"gpu\",\n garbage\n}\n";
+    PB_CHECK(pb_kb_parse("b.json", junk, &s, err, sizeof err) == PB_ERR_INVALID);
+    PB_CHECK_STR_CONTAINS(err, "b.json:3:2:");
+    const char *empty = "{\n \"mode\": \"gpu\",\n \"tolerance\": 0.1,\n \"ratio_tolerance\": 0.05,\n \"entries\": [\n ]\n}\n";
+    PB_CHECK(pb_kb_parse("b.json", empty, &s, err, sizeof err) == PB_ERR_INVALID);
+    PB_CHECK(pb_kb_load("/nonexistent/dir/x.json", &s, err, sizeof err) == PB_ERR_IO);
+}
+
+PB_TEST(regression_rule) {
+    pb_kb_set base, cur;
+    pb_kb_set_init(&base);
+    pb_kb_set_init(&cur);
+    base.tolerance = 0.10;
+    base.ratio_tolerance = 0.05;
+    pb_kb_result b1 = mk("k1", PB_KB_US, 100), b2 = mk("r1", PB_KB_RATIO, 1.0), b3 = mk("k3", PB_KB_US, 5);
+    pb_kb_set_add(&base, &b1); pb_kb_set_add(&base, &b2); pb_kb_set_add(&base, &b3);
+    pb_kb_result c1 = mk("k1", PB_KB_US, 109.9), c2 = mk("r1", PB_KB_RATIO, 1.049), c4 = mk("new", PB_KB_US, 1);
+    pb_kb_set_add(&cur, &c1); pb_kb_set_add(&cur, &c2); pb_kb_set_add(&cur, &c4);
+    FILE *null = fopen("/dev/null", "w");
+    int n = 0;
+    PB_CHECK_EQ_INT(pb_kb_compare(&base, &cur, null, &n), 0);
+    PB_CHECK_EQ_INT(n, 2);
+    cur.e[0].value = 110.1;                       /* > 10% slower */
+    PB_CHECK_EQ_INT(pb_kb_compare(&base, &cur, null, &n), 1);
+    cur.e[1].value = 1.06;                        /* ratio grew > 5% */
+    PB_CHECK_EQ_INT(pb_kb_compare(&base, &cur, null, &n), 2);
+    cur.e[0].value = 50;                          /* faster is fine */
+    PB_CHECK_EQ_INT(pb_kb_compare(&base, &cur, null, &n), 1);
+    fclose(null);
+    pb_kb_set_free(&base);
+    pb_kb_set_free(&cur);
+}
+
+PB_TEST_MAIN()

@@ -1,0 +1,317 @@
+/* test_engine.c -- the engine loop end to end on the fixed-latency executor: exact
+ * timings of a single request, parallel sampling with copy-on-write, beam search
+ * (executor scores and synthetic scores) with forks and frees checked every step,
+ * shared prefixes, random stress under memory pressure in every preemption mode and
+ * step structure with pb_engine_check() after every step, determinism. */
+#include <stdlib.h>
+#include <string.h>
+
+#include "block_manager.h"
+#include "engine.h"
+#include "executor_fixed.h"
+#include "pbtest.h"
+#include "rng.h"
+
+typedef struct {
+    pb_kv_manager *kv;
+    pb_policy *pol;
+    pb_executor *ex;
+    pb_engine *e;
+    pb_metrics *m;
+} sys;
+
+static void sys_init(sys *s, int32_t bs, int32_t gpu, int32_t cpu, const pb_engine_params *ep,
+                     const pb_fixed_exec_params *xp, const char *policy) {
+    pb_paged_params pp;
+    pb_paged_params_default(&pp);
+    pp.block_size = bs;
+    pp.n_gpu_blocks = gpu;
+    pp.n_cpu_blocks = cpu;
+    PB_ASSERT(pb_paged_kv_create(&pp, &s->kv) == PB_OK);
+    PB_ASSERT(pb_policy_create(policy, NULL, &s->pol, NULL) == PB_OK);
+    PB_ASSERT(pb_executor_fixed_create(xp, &s->ex) == PB_OK);
+    PB_ASSERT(pb_engine_create(ep, s->kv, s->pol, s->ex, &s->e) == PB_OK);
+    s->m = pb_metrics_create(true);
+}
+
+static void sys_free(sys *s) {
+    pb_engine_destroy(s->e);
+    pb_kv_destroy(s->kv);
+    pb_policy_destroy(s->pol);
+    pb_executor_destroy(s->ex);
+    pb_metrics_destroy(s->m);
+}
+
+static pb_request req(double t, int32_t p, int32_t o, int32_t n, int32_t beam) {
+    pb_request r;
+    memset(&r, 0, sizeof r);
+    r.arrival_s = t;
+    r.prompt_len = p;
+    r.output_len = o;
+    r.n = n;
+    r.beam_width = beam;
+    r.prefix_id = -1;
+    r.conversation_id = -1;
+    return r;
+}
+
+static void trace_fix_ids(pb_trace *t) {
+    for (int64_t i = 0; i < t->n; i++) t->reqs[i].id = i;
+}
+
+PB_TEST(single_request_exact_timing) {
+    pb_engine_params ep;
+    pb_engine_params_default(&ep);
+    ep.check_every_step = true;
+    pb_fixed_exec_params xp;
+    pb_fixed_exec_params_default(&xp);   /* 1 ms/step, 0.1 ms/decode, 0.01 ms/prompt token */
+    sys s;
+    sys_init(&s, 16, 64, 0, &ep, &xp, "vllm");
+    pb_request r[1] = {req(0.5, 10, 5, 1, 1)};
+    pb_trace t = {r, 1};
+    trace_fix_ids(&t);
+    PB_REQUIRE(pb_engine_run(s.e, &t, s.m) == PB_OK);
+    int64_t n;
+    const pb_req_metrics *rm = pb_metrics_requests(s.m, &n);
+    PB_REQUIRE(n == 1 && rm[0].finished);
+    double prefill = 1e-3 + 10 * 1e-5, decode = 1e-3 + 1e-4;
+    PB_CHECK_NEAR(rm[0].first_token_s, 0.5 + prefill, 1e-12);
+    PB_CHECK_NEAR(rm[0].finish_s, 0.5 + prefill + 4 * decode, 1e-12);
+    pb_run_summary su;
+    pb_metrics_summary(s.m, &su);
+    PB_CHECK_EQ_INT(su.n_steps, 5);
+    PB_CHECK_NEAR(su.norm_latency_mean, (prefill + 4 * decode) / 5, 1e-12);
+    PB_CHECK_NEAR(su.avg_batched_requests, 1.0, 1e-12);
+    PB_CHECK_EQ_INT(su.output_tokens, 5);
+    PB_CHECK_EQ_INT(pb_block_alloc_used(pb_paged_gpu(s.kv)), 0);
+    sys_free(&s);
+}
+
+PB_TEST(parallel_sampling_forks_and_copies) {
+    pb_engine_params ep;
+    pb_engine_params_default(&ep);
+    ep.check_every_step = true;
+    pb_fixed_exec_params xp;
+    pb_fixed_exec_params_default(&xp);
+    sys s;
+    sys_init(&s, 16, 256, 256, &ep, &xp, "vllm");
+    pb_request r[2] = {req(0, 40, 30, 4, 1), req(0.001, 17, 20, 2, 1)};
+    pb_trace t = {r, 2};
+    trace_fix_ids(&t);
+    PB_REQUIRE(pb_engine_begin(s.e, &t, s.m) == PB_OK);
+    bool done = false;
+    int64_t copies = 0;
+    int32_t max_seqs = 0;
+    int64_t steps = 0;
+    while (!done) {
+        PB_REQUIRE(pb_engine_step(s.e, &done) == PB_OK);
+        if (pb_engine_steps(s.e) == steps) continue;   /* idle jump: no new batch */
+        steps = pb_engine_steps(s.e);
+        const pb_batch *b = pb_engine_last_batch(s.e);
+        copies += b->n_copies;
+        if (b->n_seqs > max_seqs) max_seqs = b->n_seqs;
+    }
+    const pb_group *g0 = pb_engine_group(s.e, 0);
+    PB_CHECK(g0->state == PB_GROUP_FINISHED);
+    PB_REQUIRE(pb_engine_end(s.e) == PB_OK);
+    /* 40-token prompt (last block 8/16 filled) shared by 4 samples: 3 CoWs;
+       17-token prompt (1 token in its last block) shared by 2: 1 CoW */
+    PB_CHECK_EQ_INT(copies, 3 + 1);
+    PB_CHECK_EQ_INT(max_seqs, 6);
+    pb_run_summary su;
+    pb_metrics_summary(s.m, &su);
+    PB_CHECK_EQ_INT(su.n_finished, 2);
+    PB_CHECK_EQ_INT(su.output_tokens, 4 * 30 + 2 * 20);
+    PB_CHECK(su.mem_saving > 0.05 && su.mem_saving < 0.8);
+    sys_free(&s);
+}
+
+static void run_beam(bool exec_tokens, uint64_t seed, pb_run_summary *out, int64_t *frees_seen) {
+    pb_engine_params ep;
+    pb_engine_params_default(&ep);
+    ep.check_every_step = true;
+    ep.seed = seed;
+    ep.store_tokens = exec_tokens;
+    pb_fixed_exec_params xp;
+    pb_fixed_exec_params_default(&xp);
+    xp.tokens = exec_tokens;
+    sys s;
+    sys_init(&s, 4, 512, 512, &ep, &xp, "vllm");
+    pb_request r[2] = {req(0, 13, 40, 1, 4), req(0, 9, 25, 1, 6)};
+    pb_trace t = {r, 2};
+    trace_fix_ids(&t);
+    PB_REQUIRE(pb_engine_begin(s.e, &t, s.m) == PB_OK);
+    bool done = false;
+    int64_t allocs0 = pb_paged_gpu(s.kv)->n_frees;
+    while (!done) {
+        PB_REQUIRE(pb_engine_step(s.e, &done) == PB_OK);
+        const pb_group *g = pb_engine_group(s.e, 0);
+        if (g->state == PB_GROUP_RUNNING) PB_CHECK_EQ_INT(g->n_seqs, 4);
+        g = pb_engine_group(s.e, 1);
+        if (g->state == PB_GROUP_RUNNING) PB_CHECK_EQ_INT(g->n_seqs, 6);
+    }
+    *frees_seen = pb_paged_gpu(s.kv)->n_frees - allocs0;
+    PB_REQUIRE(pb_engine_end(s.e) == PB_OK);
+    pb_metrics_summary(s.m, out);
+    PB_CHECK_EQ_INT(pb_block_alloc_used(pb_paged_gpu(s.kv)), 0);
+    sys_free(&s);
+}
+
+PB_TEST(beam_search_real_selection_forks_and_frees) {
+    pb_run_summary a, b, c;
+    int64_t fa, fb, fc;
+    run_beam(false, 1, &a, &fa);   /* synthetic scores */
+    run_beam(true, 1, &b, &fb);    /* executor scores  */
+    run_beam(false, 1, &c, &fc);
+    PB_CHECK_EQ_INT(a.n_finished, 2);
+    PB_CHECK_EQ_INT(b.n_finished, 2);
+    PB_CHECK_EQ_INT(a.output_tokens, 4 * 40 + 6 * 25);
+    /* beams died and their blocks were freed before the end */
+    PB_CHECK(fa > 0 && fb > 0);
+    /* sharing: beams share the prompt and common ancestors */
+    PB_CHECK(a.mem_saving > 0.1 && a.mem_saving < 0.95);
+    PB_CHECK(b.mem_saving > 0.1 && b.mem_saving < 0.95);
+    PB_CHECK(memcmp(&a, &c, sizeof a) == 0);   /* deterministic */
+}
+
+PB_TEST(shared_prefix_cached_for_later_requests) {
+    pb_engine_params ep;
+    pb_engine_params_default(&ep);
+    ep.check_every_step = true;
+    pb_fixed_exec_params xp;
+    pb_fixed_exec_params_default(&xp);
+    sys s;
+    sys_init(&s, 16, 256, 0, &ep, &xp, "vllm");
+    pb_request r[3] = {req(0, 120, 10, 1, 1), req(1, 110, 10, 1, 1), req(2, 130, 10, 1, 1)};
+    for (int i = 0; i < 3; i++) { r[i].prefix_id = 0; r[i].prefix_len = 100; }
+    pb_trace t = {r, 3};
+    trace_fix_ids(&t);
+    PB_REQUIRE(pb_engine_begin(s.e, &t, s.m) == PB_OK);
+    bool done = false;
+    int64_t prefill_tokens = 0;
+    int64_t steps = 0;
+    while (!done) {
+        PB_REQUIRE(pb_engine_step(s.e, &done) == PB_OK);
+        if (pb_engine_steps(s.e) == steps) continue;
+        steps = pb_engine_steps(s.e);
+        const pb_batch *b = pb_engine_last_batch(s.e);
+        for (int32_t i = 0; i < b->n_seqs; i++)
+            if (b->seqs[i].is_prefill) {
+                prefill_tokens += b->seqs[i].n_new;
+                if (b->seqs[i].group_id > 0) PB_CHECK_EQ_INT(b->seqs[i].n_cached, 96);
+            }
+    }
+    PB_CHECK_EQ_INT(pb_paged_prefix_blocks(s.kv, 0), 7);
+    PB_REQUIRE(pb_engine_end(s.e) == PB_OK);
+    PB_CHECK_EQ_INT(prefill_tokens, 120 + (110 - 96) + (130 - 96));
+    PB_CHECK_EQ_INT(pb_block_alloc_used(pb_paged_gpu(s.kv)), 7);   /* only the pinned prefix */
+    sys_free(&s);
+}
+
+static void random_trace(pb_rng *rng, pb_request *r, int n, double rate, bool multi, int32_t maxp,
+                         int32_t maxo, int32_t maxn) {
+    double t = 0;
+    for (int i = 0; i < n; i++) {
+        t += pb_rng_exp(rng, rate);
+        int32_t kind = multi ? (int32_t)pb_rng_below(rng, 4) : 0;
+        r[i] = req(t, 1 + (int32_t)pb_rng_below(rng, (uint64_t)maxp), 1 + (int32_t)pb_rng_below(rng, (uint64_t)maxo),
+                   kind == 1 ? 2 + (int32_t)pb_rng_below(rng, (uint64_t)maxn - 1) : 1,
+                   kind == 2 ? 2 + (int32_t)pb_rng_below(rng, (uint64_t)maxn - 1) : 1);
+        if (kind == 3) { r[i].prefix_id = (int32_t)pb_rng_below(rng, 2); r[i].prefix_len = 20 + 13 * r[i].prefix_id; r[i].prompt_len += r[i].prefix_len; }
+        r[i].id = i;
+    }
+}
+
+PB_TEST(stress_every_mode_with_checks) {
+    const pb_preempt_mode modes[3] = {PB_PREEMPT_AUTO, PB_PREEMPT_RECOMPUTE, PB_PREEMPT_SWAP};
+    const char *pols[2] = {"vllm", "spf"};
+    for (int pm = 0; pm < 3; pm++)
+        for (int sm = 0; sm < 2; sm++)
+            for (int pi = 0; pi < 2; pi++) {
+                pb_engine_params ep;
+                pb_engine_params_default(&ep);
+                ep.check_every_step = true;
+                ep.preemption = modes[pm];
+                ep.step_mode = sm ? PB_STEP_ALTERNATE : PB_STEP_MIXED;
+                ep.max_num_seqs = 24;
+                ep.max_num_batched_tokens = 600;
+                ep.seed = 3;
+                pb_fixed_exec_params xp;
+                pb_fixed_exec_params_default(&xp);
+                sys s;
+                sys_init(&s, 8, 90, 60, &ep, &xp, pols[pi]);
+                enum { N = 120 };
+                pb_request r[N];
+                pb_rng rng;
+                pb_rng_seed(&rng, 99, (uint64_t)(pm * 4 + sm * 2 + pi));
+                random_trace(&rng, r, N, 40.0, true, 100, 80, 3);
+                r[7].prompt_len = 2000;   /* never fits (90 blocks * 8) */
+                r[7].prefix_id = -1;
+                r[7].prefix_len = 0;
+                pb_trace t = {r, N};
+                pb_status st = pb_engine_run(s.e, &t, s.m);
+                PB_CHECK(st == PB_OK);
+                pb_run_summary su;
+                pb_metrics_summary(s.m, &su);
+                PB_CHECK_EQ_INT(su.n_rejected, 1);
+                PB_CHECK_EQ_INT(su.n_finished, N - 1);
+                PB_CHECK(su.n_preempt_recompute + su.n_preempt_swap > 0);
+                if (modes[pm] == PB_PREEMPT_RECOMPUTE) PB_CHECK_EQ_INT(su.n_preempt_swap, 0);
+                int32_t pinned = pb_paged_prefix_blocks(s.kv, 0) + pb_paged_prefix_blocks(s.kv, 1);
+                PB_CHECK_EQ_INT(pb_block_alloc_used(pb_paged_gpu(s.kv)), pinned);
+                PB_CHECK_EQ_INT(pb_block_alloc_used(pb_paged_cpu(s.kv)), 0);
+                PB_CHECK(su.mem_token_frac > 0 && su.mem_token_frac <= 1);
+                PB_CHECK_NEAR(su.mem_token_frac + su.mem_reserved_frac + su.mem_internal_frac + su.mem_free_frac, 1.0, 1e-9);
+                sys_free(&s);
+            }
+}
+
+PB_TEST(determinism_same_seed_same_metrics) {
+    pb_run_summary out[2];
+    pb_req_metrics *rows[2];
+    for (int k = 0; k < 2; k++) {
+        pb_engine_params ep;
+        pb_engine_params_default(&ep);
+        ep.seed = 11;
+        pb_fixed_exec_params xp;
+        pb_fixed_exec_params_default(&xp);
+        sys s;
+        sys_init(&s, 16, 120, 120, &ep, &xp, "vllm");
+        enum { N = 300 };
+        pb_request *r = malloc(N * sizeof *r);
+        pb_rng rng;
+        pb_rng_seed(&rng, 5, 5);
+        random_trace(&rng, r, N, 30.0, true, 200, 150, 4);
+        pb_trace t = {r, N};
+        PB_REQUIRE(pb_engine_run(s.e, &t, s.m) == PB_OK);
+        pb_metrics_summary(s.m, &out[k]);
+        int64_t n;
+        const pb_req_metrics *rm = pb_metrics_requests(s.m, &n);
+        rows[k] = malloc((size_t)n * sizeof *rows[k]);
+        memcpy(rows[k], rm, (size_t)n * sizeof *rm);
+        sys_free(&s);
+        free(r);
+    }
+    PB_CHECK(memcmp(&out[0], &out[1], sizeof out[0]) == 0);
+    PB_CHECK(memcmp(rows[0], rows[1], 300 * sizeof *rows[0]) == 0);
+    PB_CHECK(out[0].n_finished == 300);
+    free(rows[0]);
+    free(rows[1]);
+}
+
+PB_TEST(summary_block_prints) {
+    pb_run_summary su;
+    memset(&su, 0, sizeof su);
+    su.n_finished = 3;
+    char *buf = NULL;
+    size_t len = 0;
+    FILE *f = open_memstream(&buf, &len);
+    pb_metrics_print_summary(f, &su, "vllm");
+    fclose(f);
+    PB_CHECK_STR_CONTAINS(buf, "Serving Benchmark Result");
+    PB_CHECK_STR_CONTAINS(buf, "Successful requests:");
+    PB_CHECK_STR_CONTAINS(buf, "Mean normalized latency (s/token):");
+    free(buf);
+}
+
+PB_TEST_MAIN()

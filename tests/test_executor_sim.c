@@ -1,0 +1,447 @@
+/* test_executor_sim.c -- the cost-model executor: physics sanity, monotonicity,
+ * tensor parallelism, swap vs recompute, determinism, profiles, config errors. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "executor_sim.h"
+#include "fig_sim.h"
+#include "pbtest.h"
+#include "sim_profile.h"
+#include "spec.h"
+
+/* ---- helpers ---- */
+typedef struct { pb_model m; pb_hw hw; pb_sim_cost c; } specs;
+
+static int load(const char *model, const char *hw, specs *s) {
+    pb_cfg_err e;
+    pb_cfg_err_clear(&e);
+    const char *dir = pb_spec_dir();
+    if (pb_model_load(dir, model, &s->m, &e) || pb_hw_load(dir, hw, &s->hw, &e) ||
+        pb_sim_cost_load(dir, hw, &s->c, &e)) {
+        fprintf(stderr, "  load %s/%s: %s\n", model, hw, e.msg);
+        return 0;
+    }
+    return 1;
+}
+
+static pb_sim *mk(const specs *s, int tp, pb_sim_attn attn, pb_sim_framework fw) {
+    pb_sim_params p = pb_sim_params_default();
+    p.attn = attn;
+    p.framework = fw;
+    pb_cfg_err e;
+    pb_cfg_err_clear(&e);
+    pb_sim *sim = NULL;
+    if (pb_sim_create(&s->m, &s->hw, &s->c, tp, &p, &sim, &e)) fprintf(stderr, "  sim: %s\n", e.msg);
+    return sim;
+}
+
+/* a batch of n decode seqs of context ctx (or one prefill of ctx tokens) */
+typedef struct { pb_batch_seq seqs[512]; int32_t table[8]; pb_batch b; } tbatch;
+static void make_decode(tbatch *t, int n, int ctx, int bs) {
+    memset(t, 0, sizeof *t);
+    for (int i = 0; i < n; i++) {
+        pb_batch_seq *q = &t->seqs[i];
+        q->seq_id = i;
+        q->group_id = i;
+        q->n_new = 1;
+        q->n_cached = ctx - 1;
+        q->context_len = ctx;
+        q->sample = true;
+        q->block_table = t->table;
+        q->n_blocks = bs ? (ctx + bs - 1) / bs : 0;
+    }
+    t->b.n_seqs = n;
+    t->b.seqs = t->seqs;
+    t->b.n_decode = n;
+    t->b.block_size = bs;
+    t->b.n_top = 1;
+}
+
+static double step_s(const pb_sim *s, const pb_batch *b) {
+    pb_step_result r;
+    memset(&r, 0, sizeof r);
+    pb_sim_step(s, b, &r);
+    return r.latency_s;
+}
+
+/* ---- tests ---- */
+PB_TEST(specs_have_cost_models) {
+    const char *hws[] = {"a100-40gb", "a100-80gb", "h100-sxm", "h200"};
+    for (size_t i = 0; i < PB_ARRAY_LEN(hws); i++) {
+        specs s;
+        PB_CHECK(load("opt-13b", hws[i], &s));
+    }
+}
+
+PB_TEST(roofline_batch1_decode_opt13b_a100) {
+    specs s;
+    PB_REQUIRE(load("opt-13b", "a100-40gb", &s));
+    pb_sim *vllm = mk(&s, 1, PB_SIM_ATTN_PAGED, PB_SIM_FW_PYTHON);
+    pb_sim *ft = mk(&s, 1, PB_SIM_ATTN_CONTIGUOUS, PB_SIM_FW_CPP);
+    PB_REQUIRE(vllm && ft);
+    double floor_s = pb_param_bytes(&s.m) / s.hw.hbm_bw;           /* 26 GB / 1555 GB/s */
+    PB_CHECK(floor_s > 0.0160 && floor_s < 0.0172);
+    tbatch t;
+    make_decode(&t, 1, 330, 16);
+    pb_sim_breakdown o;
+    pb_sim_step_breakdown(vllm, &t.b, &o);
+    /* the GPU forward pass: above the weight-read floor, within 1.5x of it */
+    PB_CHECK(o.gpu_s >= floor_s);
+    PB_CHECK(o.gpu_s <= 1.5 * floor_s);
+    /* FasterTransformer's C++ step: also within 1.5x */
+    double t_ft = step_s(ft, &t.b);
+    PB_CHECK(t_ft >= floor_s && t_ft <= 1.5 * floor_s);
+    /* vLLM's Python step adds its framework overhead (calibrated on Fig. 1): the
+       whole step is ~1.55x the floor -- the paper's own low-load floor (Fig. 12a,
+       ~0.030 s/token at batch ~2-3) is ~1.8x, so a 1.5x bound would be wrong here */
+    double t_v = step_s(vllm, &t.b);
+    PB_CHECK(t_v > t_ft);
+    PB_CHECK(t_v >= floor_s && t_v <= 1.8 * floor_s);
+    make_decode(&t, 3, 459, 16);
+    PB_CHECK_NEAR(step_s(vllm, &t.b), 0.030, 0.030 * 0.15);
+    pb_sim_destroy(vllm);
+    pb_sim_destroy(ft);
+}
+
+PB_TEST(hopper_floors) {
+    specs s;
+    PB_REQUIRE(load("opt-13b", "h100-sxm", &s));
+    pb_sim *ft = mk(&s, 1, PB_SIM_ATTN_CONTIGUOUS, PB_SIM_FW_CPP);
+    PB_REQUIRE(ft);
+    tbatch t;
+    make_decode(&t, 1, 128, 0);
+    double floor_s = pb_param_bytes(&s.m) / s.hw.hbm_bw;           /* ~7.7 ms */
+    double x = step_s(ft, &t.b);
+    PB_CHECK(x >= floor_s && x <= 1.5 * floor_s);
+    pb_sim_destroy(ft);
+}
+
+PB_TEST(monotone_in_batch_context_tokens) {
+    specs s;
+    PB_REQUIRE(load("opt-13b", "a100-40gb", &s));
+    pb_sim *sims[2] = {mk(&s, 1, PB_SIM_ATTN_PAGED, PB_SIM_FW_PYTHON), mk(&s, 1, PB_SIM_ATTN_CONTIGUOUS, PB_SIM_FW_CPP)};
+    PB_REQUIRE(sims[0] && sims[1]);
+    for (int k = 0; k < 2; k++) {
+        const pb_sim *sim = sims[k];
+        int bs = k == 0 ? 16 : 0;
+        double prev = 0;
+        for (int n = 1; n <= 256; n++) {
+            double x = pb_sim_decode_time(sim, n, 512, bs);
+            PB_CHECK(x > prev);
+            prev = x;
+        }
+        prev = 0;
+        for (int c = 1; c <= 2048; c += 7) {
+            double x = pb_sim_decode_time(sim, 32, c, bs);
+            PB_CHECK(x >= prev);
+            prev = x;
+        }
+        prev = 0;
+        for (int n = 1; n <= 4096; n += 5) {
+            double x = pb_sim_prefill_time(sim, n);
+            PB_CHECK(x >= prev);
+            prev = x;
+        }
+    }
+    /* the paged kernel costs more than the contiguous one, less with larger blocks */
+    pb_sim *paged = mk(&s, 1, PB_SIM_ATTN_PAGED, PB_SIM_FW_CPP);
+    PB_REQUIRE(paged);
+    double contig = pb_sim_decode_time(sims[1], 64, 1024, 0);
+    double prev = 1e9;
+    for (int bs = 1; bs <= 256; bs *= 2) {
+        double x = pb_sim_decode_time(paged, 64, 1024, bs);
+        PB_CHECK(x < prev && x > contig);
+        prev = x;
+    }
+    /* a mixed batch costs at least its parts' GEMMs: adding a prefill never helps */
+    tbatch t;
+    make_decode(&t, 8, 300, 16);
+    double d = step_s(sims[0], &t.b);
+    t.seqs[8] = (pb_batch_seq){.seq_id = 8, .group_id = 8, .is_prefill = true, .n_new = 200, .context_len = 200,
+                               .sample = true};
+    t.b.n_seqs = 9;
+    t.b.n_prefill_tokens = 200;
+    PB_CHECK(step_s(sims[0], &t.b) > d);
+    pb_sim_destroy(paged);
+    pb_sim_destroy(sims[0]);
+    pb_sim_destroy(sims[1]);
+}
+
+PB_TEST(fig18a_kernel_latencies) {
+    /* the decode-attention model against the paper's Fig. 18a points it was fitted on
+       (OPT-13B geometry assumed): per layer = decode_attn / n_layers */
+    specs s;
+    PB_REQUIRE(load("opt-13b", "a100-40gb", &s));
+    pb_sim *v = mk(&s, 1, PB_SIM_ATTN_PAGED, PB_SIM_FW_CPP), *f = mk(&s, 1, PB_SIM_ATTN_CONTIGUOUS, PB_SIM_FW_CPP);
+    PB_REQUIRE(v && f);
+    static const int bs[] = {8, 8, 8, 32, 32, 32}, ctx[] = {64, 128, 256, 64, 128, 256};
+    static const double pv[] = {31.46, 43.56, 84.32, 77.12, 127.06, 235.29}, pf[] = {21.88, 34.90, 62.34, 61.42, 106.74, 194.51};
+    for (int i = 0; i < 6; i++) {
+        tbatch t;
+        pb_sim_breakdown o;
+        make_decode(&t, bs[i], ctx[i], 16);
+        pb_sim_step_breakdown(v, &t.b, &o);
+        double us_v = o.decode_attn_s / s.m.n_layers * 1e6;
+        make_decode(&t, bs[i], ctx[i], 0);
+        pb_sim_step_breakdown(f, &t.b, &o);
+        double us_f = o.decode_attn_s / s.m.n_layers * 1e6;
+        PB_CHECK(fabs(us_f / pf[i] - 1) < 0.15);
+        PB_CHECK(fabs(us_v / pv[i] - 1) < 0.20);
+        PB_CHECK(us_v > us_f);
+    }
+    pb_sim_destroy(v);
+    pb_sim_destroy(f);
+}
+
+PB_TEST(tensor_parallel_scaling) {
+    specs s;
+    PB_REQUIRE(load("opt-66b", "a100-40gb", &s));
+    pb_sim *t1 = mk(&s, 1, PB_SIM_ATTN_PAGED, PB_SIM_FW_CPP), *t2 = mk(&s, 2, PB_SIM_ATTN_PAGED, PB_SIM_FW_CPP),
+           *t4 = mk(&s, 4, PB_SIM_ATTN_PAGED, PB_SIM_FW_CPP);
+    PB_REQUIRE(t1 && t2 && t4);
+    tbatch t;
+    make_decode(&t, 32, 512, 16);
+    pb_sim_breakdown o1, o2, o4;
+    pb_sim_step_breakdown(t1, &t.b, &o1);
+    pb_sim_step_breakdown(t2, &t.b, &o2);
+    pb_sim_step_breakdown(t4, &t.b, &o4);
+    PB_CHECK(o4.total_s < o2.total_s && o2.total_s < o1.total_s);
+    PB_CHECK(o4.total_s > o1.total_s / 4);                 /* all-reduces and fixed costs */
+    PB_CHECK_NEAR(o4.gemm_s, o1.gemm_s / 4, o1.gemm_s * 0.02);
+    PB_CHECK(o1.allreduce_s == 0 && o4.allreduce_s > o2.allreduce_s && o2.allreduce_s > 0);
+    /* PERF-ANCHORS §6: OPT-66B TP4 weight floor on A100-40GB 21.1 ms */
+    make_decode(&t, 1, 128, 16);
+    PB_CHECK(step_s(t4, &t.b) >= pb_param_bytes(&s.m) / 4 / s.hw.hbm_bw);
+    /* tp must divide the heads */
+    pb_sim_params p = pb_sim_params_default();
+    pb_sim *bad = NULL;
+    pb_cfg_err e;
+    pb_cfg_err_clear(&e);
+    PB_CHECK(pb_sim_create(&s.m, &s.hw, &s.c, 5, &p, &bad, &e) == PB_ERR_INVALID && !bad);
+    pb_sim_destroy(bad);
+    PB_CHECK_STR_CONTAINS(e.msg, "tensor-parallel");
+    pb_sim_destroy(t1);
+    pb_sim_destroy(t2);
+    pb_sim_destroy(t4);
+}
+
+PB_TEST(swap_vs_recompute_fig19a) {
+    specs s;
+    PB_REQUIRE(load("opt-13b", "a100-40gb", &s));
+    pb_sim *v = mk(&s, 1, PB_SIM_ATTN_PAGED, PB_SIM_FW_PYTHON);
+    PB_REQUIRE(v);
+    const int N = PB_FIG19A_TOKENS;
+    double rec = pb_sim_prefill_time(v, N);
+    double prev_total = 1e9, prev_block = 0;
+    double ratio1 = 0, ratio256 = 0;
+    for (int bs = 1; bs <= 256; bs *= 2) {
+        int64_t nb = (N + bs - 1) / bs;
+        double in = pb_sim_swap_time(v, nb, bs, true), out = pb_sim_swap_time(v, nb, bs, false);
+        double per_block = pb_sim_swap_time(v, 1, bs, true) / bs;   /* per token of a block */
+        PB_CHECK(in + out < prev_total);        /* total swap time falls with block size */
+        PB_CHECK(pb_sim_swap_time(v, 1, bs, true) > prev_block);   /* one bigger block costs more */
+        (void)per_block;
+        prev_total = in + out;
+        prev_block = pb_sim_swap_time(v, 1, bs, true);
+        /* TRUE BEHAVIOUR of this model (not the paper's): recompute (a 256-token
+           prefill, 32.5 ms) is cheaper than swap in + out at every block size; the
+           ratio rises from 0.23 (block 1) to 0.95 (block 256).  The paper crosses
+           between 16 and 32 (ratio 0.96 -> 1.07) because its recompute took 38 ms. */
+        PB_CHECK(rec < in + out);
+        if (bs == 1) ratio1 = rec / (in + out);
+        if (bs == 256) ratio256 = rec / (in + out);
+    }
+    PB_CHECK(ratio1 > 0.15 && ratio1 < 0.35);
+    PB_CHECK(ratio256 > 0.85 && ratio256 < 1.0);
+    PB_CHECK_NEAR(rec, 0.0381, 0.0381 * 0.20);   /* paper's mean recompute 38.1 ms: -15% */
+    /* swap-in per copy: more small copies at small blocks dominate */
+    PB_CHECK(pb_sim_swap_time(v, 256, 1, true) > 4 * pb_sim_swap_time(v, 1, 256, true));
+    pb_sim_destroy(v);
+}
+
+PB_TEST(memory_ops_in_step) {
+    specs s;
+    PB_REQUIRE(load("opt-13b", "a100-40gb", &s));
+    pb_executor *ex = pb_executor_sim_create(&s.m, &s.hw, &s.c, 1, NULL, NULL);
+    PB_REQUIRE(ex);
+    PB_CHECK(pb_executor_sim_model(ex) != NULL);
+    tbatch t;
+    make_decode(&t, 4, 100, 16);
+    pb_block_pair pairs[3] = {{0, 1}, {2, 3}, {4, 5}};
+    pb_step_result r0, r1;
+    PB_CHECK(pb_executor_execute(ex, &t.b, &r0, NULL) == PB_OK);
+    PB_CHECK(r0.swap_s == 0 && r0.copy_s == 0 && !r0.has_tokens);
+    t.b.copies = pairs;
+    t.b.n_copies = 3;
+    t.b.swap_in = pairs;
+    t.b.n_swap_in = 2;
+    t.b.swap_out = pairs;
+    t.b.n_swap_out = 1;
+    PB_CHECK(pb_executor_execute(ex, &t.b, &r1, NULL) == PB_OK);
+    PB_CHECK(r1.copy_s > 0 && r1.swap_s > 0);
+    PB_CHECK_NEAR(r1.latency_s, r0.latency_s + r1.swap_s + r1.copy_s, 1e-12);
+    const pb_sim *sim = pb_executor_sim_model(ex);
+    PB_CHECK_NEAR(r1.swap_s, pb_sim_swap_time(sim, 2, 16, true) + pb_sim_swap_time(sim, 1, 16, false), 1e-15);
+    /* swaps need a block size */
+    t.b.block_size = 0;
+    PB_CHECK(pb_executor_execute(ex, &t.b, &r1, NULL) == PB_ERR_INVALID);
+    /* empty batch: nothing to do, no time */
+    tbatch e;
+    make_decode(&e, 0, 1, 16);
+    PB_CHECK(pb_executor_execute(ex, &e.b, &r0, NULL) == PB_OK && r0.latency_s == 0);
+    pb_executor_destroy(ex);
+}
+
+PB_TEST(determinism) {
+    specs s;
+    PB_REQUIRE(load("opt-13b", "a100-40gb", &s));
+    pb_executor *a = pb_executor_sim_create(&s.m, &s.hw, &s.c, 1, NULL, NULL);
+    pb_executor *b = pb_executor_sim_create(&s.m, &s.hw, &s.c, 1, NULL, NULL);
+    PB_REQUIRE(a && b);
+    tbatch t;
+    make_decode(&t, 37, 777, 16);
+    for (int i = 0; i < 37; i++) t.seqs[i].context_len = 10 + 31 * i;
+    pb_step_result r1, r2, r3;
+    PB_CHECK(pb_executor_execute(a, &t.b, &r1, NULL) == PB_OK);
+    PB_CHECK(pb_executor_execute(a, &t.b, &r2, NULL) == PB_OK);
+    PB_CHECK(pb_executor_execute(b, &t.b, &r3, NULL) == PB_OK);
+    PB_CHECK(memcmp(&r1.latency_s, &r2.latency_s, sizeof(double)) == 0);
+    PB_CHECK(memcmp(&r1.latency_s, &r3.latency_s, sizeof(double)) == 0);
+    pb_executor_destroy(a);
+    pb_executor_destroy(b);
+}
+
+static const char *PROFILE =
+    "# pagedbench step profile v1\n"
+    "phase,batch,tokens,context,latency_us\n"
+    "decode,1,1,100,10000\n"
+    "decode,1,1,300,10200\n"
+    "decode,9,9,100,11000\n"
+    "decode,9,9,300,12000\n"
+    "prefill,1,100,0,12000\n"
+    "prefill,2,300,0,20000\n";
+
+PB_TEST(profile_interpolation) {
+    pb_sim_profile *p = NULL;
+    char err[256];
+    PB_REQUIRE(pb_sim_profile_parse("t.csv", PROFILE, &p, err, sizeof err) == PB_OK);
+    PB_CHECK(pb_sim_profile_check(p) == PB_OK);
+    PB_CHECK_NEAR(pb_sim_profile_latency(p, 0, 1, 100), 0.010, 1e-12);
+    PB_CHECK_NEAR(pb_sim_profile_latency(p, 0, 9, 300), 0.012, 1e-12);
+    PB_CHECK_NEAR(pb_sim_profile_latency(p, 0, 5, 200), (0.0101 + 0.0115) / 2, 1e-12);   /* bilinear */
+    PB_CHECK_NEAR(pb_sim_profile_latency(p, 0, 17, 100), 0.012, 1e-12);                   /* extrapolated */
+    PB_CHECK_NEAR(pb_sim_profile_latency(p, 200, 0, 0), 0.016, 1e-12);
+    /* mixed: prefill(P + D) + decode(D, c) - decode(D, c_min) */
+    PB_CHECK_NEAR(pb_sim_profile_latency(p, 191, 9, 300), 0.016 + 0.001, 1e-12);
+    PB_CHECK(pb_sim_profile_latency(p, 0, 0, 0) == 0);
+    pb_sim_profile_destroy(p);
+
+    const char *bad_grid = "phase,batch,tokens,context,latency_us\ndecode,1,1,100,1\ndecode,2,2,200,1\n"
+                           "prefill,1,1,0,1\nprefill,1,2,0,1\n";
+    PB_CHECK(pb_sim_profile_parse("g.csv", bad_grid, &p, err, sizeof err) == PB_ERR_INVALID && !p);
+    PB_CHECK_STR_CONTAINS(err, "full grid");
+    PB_CHECK(pb_sim_profile_parse("h.csv", "phase,batch,tokens\n", &p, err, sizeof err) == PB_ERR_INVALID);
+    PB_CHECK_STR_CONTAINS(err, "h.csv:1:");
+    const char *bad_num = "phase,batch,tokens,context,latency_us\ndecode,1,1,100,fast\n";
+    PB_CHECK(pb_sim_profile_parse("n.csv", bad_num, &p, err, sizeof err) == PB_ERR_INVALID);
+    PB_CHECK_STR_CONTAINS(err, "n.csv:2: latency_us");
+    PB_CHECK(pb_sim_profile_load("/nonexistent/p.csv", &p, err, sizeof err) == PB_ERR_IO);
+}
+
+PB_TEST(profile_replaces_forward_pass) {
+    specs s;
+    PB_REQUIRE(load("opt-13b", "a100-40gb", &s));
+    char path[] = "/tmp/pb_test_profile_XXXXXX";
+    int fd = mkstemp(path);
+    PB_REQUIRE(fd >= 0);
+    PB_REQUIRE(write(fd, PROFILE, strlen(PROFILE)) == (ssize_t)strlen(PROFILE));
+    close(fd);
+    pb_sim_params p = pb_sim_params_default();
+    snprintf(p.profile, sizeof p.profile, "%s", path);
+    pb_cfg_err e;
+    pb_cfg_err_clear(&e);
+    pb_sim *sim = NULL;
+    PB_REQUIRE(pb_sim_create(&s.m, &s.hw, &s.c, 1, &p, &sim, &e) == PB_OK);
+    tbatch t;
+    make_decode(&t, 9, 300, 16);
+    double fw = s.c.fw[PB_SIM_FW_PYTHON].step_s + 9 * s.c.fw[PB_SIM_FW_PYTHON].seq_s;
+    PB_CHECK_NEAR(step_s(sim, &t.b), 0.012 + fw, 1e-12);
+    pb_sim_destroy(sim);
+    unlink(path);
+    snprintf(p.profile, sizeof p.profile, "/nonexistent/profile.csv");
+    pb_cfg_err_clear(&e);
+    PB_CHECK(pb_sim_create(&s.m, &s.hw, &s.c, 1, &p, &sim, &e) == PB_ERR_IO && !sim);
+    PB_CHECK_STR_CONTAINS(e.msg, "/nonexistent/profile.csv");
+}
+
+PB_TEST(config_errors) {
+    pb_config *c = NULL;
+    pb_cfg_err e;
+    pb_cfg_err_clear(&e);
+    /* a cost_model number without a source */
+    const char *y = "name: X\ncost_model:\n  gemm_flops_efficiency: 0.8\n  sources: {}\n";
+    PB_REQUIRE(pb_config_load_string("hw.yaml", y, &c, &e) == PB_OK);
+    pb_sim_cost cost;
+    PB_CHECK(pb_sim_cost_from_node(pb_config_root(c), &cost, &e) == PB_ERR_INVALID);
+    PB_CHECK_STR_CONTAINS(e.msg, "hw.yaml:");
+    pb_config_destroy(c);
+    /* no cost_model at all */
+    pb_cfg_err_clear(&e);
+    PB_REQUIRE(pb_config_load_string("hw2.yaml", "name: Y\n", &c, &e) == PB_OK);
+    PB_CHECK(pb_sim_cost_from_node(pb_config_root(c), &cost, &e) == PB_ERR_INVALID);
+    PB_CHECK_STR_CONTAINS(e.msg, "no cost_model");
+    pb_config_destroy(c);
+    /* system params */
+    pb_cfg_err_clear(&e);
+    PB_REQUIRE(pb_config_load_string("sys.yaml", "attention_kernel: contiguous\nframework: cpp\n", &c, &e) == PB_OK);
+    pb_sim_params p;
+    PB_CHECK(pb_sim_params_from_node(pb_config_root(c), &p, &e) == PB_OK);
+    PB_CHECK(p.attn == PB_SIM_ATTN_CONTIGUOUS && p.framework == PB_SIM_FW_CPP && !p.profile[0]);
+    pb_config_destroy(c);
+    pb_cfg_err_clear(&e);
+    PB_REQUIRE(pb_config_load_string("sys2.yaml", "attention_kernel: pagged\n", &c, &e) == PB_OK);
+    PB_CHECK(pb_sim_params_from_node(pb_config_root(c), &p, &e) == PB_ERR_INVALID);
+    PB_CHECK_STR_CONTAINS(e.msg, "sys2.yaml:1:");
+    pb_config_destroy(c);
+    PB_CHECK(pb_sim_params_from_node(NULL, &p, &e) == PB_OK && p.attn == PB_SIM_ATTN_PAGED);
+}
+
+PB_TEST(figure_writers) {
+    char dir[] = "/tmp/pb_test_fig_XXXXXX";
+    PB_REQUIRE(mkdtemp(dir));
+    char p1[256], p19[256];
+    snprintf(p1, sizeof p1, "%s/fig1.csv", dir);
+    snprintf(p19, sizeof p19, "%s/fig19a.csv", dir);
+    PB_REQUIRE(pb_fig1_write(NULL, p1, NULL) == PB_OK);
+    PB_REQUIRE(pb_fig19a_write(NULL, p19, NULL) == PB_OK);
+    char line[256];
+    FILE *f = fopen(p19, "r");
+    PB_REQUIRE(f);
+    int rows = 0;
+    PB_CHECK(fgets(line, sizeof line, f) && !strcmp(line, "block_size,operation,time_ms,paper\n"));
+    while (fgets(line, sizeof line, f)) rows++;
+    fclose(f);
+    PB_CHECK_EQ_INT(rows, 9 * 4);
+    f = fopen(p1, "r");
+    PB_REQUIRE(f);
+    PB_CHECK(fgets(line, sizeof line, f) && !strcmp(line, "panel,series,batch,ours,paper\n"));
+    int tput = 0, within = 0;
+    while (fgets(line, sizeof line, f)) {
+        int b;
+        double ours, paper;
+        if (sscanf(line, "throughput_tok_s,vllm,%d,%lf,%lf", &b, &ours, &paper) == 3) {
+            tput++;
+            within += fabs(ours / paper - 1) < 0.05;   /* calibrated on these points */
+        }
+    }
+    fclose(f);
+    PB_CHECK_EQ_INT(tput, 10);
+    PB_CHECK_EQ_INT(within, 10);
+    unlink(p1);
+    unlink(p19);
+    rmdir(dir);
+}
+
+PB_TEST_MAIN()

@@ -1,0 +1,383 @@
+/* workload.c -- the `workload:` config section and trace generation (see workload.h). */
+#include "workload.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+
+#include "trace_io.h"
+
+/* ---- datasets ---- */
+typedef struct {
+    const char *name;
+    const char *table, *table5;     /* built-in tables (table5: 5-shot translation)      */
+    const char *file;               /* standard exact file under ../shared/data          */
+    const char *in_col, *in_col5, *out_col;
+    const char *filter;             /* default filter                                    */
+} ds_spec;
+
+static const ds_spec SPECS[] = {
+    {"sharegpt", "sharegpt", NULL, "sharegpt/vllm_sosp23_sharegpt_opt_lengths.csv", "input_len", NULL,
+     "output_len", "paper"},
+    {"alpaca", "alpaca", NULL, "alpaca/alpaca_opt_lengths.csv", "input_len", NULL, "output_len", "paper"},
+    {"translation", "wmt_1shot", "wmt_5shot", "wmt/newstest2014_en_de_token_lengths.csv",
+     "input_len_1shot_llama", "input_len_5shot_llama", "de_llama_tokens", "none"},
+    {"chatbot", "sharegpt", NULL, "sharegpt/vllm_sosp23_sharegpt_opt_lengths.csv", "input_len", NULL,
+     "output_len", "none"},
+    {"azure_conv", "azure_conv", NULL, "azure_llm_trace/AzureLLMInferenceTrace_conv.csv", "ContextTokens",
+     NULL, "GeneratedTokens", "none"},
+    {"azure_code", "azure_code", NULL, "azure_llm_trace/AzureLLMInferenceTrace_code.csv", "ContextTokens",
+     NULL, "GeneratedTokens", "none"},
+};
+
+static const ds_spec *find_spec(const char *name) {
+    for (size_t i = 0; i < PB_ARRAY_LEN(SPECS); i++)
+        if (!strcmp(SPECS[i].name, name)) return &SPECS[i];
+    return NULL;
+}
+
+int32_t pb_translation_prefix_len(int32_t shots) {
+    /* LLaMA tokens with BOS: 1-shot 80, 5-shot 341; shared part rounded down to 16 */
+    return shots == 1 ? 80 : shots == 5 ? 336 : 0;
+}
+
+/* ---- schema ---- */
+static const pb_key chat_schema[] = {
+    {"max_prompt", PB_T_INT, false, 1, 1 << 20, NULL, NULL, 0,
+     "prompt = the last max_prompt tokens of history + query (1024)"},
+    {"max_output", PB_T_INT, false, 1, 1 << 20, NULL, NULL, 0,
+     "output capped at this many tokens (1016 = 2048 - 1024 - 8, the artifact's)"},
+    {"mean_turns", PB_T_NUM, false, 1, 1000, NULL, NULL, 0,
+     "mean turns per conversation, geometric (3.51: ShareGPT)"},
+    {"new_conversation_prob", PB_T_NUM, false, 0, 1, NULL, NULL, 0,
+     "probability that an arrival starts a new conversation (0.1, the artifact's)"},
+    {NULL, 0, false, 0, 0, NULL, NULL, 0, NULL}};
+
+const pb_key pb_workload_schema[] = {
+    {"dataset", PB_T_ENUM, false, 0, 0, PB_DATASET_NAMES, NULL, 0, "which lengths (required unless trace)"},
+    {"file", PB_T_STR, false, 0, 0, NULL, NULL, 0,
+     "exact lengths CSV: auto (../shared/data when present) or a path; absent: built-in distribution"},
+    {"input_column", PB_T_STR, false, 0, 0, NULL, NULL, 0, "input-length column of file"},
+    {"output_column", PB_T_STR, false, 0, 0, NULL, NULL, 0, "output-length column of file"},
+    {"filter", PB_T_ENUM, false, 0, 0, PB_FILTER_NAMES, NULL, 0,
+     "length filter (paper: in+out < 2048; vllm: benchmark filter)"},
+    {"arrivals", PB_T_ENUM, false, 0, 0, PB_ARRIVAL_NAMES, NULL, 0, "arrival process (poisson: 10 ms quanta)"},
+    {"rate", PB_T_NUM, false, 0, 1e9, NULL, NULL, 0, "requests per second"},
+    {"duration_s", PB_T_NUM, false, 0, 1e9, NULL, NULL, 0, "trace length in seconds (default 3600)"},
+    {"num_requests", PB_T_INT, false, 0, 1e9, NULL, NULL, 0, "number of requests (0 = by duration)"},
+    {"quantum_s", PB_T_NUM, false, 1e-6, 3600, NULL, NULL, 0, "poisson time quantum (0.01)"},
+    {"replay_file", PB_T_STR, false, 0, 0, NULL, NULL, 0, "replay: Azure trace CSV with TIMESTAMP (auto)"},
+    {"n", PB_T_INT, false, 1, 4096, NULL, NULL, 0, "parallel samples per request"},
+    {"beam_width", PB_T_INT, false, 1, 4096, NULL, NULL, 0, "beam search width (1 = none)"},
+    {"shots", PB_T_ENUM, false, 0, 0, "1|5", NULL, 0, "translation: 1-shot (80 tokens) or 5-shot (341) prefix"},
+    {"prefix_len", PB_T_INT, false, 0, 1 << 20, NULL, NULL, 0, "synthetic shared prefix tokens (not translation)"},
+    {"chat", PB_T_MAP, false, 0, 0, NULL, chat_schema, 0, "chatbot conversation model"},
+    {"trace", PB_T_STR, false, 0, 0, NULL, NULL, 0, "replay this trace CSV instead of generating"},
+    {NULL, 0, false, 0, 0, NULL, NULL, 0, NULL}};
+
+void pb_workload_defaults(pb_workload_cfg *c) {
+    memset(c, 0, sizeof *c);
+    c->arrivals.kind = PB_ARRIVALS_POISSON;
+    c->arrivals.rate = 0;
+    c->arrivals.duration_s = 3600;
+    c->arrivals.num = 0;
+    c->arrivals.quantum_s = 0.01;
+    c->n = 1;
+    c->beam_width = 1;
+    c->shots = 1;
+    c->prefix_len = 0;
+    c->chat_max_prompt = 1024;
+    c->chat_max_output = 2048 - 1024 - 8;
+    c->chat_mean_turns = 3.51;
+    c->chat_new_prob = 0.1;
+}
+
+static pb_status copy_str(char *dst, size_t n, const pb_node *root, const char *key, pb_cfg_err *err) {
+    const pb_node *v = pb_node_get(root, key);
+    if (!v) return PB_OK;
+    if (strlen(v->value) >= n) return pb_cfg_fail(err, v, false, "workload.%s: too long (max %zu)", key, n - 1);
+    snprintf(dst, n, "%s", v->value);
+    return PB_OK;
+}
+
+pb_status pb_workload_from_node(const pb_node *n, pb_workload_cfg *out, pb_cfg_err *err) {
+    pb_workload_defaults(out);
+    if (!n) return PB_OK;
+    if (n->kind != PB_NODE_MAP) return pb_cfg_fail(err, n, false, "workload: expected a map of keys");
+    if (pb_config_validate(n, pb_workload_schema, "workload", err)) return PB_ERR_INVALID;
+    pb_status s = PB_OK;
+    s |= copy_str(out->dataset, sizeof out->dataset, n, "dataset", err);
+    s |= copy_str(out->file, sizeof out->file, n, "file", err);
+    s |= copy_str(out->input_column, sizeof out->input_column, n, "input_column", err);
+    s |= copy_str(out->output_column, sizeof out->output_column, n, "output_column", err);
+    s |= copy_str(out->filter, sizeof out->filter, n, "filter", err);
+    s |= copy_str(out->replay_file, sizeof out->replay_file, n, "replay_file", err);
+    s |= copy_str(out->trace, sizeof out->trace, n, "trace", err);
+    if (s) return PB_ERR_INVALID;
+    const char *arr = pb_node_str(n, "arrivals", NULL);
+    if (arr) pb_arrival_kind_by_name(arr, &out->arrivals.kind);       /* validated */
+    out->arrivals.rate = pb_node_num(n, "rate", 0);
+    out->arrivals.num = pb_node_int(n, "num_requests", 0);
+    out->arrivals.duration_s = pb_node_num(n, "duration_s", out->arrivals.num > 0 ? 0 : 3600);
+    out->arrivals.quantum_s = pb_node_num(n, "quantum_s", 0.01);
+    out->n = (int32_t)pb_node_int(n, "n", 1);
+    out->beam_width = (int32_t)pb_node_int(n, "beam_width", 1);
+    out->shots = (int32_t)pb_node_int(n, "shots", 1);
+    out->prefix_len = (int32_t)pb_node_int(n, "prefix_len", 0);
+    out->chat_max_prompt = (int32_t)pb_node_int(n, "chat.max_prompt", out->chat_max_prompt);
+    out->chat_max_output = (int32_t)pb_node_int(n, "chat.max_output", out->chat_max_output);
+    out->chat_mean_turns = pb_node_num(n, "chat.mean_turns", out->chat_mean_turns);
+    out->chat_new_prob = pb_node_num(n, "chat.new_conversation_prob", out->chat_new_prob);
+
+    /* cross-key rules */
+    if (!out->dataset[0] && !out->trace[0])
+        s |= pb_cfg_fail(err, n, true, "workload: needs `dataset:` (%s) or `trace:`", PB_DATASET_NAMES);
+    if (out->n > 1 && out->beam_width > 1)
+        s |= pb_cfg_fail(err, pb_node_get(n, "beam_width"), true,
+                         "workload.beam_width: beam search and parallel sampling (n: %d) are exclusive", out->n);
+    bool translation = !strcmp(out->dataset, "translation");
+    if (pb_node_has(n, "shots") && !translation)
+        s |= pb_cfg_fail(err, pb_node_get(n, "shots"), true, "workload.shots: only for dataset translation");
+    if (pb_node_has(n, "prefix_len") && translation)
+        s |= pb_cfg_fail(err, pb_node_get(n, "prefix_len"), true,
+                         "workload.prefix_len: translation has its own prefix (use shots: 1 or 5)");
+    if (pb_node_has(n, "chat") && strcmp(out->dataset, "chatbot"))
+        s |= pb_cfg_fail(err, pb_node_get(n, "chat"), true, "workload.chat: only for dataset chatbot");
+    if (out->arrivals.kind == PB_ARRIVALS_BURST && out->arrivals.num <= 0 && !out->trace[0])
+        s |= pb_cfg_fail(err, n, true, "workload: burst arrivals need num_requests > 0");
+    if (pb_node_has(n, "replay_file") && out->arrivals.kind != PB_ARRIVALS_REPLAY)
+        s |= pb_cfg_fail(err, pb_node_get(n, "replay_file"), true,
+                         "workload.replay_file: only with arrivals: replay");
+    return s ? PB_ERR_INVALID : PB_OK;
+}
+
+/* ---- files ---- */
+static bool file_exists(const char *p) {
+    struct stat st;
+    return stat(p, &st) == 0 && S_ISREG(st.st_mode);
+}
+
+const char *pb_workload_data_dir(void) {
+    static char buf[PB_WL_PATH];
+    const char *env = getenv("PAGEDBENCH_SHARED_DATA");
+    struct stat st;
+    if (env && *env) return stat(env, &st) == 0 && S_ISDIR(st.st_mode) ? env : NULL;
+#ifdef PB_SOURCE_DIR
+    snprintf(buf, sizeof buf, "%s/../shared/data", PB_SOURCE_DIR);
+    if (stat(buf, &st) == 0 && S_ISDIR(st.st_mode)) return buf;
+#endif
+    return NULL;
+}
+
+/* A file: as given when it exists, else under the shared data folder; NULL if neither. */
+static const char *find_file(const char *p, char *buf, size_t n) {
+    if (file_exists(p)) { snprintf(buf, n, "%s", p); return buf; }
+    const char *dd = pb_workload_data_dir();
+    if (p[0] != '/' && dd) {
+        snprintf(buf, n, "%s/%s", dd, p);
+        if (file_exists(buf)) return buf;
+    }
+    return NULL;
+}
+
+const char *pb_workload_resolve_file(const pb_workload_cfg *cfg, char *buf, size_t n) {
+    const ds_spec *sp = find_spec(cfg->dataset);
+    if (!cfg->file[0] || !sp) return NULL;
+    if (!strcmp(cfg->file, "auto")) {
+        const char *dd = pb_workload_data_dir();
+        if (!dd) return NULL;
+        snprintf(buf, n, "%s/%s", dd, sp->file);
+        return file_exists(buf) ? buf : NULL;
+    }
+    return find_file(cfg->file, buf, n);
+}
+
+/* ---- generation ---- */
+#define BAD(...) do { snprintf(err, errlen, __VA_ARGS__); st = PB_ERR_INVALID; goto done; } while (0)
+
+static void build_chat(const pb_workload_cfg *c, const double *t, int64_t N, const int32_t *q,
+                       const int32_t *r, pb_rng *rng, pb_trace *out, int64_t *cap) {
+    int32_t *prompt = pb_xmalloc((size_t)(N ? N : 1) * sizeof *prompt);
+    int32_t *outl = pb_xmalloc((size_t)(N ? N : 1) * sizeof *outl);
+    int64_t *start = pb_xmalloc((size_t)(N ? N : 1) * sizeof *start);
+    int32_t *turns = pb_xmalloc((size_t)(N ? N : 1) * sizeof *turns);
+    int64_t nconv = 0;
+    double p = 1.0 / c->chat_mean_turns;
+    int64_t hist_max = 2 * (int64_t)c->chat_max_prompt;
+    for (int64_t k = 0; k < N;) {
+        int64_t T = 1;
+        if (p < 1) {
+            double u = 1.0 - pb_rng_uniform(rng);                     /* (0, 1] */
+            double g = floor(log(u) / log1p(-p));
+            T += g < (double)N ? (int64_t)g : N;
+        }
+        if (T > N - k) T = N - k;
+        int64_t h = 0;
+        for (int64_t j = 0; j < T; j++) {
+            int64_t i = k + j;
+            prompt[i] = (int32_t)PB_MIN(h + q[i], (int64_t)c->chat_max_prompt);
+            outl[i] = PB_MIN(r[i], c->chat_max_output);
+            h = PB_MIN(h + q[i] + r[i], hist_max);
+        }
+        start[nconv] = k;
+        turns[nconv] = (int32_t)T;
+        nconv++;
+        k += T;
+    }
+    /* shuffle the conversations (ids are their creation order) */
+    int64_t *unstarted = pb_xmalloc((size_t)(nconv ? nconv : 1) * sizeof *unstarted);
+    for (int64_t i = 0; i < nconv; i++) unstarted[i] = i;
+    for (int64_t i = nconv - 1; i > 0; i--) {
+        int64_t j = (int64_t)pb_rng_below(rng, (uint64_t)i + 1);
+        int64_t x = unstarted[i]; unstarted[i] = unstarted[j]; unstarted[j] = x;
+    }
+    int64_t n_un = nconv, n_open = 0;
+    int64_t *open = pb_xmalloc((size_t)(nconv ? nconv : 1) * sizeof *open);
+    int32_t *next = pb_xcalloc((size_t)(nconv ? nconv : 1), sizeof *next);
+    for (int64_t i = 0; i < N; i++) {
+        double u = pb_rng_uniform(rng);
+        int64_t cv;
+        if ((u < c->chat_new_prob && n_un > 0) || n_open == 0) {
+            PB_ASSERT(n_un > 0);
+            int64_t j = (int64_t)pb_rng_below(rng, (uint64_t)n_un);
+            cv = unstarted[j];
+            unstarted[j] = unstarted[--n_un];
+            if (turns[cv] > 1) open[n_open++] = cv;
+        } else {
+            int64_t j = (int64_t)pb_rng_below(rng, (uint64_t)n_open);
+            cv = open[j];
+            if (next[cv] + 1 >= turns[cv]) open[j] = open[--n_open];
+        }
+        int32_t turn = next[cv]++;
+        int64_t k = start[cv] + turn;
+        pb_request rq = pb_request_make(t[i], prompt[k], outl[k]);
+        rq.conversation_id = (int32_t)cv;
+        rq.turn = turn;
+        pb_trace_push(out, cap, &rq);
+    }
+    free(prompt); free(outl); free(start); free(turns); free(unstarted); free(open); free(next);
+}
+
+pb_status pb_workload_generate(const pb_workload_cfg *cfg, uint64_t seed, pb_trace *out, char *err,
+                               size_t errlen) {
+    out->reqs = NULL;
+    out->n = 0;
+    if (cfg->trace[0]) return pb_trace_read_csv(cfg->trace, out, err, errlen);
+
+    pb_status st = PB_OK;
+    pb_dataset *d = NULL;
+    double *replay = NULL, *times = NULL;
+    int32_t *in = NULL, *ou = NULL;
+    int64_t nrep = 0, N = 0, cap = 0;
+    char path[PB_WL_PATH], rpath[PB_WL_PATH];
+    const ds_spec *sp = find_spec(cfg->dataset);
+    pb_length_filter f;
+    if (!cfg->dataset[0]) BAD("workload: no dataset (set workload.dataset: %s, or workload.trace)", PB_DATASET_NAMES);
+    if (!sp) BAD("workload: unknown dataset '%s' (%s)", cfg->dataset, PB_DATASET_NAMES);
+    if (pb_filter_by_name(cfg->filter[0] ? cfg->filter : sp->filter, &f))
+        BAD("workload: unknown filter '%s' (%s)", cfg->filter, PB_FILTER_NAMES);
+    bool translation = !strcmp(sp->name, "translation"), chat = !strcmp(sp->name, "chatbot");
+    if (translation && cfg->shots != 1 && cfg->shots != 5) BAD("workload: shots must be 1 or 5 (got %d)", cfg->shots);
+    if (cfg->n < 1 || cfg->beam_width < 1) BAD("workload: n and beam_width must be >= 1");
+    if (cfg->n > 1 && cfg->beam_width > 1) BAD("workload: n and beam_width are exclusive");
+    if (cfg->prefix_len < 0) BAD("workload: prefix_len must be >= 0");
+    if (chat && (cfg->chat_max_prompt < 1 || cfg->chat_max_output < 1 || !(cfg->chat_mean_turns >= 1) ||
+                 !(cfg->chat_new_prob >= 0 && cfg->chat_new_prob <= 1)))
+        BAD("workload: bad chat settings");
+
+    /* lengths: the exact file when there is one, else the built-in distribution */
+    bool five = translation && cfg->shots == 5;
+    const char *file = pb_workload_resolve_file(cfg, path, sizeof path);
+    if (file) {
+        const char *ic = cfg->input_column[0] ? cfg->input_column : five ? sp->in_col5 : sp->in_col;
+        const char *oc = cfg->output_column[0] ? cfg->output_column : sp->out_col;
+        if ((st = pb_dataset_load_csv(file, ic, oc, &d, err, errlen))) goto done;
+    } else {
+        if (cfg->file[0] && strcmp(cfg->file, "auto"))
+            pb_log_info("workload: %s not found; using the built-in %s distribution", cfg->file, sp->name);
+        if (pb_dataset_builtin(five ? sp->table5 : sp->table, &d)) BAD("workload: no built-in table for %s", sp->name);
+    }
+
+    /* arrivals */
+    pb_rng ra, rl, rc;
+    pb_rng_seed(&ra, seed, 1);
+    pb_rng_seed(&rl, seed, 2);
+    pb_rng_seed(&rc, seed, 3);
+    bool aligned = false;
+    if (cfg->arrivals.kind == PB_ARRIVALS_REPLAY) {
+        const char *rf = cfg->replay_file;
+        bool azure = !strncmp(sp->name, "azure_", 6);
+        const char *dflt = azure ? sp->file : "azure_llm_trace/AzureLLMInferenceTrace_conv.csv";
+        if (!rf[0] || !strcmp(rf, "auto")) rf = dflt;
+        const char *rp = find_file(rf, rpath, sizeof rpath);
+        if (!rp) BAD("workload: replay needs the timestamps file %s (not found here or under ../shared/data)", rf);
+        if ((st = pb_arrivals_read_azure(rp, &replay, &nrep, err, errlen))) goto done;
+        aligned = azure && file && !strcmp(file, rp);
+    }
+    if ((st = pb_arrivals_generate(&cfg->arrivals, &ra, replay, nrep, &times, &N, err, errlen))) goto done;
+
+    /* lengths for every arrival */
+    in = pb_xmalloc((size_t)(N ? N : 1) * sizeof *in);
+    ou = pb_xmalloc((size_t)(N ? N : 1) * sizeof *ou);
+    if (aligned) {
+        const int32_t *ri, *ro;
+        int64_t nr = pb_dataset_rows(d, &ri, &ro);
+        PB_ASSERT(N <= nr);
+        memcpy(in, ri, (size_t)N * sizeof *in);
+        memcpy(ou, ro, (size_t)N * sizeof *ou);
+    } else if (N > 0 && pb_dataset_draw(d, &f, N, &rl, in, ou)) {
+        BAD("workload: no (input, output) pair of %s passes the filter %s", pb_dataset_name(d), f.name);
+    }
+
+    /* requests */
+    if (chat) {
+        build_chat(cfg, times, N, in, ou, &rc, out, &cap);
+    } else {
+        int32_t prefix = translation ? pb_translation_prefix_len(cfg->shots) : cfg->prefix_len;
+        for (int64_t i = 0; i < N; i++) {
+            if (aligned && !pb_filter_keep(&f, in[i], ou[i])) continue;
+            if ((int64_t)in[i] + prefix > INT32_MAX) BAD("workload: prompt too long");
+            pb_request r = pb_request_make(times[i], in[i] + prefix, ou[i]);
+            if (prefix > 0) {
+                r.prefix_id = 0;
+                r.prefix_len = prefix;
+            }
+            pb_trace_push(out, &cap, &r);
+        }
+    }
+    for (int64_t i = 0; i < out->n; i++) {
+        pb_request *r = &out->reqs[i];
+        r->beam_width = cfg->beam_width;
+        r->n = cfg->beam_width > 1 ? cfg->beam_width : cfg->n;
+    }
+    if (out->n == 0) BAD("workload: the trace is empty (rate %g, duration %g s, num %lld)", cfg->arrivals.rate,
+                         cfg->arrivals.duration_s, (long long)cfg->arrivals.num);
+    char why[256];
+    if (pb_trace_check(out, why, sizeof why)) BAD("workload: generated an invalid trace: %s", why);
+done:
+    if (st) pb_trace_free(out);
+    pb_dataset_destroy(d);
+    free(replay);
+    free(times);
+    free(in);
+    free(ou);
+    return st;
+}
+
+void pb_workload_describe(const pb_workload_cfg *c, char *buf, size_t n) {
+    if (c->trace[0]) {
+        snprintf(buf, n, "trace %s", c->trace);
+        return;
+    }
+    const ds_spec *sp = find_spec(c->dataset);
+    char path[PB_WL_PATH];
+    const char *file = pb_workload_resolve_file(c, path, sizeof path);
+    snprintf(buf, n, "%s (%s) filter %s, %s arrivals rate %g duration %g s num %lld, n %d beam %d%s%s",
+             c->dataset, file ? file : "built-in", c->filter[0] ? c->filter : sp ? sp->filter : "?",
+             pb_arrival_kind_name(c->arrivals.kind), c->arrivals.rate, c->arrivals.duration_s,
+             (long long)c->arrivals.num, c->n, c->beam_width,
+             !strcmp(c->dataset, "translation") ? (c->shots == 5 ? ", 5-shot prefix" : ", 1-shot prefix") : "",
+             c->prefix_len > 0 ? ", shared prefix" : "");
+}
