@@ -4,11 +4,12 @@
 #   ./run_all.sh fig19        reproduce Fig. 19 (build first if needed), plot it, print paper-vs-ours
 #   ./run_all.sh test         build and run the whole test suite (ctest)
 #   ./run_all.sh table1       print the paper's Table 1 and write results/table1.csv
-#   ./run_all.sh figN         any figure (fig1 fig2 fig11 fig12 ... fig19)
+#   ./run_all.sh figN         any figure (fig1 fig2 fig11 fig12 ... fig18b fig19; also fig19a fig19b)
 #   ./run_all.sh all          every table and figure, then rewrite RESULTS.md's generated tables
 #   ./run_all.sh list         what can be run
 #   ./run_all.sh clean        remove build/ and generated outputs
-# Options: --quick (short traces, for smoke runs), --jobs N (parallel sweep points),
+# Options: --quick (short traces, fewer points: results/quick/, plots/out/quick/),
+#          --jobs N (parallel sweep points),
 #          --asan (tests: also the ASan+UBSan build), --build DIR (default build/release).
 # Missing Debian packages are named; run as root, they are installed with apt-get.
 set -euo pipefail
@@ -101,11 +102,69 @@ run_tests() {
     fi
 }
 
-run_figure() {   # run_figure figN
+# Results go to results/ (full runs) or results/quick/ (--quick, so a smoke run never
+# overwrites the full results); plots to plots/out/ or plots/out/quick/.
+RES=results; PLOTS=plots/out
+[ "$QUICK" = 1 ] && { RES=results/quick; PLOTS=plots/out/quick; }
+
+plot_figure() {   # plot_figure figN: render plots/<script>.gp from $RES into $PLOTS
+    local fig=$1 script args
+    case "$fig" in
+        fig18|fig18b) script=fig18b; args="data='$RES/fig18b.csv'" ;;
+        fig19|fig19a|fig19b) script=fig19; args="data='$RES/fig19b.csv'; data_a='$RES/fig19a.csv'" ;;
+        *) script=$fig; args="data='$RES/$fig.csv'" ;;
+    esac
+    [ -f "plots/$script.gp" ] || { log "no plot script plots/$script.gp"; return 0; }
+    mkdir -p "$PLOTS"
+    if gnuplot -e "$args; out='$PLOTS/$script'" "plots/$script.gp" >&2; then
+        log "plotted $PLOTS/$script.png and .pdf"
+    else
+        log "gnuplot failed for plots/$script.gp"; return 1
+    fi
+}
+
+run_figure() {   # run_figure figN: run it, print paper-vs-ours, plot it
     build fig
     local quick=()
     [ "$QUICK" = 1 ] && quick=(--quick)
-    "$PB" run --figure "$1" --jobs "$JOBS" "${quick[@]}"
+    local t0=$SECONDS rc=0
+    "$PB" run --figure "$1" --jobs "$JOBS" --results "$RES" "${quick[@]}" || rc=$?
+    [ "$rc" = 2 ] && exit 2
+    plot_figure "$1" || rc=1
+    log "$1 done in $((SECONDS - t0)) s (results in $RES/, plots in $PLOTS/)"
+    return "$rc"
+}
+
+# RESULTS.md: replace the text between <!-- BEGIN GENERATED figN --> and
+# <!-- END GENERATED figN --> by $RES/figN_report.md (and table1 by $RES/table1.csv).
+update_results_md() {
+    [ -f RESULTS.md ] || { log "no RESULTS.md: generated tables left in $RES/*_report.md"; return 0; }
+    local f tmp
+    for f in "$RES"/*_report.md; do
+        [ -f "$f" ] || continue
+        local fig; fig=$(basename "$f" _report.md)
+        grep -q "<!-- BEGIN GENERATED $fig -->" RESULTS.md || continue
+        tmp=$(mktemp)
+        awk -v fig="$fig" -v src="$f" '
+            $0 == "<!-- BEGIN GENERATED " fig " -->" { print; while ((getline l < src) > 0) print l; skip = 1; next }
+            $0 == "<!-- END GENERATED " fig " -->" { skip = 0 }
+            !skip { print }' RESULTS.md >"$tmp" && mv "$tmp" RESULTS.md
+        log "RESULTS.md: updated the $fig tables"
+    done
+}
+
+run_all_figures() {
+    build all
+    local quick=() rc=0 t0=$SECONDS
+    [ "$QUICK" = 1 ] && quick=(--quick)
+    mkdir -p "$RES"
+    "$PB" table1 --csv "$RES/table1.csv" || rc=1
+    "$PB" run --all --jobs "$JOBS" --results "$RES" "${quick[@]}" || rc=$?
+    [ "$rc" = 2 ] && exit 2
+    for f in fig1 fig2 fig11 fig12 fig13 fig14 fig15 fig16 fig17 fig18b fig19; do plot_figure "$f" || rc=1; done
+    [ "$QUICK" = 1 ] || update_results_md
+    log "all done in $((SECONDS - t0)) s"
+    return "$rc"
 }
 
 for verb in "${VERBS[@]}"; do
@@ -114,9 +173,8 @@ for verb in "${VERBS[@]}"; do
         table1) build table1; mkdir -p results; "$PB" table1 --csv results/table1.csv ;;
         list) build list; "$PB" list ;;
         fig*) run_figure "$verb" ;;
-        all) build all; "$PB" table1 --csv results/table1.csv
-             "$PB" run --all --jobs "$JOBS" $([ "$QUICK" = 1 ] && echo --quick) ;;
-        clean) rm -rf build results/tmp plots/out ;;
+        all) run_all_figures ;;
+        clean) rm -rf build results/tmp results/points results/quick plots/out ;;
         *) echo "run_all.sh: unknown verb '$verb' (try: ./run_all.sh list)" >&2; exit 2 ;;
     esac
 done

@@ -44,7 +44,7 @@ pb_status pb_baseline_admit_fcfs(pb_sched *s, int32_t max_groups, bool token_bud
         if (a != PB_ALLOC_OK) break;
         int32_t seqs = g->max_seqs > g->n_seqs ? g->max_seqs : g->n_seqs;
         if (pb_sched_running_seqs(s) + seqs > ep->max_num_seqs) break;
-        int64_t tokens = pb_sched_batch_tokens(s);       /* as vLLM: a lone prompt may */
+        int64_t tokens = pb_sched_batch_tokens(s);       /* vLLM v0.1 token budget check */
         if (token_budget && tokens > 0 && tokens + g->len > ep->max_num_batched_tokens) break;
         pb_status st = pb_sched_admit(s, g);
         if (st == PB_ERR_NO_SPACE) break;

@@ -115,6 +115,7 @@ pb_status pb_engine_begin(pb_engine *e, const pb_trace *t, pb_metrics *m) {
 /* ---- post-processing ---- */
 
 static void finish_group(pb_sched *s, pb_group *g) {
+    if (s->p.on_finish) s->p.on_finish(s->p.on_finish_user, g);
     pb_sched_running_remove(s, g);
     pb_sched_release_group(s, g);
     g->state = PB_GROUP_FINISHED;
@@ -138,7 +139,7 @@ static pb_status beam_step(pb_sched *s, pb_group *g, bool has_tokens) {
     PB_ASSERT(nb >= 1 && nb <= PB_MAX_TOP / 2 && k <= PB_MAX_TOP / 2);
     pb_candidates cands[PB_MAX_TOP / 2];
     double cum[PB_MAX_TOP / 2];
-    pb_seq *par[PB_MAX_TOP / 2];
+    pb_seq *par[PB_MAX_TOP / 2] = {NULL};
     for (int32_t i = 0; i < nb; i++) {
         par[i] = g->seqs[i];
         cum[i] = par[i]->cum_logprob;
@@ -149,7 +150,7 @@ static pb_status beam_step(pb_sched *s, pb_group *g, bool has_tokens) {
     int32_t nc = pb_beam_select(cum, cands, nb, k, ch);
     PB_ASSERT(nc >= 1);
     bool used[PB_MAX_TOP / 2] = {false};
-    pb_seq *dst[PB_MAX_TOP / 2];
+    pb_seq *dst[PB_MAX_TOP / 2] = {NULL};
     /* forks first, from the unmodified parents (no memory needed: ref counts) */
     for (int32_t c = 0; c < nc; c++) {
         pb_seq *p = par[ch[c].parent];

@@ -54,6 +54,11 @@ struct pb_engine_params {
     double max_clock_s;             /* stop when the clock passes this (0 = never);
                                        unfinished requests are counted as such      */
     int64_t max_steps;              /* stop after this many steps (0 = never)        */
+    /* Optional: called when a group finishes, before its sequences are freed (e.g.
+       to write real executors' output tokens: g->seqs[i]->tokens[prompt_len ..
+       len)).  NULL = none. */
+    void (*on_finish)(void *user, const pb_group *g);
+    void *on_finish_user;
 };
 
 /* vLLM v0.1.x defaults: 2560 / 256 / 2048, auto, mixed, seed 0. */

@@ -12,8 +12,9 @@
  *     their log-probabilities (beam search asks for 2 * beam_width);
  *   sampling: candidate 0 is a seeded top-p sample, 1.. further samples without
  *     replacement (kernels/layers.h).  The noise of a sequence's draw is a function
- *     of (sample_seed, group_id, seq_id, position) only, so it does not depend on the
- *     batch the sequence ran in.
+ *     of (sample_seed, group_id, position, last 64 tokens) only: it depends neither
+ *     on the batch nor on the engine's seq ids, so a request's samples are the same
+ *     in any run (its parallel samples differ from their first, distinct, token on).
  * Latency: wall clock around execute() on the cpu, CUDA events on the GPU; swap_s
  * and copy_s are the memory operations' shares.  fixed_latency_s > 0 reports that
  * constant instead (deterministic engine clocks in tests; tokens are unaffected).

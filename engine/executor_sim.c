@@ -14,6 +14,7 @@ static const pb_key FW_SCHEMA[] = {
     {"step_us", PB_T_NUM, true, 0, 1e6, NULL, NULL, 0, "host time per step (schedule, prepare, output)"},
     {"seq_us", PB_T_NUM, true, 0, 1e5, NULL, NULL, 0, "host time per sequence per step"},
     {"launch_us", PB_T_NUM, true, 0, 1e4, NULL, NULL, 0, "host time to issue one kernel"},
+    {"worker_us", PB_T_NUM, true, 0, 1e6, NULL, NULL, 0, "host time per step per extra tensor-parallel worker"},
     {"sources", PB_T_MAP, true, 0, 0, NULL, NULL, 0, "key -> where the number comes from"},
     {NULL, 0, false, 0, 0, NULL, NULL, 0, NULL},
 };
@@ -34,7 +35,7 @@ const pb_key pb_sim_cost_schema[] = {
     {"attn_stream_efficiency", PB_T_NUM, true, 0.01, 1, NULL, NULL, 0, "decode attention: live-KV read rate / datasheet HBM"},
     {"attn_paged_block_ns", PB_T_NUM, true, 0, 1e4, NULL, NULL, 0, "paged kernel: per (sequence, KV head, block), ns"},
     {"kernel_gap_us", PB_T_NUM, true, 0, 1e3, NULL, NULL, 0, "GPU idle between dependent kernels, us"},
-    {"allreduce_latency_us", PB_T_NUM, true, 0, 1e4, NULL, NULL, 0, "per NCCL all-reduce call, us"},
+    {"allreduce_hop_us", PB_T_NUM, true, 0, 1e4, NULL, NULL, 0, "all-reduce latency per ring step, us (2(tp-1) steps)"},
     {"nvlink_efficiency", PB_T_NUM, true, 0.01, 1, NULL, NULL, 0, "achieved / datasheet NVLink bandwidth"},
     {"swap_h2d_GBps", PB_T_NUM, true, 0.01, 1e4, NULL, NULL, 0, "one block copy host->device, GB/s"},
     {"swap_d2h_GBps", PB_T_NUM, true, 0.01, 1e4, NULL, NULL, 0, "one block copy device->host, GB/s"},
@@ -89,6 +90,7 @@ static void fw_from_node(const pb_node *n, pb_sim_fw_cost *fw) {
     fw->step_s = pb_node_num(n, "step_us", 0) * 1e-6;
     fw->seq_s = pb_node_num(n, "seq_us", 0) * 1e-6;
     fw->launch_s = pb_node_num(n, "launch_us", 0) * 1e-6;
+    fw->worker_s = pb_node_num(n, "worker_us", 0) * 1e-6;
 }
 
 pb_status pb_sim_cost_from_node(const pb_node *hw, pb_sim_cost *c, pb_cfg_err *err) {
@@ -113,7 +115,7 @@ pb_status pb_sim_cost_from_node(const pb_node *hw, pb_sim_cost *c, pb_cfg_err *e
     c->attn_stream_eff = pb_node_num(n, "attn_stream_efficiency", 0);
     c->attn_paged_block_s = pb_node_num(n, "attn_paged_block_ns", 0) * 1e-9;
     c->kernel_gap_s = pb_node_num(n, "kernel_gap_us", 0) * 1e-6;
-    c->allreduce_latency_s = pb_node_num(n, "allreduce_latency_us", 0) * 1e-6;
+    c->allreduce_hop_s = pb_node_num(n, "allreduce_hop_us", 0) * 1e-6;
     c->nvlink_eff = pb_node_num(n, "nvlink_efficiency", 0);
     c->swap_h2d_bw = pb_node_num(n, "swap_h2d_GBps", 0) * 1e9;
     c->swap_d2h_bw = pb_node_num(n, "swap_d2h_GBps", 0) * 1e9;
@@ -345,10 +347,11 @@ static void forward(const pb_sim *s, const step_sums *q, pb_sim_breakdown *o) {
     elem += q->S * s->h * s->dt * 2;                 /* final norm on the pruned rows */
     o->elementwise_s = elem / s->elem_bw;
     if (s->tp > 1) {
-        double per = c->allreduce_latency_s + q->T * s->ar_bytes_tok * s->ar_factor;
+        double lat = 2.0 * (s->tp - 1) * c->allreduce_hop_s;   /* ring: 2(tp-1) steps */
+        double per = lat + q->T * s->ar_bytes_tok * s->ar_factor;
         o->allreduce_s = L * 2 * per;
         if (q->S > 0)   /* gather the vocab-parallel logits */
-            o->allreduce_s += c->allreduce_latency_s + q->S * s->m.vocab * s->dt * s->ar_factor;
+            o->allreduce_s += lat + q->S * s->m.vocab * s->dt * s->ar_factor;
     }
     o->lm_head_s = gemm_time(s, q->S, s->h, s->vocab_tp);
     o->sampling_s = q->S * s->sample_bytes_tok / s->elem_bw;
@@ -367,7 +370,7 @@ void pb_sim_step_breakdown(const pb_sim *s, const pb_batch *b, pb_sim_breakdown 
         o->host_issue_s = 0;
     }
     const pb_sim_fw_cost *fw = &s->c.fw[s->p.framework];
-    o->framework_s = q.n_seqs > 0 ? fw->step_s + fw->seq_s * q.n_seqs : 0;
+    o->framework_s = q.n_seqs > 0 ? fw->step_s + fw->seq_s * q.n_seqs + fw->worker_s * (s->tp - 1) : 0;
     o->total_s = o->framework_s + (o->gpu_s > o->host_issue_s ? o->gpu_s : o->host_issue_s);
 }
 
@@ -414,7 +417,8 @@ double pb_sim_decode_time(const pb_sim *s, int32_t n_seqs, int32_t ctx, int32_t 
     forward(s, &q, &o);
     if (s->profile) { o.gpu_s = pb_sim_profile_latency(s->profile, 0, n_seqs, ctx); o.host_issue_s = 0; }
     const pb_sim_fw_cost *fw = &s->c.fw[s->p.framework];
-    return fw->step_s + fw->seq_s * n_seqs + (o.gpu_s > o.host_issue_s ? o.gpu_s : o.host_issue_s);
+    return fw->step_s + fw->seq_s * n_seqs + fw->worker_s * (s->tp - 1) +
+           (o.gpu_s > o.host_issue_s ? o.gpu_s : o.host_issue_s);
 }
 
 double pb_sim_prefill_time(const pb_sim *s, int32_t n_tokens) {

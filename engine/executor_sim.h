@@ -3,7 +3,7 @@
  *
  * A step's latency is
  *
- *   framework(step, per sequence)                      host work that does not overlap
+ *   framework(step, per sequence, per extra TP worker) host work that does not overlap
  *   + max(GPU time, host kernel-issue time)             the forward pass
  *   + swap + copy-on-write                              memory operations, before it
  *
@@ -22,7 +22,7 @@
  *   - norms, residuals, activations, KV-cache writes, embedding, sampling: bytes at
  *     elementwise_bw_efficiency of HBM; a GPU gap per kernel;
  *   - tensor parallelism: two all-reduces per layer of T*hidden*2 bytes, ring
- *     algorithm over NVLink: latency + 2(tp-1)/tp * bytes / (nvlink * efficiency).
+ *     algorithm over NVLink: 2(tp-1) * hop latency + 2(tp-1)/tp * bytes / (nvlink * eff).
  * Swap = per block, per layer, per K and V: one cudaMemcpyAsync of
  *   block_size * kv_heads/tp * head_size * dtype bytes, costing a per-copy latency +
  *   bytes / bandwidth, per direction (vLLM's swap_blocks loop).
@@ -66,6 +66,7 @@ typedef struct {
     double step_s;          /* per step: scheduling, input preparation, output handling */
     double seq_s;           /* per sequence in the batch, per step                      */
     double launch_s;        /* host time to issue one kernel                            */
+    double worker_s;        /* per step per extra tensor-parallel worker (RPC, inputs)  */
 } pb_sim_fw_cost;
 
 /* The hardware YAML's cost_model: map, in SI units. */
@@ -79,7 +80,7 @@ typedef struct {
     double attn_stream_eff;      /* decode attention: live-KV read rate / datasheet HBM */
     double attn_paged_block_s;   /* paged kernel: per (sequence, KV head, block)        */
     double kernel_gap_s;         /* GPU idle between dependent kernels                  */
-    double allreduce_latency_s;  /* per NCCL all-reduce call                            */
+    double allreduce_hop_s;      /* all-reduce latency per ring step (2(tp-1) steps)    */
     double nvlink_eff;           /* achieved / datasheet NVLink per-direction bw        */
     double swap_h2d_bw, swap_d2h_bw;       /* bytes/s of one block copy, per direction */
     double swap_h2d_copy_s, swap_d2h_copy_s; /* per cudaMemcpyAsync, per direction      */

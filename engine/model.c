@@ -27,12 +27,17 @@ static void grow_(void **p, int64_t *cap, int64_t need, size_t elem) {
     *p = pb_xrealloc(*p, (size_t)(need > 0 ? need : 1) * elem);
 }
 
-/* The noise key of a sampled token: a function of (seed, request, sequence, position). */
-static uint64_t sample_key_(uint64_t seed, int32_t group_id, int32_t seq_id, int32_t pos) {
+/* The noise key of a sampled token: a function of (seed, request, position, the last
+ * PB_KEY_WINDOW tokens).  Not of the sequence id (engine-wide, run-dependent): the
+ * samples of one request are told apart by their histories, which differ from the
+ * first sampled token on (the parallel-sampling fork draws distinct tokens). */
+#define PB_KEY_WINDOW 64
+static uint64_t sample_key_(uint64_t seed, const pb_batch_seq *s) {
+    uint64_t h = pb_hash_mix((uint64_t)(uint32_t)s->group_id + 0x51ed27ULL) ^ (uint64_t)s->context_len;
+    for (int32_t t = PB_MAX(0, s->context_len - PB_KEY_WINDOW); t < s->context_len; t++)
+        h = pb_hash_mix(h ^ ((uint64_t)(uint32_t)s->tokens[t] * 0x9e3779b97f4a7c15ULL));
     pb_rng r;
-    uint64_t stream = pb_hash_mix((uint64_t)(uint32_t)group_id + 0x51ed27ULL) ^
-                      pb_hash_mix(((uint64_t)(uint32_t)seq_id << 32) | (uint32_t)pos);
-    pb_rng_seed(&r, seed, stream);
+    pb_rng_seed(&r, seed, h);
     return pb_rng_u64(&r);
 }
 
@@ -164,8 +169,7 @@ pb_status pb_fwd_meta_build(pb_fwd_meta *m, const pb_batch *b, const pb_model *s
             if (s->sample) {
                 m->sample_rows[m->n_sample] = row - 1;
                 m->sample_seq[m->n_sample] = i;
-                m->keys[m->n_sample] = sample_key_(sample_seed, s->group_id, s->seq_id,
-                                                   s->context_len);
+                m->keys[m->n_sample] = sample_key_(sample_seed, s);
                 m->n_sample++;
             }
         }

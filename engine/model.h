@@ -90,8 +90,9 @@ void pb_fwd_meta_free(pb_fwd_meta *m);   /* frees the arrays; *m may be reused a
 /* Build the metadata of batch b for a model with max_len positions and vocab tokens.
  * The KV location comes from the sequences (block_table/n_blocks, or kv_offset when
  * block_table == NULL); all sequences must agree (paged iff b->block_size > 0).
- * Sampling key of a sampled sequence: pb_rng seeded by (sample_seed, stream from
- * (group_id, seq_id, context_len)) -- it depends on nothing else in the batch.
+ * Sampling key of a sampled sequence: pb_rng seeded by (sample_seed, a hash of
+ * group_id, context_len and the last 64 tokens) -- nothing else in the batch, and not
+ * the run-dependent seq_id: samples of one request differ by their histories.
  * Checks (PB_ERR_INVALID, message logged): tokens present, context_len == n_cached +
  * n_new, n_new >= 1, decode n_new == 1, positions < max_len, tokens in [0, vocab),
  * block tables long enough and ids in [0, num_blocks), contiguous slots in

@@ -151,7 +151,13 @@ void pb_sched_running_remove(pb_sched *s, pb_group *g) {
     s->running_seqs -= PB_MAX(g->n_seqs, g->max_seqs);
 }
 
+static void synth_prompt(pb_sched *s, pb_group *g, pb_seq *q);
+
 void pb_sched_enqueue_waiting(pb_sched *s, pb_group *g) {
+    if (g->n_seqs == 0) {   /* arrival: the prompt sequence */
+        PB_ASSERT(g->state == PB_GROUP_PENDING);
+        synth_prompt(s, g, pb_seq_new(s->pool, g));
+    }
     g->wait_key = s->policy->iface->waiting_key ? s->policy->iface->waiting_key(s->policy, g)
                                                 : g->arrival_s;
     g->state = PB_GROUP_WAITING;
@@ -280,14 +286,6 @@ pb_alloc_status pb_sched_can_admit(pb_sched *s, const pb_group *g) {
     PB_ASSERT(g->state == PB_GROUP_WAITING);
     if (g->prompt_len > s->p.max_model_len || g->beam_width > PB_MAX_TOP / 2) return PB_ALLOC_NEVER;
     if (g->n_generated == 0 && g->prompt_len > s->p.max_num_batched_tokens) return PB_ALLOC_NEVER;
-    if (g->n_seqs == 0) {
-        /* a fresh group: the manager sees its single prompt sequence */
-        pb_group *m = (pb_group *)g;
-        m->n_seqs = 1;
-        pb_alloc_status st = pb_kv_can_allocate(s->kv, g);
-        m->n_seqs = 0;
-        return st;
-    }
     return pb_kv_can_allocate(s->kv, g);
 }
 
@@ -312,16 +310,10 @@ static void synth_prompt(pb_sched *s, pb_group *g, pb_seq *q) {
 
 pb_status pb_sched_admit(pb_sched *s, pb_group *g) {
     PB_ASSERT(g->state == PB_GROUP_WAITING);
-    bool fresh = g->n_seqs == 0;
-    if (fresh) {
-        pb_seq *q = pb_seq_new(s->pool, g);
-        synth_prompt(s, g, q);
-    }
     int32_t nc0 = s->copies.n;
     pb_status st = pb_kv_allocate(s->kv, g, &s->copies);
     if (st != PB_OK) {
         s->copies.n = nc0;
-        if (fresh) pb_seq_delete(s->pool, g->seqs[0]);
         return st;
     }
     heap_remove(s, g);

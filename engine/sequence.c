@@ -200,8 +200,7 @@ pb_status pb_group_check(const pb_group *g) {
     }
     bool live = g->state == PB_GROUP_WAITING || g->state == PB_GROUP_RUNNING ||
                 g->state == PB_GROUP_SWAPPED;
-    bool fresh = g->state == PB_GROUP_WAITING && g->n_generated == 0;   /* seq made at admission */
-    if (live && g->n_seqs < 1 && !fresh) {
+    if (live && g->n_seqs < 1) {
         pb_log_error("group %d: %s with no sequences", g->id, pb_group_state_str(g->state));
         return PB_ERR_INVALID;
     }

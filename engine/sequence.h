@@ -87,8 +87,7 @@ struct pb_group {
     int32_t max_len;       /* the engine's max model length (prompt + output bound)    */
     double arrival_s;
     /* live sequences (all unfinished sequences of the group, same state as group);
-       a WAITING group that never ran has none yet: its prompt sequence is created
-       at admission */
+       the prompt sequence is created when the request arrives (enters waiting) */
     pb_seq **seqs;
     int32_t n_seqs, cap_seqs;
     int32_t n_generated;   /* output tokens per sequence so far                       */

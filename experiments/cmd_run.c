@@ -201,14 +201,15 @@ static int run_group(const char *out, const char *figure, pb_experiment **exps, 
         }
         return PB_EXIT_OK;
     }
-    pb_runner_opts ro = {o->jobs, o->results, o->fresh, o->summary, o->quiet, o->quick, -1,
+    /* a small run (one YAML, a few points) prints vLLM benchmark_serving's block per point */
+    pb_runner_opts ro = {o->jobs, o->results, o->fresh, o->summary || total <= 8, o->quiet, o->quick, -1,
                          pb_system_run_point, NULL};
     pb_runner_stats st, acc = {0};
     double t0 = pb_now_s();
     int failed = 0;
     for (int round = 0;; round++) {
         if (pb_runner_run(exps, n, &ro, &st)) failed = 1;
-        acc.reused += st.reused;
+        if (round == 0) acc.reused = st.reused;   /* later rounds re-find this run's points */
         acc.computed += st.computed;
         acc.failed += st.failed;
         ro.fresh = false;   /* a refinement round must not recompute the earlier rounds */

@@ -6,7 +6,9 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "executor_sim.h"   /* pb_sim_cost_from_node, pb_sim_params_from_node */
 #include "spec.h"
+#include "workload.h"        /* pb_workload_from_node */
 
 /* ---- schema ---- */
 static const pb_key AXIS_SCHEMA[] = {
@@ -177,6 +179,28 @@ pb_status pb_experiment_load(const char *path, const char *const *sets, int n_se
     for (int i = 0; i < n_sets; i++)
         if ((st = pb_config_set(c, sets[i], err))) goto fail;
     if ((st = pb_config_validate(root, pb_experiment_schema, "", err))) goto fail;
+    /* the sections other modules own: validate them now, so that a bad value is a
+       config error (exit 2) before any point runs */
+    {
+        pb_model m;
+        pb_hw h;
+        pb_workload_cfg w;
+        pb_status s1 = pb_model_from_node(pb_node_get(root, "model"), &m, err);
+        pb_status s2 = pb_hw_from_node(pb_node_get(root, "hardware"), &h, err);
+        pb_status s3 = pb_workload_from_node(pb_node_get(root, "workload"), &w, err);
+        pb_status s4 = PB_OK;
+        if (!strcmp(pb_node_str(root, "executor", "sim"), "sim")) {
+            pb_sim_cost cost;
+            s4 = pb_sim_cost_from_node(pb_node_get(root, "hardware"), &cost, err);
+        }
+        const pb_node *sy = pb_node_get(root, "systems");
+        for (int i = 0; sy && i < sy->n_kids; i++) {
+            const pb_node *simn = pb_node_get(sy->kids[i], "sim");
+            pb_sim_params sp;
+            if (simn && pb_sim_params_from_node(simn, &sp, err)) s4 = PB_ERR_INVALID;
+        }
+        if (s1 || s2 || s3 || s4) { st = PB_ERR_INVALID; goto fail; }
+    }
 
     pb_experiment *e = pb_xcalloc(1, sizeof *e);
     e->cfg = c;

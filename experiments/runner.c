@@ -313,7 +313,8 @@ pb_status pb_runner_run(pb_experiment *const *exps, int n_exps, const pb_runner_
             }
         }
     }
-    if (s.reused) pb_log_info("%d of %d points reused from %s/points (same config, same build)", s.reused, s.total, o->results_dir);
+    if (s.reused && s.reused < s.total)
+        pb_log_debug("%d of %d points already done in %s/points (same config, same build)", s.reused, s.total, o->results_dir);
 
     job *run = pb_xcalloc((size_t)jobs, sizeof *run);
     int next = 0, running = 0, done = 0;
@@ -538,10 +539,10 @@ static int xy_cmp(const void *pa, const void *pb) {
     return (a->x > b->x) - (a->x < b->x);
 }
 
-static double round3(double v) {
-    if (!(v > 0)) return v;
-    double p = pow(10, floor(log10(v)) - 2);
-    return round(v / p) * p;
+static double round3(double v) {   /* 3 significant digits, as the decimal text reads */
+    char b[64];
+    snprintf(b, sizeof b, "%.3g", v);
+    return strtod(b, NULL);
 }
 
 static void add_extra(pb_experiment *e, int s, double v, int *added) {

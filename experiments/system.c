@@ -215,6 +215,12 @@ pb_status pb_system_run_point(const pb_point_ctx *pt, pb_point_metrics *out, cha
             char title[256];
             snprintf(title, sizeof title, "%s (%s)", spec->label, e->name);
             pb_metrics_print_summary(mf, &s, title);
+            /* MLPerf-style verdict (STYLE S7): every request finished, none rejected */
+            if (s.n_unfinished == 0 && s.n_rejected == 0 && s.n_finished == s.n_requests)
+                fprintf(mf, "Result is : VALID\n");
+            else
+                fprintf(mf, "Result is : INVALID (%lld unfinished, %lld rejected of %lld requests)\n",
+                        (long long)s.n_unfinished, (long long)s.n_rejected, (long long)s.n_requests);
             fclose(mf);
             snprintf(out->summary, sizeof out->summary, "%s", text ? text : "");
             free(text);

@@ -390,6 +390,14 @@ pb_status decode_common(const pb_attn_params *p, pb_attn_algo algo, void *out, c
         pb_log_error("attention: CUDA contiguous layout needs num_slots %% %d == 0 (kv_offsets too)", X);
         return PB_ERR_UNSUPPORTED;
     }
+    {
+        const int qs = p->q_stride ? p->q_stride : p->num_heads * p->head_size;
+        if (qs % X || ((uintptr_t)q & 15) || ((uintptr_t)k_cache & 15) || ((uintptr_t)v_cache & 15) ||
+            ((uintptr_t)out & 15)) {
+            pb_log_error("attention: CUDA path needs 16-byte aligned q/out/caches and q_stride %% %d == 0", X);
+            return PB_ERR_UNSUPPORTED;
+        }
+    }
     if (algo == PB_ATTN_AUTO) {
         algo = pb_paged_attention_choose(p, device_sms());
         if (algo == PB_ATTN_V2 && workspace_bytes < pb_paged_attention_workspace_bytes(p) &&

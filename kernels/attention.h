@@ -19,8 +19,15 @@
  * num_kv_heads) (GQA/MQA).  context_lens[s] == 0 gives zeros.
  *
  * GPU support: head_size 64, 80, 96, 128 (others -> PB_ERR_UNSUPPORTED); fp32,
- * fp16, bf16; block_size a power of two 1..256 (others -> PB_ERR_UNSUPPORTED).
+ * fp16, bf16; block_size a power of two 1..256 (others -> PB_ERR_UNSUPPORTED);
+ * q, out and the caches 16-byte aligned, q_stride % x == 0; contiguous layout:
+ * num_slots % x == 0 and every kv_offset % x == 0 (V is read 16 bytes at a time).
  * The references accept any head_size that is a multiple of x and any block size.
+ * Block sizes: a warp reads 16 consecutive tokens per q.K step (one whole block
+ * at block size 16, the paper's "warp per block"); tokens of small blocks (1..8)
+ * come from different blocks in the same step (16-byte K chunks keep every
+ * access sector-sized), large blocks (32..256) take several steps.  The block
+ * ids of a CTA's token range are prefetched into shared memory first.
  *
  * Algorithms: V1 = one CTA per (sequence, head), logits of the whole context in
  * shared memory; V2 = split-K: the context is cut into PB_ATTN_PARTITION-token

@@ -13,8 +13,9 @@
  *                      and what the paper's Fig. 19(a) measured;
  *   PB_SWAP_BATCHED:   pairs sorted by source and merged into contiguous runs
  *                      (pb_swap_merge_runs), all tensors' runs submitted with one
- *                      cudaMemcpyBatchAsync when the toolkit has it (CUDA >= 12.8),
- *                      else one cudaMemcpyAsync per run.
+ *                      cudaMemcpyBatchAsync when the toolkit has it (CUDA >= 12.8)
+ *                      and the stream is not the legacy NULL stream, else one
+ *                      cudaMemcpyAsync per run.
  *
  * C11 and C++17 clean (included by .cu files). */
 #ifndef PB_CACHE_OPS_H

@@ -1,5 +1,182 @@
-/* PLACEHOLDER -- to be replaced by the module owner. */
-#include <stdio.h>
-#include "pb.h"
-int pb_cmd_kernels(int argc, char **argv);
-int pb_cmd_kernels(int argc, char **argv) { (void)argc; fprintf(stderr, "%s: not built yet\n", argv[0]); return PB_EXIT_RUNTIME; }
+/* cmd_kernels.c -- `pagedbench kernels`: kernel checks, benchmark grids and the
+ * latency-regression gate (kbench.h, kbaseline.h).
+ *
+ *   pagedbench kernels [--grid fig18a|long|blocksize|cache|swap]... [--check FILE]
+ *                      [--update FILE] [--cpu] [--hw NAME] [--hbm-gbps X]
+ *                      [--reps N] [--warmup N] [--tolerance X] [--ratio-tolerance X]
+ *
+ * With a CUDA device the GPU kernels run (after matching their C references);
+ * without one (or with --cpu) the C references run through the same grids and the
+ * same check, against bench/baselines/cpu-reference.json.  Exit: 0 ok, 1 regression
+ * or runtime failure, 2 usage / bad baseline file. */
+#include <stdlib.h>
+#include <string.h>
+
+#include "commands.h"
+#include "config.h"
+#include "kbench.h"
+#include "spec.h"
+
+static void usage(FILE *f) {
+    fprintf(f,
+            "usage: pagedbench kernels [--grid G]... [--check FILE] [--update FILE] [--cpu]\n"
+            "                          [--hw NAME] [--hbm-gbps X] [--reps N] [--warmup N]\n"
+            "                          [--tolerance X] [--ratio-tolerance X]\n"
+            "  --grid G        fig18a, long, blocksize, cache, swap (repeatable or comma list;\n"
+            "                  default: all)\n"
+            "  --check FILE    compare with a baseline; exit 1 when a latency grew by more than\n"
+            "                  its tolerance (10%% on GPU baselines) or a paged/contiguous ratio grew\n"
+            "  --update FILE   write the measured results as a baseline\n"
+            "  --cpu           run the C references even when a GPU is present\n"
+            "  --hw NAME       hardware spec (experiments/hardware/NAME.yaml) for %% of peak;\n"
+            "                  default: guessed from the device name\n"
+            "  --hbm-gbps X    HBM bandwidth for %% of peak (overrides --hw)\n"
+            "  --reps N        timed runs per config, median (GPU >= 20; default 20 GPU, 15 CPU)\n");
+}
+
+static int parse_num(const char *s, double lo, double *out) {
+    char *end;
+    double v = strtod(s, &end);
+    if (end == s || *end || !(v >= lo)) return -1;
+    *out = v;
+    return 0;
+}
+
+static const char *guess_hw(const char *dev) {
+    if (strstr(dev, "H200")) return "h200";
+    if (strstr(dev, "H100")) return "h100-sxm";
+    if (strstr(dev, "A100") && strstr(dev, "80GB")) return "a100-80gb";
+    if (strstr(dev, "A100")) return "a100-40gb";
+    return NULL;
+}
+
+int pb_cmd_kernels(int argc, char **argv) {
+    const char *check = NULL, *update = NULL, *hw_name = NULL;
+    int force_cpu = 0, reps = -1, warmup = 3;
+    double hbm_gbps = 0, tol = -1, rtol = -1;
+    unsigned grids = 0;
+    for (int i = 1; i < argc; i++) {
+        const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
+        double x;
+        if (!strcmp(a, "-h") || !strcmp(a, "--help")) { usage(stdout); return PB_EXIT_OK; }
+        if (!strcmp(a, "--cpu")) { force_cpu = 1; continue; }
+        if (!v) { fprintf(stderr, "kernels: %s needs a value (or is unknown)\n", a); usage(stderr); return PB_EXIT_USAGE; }
+        i++;
+        if (!strcmp(a, "--grid")) {
+            char buf[256];
+            snprintf(buf, sizeof buf, "%s", v);
+            for (char *save = NULL, *tok = strtok_r(buf, ",", &save); tok; tok = strtok_r(NULL, ",", &save)) {
+                unsigned b = pb_kbench_grid_bit(tok);
+                if (!b) { fprintf(stderr, "kernels: unknown grid '%s' (fig18a, long, blocksize, cache, swap)\n", tok); return PB_EXIT_USAGE; }
+                grids |= b;
+            }
+        } else if (!strcmp(a, "--check")) check = v;
+        else if (!strcmp(a, "--update")) update = v;
+        else if (!strcmp(a, "--hw")) hw_name = v;
+        else if (!strcmp(a, "--hbm-gbps")) {
+            if (parse_num(v, 1e-9, &hbm_gbps)) { fprintf(stderr, "kernels: --hbm-gbps needs a positive number\n"); return PB_EXIT_USAGE; }
+        } else if (!strcmp(a, "--reps") || !strcmp(a, "--warmup")) {
+            if (parse_num(v, 0, &x) || x > 100000 || x != (int)x) { fprintf(stderr, "kernels: %s needs an integer\n", a); return PB_EXIT_USAGE; }
+            if (a[2] == 'r') reps = (int)x; else warmup = (int)x;
+        } else if (!strcmp(a, "--tolerance")) {
+            if (parse_num(v, 0, &tol)) { fprintf(stderr, "kernels: --tolerance needs a number >= 0\n"); return PB_EXIT_USAGE; }
+        } else if (!strcmp(a, "--ratio-tolerance")) {
+            if (parse_num(v, 0, &rtol)) { fprintf(stderr, "kernels: --ratio-tolerance needs a number >= 0\n"); return PB_EXIT_USAGE; }
+        } else {
+            fprintf(stderr, "kernels: unknown option '%s'\n", a);
+            usage(stderr);
+            return PB_EXIT_USAGE;
+        }
+    }
+    if (!grids) grids = PB_KB_GRID_ALL;
+
+    char why[256] = "";
+    int gpu = !force_cpu && pb_kbench_gpu_available(why, sizeof why);
+    if (!gpu && !force_cpu) fprintf(stderr, "kernels: no CUDA device (%s): running the C references\n", why);
+    if (reps < 0) reps = gpu ? 20 : 15;
+    if (reps < 1 || (gpu && reps < 20)) { fprintf(stderr, "kernels: --reps must be >= %d\n", gpu ? 20 : 1); return PB_EXIT_USAGE; }
+    const char *mode = gpu ? "gpu" : "cpu-reference";
+
+    pb_kb_set base;
+    pb_kb_set_init(&base);
+    if (check) {
+        char err[512];
+        pb_status st = pb_kb_load(check, &base, err, sizeof err);
+        if (st != PB_OK) { fprintf(stderr, "%s\n", err); return PB_EXIT_USAGE; }
+        if (strcmp(base.mode, mode)) {
+            fprintf(stderr, "%s:1:1: baseline mode \"%s\" but this run is \"%s\"\n"
+                            "---> HINT: use bench/baselines/cpu-reference.json without a GPU (or --cpu)\n",
+                    check, base.mode, mode);
+            pb_kb_set_free(&base);
+            return PB_EXIT_USAGE;
+        }
+    }
+
+    pb_kbench_opts o;
+    memset(&o, 0, sizeof o);
+    o.grids = grids;
+    o.reps = reps;
+    o.warmup = warmup;
+    char dev[128];
+    if (gpu) pb_kbench_device_name(dev, sizeof dev);
+    else snprintf(dev, sizeof dev, "cpu-reference");
+    if (gpu) {
+        if (!hw_name) hw_name = guess_hw(dev);
+        if (hw_name) {
+            pb_hw hw;
+            pb_cfg_err err;
+            memset(&err, 0, sizeof err);
+            if (pb_hw_load(pb_spec_dir(), hw_name, &hw, &err) == PB_OK) {
+                o.hbm_bw = hw.hbm_bw;
+                o.pcie_h2d_bw = hw.pcie_h2d_bw;
+                o.pcie_d2h_bw = hw.pcie_d2h_bw;
+            } else {
+                fprintf(stderr, "kernels: hardware spec '%s' not loaded: %s", hw_name, err.msg);
+            }
+        }
+        if (hbm_gbps > 0) o.hbm_bw = hbm_gbps * 1e9;
+    }
+    if (check && gpu && strcmp(base.device, dev))
+        fprintf(stderr, "kernels: warning: baseline device \"%s\", this device \"%s\"\n", base.device, dev);
+    fprintf(stderr, "device: %s | mode %s | git %s | reps %d (median) warm-up %d | hw %s | HBM %.0f GB/s\n",
+            dev, mode, pb_git_rev(), reps, warmup, hw_name ? hw_name : "-", o.hbm_bw / 1e9);
+
+    pb_kb_set cur;
+    pb_kb_set_init(&cur);
+    snprintf(cur.device, sizeof cur.device, "%s", dev);
+    snprintf(cur.mode, sizeof cur.mode, "%s", mode);
+    cur.tolerance = tol >= 0 ? tol : gpu ? 0.10 : 3.0;
+    cur.ratio_tolerance = rtol >= 0 ? rtol : gpu ? 0.05 : 1.0;
+    int valid = 0;
+    pb_status st = gpu ? pb_kbench_run_gpu(&o, &cur, stdout, &valid) : pb_kbench_run_cpu(&o, &cur, stdout, &valid);
+    int rc = PB_EXIT_OK;
+    if (st != PB_OK) {
+        fprintf(stderr, "kernels: benchmark failed: %s\n", pb_status_str(st));
+        rc = PB_EXIT_RUNTIME;
+    }
+    printf("Result is : %s\n", st == PB_OK && valid ? "VALID" : "INVALID");
+    if (rc == PB_EXIT_OK && update) {
+        if (pb_kb_save(update, &cur) != PB_OK) {
+            fprintf(stderr, "%s: cannot write baseline\n", update);
+            rc = PB_EXIT_RUNTIME;
+        } else {
+            fprintf(stderr, "kernels: wrote %d entries to %s\n", cur.n, update);
+        }
+    }
+    if (rc == PB_EXIT_OK && check) {
+        int n = 0, bad = pb_kb_compare(&base, &cur, stdout, &n);
+        if (n == 0) {
+            fprintf(stderr, "%s: no baseline entry matches this run's results\n", check);
+            rc = PB_EXIT_RUNTIME;
+        } else if (bad) {
+            printf("kernels check: %d of %d regressed (tolerance %.0f%%, ratios %.0f%%) -> FAIL\n", bad, n,
+                   100 * base.tolerance, 100 * base.ratio_tolerance);
+            rc = PB_EXIT_RUNTIME;
+        } else {
+            printf("kernels check: %d compared, none regressed -> PASS\n", n);
+        }
+    }
+    pb_kb_set_free(&cur);
+    pb_kb_set_free(&base);
+    return rc;
+}

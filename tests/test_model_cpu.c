@@ -11,12 +11,15 @@
 #include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "cache_ops.h"
+#include "commands.h"
 #include "executor_real.h"
 #include "model.h"
 #include "pbtest.h"
 #include "rng.h"
+#include "sim_profile.h"
 #include "spec.h"
 
 /* ---- a hand-driven sequence: tokens, KV location, what the next step computes ---- */
@@ -432,7 +435,7 @@ PB_TEST(seeded_sampling_is_reproducible_and_batch_independent) {
     seq_init_(&a2, 5, 9, 12, 1, m.vocab);
     run_alone_(&m, 0, &a2, 15, 0.8f);
     PB_CHECK(same_tokens_(&a1, &a2));          /* same seed, other layout: same draws */
-    seq_init_(&b1, 6, 9, 12, 1, m.vocab);      /* same request, another sample id */
+    seq_init_(&b1, 6, 10, 12, 1, m.vocab);     /* another request */
     run_alone_(&m, 16, &b1, 15, 0.8f);
     PB_CHECK(memcmp(a1.tok + 12, b1.tok + 12, 15 * sizeof(int32_t)) != 0);
     /* together in one batch */
@@ -441,7 +444,7 @@ PB_TEST(seeded_sampling_is_reproducible_and_batch_independent) {
     pool_init_(&pool, 16, 16, 2);
     tseq x, y;
     seq_init_(&x, 5, 9, 12, 1, m.vocab);
-    seq_init_(&y, 6, 9, 12, 1, m.vocab);
+    seq_init_(&y, 6, 10, 12, 1, m.vocab);
     tseq *both[2] = {&y, &x};
     for (int k = 0; k < 15; k++) PB_REQUIRE(step_(ex, both, 2, 16, &pool, 1, NULL, NULL, 0) == PB_OK);
     PB_CHECK(same_tokens_(&x, &a1));
@@ -682,6 +685,37 @@ PB_TEST(tensor_parallel_shards_compute_the_full_model) {
         free(pool.free_list);
         pb_executor_destroy(ex);
     }
+}
+
+/* ---- pagedbench profile ---- */
+
+PB_TEST(profile_command_writes_a_loadable_profile_on_the_cpu_executor) {
+    char path[256];
+    snprintf(path, sizeof path, "/tmp/pb_test_profile_%d.csv", (int)getpid());
+    char *argv[] = {"profile", "--executor", "cpu", "--model", "tiny-llama", "--out", path,
+                    "--kv-gib", "0.01", "--batches", "1,3", "--contexts", "8,40",
+                    "--prefill", "16,48", "--prompt-len", "20", "--reps", "3", "--warmup", "1", NULL};
+    int argc = (int)(sizeof argv / sizeof argv[0]) - 1;
+    PB_REQUIRE(pb_cmd_profile(argc, argv) == 0);
+    pb_sim_profile *prof = NULL;
+    char err[512] = "";
+    PB_REQUIRE(pb_sim_profile_load(path, &prof, err, sizeof err) == PB_OK);
+    PB_CHECK(pb_sim_profile_check(prof) == PB_OK);
+    PB_CHECK(pb_sim_profile_latency(prof, 0, 3, 40) > 0);
+    PB_CHECK(pb_sim_profile_latency(prof, 48, 0, 0) > 0);
+    pb_sim_profile_destroy(prof);
+    remove(path);
+    /* usage errors and the no-GPU path */
+    char *bad[] = {"profile", "--executor", "tpu", "--out", path, NULL};
+    PB_CHECK_EQ_INT(pb_cmd_profile(5, bad), 2);
+    char *noout[] = {"profile", "--executor", "cpu", NULL};
+    PB_CHECK_EQ_INT(pb_cmd_profile(3, noout), 2);
+#ifndef PB_HAVE_CUDA
+    char *gpu[] = {"profile", "--out", path, NULL};
+    PB_CHECK_EQ_INT(pb_cmd_profile(3, gpu), 77);
+#endif
+    char *help[] = {"profile", "--help", NULL};
+    PB_CHECK_EQ_INT(pb_cmd_profile(2, help), 0);
 }
 
 PB_TEST_MAIN()

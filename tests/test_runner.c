@@ -58,6 +58,7 @@ static const char *EXP =
     "panel: a\n"
     "model: opt-13b\n"
     "hardware: a100-40gb\n"
+    "executor: cpu\n"   /* the stand-in ignores it; keeps the test off the cost model's YAML */
     "workload: {dataset: sharegpt, rate: 1.0}\n"
     "columns: [panel, system, request_rate, normalized_latency]\n"
     "tags: {dataset: sharegpt}\n"
@@ -155,12 +156,12 @@ PB_TEST(duplicate_key_and_duplicate_system) {
     PB_CHECK_STR_CONTAINS(err.msg, "bad3.yaml:3:1:");
     PB_CHECK_STR_CONTAINS(err.msg, "duplicate");
     pb_cfg_err_clear(&err);
-    const char *dsys = "name: t\nfigure: f\nmodel: opt-13b\nhardware: a100-40gb\nworkload: {}\n"
+    const char *dsys = "name: t\nfigure: f\nmodel: opt-13b\nhardware: a100-40gb\nexecutor: cpu\nworkload: {dataset: alpaca}\n"
                        "systems:\n  - {name: a, type: vllm}\n  - {name: a, type: ft}\n";
     PB_CHECK(pb_experiment_load(write_yaml("bad4.yaml", dsys), NULL, 0, false, &e, &err) == PB_ERR_INVALID);
-    PB_CHECK_STR_CONTAINS(err.msg, "bad4.yaml:8:12: systems.1.name: 'a' appears twice");
+    PB_CHECK_STR_CONTAINS(err.msg, "bad4.yaml:9:12: systems.1.name: 'a' appears twice");
     pb_cfg_err_clear(&err);
-    const char *badax = "name: t\nfigure: f\nmodel: opt-13b\nhardware: a100-40gb\nworkload: {}\n"
+    const char *badax = "name: t\nfigure: f\nmodel: opt-13b\nhardware: a100-40gb\nexecutor: cpu\nworkload: {dataset: alpaca}\n"
                         "sweep: [{axis: r, set: rate, values: [1]}]\nsystems:\n  - {name: a, type: vllm, sweep: {x: 1}}\n";
     PB_CHECK(pb_experiment_load(write_yaml("bad5.yaml", badax), NULL, 0, false, &e, &err) == PB_ERR_INVALID);
     PB_CHECK_STR_CONTAINS(err.msg, "sweep.0.set: 'rate' must start with");

@@ -356,22 +356,41 @@ PB_TEST(policy_registry_lookup) {
     PB_CHECK(pb_step_mode_parse("v0.2", &sm) && sm == PB_STEP_ALTERNATE);
 }
 
+static pb_status lazy_schedule(pb_policy *p, pb_sched *s) {
+    (void)p;
+    (void)s;
+    return PB_OK;
+}
+static void lazy_destroy(pb_policy *p) { (void)p; }
+
 PB_TEST(stalled_policy_is_an_error_not_a_hang) {
-    /* a policy that never schedules anything */
-    static const pb_policy_i LAZY = {"lazy", NULL, NULL, NULL, NULL};
-    (void)LAZY;
+    static const pb_policy_i LAZY = {"lazy", NULL, lazy_schedule, NULL, lazy_destroy};
+    pb_policy lazy = {&LAZY, NULL};
     pb_engine_params ep = params(PB_PREEMPT_AUTO, PB_STEP_MIXED);
     sys s;
     sys_init(&s, 16, 100, 0, &ep, "vllm");
-    pb_request r[1] = {req(0, 0, 20, 5, 1, 1)};
-    pb_trace t = {r, 1};
-    ep.max_num_batched_tokens = 1;   /* engine built with 2560; rebuild with a tiny budget */
-    pb_engine_destroy(s.e);
-    PB_REQUIRE(pb_engine_create(&ep, s.kv, s.pol, s.ex, &s.e) == PB_OK);
-    PB_REQUIRE(pb_engine_run(s.e, &t, s.m) == PB_OK);   /* prompt > budget: rejected */
+    pb_request r[2] = {req(0, 0, 20, 5, 1, 1), req(1, 3.0, 20, 5, 1, 1)};
+    pb_trace t = {r, 2};
+    pb_engine *e;
+    PB_REQUIRE(pb_engine_create(&ep, s.kv, &lazy, s.ex, &e) == PB_OK);
+    PB_CHECK(pb_engine_run(e, &t, s.m) == PB_ERR_INVALID);
+    PB_CHECK(pb_engine_now(e) == 0 || pb_engine_now(e) >= 3.0);   /* idled to the arrival */
+    pb_engine_destroy(e);
+    sys_free(&s);
+}
+
+PB_TEST(prompt_over_token_budget_rejected) {
+    pb_engine_params ep = params(PB_PREEMPT_AUTO, PB_STEP_MIXED);
+    ep.max_num_batched_tokens = 16;
+    sys s;
+    sys_init(&s, 16, 100, 0, &ep, "vllm");
+    pb_request r[2] = {req(0, 0, 20, 5, 1, 1), req(1, 0, 16, 5, 1, 1)};
+    pb_trace t = {r, 2};
+    PB_REQUIRE(pb_engine_run(s.e, &t, s.m) == PB_OK);
     pb_run_summary su;
     pb_metrics_summary(s.m, &su);
     PB_CHECK_EQ_INT(su.n_rejected, 1);
+    PB_CHECK_EQ_INT(su.n_finished, 1);
     sys_free(&s);
 }
 

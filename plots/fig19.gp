@@ -1,0 +1,48 @@
+# fig19.gp -- Fig. 19: (a) micro-benchmark: time to swap in, swap out (one copy per block
+# per layer per K/V) and recompute the KV cache, against block size (cost model, from
+# results/fig19a.csv); (b) end to end: OPT-13B on ShareGPT with preemption forced to
+# recompute or to swap, against block size (results/fig19b.csv).  Ours: solid; the
+# paper's digitized points: faint dashed.  (b)'s y axis is logarithmic (the paper's is
+# linear, 0-2.5).  A panel whose CSV is missing is left empty.
+#
+#   gnuplot plots/fig19.gp                                   # -> plots/out/fig19.{png,pdf}
+if (!exists("data_a"))  data_a  = 'results/fig19a.csv'
+if (!exists("data"))    data    = 'results/fig19b.csv'
+if (!exists("paper_a")) paper_a = 'experiments/paper/fig19a.csv'
+if (!exists("paper"))   paper   = 'experiments/paper/fig19b.csv'
+if (!exists("out"))     out     = 'plots/out/fig19'
+load 'plots/style.gp'
+system("mkdir -p \"$(dirname '" . out . "')\"")
+lg(b) = log(b) / log(2)
+exists_file(f) = int(system("test -r '" . f . "' && echo 1 || echo 0"))
+OPS = 'recompute swap_in swap_out swap_in_out'
+OPL = '"Recompute" "Swap in" "Swap out" "Swap in + out"'
+OPLS = '6 7 9 8'
+do for [t in "png pdf"] {
+    if (t eq "png") { eval png(1200, 440) } else { eval pdf(6.6, 2.3) }
+    load 'plots/style.gp'
+    set datafile columnheaders
+    set output out . '.' . t
+    set multiplot layout 1, 2
+    set xrange [-0.5:8.5]
+    set xtics ('1' 0, '2' 1, '4' 2, '8' 3, '16' 4, '32' 5, '64' 6, '128' 7, '256' 8)
+    set xlabel 'Block size'
+    set title '(a) Microbenchmark'
+    set ylabel 'Time (ms)'; set yrange [0:*]
+    set key top right samplen 2
+    if (exists_file(data_a)) {
+        plot for [k=1:4] paper_a using (lg(column('block_size'))):(sel1('operation', word(OPS, k), 'time_ms')) with linespoints ls 10 + word(OPLS, k) notitle, \
+             for [k=1:4] data_a using (lg(column('block_size'))):(sel1('operation', word(OPS, k), 'time_ms')) with linespoints ls word(OPLS, k) + 0 title word(OPL, k)
+    } else { plot NaN notitle }
+    set title '(b) End-to-end performance'
+    set ylabel "Normalized latency (s/token)"
+    set logscale y; set yrange [*:*]; set format y '%g'
+    if (exists_file(data)) {
+        plot paper using (lg(column('block_size'))):(sel1('mode', 'recompute', 'normalized_latency')) with linespoints ls 16 title 'Recompute (paper)', \
+             paper using (lg(column('block_size'))):(sel1('mode', 'swap', 'normalized_latency')) with linespoints ls 18 title 'Swap (paper)', \
+             data using (lg(column('block_size'))):(sel1('mode', 'recompute', 'normalized_latency')) with linespoints ls 6 title 'Recompute', \
+             data using (lg(column('block_size'))):(sel1('mode', 'swap', 'normalized_latency')) with linespoints ls 8 title 'Swap'
+    } else { plot NaN notitle }
+    unset logscale y
+    unset multiplot
+}

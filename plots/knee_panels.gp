@@ -1,0 +1,45 @@
+# knee_panels.gp -- shared body of the latency-vs-rate figures (fig12, fig14, fig16, fig17):
+# a grid of panels, ours solid, the paper's digitized points faint and dashed, one
+# shared legend strip on top.  The caller sets:
+#   data, paper, out      CSVs (panel,system,request_rate,normalized_latency,...) and output stem
+#   panels, titles        panel ids (CSV `panel` values) and their titles (quoted words)
+#   AXMAX                 the paper's x-axis extent per panel; a panel widens when one of
+#                         our curves stays visible (<= 1 s/token) further out
+#   NCOL, NROW, W, H, WIN, HIN   layout; PNG pixels and PDF inches
+#   SYS                   indices into style.gp's SYSTEMS to draw (e.g. '2 3 4 5')
+#   YMAX (default 1)
+load 'plots/style.gp'
+system("mkdir -p \"$(dirname '" . out . "')\"")
+if (!exists("YMAX")) { YMAX = 1.0 }
+KEYH = (NROW == 1) ? 0.14 : 0.08
+NP = words(panels)
+do for [t in "png pdf"] {
+    if (t eq "png") { eval png(W, H) } else { eval pdf(WIN, HIN) }
+    load 'plots/style.gp'
+    set datafile columnheaders
+    set output out . '.' . t
+    set multiplot
+    do for [i=1:NP] {
+        p = word(panels, i)
+        r = (i - 1) / NCOL; c = (i - 1) % NCOL
+        set origin c * 1.0 / NCOL, (1 - KEYH) * (NROW - 1 - r) / NROW
+        set size 1.0 / NCOL, (1 - KEYH) / NROW
+        set title word(titles, i) offset 0, -0.6
+        set autoscale xy    # stats honours the current ranges: reset them first
+        stats data using (strcol('panel') eq p && column('normalized_latency') <= YMAX ? column('request_rate') : NaN) nooutput
+        set yrange [0:YMAX]; set ytics YMAX / 2.0
+        set xrange [0:max(word(AXMAX, i) + 0, 1.08 * STATS_max)]
+        if (c == 0) { set ylabel "Normalized latency\n(s/token)" } else { unset ylabel }
+        if (r == NROW - 1) { set xlabel 'Request rate (req/s)' } else { unset xlabel }
+        plot for [k=1:words(SYS)] paper using (selx2('panel', p, 'system', word(SYSTEMS, word(SYS, k) + 0), 'request_rate')):(sel2('panel', p, 'system', word(SYSTEMS, word(SYS, k) + 0), 'normalized_latency')) with linespoints ls 10 + word(SYS, k), \
+             for [k=1:words(SYS)] data  using (selx2('panel', p, 'system', word(SYSTEMS, word(SYS, k) + 0), 'request_rate')):(sel2('panel', p, 'system', word(SYSTEMS, word(SYS, k) + 0), 'normalized_latency')) with linespoints ls word(SYS, k) + 0
+    }
+    set origin 0, 1 - KEYH; set size 1, KEYH
+    unset border; unset tics; unset xlabel; unset ylabel; unset title; unset grid
+    set xrange [0:1]; set yrange [0:1]
+    set key center center horizontal maxrows 1 samplen 2 width 1
+    plot for [k=1:words(SYS)] NaN with linespoints ls word(SYS, k) + 0 title word(LABELS, word(SYS, k) + 0), \
+         NaN with linespoints ls 15 title 'paper (digitized)'
+    unset multiplot
+    set border 3; set tics; set grid
+}

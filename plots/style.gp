@@ -1,0 +1,68 @@
+# style.gp -- the one look of every pagedbench figure (load it from each figN.gp).
+#
+# Systems keep the vLLM paper's colours and markers in every figure (PAPER.md §0):
+#   FasterTransformer grey dot, Orca (Max) red x, Orca (Pow2) orange triangle,
+#   Orca (Oracle) green square, vLLM blue circle.
+# Line style i (ours) and 10+i (the paper's digitized points, drawn faintly:
+# same colour, lighter, dashed, hollow marker) for i = 1..5 in that order.
+# Other series (block-size datasets, swap/recompute, parallel/beam): styles 6..9.
+#
+# Before loading, a script may set `out` (path without extension) and `data`.
+# Terminal helpers:  call png(w,h) / pdf(w_in,h_in) via the macros below.
+set datafile separator ','
+set datafile missing ''
+set border 3
+set tics nomirror out scale 0.6
+set grid ytics lc rgb '#e0e0e0' lw 0.5
+set key noautotitle
+
+if (!exists("PS")) { PS = 1.0 }
+
+C_FT     = '#808080'
+C_MAX    = '#d62728'
+C_POW2   = '#ff7f0e'
+C_ORACLE = '#2ca02c'
+C_VLLM   = '#1f77b4'
+C_PURPLE = '#9467bd'
+
+# ours: solid lines, filled markers
+set style line 1 lc rgb C_FT     lw 1.5 pt 7  ps 0.5*PS   # FasterTransformer: small dot
+set style line 2 lc rgb C_MAX    lw 1.5 pt 2  ps 1.0*PS   # Orca (Max): x
+set style line 3 lc rgb C_POW2   lw 1.5 pt 9  ps 1.0*PS   # Orca (Pow2): triangle
+set style line 4 lc rgb C_ORACLE lw 1.5 pt 5  ps 0.9*PS   # Orca (Oracle): square
+set style line 5 lc rgb C_VLLM   lw 1.5 pt 7  ps 1.0*PS   # vLLM: circle
+# generic series
+set style line 6 lc rgb C_VLLM   lw 1.5 pt 7  ps 1.0*PS   # ShareGPT / recompute
+set style line 7 lc rgb C_POW2   lw 1.5 pt 9  ps 1.0*PS   # Alpaca
+set style line 8 lc rgb C_MAX    lw 1.5 pt 5  ps 0.9*PS   # swap
+set style line 9 lc rgb C_ORACLE lw 1.5 pt 13 ps 1.0*PS
+# the paper's digitized points: faint, dashed, hollow markers
+set style line 11 lc rgb '#b8b8b8' lw 1 dt 2 pt 6  ps 0.5*PS
+set style line 12 lc rgb '#f0a0a0' lw 1 dt 2 pt 2  ps 0.9*PS
+set style line 13 lc rgb '#ffc890' lw 1 dt 2 pt 8  ps 0.9*PS
+set style line 14 lc rgb '#a0d8a0' lw 1 dt 2 pt 4  ps 0.8*PS
+set style line 15 lc rgb '#a8c8e8' lw 1 dt 2 pt 6  ps 0.9*PS
+set style line 16 lc rgb '#a8c8e8' lw 1 dt 2 pt 6  ps 0.9*PS
+set style line 17 lc rgb '#ffc890' lw 1 dt 2 pt 8  ps 0.9*PS
+set style line 18 lc rgb '#f0a0a0' lw 1 dt 2 pt 4  ps 0.8*PS
+set style line 19 lc rgb '#a0d8a0' lw 1 dt 2 pt 12 ps 0.9*PS
+
+SYSTEMS = 'ft orca_max orca_pow2 orca_oracle vllm'
+LABELS  = '"FasterTransformer" "Orca (Max)" "Orca (Pow2)" "Orca (Oracle)" "vLLM"'
+
+# rows of one series (others NaN); the CSVs are sorted so each series is contiguous
+# sel2(c1, v1, c2, v2, ycol): column c1 == v1 and column c2 == v2 -> column ycol
+sel2(c1, v1, c2, v2, y) = (strcol(c1) eq v1 && strcol(c2) eq v2) ? column(y) : NaN
+sel1(c1, v1, y) = (strcol(c1) eq v1) ? column(y) : NaN
+# the x of the same rows (NaN elsewhere, so other rows do not widen the autoscale)
+selx2(c1, v1, c2, v2, x) = (strcol(c1) eq v1 && strcol(c2) eq v2) ? column(x) : NaN
+selx1(c1, v1, x) = (strcol(c1) eq v1) ? column(x) : NaN
+max(a, b) = (a > b) ? a : b
+min(a, b) = (a < b) ? a : b
+# clip to the visible range so exploded points sit on the top edge (as the paper's
+# curves leave the plot): values above ymax are drawn at ymax
+clip(v, ymax) = (v > ymax) ? ymax : v
+
+# terminals: PNG for RESULTS.md (and looking at), PDF for papers
+png(w, h) = sprintf("set terminal pngcairo size %d,%d font 'DejaVu Sans,11' linewidth 1.3 enhanced; PS = 1.0", w, h)
+pdf(w, h) = sprintf("set terminal pdfcairo size %gin,%gin font 'DejaVu Sans,7' linewidth 1 enhanced; PS = 0.5", w, h)

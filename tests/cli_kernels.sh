@@ -1,0 +1,48 @@
+#!/usr/bin/env bash
+# cli_kernels.sh -- the kernel-latency regression gate on the CPU path:
+#   1. `pagedbench kernels --cpu --check bench/baselines/cpu-reference.json` passes;
+#   2. a deliberately tightened baseline (every latency / 1000, every ratio / 10)
+#      makes it exit 1 and name the regressions;
+#   3. a malformed baseline exits 2 with file:line:col; a GPU baseline in CPU mode
+#      exits 2.
+# usage: bash tests/cli_kernels.sh path/to/pagedbench   (run from the repo root)
+set -u
+BIN=${1:?usage: cli_kernels.sh path/to/pagedbench}
+BASE=bench/baselines/cpu-reference.json
+TMP=$(mktemp -d)
+trap 'rm -rf "$TMP"' EXIT
+fail() { echo "FAIL: $*"; exit 1; }
+[ -f "$BASE" ] || fail "$BASE missing"
+
+"$BIN" kernels --cpu --check "$BASE" > "$TMP/ok.out" 2> "$TMP/ok.err"
+rc=$?
+[ $rc -eq 0 ] || { cat "$TMP/ok.out" "$TMP/ok.err"; fail "check against $BASE exited $rc"; }
+grep -q "none regressed -> PASS" "$TMP/ok.out" || fail "no PASS line"
+grep -q "Result is : VALID" "$TMP/ok.out" || fail "no VALID verdict"
+echo "ok: kernels --check $BASE passes"
+
+awk '{
+  if ($0 ~ /"kind": "us"/) { match($0, /"value": [0-9.eE+-]+/); v = substr($0, RSTART + 9, RLENGTH - 9);
+    sub(/"value": [0-9.eE+-]+/, sprintf("\"value\": %.6g", v / 1000)); }
+  else if ($0 ~ /"kind": "ratio"/) { match($0, /"value": [0-9.eE+-]+/); v = substr($0, RSTART + 9, RLENGTH - 9);
+    sub(/"value": [0-9.eE+-]+/, sprintf("\"value\": %.6g", v / 10)); }
+  print }' "$BASE" > "$TMP/tight.json"
+cmp -s "$BASE" "$TMP/tight.json" && fail "tightening did not change the baseline"
+"$BIN" kernels --cpu --grid swap,blocksize --reps 3 --check "$TMP/tight.json" > "$TMP/tight.out" 2>&1
+rc=$?
+[ $rc -eq 1 ] || { cat "$TMP/tight.out"; fail "tightened baseline: exit $rc, expected 1"; }
+grep -q "REGRESSION" "$TMP/tight.out" || fail "no REGRESSION line"
+grep -q "cpu/blocksize/ratio/bs16 .*REGRESSION" "$TMP/tight.out" || fail "ratio regression not reported"
+echo "ok: tightened baseline fails with exit 1"
+
+printf '{\n  "mode": "cpu-reference",\n  "tolerance": oops\n}\n' > "$TMP/bad.json"
+"$BIN" kernels --cpu --grid swap --check "$TMP/bad.json" > "$TMP/bad.out" 2>&1
+rc=$?
+[ $rc -eq 2 ] || fail "malformed baseline: exit $rc, expected 2"
+grep -q "bad.json:3:16:" "$TMP/bad.out" || { cat "$TMP/bad.out"; fail "no file:line:col"; }
+sed 's/"mode": "cpu-reference"/"mode": "gpu"/' "$BASE" > "$TMP/gpu.json"
+"$BIN" kernels --cpu --grid swap --check "$TMP/gpu.json" > "$TMP/gpu.out" 2>&1
+rc=$?
+[ $rc -eq 2 ] || fail "gpu baseline in cpu mode: exit $rc, expected 2"
+echo "ok: bad baselines exit 2"
+echo "cli_kernels: all passed"
