@@ -48,7 +48,8 @@ need_pkgs() {   # need_pkgs <verb>: list the Debian packages missing for this ve
     if ! pkg-config --exists yaml-0.1 2>/dev/null; then missing+=(libyaml-dev); fi
     case "$1" in
         fig*|all) command -v gnuplot >/dev/null || missing+=(gnuplot-nox)
-                  fc-list 2>/dev/null | grep -qi dejavu || missing+=(fonts-dejavu-core) ;;
+                  # (no grep -q here: fc-list would die of SIGPIPE, which pipefail reports)
+                  { fc-list 2>/dev/null | grep -i dejavu >/dev/null; } || missing+=(fonts-dejavu-core) ;;
     esac
     echo "${missing[@]:-}"
 }

@@ -180,7 +180,8 @@ static void sb_printf_(sbuf *s, const char *fmt, ...) {
 }
 
 int pb_cmd_profile(int argc, char **argv) {
-    if (pb_wants_help(argc, argv)) { usage_(stdout); return PB_EXIT_OK; }
+    for (int i = 1; i < argc; i++)   /* (pb_wants_help lives in main.c, not the library) */
+        if (!strcmp(argv[i], "-h") || !strcmp(argv[i], "--help")) { usage_(stdout); return PB_EXIT_OK; }
     prof_args a;
     if (parse_args_(argc, argv, &a) != 0) return PB_EXIT_USAGE;
     bool use_cuda = !strcmp(a.executor, "cuda");

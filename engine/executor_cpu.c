@@ -144,6 +144,8 @@ static pb_status cpu_execute_(pb_executor *ex, const pb_batch *b, pb_step_result
     e->stats.swapped_out_blocks += b->n_swap_out;
     e->stats.swapped_in_blocks += b->n_swap_in;
     e->stats.copied_blocks += b->n_copies;
+    for (int32_t i = 0; i < b->n_seqs; i++)
+        if (b->seqs[i].is_prefill) e->stats.cached_prefill_tokens += b->seqs[i].n_cached;
     e->stats.forward_s += t1 - tc1;
     e->stats.swap_s += ts1 - ts0;
     e->stats.copy_s += tc1 - ts1;

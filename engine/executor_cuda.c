@@ -700,6 +700,8 @@ static pb_status cuda_execute_(pb_executor *ex, const pb_batch *b, pb_step_resul
     e->stats.swapped_out_blocks += b->n_swap_out;
     e->stats.swapped_in_blocks += b->n_swap_in;
     e->stats.copied_blocks += b->n_copies;
+    for (int32_t i = 0; i < b->n_seqs; i++)
+        if (b->seqs[i].is_prefill) e->stats.cached_prefill_tokens += b->seqs[i].n_cached;
     e->stats.forward_s += (r0->ms_total - r0->ms_swap - r0->ms_copy) * 1e-3;
     e->stats.swap_s += r0->ms_swap * 1e-3;
     e->stats.copy_s += r0->ms_copy * 1e-3;

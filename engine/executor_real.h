@@ -76,6 +76,8 @@ bool pb_cuda_available(char *reason, size_t reason_len);
 /* Counters of a real executor (NULL ex or a non-real executor: all zero). */
 typedef struct {
     int64_t steps, tokens, swapped_out_blocks, swapped_in_blocks, copied_blocks;
+    int64_t cached_prefill_tokens;                 /* prefill tokens read from the cache
+                                                      (n_cached of prefill sequences) */
     double forward_s, swap_s, copy_s, prepare_s;   /* summed over steps */
 } pb_real_exec_stats;
 void pb_real_exec_get_stats(const pb_executor *ex, pb_real_exec_stats *out);

@@ -29,6 +29,13 @@
  * Copy-on-write = one fused copy kernel: read + write of every copied block.
  * Recompute is a prefill of prompt + generated tokens, which the engine sends.
  *
+ * Calibration (A100; sources in the YAML): Fig. 18a -> decode-attention kernel terms;
+ * Fig. 1 -> the Python engine's per-step overhead; Fig. 19a -> swap bandwidth and
+ * per-copy latency per direction; Fig. 12 FT / Orca floors at TP 4 and 8 -> all-reduce
+ * hop latency and the per-worker overhead; GEMM and copy efficiencies from published
+ * microbenchmarks.  Everything else (knees, batch sizes, block-size trends) is a
+ * prediction.  Hopper files carry the A100 kernel and framework terms over (labelled).
+ *
  * Parameters.  Hardware numbers come from experiments/hardware/<gpu>.yaml: the base
  * keys (pb_hw) and its `cost_model:` map (pb_sim_cost, schema
  * pb_sim_cost_schema), every number with a `sources:` entry.  Host framework
@@ -129,9 +136,10 @@ typedef struct {
 } pb_sim_breakdown;
 void pb_sim_step_breakdown(const pb_sim *s, const pb_batch *b, pb_sim_breakdown *out);
 
-/* Convenience: a decode step of n_seqs sequences of context ctx each (block size
- * from the sim params' kernel: bs for paged), a single prefill of n tokens, and the
- * swap of n_blocks blocks of block_size tokens in one direction. */
+/* Convenience (seconds): a decode step of n_seqs sequences of context ctx each with
+ * blocks of block_size tokens (ignored by the contiguous kernel), framework included;
+ * one prefill step of n_tokens; the swap of n_blocks blocks of block_size tokens in
+ * one direction (to_gpu: host -> device). */
 double pb_sim_decode_time(const pb_sim *s, int32_t n_seqs, int32_t ctx, int32_t block_size);
 double pb_sim_prefill_time(const pb_sim *s, int32_t n_tokens);
 double pb_sim_swap_time(const pb_sim *s, int64_t n_blocks, int32_t block_size, bool to_gpu);

@@ -3,13 +3,14 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "baselines.h"   /* pb_policy_orca_create, pb_policy_ft_create */
 #include "policy.h"
 
 const pb_policy_entry pb_policy_registry[] = {
     {"vllm", pb_policy_vllm_create, "vLLM (paper §4.5): FCFS, preempt latest, swapped before waiting"},
     {"spf", pb_policy_spf_create, "vLLM scheduling with shortest-prompt-first admission"},
-    /* baselines/ (integration): {"orca", pb_policy_orca_create, "..."},
-                                 {"ft", pb_policy_ft_create, "..."}, */
+    {"orca", pb_policy_orca_create, "Orca: iteration-level FCFS, contiguous buddy reservations, no preemption"},
+    {"ft", pb_policy_ft_create, "FasterTransformer: request-level batches of up to B earliest requests"},
     {NULL, NULL, NULL},
 };
 

@@ -198,9 +198,11 @@ pb_status pb_group_check(const pb_group *g) {
                      g->n_generated);
         return PB_ERR_INVALID;
     }
+    /* a waiting group may not have its sequences yet (some policies create them at
+       admission); running and swapped groups always have them */
     bool live = g->state == PB_GROUP_WAITING || g->state == PB_GROUP_RUNNING ||
                 g->state == PB_GROUP_SWAPPED;
-    if (live && g->n_seqs < 1) {
+    if ((g->state == PB_GROUP_RUNNING || g->state == PB_GROUP_SWAPPED) && g->n_seqs < 1) {
         pb_log_error("group %d: %s with no sequences", g->id, pb_group_state_str(g->state));
         return PB_ERR_INVALID;
     }

@@ -47,6 +47,7 @@ static void usage(FILE *f) {
             "  --quiet        no per-point lines\n"
             "  --check        validate the YAMLs and count the points; run nothing\n"
             "  --no-report    do not print the paper-vs-ours table\n"
+            "  --report-only  run nothing: rebuild the CSV and the table from the finished points\n"
             "Outputs: <DIR>/<figure>.csv (+ .json, _report.md), <DIR>/points/<experiment>/*.pt\n"
             "Exit status: 0 ok, 1 a point failed, 2 usage or config error.\n");
 }
@@ -149,7 +150,7 @@ static pb_status write_sidecar(const char *path, const char *figure, pb_experime
 /* ---- running a set of experiments as one figure ---- */
 typedef struct {
     int jobs;
-    bool quick, fresh, summary, quiet, check, report;
+    bool quick, fresh, summary, quiet, check, report, report_only;
     const char *results;
     const char **sets;
     int n_sets;
@@ -208,7 +209,8 @@ static int run_group(const char *out, const char *figure, pb_experiment **exps, 
     double t0 = pb_now_s();
     int failed = 0;
     for (int round = 0;; round++) {
-        if (pb_runner_run(exps, n, &ro, &st)) failed = 1;
+        if (o->report_only) memset(&st, 0, sizeof st);
+        else if (pb_runner_run(exps, n, &ro, &st)) failed = 1;
         if (round == 0) acc.reused = st.reused;   /* later rounds re-find this run's points */
         acc.computed += st.computed;
         acc.failed += st.failed;
@@ -311,7 +313,7 @@ static int run_figure(const char *fig, const run_opts *o) {
 
 int pb_cmd_run(int argc, char **argv) {
     if (pb_wants_help(argc, argv)) { usage(stdout); return PB_EXIT_OK; }
-    run_opts o = {1, false, false, false, false, false, true, "results", NULL, 0};
+    run_opts o = {1, false, false, false, false, false, true, false, "results", NULL, 0};
     const char **files = pb_xcalloc((size_t)argc + 1, sizeof *files), **figs = pb_xcalloc((size_t)argc + 1, sizeof *figs);
     o.sets = pb_xcalloc((size_t)argc + 1, sizeof *o.sets);
     int nf = 0, ng = 0, all = 0, rc = PB_EXIT_OK;
@@ -346,13 +348,18 @@ int pb_cmd_run(int argc, char **argv) {
         else if (!strcmp(a, "--quiet")) o.quiet = true;
         else if (!strcmp(a, "--check")) o.check = true;
         else if (!strcmp(a, "--no-report")) o.report = false;
+        else if (!strcmp(a, "--report-only")) o.report_only = true;
         else if (a[0] == '-') { fprintf(stderr, "run: unknown option '%s'\n", a); usage(stderr); rc = PB_EXIT_USAGE; break; }
         else files[nf++] = a;
     }
     if (rc == PB_EXIT_OK && !nf && !ng && !all) { usage(stderr); rc = PB_EXIT_USAGE; }
+    if (rc != PB_EXIT_OK) { ng = 0; all = 0; nf = 0; }
     if (rc == PB_EXIT_OK && mkdir(o.results, 0777) && errno != EEXIST) {
         fprintf(stderr, "run: cannot create %s: %s\n", o.results, strerror(errno));
         rc = PB_EXIT_RUNTIME;
+        ng = 0;
+        all = 0;
+        nf = 0;
     }
     if (rc == PB_EXIT_OK && nf) {
         /* explicit files: each on its own, results/<experiment name>.csv (so a single
@@ -368,11 +375,12 @@ int pb_cmd_run(int argc, char **argv) {
             free(exps);
         }
     }
-    for (int i = 0; rc != PB_EXIT_USAGE && i < ng; i++) {
+    /* figures run one after another; a config error in one does not stop the others */
+    for (int i = 0; i < ng; i++) {
         int r = run_figure(figs[i], &o);
         rc = PB_MAX(rc, r);
     }
-    for (size_t i = 0; rc != PB_EXIT_USAGE && all && i < PB_ARRAY_LEN(ALL_FIGURES); i++) {
+    for (size_t i = 0; all && i < PB_ARRAY_LEN(ALL_FIGURES); i++) {
         int r = run_figure(ALL_FIGURES[i], &o);
         rc = PB_MAX(rc, r);
     }

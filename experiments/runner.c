@@ -440,7 +440,8 @@ pb_status pb_runner_collect(pb_experiment *const *exps, int n_exps, const char *
                 pb_point_path(e, sy, p, results_dir, base, sizeof base);
                 double vals[PB_EXP_MAX_AXES];
                 if (read_point(base, NULL, e, vals, &r->m)) {
-                    pb_log_error("%s.pt: missing or unreadable point file", base);
+                    pb_log_error("%s.pt: missing or unreadable point file (run the experiment first)", base);
+                    pb_results_free(out);
                     return PB_ERR_IO;
                 }
                 r->m.summary[0] = 0;

@@ -145,8 +145,8 @@ int pb_cmd_kernels(int argc, char **argv) {
     pb_kb_set_init(&cur);
     snprintf(cur.device, sizeof cur.device, "%s", dev);
     snprintf(cur.mode, sizeof cur.mode, "%s", mode);
-    cur.tolerance = tol >= 0 ? tol : gpu ? 0.10 : 3.0;
-    cur.ratio_tolerance = rtol >= 0 ? rtol : gpu ? 0.05 : 1.0;
+    cur.tolerance = tol >= 0 ? tol : gpu ? 0.10 : 1.0;
+    cur.ratio_tolerance = rtol >= 0 ? rtol : gpu ? 0.05 : 0.25;
     int valid = 0;
     pb_status st = gpu ? pb_kbench_run_gpu(&o, &cur, stdout, &valid) : pb_kbench_run_cpu(&o, &cur, stdout, &valid);
     int rc = PB_EXIT_OK;

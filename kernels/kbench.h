@@ -17,7 +17,7 @@
  *              (H2D): per-block cudaMemcpyAsync, batched on scattered blocks,
  *              batched on contiguous runs; pinned memcpy reference
  * CPU (no device, or --cpu): the C references on small shapes (fp32, 4 heads x 64)
- * through the same names prefixed "cpu/", timed with the wall clock, paged and
+ * through the same names prefixed "cpu/", timed with the thread CPU clock, paged and
  * contiguous interleaved run by run, best of opts->reps runs (a shared machine only
  * ever adds time); the paged/contiguous ratios are the machine-independent part
  * of the check. */

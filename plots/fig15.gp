@@ -23,7 +23,8 @@ do for [t in "png pdf"] {
         m = word(MODES, i)
         set title word(TT, i)
         set xlabel word(XL, i)
-        set xrange [-0.6:2.6]; set yrange [0:*]
+        set xrange [-0.6:2.6]; set yrange [0:*]; set offsets 0, 0, graph 0.2, 0
+        set key top left samplen 1.5
         set xtics ('2' 0, '4' 1, '6' 2) scale 0
         if (i == 1) { set ylabel 'Memory saving (%)' } else { unset ylabel }
         set style fill solid 0.85 noborder
@@ -32,7 +33,6 @@ do for [t in "png pdf"] {
              paper using (strcol('mode') eq m ? column('width') / 2 - 1 + BW/2 : NaN):'saving_pct' with boxes lc rgb C_VLLM fs transparent solid 0.3 title (i == 1 ? 'paper' : ''), \
              data using (strcol('mode') eq m ? column('width') / 2 - 1 - BW/2 : NaN):'saving_pct':(sprintf('%.1f', column('saving_pct'))) with labels offset 0, 0.6 font ',9' notitle, \
              paper using (strcol('mode') eq m ? column('width') / 2 - 1 + BW/2 : NaN):'saving_pct':(sprintf('%.1f', column('saving_pct'))) with labels offset 0, 0.6 font ',9' tc rgb '#808080' notitle
-        set key top left
     }
     unset multiplot
 }

@@ -11,7 +11,7 @@
 load 'plots/style.gp'
 system("mkdir -p \"$(dirname '" . out . "')\"")
 if (!exists("YMAX")) { YMAX = 1.0 }
-KEYH = (NROW == 1) ? 0.14 : 0.08
+KEYH = (NCOL == 1) ? 0.22 : (NROW == 1) ? 0.14 : 0.08
 NP = words(panels)
 do for [t in "png pdf"] {
     if (t eq "png") { eval png(W, H) } else { eval pdf(WIN, HIN) }

@@ -1,5 +1,7 @@
 /* test_baselines.c -- the contiguous KV manager and the Orca / FasterTransformer
  * policies (issue 6). */
+#include <math.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -672,5 +674,133 @@ static void ft_semantics(int32_t max_batch, int32_t expect_b) {
 
 PB_TEST(engine_ft_batch_semantics_memory_bound) { ft_semantics(0, 7); }
 PB_TEST(engine_ft_batch_semantics_yaml_b) { ft_semantics(3, 3); }
+
+
+/* ---- end to end: the five systems on ShareGPT / OPT-13B at 1 req/s (CLI, sim) ---- */
+
+#define E2E_COLS 16
+typedef struct {
+    char system[32];
+    double v[E2E_COLS];
+} e2e_row;
+
+static const char *const e2e_cols[E2E_COLS] = {
+    "normalized_latency", "batched_requests", "token_states_pct", "reservation_pct",
+    "internal_frag_pct", "external_frag_pct", "n_requests", "n_finished", "n_rejected",
+    "n_unfinished", "preempt_recompute", "preempt_swap", "request_throughput", "kv_slots",
+    "duration_s", "steps"};
+enum { C_NL, C_BATCH, C_TOK, C_RES, C_INT, C_EXT, C_NREQ, C_FIN, C_REJ, C_UNF, C_PRC, C_PSW,
+       C_THR, C_SLOTS, C_DUR, C_STEPS };
+
+static int split_csv(char *line, char **f, int max) {
+    int n = 0;
+    for (char *p = line; n < max;) {
+        f[n++] = p;
+        char *c = strchr(p, ',');
+        if (!c) break;
+        *c = 0;
+        p = c + 1;
+    }
+    char *nl = n ? strpbrk(f[n - 1], "\r\n") : NULL;
+    if (nl) *nl = 0;
+    return n;
+}
+
+static int e2e_read(const char *path, e2e_row *rows, int max) {
+    FILE *f = fopen(path, "r");
+    if (!f) return -1;
+    char line[8192], *fl[128];
+    int idx[E2E_COLS], sys_i = -1, n = 0;
+    if (!fgets(line, sizeof line, f)) { fclose(f); return -1; }
+    int nh = split_csv(line, fl, 128);
+    for (int c = 0; c < E2E_COLS; c++) {
+        idx[c] = -1;
+        for (int i = 0; i < nh; i++) if (!strcmp(fl[i], e2e_cols[c])) idx[c] = i;
+    }
+    for (int i = 0; i < nh; i++) if (!strcmp(fl[i], "system")) sys_i = i;
+    while (n < max && fgets(line, sizeof line, f)) {
+        int nf = split_csv(line, fl, 128);
+        if (sys_i < 0 || sys_i >= nf) break;
+        snprintf(rows[n].system, sizeof rows[n].system, "%s", fl[sys_i]);
+        for (int c = 0; c < E2E_COLS; c++)
+            rows[n].v[c] = idx[c] >= 0 && idx[c] < nf ? strtod(fl[idx[c]], NULL) : NAN;
+        n++;
+    }
+    fclose(f);
+    return n;
+}
+
+static const e2e_row *e2e_find(const e2e_row *rows, int n, const char *sys) {
+    for (int i = 0; i < n; i++) if (!strcmp(rows[i].system, sys)) return &rows[i];
+    return NULL;
+}
+
+PB_TEST(e2e_sharegpt_opt13b_five_systems) {
+    const char *bin = getenv("PAGEDBENCH_BIN");
+    if (!bin || !*bin) PB_SKIP("PAGEDBENCH_BIN not set (run through ctest)");
+    FILE *probe = fopen(bin, "r");
+    if (!probe) PB_SKIP("%s not built", bin);
+    fclose(probe);
+    char dir[] = "/tmp/pb_baselines_e2e_XXXXXX";
+    PB_REQUIRE(mkdtemp(dir) != NULL);
+    /* 10 minutes of the fig12 (a) workload (ShareGPT, OPT-13B, one A100-40GB) at
+       1 req/s, every system, from an experiment file of our own */
+    char path[256], cmd[2048];
+    snprintf(path, sizeof path, "%s/e2e.yaml", dir);
+    FILE *y = fopen(path, "w");
+    PB_REQUIRE(y != NULL);
+    fputs("name: e2e_baselines\nfigure: e2e\nseed: 0\nmodel: opt-13b\nhardware: a100-40gb\n"
+          "gpus: 1\nexecutor: sim\ncolumns: [system, normalized_latency]\n"
+          "workload: {dataset: sharegpt, arrivals: poisson, rate: 1.0, duration_s: 600}\n"
+          "systems:\n"
+          "  - {name: ft, type: ft, reservation: max, max_batch: 0}\n"
+          "  - {name: orca_max, type: orca, reservation: max}\n"
+          "  - {name: orca_pow2, type: orca, reservation: pow2}\n"
+          "  - {name: orca_oracle, type: orca, reservation: oracle}\n"
+          "  - {name: vllm, type: vllm, block_size: 16, preemption: auto}\n", y);
+    fclose(y);
+    snprintf(cmd, sizeof cmd,
+             "'%s' run '%s' --results '%s' --fresh --quiet --no-report > '%s/log' 2>&1", bin, path,
+             dir, dir);
+    int rc = system(cmd);
+    snprintf(path, sizeof path, "%s/e2e_baselines.csv", dir);
+    e2e_row rows[8];
+    int n = e2e_read(path, rows, 8);
+    if (rc != 0 || n != 5) {
+        char log[300];
+        snprintf(log, sizeof log, "cat '%s/log' >&2", dir);
+        if (system(log) != 0) fprintf(stderr, "  (no log)\n");
+    }
+    PB_CHECK_EQ_INT(rc, 0);
+    PB_REQUIRE(n == 5);
+    const char *names[5] = {"ft", "orca_max", "orca_pow2", "orca_oracle", "vllm"};
+    const e2e_row *r[5];
+    for (int i = 0; i < 5; i++) {
+        r[i] = e2e_find(rows, n, names[i]);
+        PB_REQUIRE(r[i] != NULL);
+        const double *v = r[i]->v;
+        PB_CHECK(v[C_NREQ] > 400);                          /* ~600 Poisson arrivals */
+        PB_CHECK_EQ_INT((long long)v[C_FIN], (long long)v[C_NREQ]);
+        PB_CHECK_EQ_INT((long long)v[C_REJ], 0);
+        PB_CHECK_EQ_INT((long long)v[C_UNF], 0);
+        PB_CHECK(v[C_NL] > 0.005 && v[C_NL] < 1e4);         /* s/token */
+        PB_CHECK(v[C_TOK] > 0 && v[C_TOK] < 100);
+        PB_CHECK_NEAR(v[C_TOK] + v[C_RES] + v[C_INT] + v[C_EXT], 100.0, 1e-6);
+        PB_CHECK(v[C_SLOTS] > 15000 && v[C_SLOTS] < 16000);  /* ~15.7K slots */
+        if (i < 4) PB_CHECK_EQ_INT((long long)(v[C_PRC] + v[C_PSW]), 0);  /* no preemption */
+    }
+    /* the paper's order at a rate between the knees: FT worst, then Max, Pow2, Oracle */
+    PB_CHECK(r[0]->v[C_NL] > r[1]->v[C_NL]);
+    PB_CHECK(r[1]->v[C_NL] > r[2]->v[C_NL]);
+    PB_CHECK(r[2]->v[C_NL] > r[3]->v[C_NL]);
+    PB_CHECK(r[3]->v[C_NL] >= r[4]->v[C_NL]);
+    PB_CHECK(r[1]->v[C_BATCH] <= 7.0 + 1e-9);            /* Orca (Max): 7 x 2048 slots */
+    PB_CHECK(r[1]->v[C_BATCH] < r[2]->v[C_BATCH] && r[2]->v[C_BATCH] < r[3]->v[C_BATCH]);
+    PB_CHECK_NEAR(r[3]->v[C_INT], 0.0, 1e-9);             /* Oracle: no internal frag. */
+    PB_CHECK(r[1]->v[C_INT] > r[2]->v[C_INT]);            /* Max wastes most inside */
+    PB_CHECK(r[2]->v[C_EXT] > r[1]->v[C_EXT]);            /* Pow2: buddy round-up */
+    snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);
+    if (system(cmd) != 0) fprintf(stderr, "  could not remove %s\n", dir);
+}
 
 PB_TEST_MAIN()

@@ -127,7 +127,7 @@ PB_TEST(unknown_key_has_position_and_suggestion) {
     pb_experiment *e = NULL;
     PB_CHECK(pb_experiment_load(write_yaml("bad1.yaml", bad), NULL, 0, false, &e, &err) == PB_ERR_INVALID);
     PB_CHECK(e == NULL);
-    PB_CHECK_STR_CONTAINS(err.msg, "bad1.yaml:7:1:");
+    PB_CHECK_STR_CONTAINS(err.msg, "bad1.yaml:8:1:");
     PB_CHECK_STR_CONTAINS(err.msg, "did you mean 'columns'");
     free(bad);
 }

@@ -1,0 +1,439 @@
+/* test_token_equivalence.c -- the real engine on the cpu executor (tiny OPT / LLaMA)
+ * produces the same tokens whatever the system, the block size, the batch, or the
+ * preemption: a request's output is a function of the request alone.
+ *
+ *   - the same trace gives identical tokens under vLLM (paged), Orca (Oracle / Pow2 /
+ *     Max, contiguous) and FasterTransformer (contiguous, request-level batches);
+ *   - vLLM with block sizes 1, 2, 16, 32;
+ *   - vLLM forced to preempt by swap and by recompute (a KV pool of a few blocks);
+ *   - each request alone (the others arrive after it finished) == in the busy run;
+ *   - parallel samples (n = 3, seeded top-p sampling) alone == in the busy run, and
+ *     under swapping;
+ *   - beam search (width 3) through the engine == a reference beam search run by
+ *     hand on the executor (full prefill of every beam at every step);
+ *   - shared prefixes (vLLM shares blocks, Orca recomputes them) give equal tokens.
+ * Paged vs contiguous equality is bit for bit: the cpu model computes every token
+ * row as one query over the cache (model.h), and tokens AND log-probabilities are
+ * compared exactly.
+ *
+ *   cmake --build build && (cd build && ctest -R test_token_equivalence --output-on-failure)
+ */
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "baselines.h"
+#include "beam.h"
+#include "block_manager.h"
+#include "engine.h"
+#include "executor_real.h"
+#include "kv_contiguous.h"
+#include "metrics.h"
+#include "pbtest.h"
+#include "policy.h"
+#include "rng.h"
+#include "spec.h"
+#include "trace.h"
+
+/* ---- outputs collected through pb_engine_params.on_finish ---- */
+
+#define MAX_REQ 32
+#define MAX_SEQ 4
+#define MAX_OUT 64
+
+typedef struct {
+    int32_t prompt[MAX_REQ][128], prompt_len[MAX_REQ];
+    int32_t n_seqs[MAX_REQ];
+    int32_t tok[MAX_REQ][MAX_SEQ][MAX_OUT];
+    int32_t out_len[MAX_REQ];
+    bool done[MAX_REQ];
+} outputs;
+
+static int cmp_seq_(const void *a, const void *b) { return memcmp(a, b, MAX_OUT * sizeof(int32_t)); }
+
+static void on_finish_(void *user, const pb_group *g) {
+    outputs *o = user;
+    PB_ASSERT(g->id >= 0 && g->id < MAX_REQ && g->n_seqs <= MAX_SEQ);
+    int32_t L = g->len - g->prompt_len;
+    PB_ASSERT(L <= MAX_OUT);
+    o->n_seqs[g->id] = g->n_seqs;
+    o->out_len[g->id] = L;
+    o->done[g->id] = true;
+    PB_ASSERT(g->prompt_len <= 128);
+    o->prompt_len[g->id] = g->prompt_len;
+    memcpy(o->prompt[g->id], g->seqs[0]->tokens, (size_t)g->prompt_len * sizeof(int32_t));
+    memset(o->tok[g->id], 0xff, sizeof o->tok[g->id]);
+    for (int32_t i = 0; i < g->n_seqs; i++) {
+        PB_ASSERT(g->seqs[i]->tokens);
+        memcpy(o->tok[g->id][i], g->seqs[i]->tokens + g->prompt_len, (size_t)L * sizeof(int32_t));
+    }
+    /* samples / beams of a request in a canonical order */
+    qsort(o->tok[g->id], (size_t)g->n_seqs, sizeof o->tok[g->id][0], cmp_seq_);
+}
+
+/* ---- systems ---- */
+
+typedef enum { SYS_VLLM, SYS_ORCA_ORACLE, SYS_ORCA_POW2, SYS_ORCA_MAX, SYS_FT } sys_kind;
+
+typedef struct {
+    sys_kind kind;
+    int32_t block_size;         /* vLLM                                             */
+    int32_t gpu_blocks, cpu_blocks;
+    int64_t slots;              /* contiguous                                       */
+    pb_preempt_mode preempt;
+    float temperature;
+} sys_cfg;
+
+typedef struct {
+    int64_t n_recompute, n_swap, n_finished;
+    pb_real_exec_stats ex;      /* the executor's counters */
+} run_info;
+
+static pb_model model_(const char *name) {
+    pb_model m;
+    pb_cfg_err err;
+    memset(&err, 0, sizeof err);
+    PB_ASSERT(pb_model_load(pb_spec_dir(), name, &m, &err) == PB_OK);
+    return m;
+}
+
+static pb_status run_(const pb_model *m, const sys_cfg *c, const pb_trace *t, outputs *o,
+                      run_info *info) {
+    memset(o, 0, sizeof *o);
+    memset(info, 0, sizeof *info);
+    pb_kv_manager *kv = NULL;
+    pb_policy *pol = NULL;
+    pb_cfg_err err;
+    memset(&err, 0, sizeof err);
+    pb_real_exec_params xp;
+    pb_real_exec_params_default(&xp);
+    xp.weight_seed = 31;
+    xp.sample_seed = 5;
+    xp.sampling.temperature = c->temperature;
+    xp.sampling.top_p = 0.9f;
+    xp.fixed_latency_s = 0.01;   /* deterministic clock: same schedule every run */
+    xp.max_tokens_hint = 256;
+    pb_status st;
+    if (c->kind == SYS_VLLM) {
+        pb_paged_params pp;
+        pb_paged_params_default(&pp);
+        pp.block_size = c->block_size;
+        pp.n_gpu_blocks = c->gpu_blocks;
+        pp.n_cpu_blocks = c->cpu_blocks;
+        st = pb_paged_kv_create(&pp, &kv);
+        if (st == PB_OK) st = pb_policy_vllm_create(NULL, &pol, &err);
+        xp.block_size = c->block_size;
+        xp.num_gpu_blocks = c->gpu_blocks;
+        xp.num_cpu_blocks = c->cpu_blocks;
+    } else {
+        pb_kv_contiguous_params cp;
+        memset(&cp, 0, sizeof cp);
+        cp.num_slots = c->slots;
+        cp.max_len = m->max_len;
+        cp.rule = c->kind == SYS_ORCA_ORACLE ? PB_RESV_ORACLE
+                : c->kind == SYS_ORCA_POW2   ? PB_RESV_POW2 : PB_RESV_MAX;
+        st = pb_kv_contiguous_create(&cp, &kv);
+        if (st == PB_OK)
+            st = c->kind == SYS_FT ? pb_policy_ft_create(NULL, &pol, &err)
+                                   : pb_policy_orca_create(NULL, &pol, &err);
+        xp.block_size = 0;
+        xp.num_slots = c->slots;
+    }
+    if (st != PB_OK) {
+        fprintf(stderr, "  setup: %s %s\n", pb_status_str(st), err.msg);
+        pb_kv_destroy(kv);
+        pb_policy_destroy(pol);
+        return st;
+    }
+    pb_executor *ex = NULL;
+    st = pb_executor_cpu_create(m, &xp, &ex);
+    pb_engine_params ep;
+    pb_engine_params_default(&ep);
+    ep.max_model_len = m->max_len;
+    ep.max_num_batched_tokens = 512;
+    ep.preemption = c->preempt;
+    ep.store_tokens = true;
+    ep.vocab_size = m->vocab;
+    ep.check_every_step = true;
+    ep.seed = 77;
+    ep.on_finish = on_finish_;
+    ep.on_finish_user = o;
+    pb_engine *e = NULL;
+    pb_metrics *met = pb_metrics_create(false);
+    if (st == PB_OK) st = pb_engine_create(&ep, kv, pol, ex, &e);
+    if (st == PB_OK) st = pb_engine_run(e, t, met);
+    if (st == PB_OK) {
+        pb_run_summary sum;
+        pb_metrics_summary(met, &sum);
+        info->n_recompute = sum.n_preempt_recompute;
+        info->n_swap = sum.n_preempt_swap;
+        info->n_finished = sum.n_finished;
+    }
+    pb_real_exec_get_stats(ex, &info->ex);
+    pb_engine_destroy(e);
+    pb_metrics_destroy(met);
+    pb_executor_destroy(ex);
+    pb_policy_destroy(pol);
+    pb_kv_destroy(kv);
+    return st;
+}
+
+/* ---- traces ---- */
+
+static pb_trace trace_(uint64_t seed, int32_t n, double gap_s, int32_t samples, int32_t beam) {
+    pb_trace t = {0};
+    int64_t cap = 0;
+    pb_rng r;
+    pb_rng_seed(&r, seed, 3);
+    double at = 0;
+    for (int32_t i = 0; i < n; i++) {
+        pb_request q = pb_request_make(at, 4 + (int32_t)pb_rng_below(&r, 60),
+                                       3 + (int32_t)pb_rng_below(&r, 30));
+        q.n = beam > 1 ? beam : samples;
+        q.beam_width = beam;
+        pb_trace_push(&t, &cap, &q);
+        at += gap_s * pb_rng_uniform(&r) * 2;
+    }
+    return t;
+}
+
+/* The same trace in which request `keep` runs alone: the requests before it keep
+ * their arrivals (and finish long before), `keep` arrives at 1e4 s, the ones after
+ * it at 2e4 s and later.  Ids (trace indexes), hence prompts and sampling keys, stay. */
+static pb_trace alone_(const pb_trace *t, int32_t keep) {
+    pb_trace a = {0};
+    int64_t cap = 0;
+    for (int64_t i = 0; i < t->n; i++) {
+        pb_request q = t->reqs[i];
+        if (i == keep) q.arrival_s = 1e4;
+        else if (i > keep) q.arrival_s = 2e4 + (double)i;
+        pb_trace_push(&a, &cap, &q);
+    }
+    return a;
+}
+
+static bool same_(const outputs *a, const outputs *b, int32_t n, const char *what) {
+    bool ok = true;
+    for (int32_t i = 0; i < n; i++) {
+        if (!a->done[i] || !b->done[i] || a->n_seqs[i] != b->n_seqs[i] ||
+            a->out_len[i] != b->out_len[i] || memcmp(a->tok[i], b->tok[i], sizeof a->tok[i])) {
+            fprintf(stderr, "  %s: request %d differs (done %d/%d, seqs %d/%d, len %d/%d)\n", what, i,
+                    a->done[i], b->done[i], a->n_seqs[i], b->n_seqs[i], a->out_len[i], b->out_len[i]);
+            ok = false;
+        }
+    }
+    return ok;
+}
+
+static const char *MODELS[] = {"tiny-opt", "tiny-llama"};
+
+/* ---- tests ---- */
+
+PB_TEST(vllm_orca_and_ft_produce_identical_tokens) {
+    for (size_t mi = 0; mi < PB_ARRAY_LEN(MODELS); mi++) {
+        pb_model m = model_(MODELS[mi]);
+        pb_trace t = trace_(1, 12, 0.02, 1, 1);
+        outputs ref, o;
+        run_info ri, oi;
+        sys_cfg v = {SYS_VLLM, 16, 256, 64, 0, PB_PREEMPT_AUTO, 0.0f};
+        PB_REQUIRE(run_(&m, &v, &t, &ref, &ri) == PB_OK);
+        PB_CHECK_EQ_INT(ri.n_finished, t.n);
+        static const sys_kind others[] = {SYS_ORCA_ORACLE, SYS_ORCA_POW2, SYS_ORCA_MAX, SYS_FT};
+        static const char *names[] = {"orca-oracle", "orca-pow2", "orca-max", "ft"};
+        for (size_t k = 0; k < PB_ARRAY_LEN(others); k++) {
+            sys_cfg c = {others[k], 0, 0, 0, 4096, PB_PREEMPT_AUTO, 0.0f};
+            PB_REQUIRE(run_(&m, &c, &t, &o, &oi) == PB_OK);
+            PB_CHECK_EQ_INT(oi.n_finished, t.n);
+            PB_CHECK(same_(&ref, &o, (int32_t)t.n, names[k]));
+        }
+        pb_trace_free(&t);
+    }
+}
+
+PB_TEST(block_sizes_1_2_16_32_produce_identical_tokens) {
+    pb_model m = model_("tiny-llama");
+    pb_trace t = trace_(2, 10, 0.02, 1, 1);
+    outputs ref, o;
+    run_info ri;
+    sys_cfg c0 = {SYS_ORCA_ORACLE, 0, 0, 0, 4096, PB_PREEMPT_AUTO, 0.0f};
+    PB_REQUIRE(run_(&m, &c0, &t, &ref, &ri) == PB_OK);
+    static const int32_t bss[] = {1, 2, 16, 32};
+    for (size_t k = 0; k < PB_ARRAY_LEN(bss); k++) {
+        sys_cfg c = {SYS_VLLM, bss[k], 4096 / bss[k], 0, 0, PB_PREEMPT_AUTO, 0.0f};
+        PB_REQUIRE(run_(&m, &c, &t, &o, &ri) == PB_OK);
+        char what[32];
+        snprintf(what, sizeof what, "block size %d", bss[k]);
+        PB_CHECK(same_(&ref, &o, (int32_t)t.n, what));
+    }
+    pb_trace_free(&t);
+}
+
+PB_TEST(forced_preemption_by_swap_and_by_recompute_keeps_tokens) {
+    for (size_t mi = 0; mi < PB_ARRAY_LEN(MODELS); mi++) {
+        pb_model m = model_(MODELS[mi]);
+        pb_trace t = trace_(3, 12, 0.005, 1, 1);     /* arrivals close together */
+        outputs ref, o;
+        run_info ri, oi;
+        sys_cfg big = {SYS_VLLM, 4, 1024, 0, 0, PB_PREEMPT_AUTO, 0.0f};
+        PB_REQUIRE(run_(&m, &big, &t, &ref, &ri) == PB_OK);
+        PB_CHECK_EQ_INT(ri.n_recompute + ri.n_swap, 0);
+        /* 40 blocks of 4 tokens: a few requests at a time, preemption every few steps */
+        sys_cfg sw = {SYS_VLLM, 4, 40, 40, 0, PB_PREEMPT_SWAP, 0.0f};
+        PB_REQUIRE(run_(&m, &sw, &t, &o, &oi) == PB_OK);
+        fprintf(stderr, "  %s swap: %lld swap preemptions\n", m.name, (long long)oi.n_swap);
+        PB_CHECK(oi.n_swap > 0 && oi.ex.swapped_out_blocks > 0 && oi.ex.swapped_in_blocks > 0);
+        PB_CHECK(same_(&ref, &o, (int32_t)t.n, "swap"));
+        sys_cfg rc = {SYS_VLLM, 4, 40, 0, 0, PB_PREEMPT_RECOMPUTE, 0.0f};
+        PB_REQUIRE(run_(&m, &rc, &t, &o, &oi) == PB_OK);
+        fprintf(stderr, "  %s recompute: %lld recompute preemptions\n", m.name, (long long)oi.n_recompute);
+        PB_CHECK(oi.n_recompute > 0);
+        PB_CHECK(same_(&ref, &o, (int32_t)t.n, "recompute"));
+        pb_trace_free(&t);
+    }
+}
+
+PB_TEST(a_request_alone_equals_the_request_in_a_busy_batch) {
+    pb_model m = model_("tiny-opt");
+    pb_trace t = trace_(4, 10, 0.01, 1, 1);
+    outputs busy, alone;
+    run_info ri;
+    sys_cfg c = {SYS_VLLM, 16, 256, 0, 0, PB_PREEMPT_AUTO, 0.0f};
+    PB_REQUIRE(run_(&m, &c, &t, &busy, &ri) == PB_OK);
+    for (int32_t keep = 0; keep < (int32_t)t.n; keep += 3) {
+        pb_trace a = alone_(&t, keep);
+        PB_REQUIRE(run_(&m, &c, &a, &alone, &ri) == PB_OK);
+        PB_CHECK(alone.done[keep] && !memcmp(alone.tok[keep], busy.tok[keep], sizeof busy.tok[keep]));
+        pb_trace_free(&a);
+    }
+    pb_trace_free(&t);
+}
+
+PB_TEST(parallel_samples_with_a_seed_equal_the_same_samples_alone) {
+    pb_model m = model_("tiny-llama");
+    pb_trace t = trace_(5, 8, 0.01, 3, 1);
+    outputs busy, alone, swapped;
+    run_info ri;
+    sys_cfg c = {SYS_VLLM, 4, 1024, 0, 0, PB_PREEMPT_AUTO, 0.8f};
+    PB_REQUIRE(run_(&m, &c, &t, &busy, &ri) == PB_OK);
+    PB_CHECK_EQ_INT(ri.n_finished, t.n);
+    for (int32_t i = 0; i < (int32_t)t.n; i++) {
+        PB_CHECK_EQ_INT(busy.n_seqs[i], 3);
+        /* the samples differ from each other (distinct first tokens) */
+        PB_CHECK(memcmp(busy.tok[i][0], busy.tok[i][1], sizeof busy.tok[i][0]) != 0);
+    }
+    for (int32_t keep = 0; keep < (int32_t)t.n; keep += 3) {
+        pb_trace a = alone_(&t, keep);
+        PB_REQUIRE(run_(&m, &c, &a, &alone, &ri) == PB_OK);
+        PB_CHECK(alone.done[keep] && !memcmp(alone.tok[keep], busy.tok[keep], sizeof busy.tok[keep]));
+        pb_trace_free(&a);
+    }
+    /* multi-sequence groups are swapped when memory runs out (copy-on-write blocks too) */
+    sys_cfg small = {SYS_VLLM, 4, 60, 60, 0, PB_PREEMPT_AUTO, 0.8f};
+    PB_REQUIRE(run_(&m, &small, &t, &swapped, &ri) == PB_OK);
+    fprintf(stderr, "  parallel sampling, small pool: %lld swaps, %lld recomputes\n",
+            (long long)ri.n_swap, (long long)ri.n_recompute);
+    PB_CHECK(ri.n_swap > 0 && ri.ex.copied_blocks > 0);   /* swapped, and CoW copies ran */
+    PB_CHECK(same_(&busy, &swapped, (int32_t)t.n, "parallel samples under swapping"));
+    pb_trace_free(&t);
+}
+
+/* Reference beam search for one request: every step, every live beam is run as a
+ * full prefill (no KV reuse) on a contiguous cpu executor; pb_beam_select picks. */
+static void ref_beam_(const pb_model *m, const int32_t *prompt, int32_t plen, int32_t out_len,
+                      int32_t k, int32_t gid, int32_t res[MAX_SEQ][MAX_OUT]) {
+    pb_real_exec_params xp;
+    pb_real_exec_params_default(&xp);
+    xp.block_size = 0;
+    xp.num_slots = (int64_t)MAX_SEQ * 256;
+    xp.weight_seed = 31;
+    xp.sample_seed = 5;
+    pb_executor *ex = NULL;
+    PB_ASSERT(pb_executor_cpu_create(m, &xp, &ex) == PB_OK);
+    int32_t beams[MAX_SEQ][256], nb = 1;
+    double cum[MAX_SEQ] = {0};
+    memcpy(beams[0], prompt, (size_t)plen * sizeof(int32_t));
+    for (int32_t step = 0; step < out_len; step++) {
+        int32_t len = plen + step;
+        pb_batch_seq q[MAX_SEQ];
+        memset(q, 0, sizeof q);
+        for (int32_t b = 0; b < nb; b++) {
+            q[b].seq_id = b; q[b].group_id = gid; q[b].is_prefill = true; q[b].n_new = len;
+            q[b].context_len = len; q[b].sample = true; q[b].kv_offset = (int64_t)b * 256;
+            q[b].tokens = beams[b];
+        }
+        pb_batch bt;
+        memset(&bt, 0, sizeof bt);
+        bt.n_seqs = nb; bt.seqs = q; bt.n_top = 2 * k;
+        pb_step_result r;
+        pb_candidates cand[MAX_SEQ];
+        PB_ASSERT(pb_executor_execute(ex, &bt, &r, cand) == PB_OK);
+        pb_beam_choice ch[MAX_SEQ];
+        int32_t nc = pb_beam_select(cum, cand, nb, k, ch);
+        int32_t nbeams[MAX_SEQ][256];
+        double ncum[MAX_SEQ];
+        for (int32_t i = 0; i < nc; i++) {
+            memcpy(nbeams[i], beams[ch[i].parent], (size_t)len * sizeof(int32_t));
+            nbeams[i][len] = ch[i].token;
+            ncum[i] = ch[i].score;
+        }
+        memcpy(beams, nbeams, sizeof beams);
+        memcpy(cum, ncum, sizeof cum);
+        nb = nc;
+    }
+    memset(res, 0xff, sizeof(int32_t) * MAX_SEQ * MAX_OUT);
+    for (int32_t b = 0; b < nb; b++) memcpy(res[b], beams[b] + plen, (size_t)out_len * sizeof(int32_t));
+    qsort(res, (size_t)nb, sizeof res[0], cmp_seq_);
+    pb_executor_destroy(ex);
+}
+
+PB_TEST(beam_search_through_the_engine_equals_a_reference_beam_search) {
+    pb_model m = model_("tiny-opt");
+    pb_trace t = trace_(6, 6, 0.01, 1, 3);
+    for (int64_t i = 0; i < t.n; i++) t.reqs[i].output_len = PB_MIN(t.reqs[i].output_len, 12);
+    outputs o;
+    run_info ri;
+    sys_cfg c = {SYS_VLLM, 4, 1024, 0, 0, PB_PREEMPT_AUTO, 0.0f};
+    PB_REQUIRE(run_(&m, &c, &t, &o, &ri) == PB_OK);
+    for (int64_t i = 0; i < t.n; i++) {
+        PB_REQUIRE(o.done[i] && o.n_seqs[i] == 3);
+        int32_t ref[MAX_SEQ][MAX_OUT];
+        ref_beam_(&m, o.prompt[i], o.prompt_len[i], o.out_len[i], 3, (int32_t)i, ref);
+        if (memcmp(ref, o.tok[i], sizeof ref)) {
+            fprintf(stderr, "  beam request %lld differs from the reference\n", (long long)i);
+            PB_CHECK(0);
+        }
+    }
+    /* and the same beams when the pool is small enough to force swapping */
+    outputs sw;
+    sys_cfg small = {SYS_VLLM, 4, 48, 48, 0, PB_PREEMPT_AUTO, 0.0f};
+    PB_REQUIRE(run_(&m, &small, &t, &sw, &ri) == PB_OK);
+    fprintf(stderr, "  beam search, small pool: %lld swaps\n", (long long)ri.n_swap);
+    PB_CHECK(same_(&o, &sw, (int32_t)t.n, "beam search under swapping"));
+    pb_trace_free(&t);
+}
+
+PB_TEST(shared_prefixes_give_the_same_tokens_shared_or_not) {
+    pb_model m = model_("tiny-llama");
+    pb_trace t = trace_(7, 10, 0.005, 1, 1);
+    for (int64_t i = 0; i < t.n; i++) {       /* two prefixes of 21 and 9 tokens */
+        t.reqs[i].prefix_id = (int32_t)(i % 2);
+        t.reqs[i].prefix_len = i % 2 ? 9 : 21;
+        t.reqs[i].prompt_len = t.reqs[i].prefix_len + 1 + (int32_t)(i * 3 % 17);
+    }
+    char err[256];
+    PB_REQUIRE(pb_trace_check(&t, err, sizeof err) == PB_OK);
+    outputs a, b;
+    run_info ri;
+    sys_cfg v = {SYS_VLLM, 4, 512, 0, 0, PB_PREEMPT_AUTO, 0.0f};
+    sys_cfg o = {SYS_ORCA_ORACLE, 0, 0, 0, 4096, PB_PREEMPT_AUTO, 0.0f};
+    PB_REQUIRE(run_(&m, &v, &t, &a, &ri) == PB_OK);
+    fprintf(stderr, "  vLLM: %lld prefill tokens read from shared prefix blocks\n",
+            (long long)ri.ex.cached_prefill_tokens);
+    PB_CHECK(ri.ex.cached_prefill_tokens > 0);    /* the prefixes really were shared */
+    PB_REQUIRE(run_(&m, &o, &t, &b, &ri) == PB_OK);
+    PB_CHECK_EQ_INT(ri.ex.cached_prefill_tokens, 0);
+    PB_CHECK(same_(&a, &b, (int32_t)t.n, "shared prefix"));
+    pb_trace_free(&t);
+}
+
+PB_TEST_MAIN()
