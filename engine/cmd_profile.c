@@ -351,7 +351,16 @@ int pb_cmd_profile(int argc, char **argv) {
         fprintf(stderr, "profile: cannot write %s\n", a.out);
         rc = PB_EXIT_RUNTIME;
     }
-    if (rc == PB_EXIT_OK) fprintf(stderr, "profile: wrote %s\n", a.out);
+    if (rc == PB_EXIT_OK) {
+        pb_real_exec_stats xs;
+        pb_real_exec_get_stats(ex, &xs);
+        double step = xs.steps ? (xs.forward_s + xs.swap_s + xs.copy_s) / (double)xs.steps : 0;
+        double prep = xs.steps ? xs.prepare_s / (double)xs.steps : 0;
+        fprintf(stderr, "profile: host input preparation %.1f us/step = %.2f%% of the mean step "
+                        "(%lld steps)\n", prep * 1e6, step > 0 ? 100.0 * prep / step : 0.0,
+                (long long)xs.steps);
+        fprintf(stderr, "profile: wrote %s\n", a.out);
+    }
     free(out.buf);
     free(bt);
     free(cand);

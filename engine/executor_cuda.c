@@ -668,7 +668,8 @@ static pb_status cuda_execute_(pb_executor *ex, const pb_batch *b, pb_step_resul
     e->n_top = n_top;
     double t1 = pb_now_s();
     if (e->tp == 1) {
-        st = rank_step_(&e->ranks[0]);
+        st = cudaSetDevice(e->ranks[0].ctx.device) == cudaSuccess ? rank_step_(&e->ranks[0])
+                                                                   : PB_ERR_CUDA;
     } else {
         pthread_mutex_lock(&e->mu);
         e->pending = e->tp;

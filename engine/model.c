@@ -699,13 +699,13 @@ pb_status pb_lm_forward(pb_lm *lm, const pb_fwd_meta *m, pb_kv_cache *cache, int
         TRY(o->add(c, lm->x, lm->proj, (int64_t)T * h));
         range_(lm, NULL);
     }
-    if (S == 0) return PB_OK;
+    /* logits and candidates: rank 0 only (the layers' collectives are all done) */
+    if (S == 0 || lm->p.tp_rank != 0 || !tokens) return PB_OK;
     range_(lm, "logits");
     TRY(o->gather_rows(c, lm->xs, lm->x, h));
     TRY(norm_(lm, lm->xsn, lm->xs, lm->lnf_g, lm->lnf_b, S));
     TRY(o->gemm(c, lm->logits, 1, lm->xsn, lm->lm_head, S, lm->V, h));
     range_(lm, NULL);
-    if (lm->p.tp_rank != 0 || !tokens) return PB_OK;
     range_(lm, "sample");
     pb_status st = o->candidates(c, lm->logits, S, lm->V, n_top, sp, tokens, logprobs, n_out);
     range_(lm, NULL);

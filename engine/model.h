@@ -198,8 +198,9 @@ void pb_kv_cache_free(pb_kv_cache *c, const pb_lm *lm);
 
 /* Run the forward pass of a prepared step (pb_fwd_meta_build) over cache, then the
  * candidates of the sampled rows: tokens/logprobs [m->n_sample, n_top], n_out
- * [m->n_sample] (host).  Rank 0 of tp produces the candidates; other ranks pass
- * NULL outputs.  Returns the first backend error. */
+ * [m->n_sample] (host).  Rank 0 of tp computes the logits and candidates; the other
+ * ranks (and a call with tokens == NULL) stop after the last layer.  Returns the
+ * first backend error. */
 pb_status pb_lm_forward(pb_lm *lm, const pb_fwd_meta *m, pb_kv_cache *cache, int32_t n_top,
                         const pb_sample_params *sp, int32_t *tokens, float *logprobs,
                         int32_t *n_out);

@@ -250,16 +250,16 @@ PB_TEST(swap_vs_recompute_fig19a) {
         prev_total = in + out;
         prev_block = pb_sim_swap_time(v, 1, bs, true);
         /* TRUE BEHAVIOUR of this model (not the paper's): recompute (a 256-token
-           prefill, 32.5 ms) is cheaper than swap in + out at every block size; the
-           ratio rises from 0.23 (block 1) to 0.95 (block 256).  The paper crosses
+           prefill step, 30.5 ms) is cheaper than swap in + out at every block size; the
+           ratio rises from 0.22 (block 1) to 0.89 (block 256).  The paper crosses
            between 16 and 32 (ratio 0.96 -> 1.07) because its recompute took 38 ms. */
         PB_CHECK(rec < in + out);
         if (bs == 1) ratio1 = rec / (in + out);
         if (bs == 256) ratio256 = rec / (in + out);
     }
     PB_CHECK(ratio1 > 0.15 && ratio1 < 0.35);
-    PB_CHECK(ratio256 > 0.85 && ratio256 < 1.0);
-    PB_CHECK_NEAR(rec, 0.0381, 0.0381 * 0.20);   /* paper's mean recompute 38.1 ms: -15% */
+    PB_CHECK(ratio256 > 0.8 && ratio256 < 1.0);
+    PB_CHECK(rec > 0.75 * 0.0381 && rec < 0.85 * 0.0381);   /* paper's mean recompute 38.1 ms: -20% */
     /* swap-in per copy: more small copies at small blocks dominate */
     PB_CHECK(pb_sim_swap_time(v, 256, 1, true) > 4 * pb_sim_swap_time(v, 1, 256, true));
     pb_sim_destroy(v);

@@ -1,0 +1,19 @@
+#!/usr/bin/env bash
+# cli_bench.sh -- the benchmarks run and print their CSV figures (no speed assertions).
+#   bash tests/cli_bench.sh build/release/pagedbench
+set -u
+PB=${1:?usage: cli_bench.sh path/to/pagedbench}
+fail=0 pass=0
+check() { if eval "$2"; then pass=$((pass+1)); else echo "FAIL: $1" >&2; fail=$((fail+1)); fi; }
+out=$("$PB" bench sim --quick --csv 2>/dev/null); rc=$?
+check "bench sim exits 0" "[ $rc = 0 ]"
+check "bench sim prints sim_requests_per_s" "echo \"\$out\" | grep -Eq '^sim_requests_per_s,[0-9.e+]+,'"
+out=$("$PB" bench scheduler --csv 2>/dev/null); rc=$?
+check "bench scheduler exits 0" "[ $rc = 0 ]"
+for m in step_us_32 step_us_128 step_us_256; do
+    check "bench scheduler prints $m" "echo \"\$out\" | grep -Eq '^$m,[0-9.e+]+,us'"
+done
+"$PB" bench nosuch >/dev/null 2>&1; rc=$?
+check "unknown benchmark exits 2" "[ $rc = 2 ]"
+echo "$pass passed, $fail failed"
+[ $fail = 0 ]
