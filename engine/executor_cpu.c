@@ -161,6 +161,7 @@ static void cpu_destroy_(pb_executor *ex) {
             pb_kv_cache_free(&e->host, e->lm);
         }
         pb_lm_destroy(e->lm);
+        pb_cpu_ctx_free(&e->ctx);
         pb_fwd_meta_free(&e->meta);
         free(e->tok);
         free(e->lp);
@@ -191,7 +192,7 @@ pb_status pb_executor_cpu_create(const pb_model *m, const pb_real_exec_params *p
     pb_lm_params lp;
     memset(&lp, 0, sizeof lp);
     lp.spec = &e->spec;
-    lp.ops = &pb_model_ops_cpu;
+    lp.ops = p->cpu_split_attention ? &pb_model_ops_cpu_split : &pb_model_ops_cpu;
     lp.ctx = &e->ctx;
     lp.tp_rank = 0;
     lp.tp_size = 1;

@@ -123,7 +123,6 @@ typedef struct {
     bool nvtx;
     int num_sms;
     const pb_fwd_meta *meta;
-    int32_t dec_max_ctx;               /* max context of the decode rows                */
     /* the meta, packed: one pinned staging buffer, one device buffer, one copy */
     char *meta_h, *meta_d;
     size_t meta_cap;
@@ -209,8 +208,6 @@ static pb_status cu_prepare_(void *ctx, const pb_fwd_meta *m) {
         off += align16_(parts[i].bytes);
     }
     TRY_CUDA(cudaMemcpyAsync(c->meta_d, c->meta_h, off, cudaMemcpyHostToDevice, c->stream));
-    c->dec_max_ctx = 0;
-    for (int32_t r = m->n_pf_tok; r < m->T; r++) c->dec_max_ctx = PB_MAX(c->dec_max_ctx, m->ctx_lens[r]);
     return PB_OK;
 }
 
@@ -263,72 +260,47 @@ static pb_status grow_dev_(void **p, size_t *cap, size_t need) {
     return PB_OK;
 }
 
-/* reshape_and_cache for all rows; prefill rows through the prefill kernel (over the
- * fresh K/V, or over K/V gathered from the cache when a prefix is cached); decode
- * rows through the paged (or contiguous) decode kernel. */
+/* ---- attention: the shared routing (model.c pb_attention_route) over our kernels ---- */
+
+static pb_status ck_reshape_(void *ctx, const pb_kv_cache_shape *c, void *k, void *v,
+                             const void *key, const void *value, int32_t ks, int32_t vs,
+                             const int64_t *slots, int32_t n) {
+    return pb_reshape_and_cache_cuda(c, k, v, key, value, ks, vs, slots, n, ((cuda_ctx *)ctx)->stream);
+}
+static pb_status ck_gather_(void *ctx, const pb_kv_cache_shape *c, void *key, void *value,
+                            const void *k, const void *v, const int64_t *slots, int32_t n) {
+    return pb_gather_cached_kv_cuda(c, key, value, k, v, slots, n, ((cuda_ctx *)ctx)->stream);
+}
+static pb_status ck_prefill_(void *ctx, const pb_prefill_params *p, void *out, const void *q,
+                             const void *k, const void *v, const int32_t *cu_q, const int32_t *cu_k) {
+    return pb_prefill_attention_cuda(p, out, q, k, v, cu_q, cu_k, ((cuda_ctx *)ctx)->stream);
+}
+static pb_status ck_paged_(void *ctx, const pb_attn_params *p, void *out, const void *q,
+                           const void *k, const void *v, const int32_t *bt, const int32_t *cl) {
+    cuda_ctx *c = ctx;
+    TRY(grow_dev_(&c->attn_ws, &c->attn_ws_cap, pb_paged_attention_workspace_bytes(p)));
+    return pb_paged_attention_cuda(p, PB_ATTN_AUTO, out, q, k, v, bt, cl, c->attn_ws,
+                                   c->attn_ws_cap, c->stream);
+}
+static pb_status ck_contig_(void *ctx, const pb_attn_params *p, void *out, const void *q,
+                            const void *k, const void *v, const int64_t *off, const int32_t *cl) {
+    cuda_ctx *c = ctx;
+    TRY(grow_dev_(&c->attn_ws, &c->attn_ws_cap, pb_paged_attention_workspace_bytes(p)));
+    return pb_contig_attention_cuda(p, PB_ATTN_AUTO, out, q, k, v, off, cl, c->attn_ws,
+                                    c->attn_ws_cap, c->stream);
+}
+static void *ck_scratch_(void *ctx, size_t bytes) {
+    cuda_ctx *c = ctx;
+    return grow_dev_(&c->kv_gather, &c->kv_gather_cap, bytes) == PB_OK ? c->kv_gather : NULL;
+}
+static const pb_attn_kernels cuda_kernels_ = {ck_reshape_, ck_gather_, ck_prefill_, ck_paged_,
+                                              ck_contig_, ck_scratch_};
+
 static pb_status cu_attention_(void *ctx, const pb_attn_call *a) {
     cuda_ctx *c = ctx;
-    const pb_fwd_meta *m = c->meta;
-    const size_t es = 2;   /* fp16 */
-    const char *qkv = a->qkv;
-    int32_t H = a->n_heads, Hkv = a->n_kv_heads, D = a->head_size;
-    const char *kp = qkv + (size_t)H * D * es, *vp = qkv + (size_t)(H + Hkv) * D * es;
-    TRY(pb_reshape_and_cache_cuda(a->shape, a->k_cache, a->v_cache, kp, vp, a->qkv_stride,
-                                  a->qkv_stride, c->d_slots, m->T, c->stream));
-    if (m->n_pf_seqs > 0) {
-        pb_prefill_params pp;
-        memset(&pp, 0, sizeof pp);
-        pp.num_seqs = m->n_pf_seqs;
-        pp.num_heads = H;
-        pp.num_kv_heads = Hkv;
-        pp.head_size = D;
-        pp.max_q_len = m->max_q;
-        pp.max_k_len = m->max_k;
-        pp.q_stride = a->qkv_stride;
-        pp.scale = a->scale;
-        pp.dtype = PB_KV_F16;
-        if (!m->pf_cached) {
-            pp.k_stride = pp.v_stride = a->qkv_stride;
-            TRY(pb_prefill_attention_cuda(&pp, a->out, qkv, kp, vp, c->d_cu_q, c->d_cu_q, c->stream));
-        } else {
-            int32_t nk = m->cu_k[m->n_pf_seqs];
-            size_t bytes = (size_t)nk * Hkv * D * es;
-            TRY(grow_dev_(&c->kv_gather, &c->kv_gather_cap, 2 * bytes));
-            char *gk = c->kv_gather, *gv = gk + bytes;
-            TRY(pb_gather_cached_kv_cuda(a->shape, gk, gv, a->k_cache, a->v_cache, c->d_pf_slots,
-                                         nk, c->stream));
-            pp.k_stride = pp.v_stride = 0;
-            TRY(pb_prefill_attention_cuda(&pp, a->out, qkv, gk, gv, c->d_cu_q, c->d_cu_k,
-                                          c->stream));
-        }
-    }
-    int32_t n_dec = m->T - m->n_pf_tok;
-    if (n_dec <= 0) return PB_OK;
-    pb_attn_params p;
-    memset(&p, 0, sizeof p);
-    p.num_seqs = n_dec;
-    p.num_heads = H;
-    p.num_kv_heads = Hkv;
-    p.head_size = D;
-    p.block_size = a->shape->block_size;
-    p.max_blocks_per_seq = m->max_blocks;
-    p.num_slots = (int64_t)a->shape->num_blocks * a->shape->block_size;
-    p.max_context_len = c->dec_max_ctx;
-    p.q_stride = a->qkv_stride;
-    p.scale = a->scale;
-    p.dtype = PB_KV_F16;
-    size_t ws = pb_paged_attention_workspace_bytes(&p);
-    TRY(grow_dev_(&c->attn_ws, &c->attn_ws_cap, ws));
-    const char *q = qkv + (size_t)m->n_pf_tok * a->qkv_stride * es;
-    char *out = (char *)a->out + (size_t)m->n_pf_tok * H * D * es;
-    if (m->paged)
-        return pb_paged_attention_cuda(&p, PB_ATTN_AUTO, out, q, a->k_cache, a->v_cache,
-                                       c->d_block_tables + (size_t)m->n_pf_tok * m->max_blocks,
-                                       c->d_ctx_lens + m->n_pf_tok, c->attn_ws, c->attn_ws_cap,
-                                       c->stream);
-    return pb_contig_attention_cuda(&p, PB_ATTN_AUTO, out, q, a->k_cache, a->v_cache,
-                                    c->d_kv_offsets + m->n_pf_tok, c->d_ctx_lens + m->n_pf_tok,
-                                    c->attn_ws, c->attn_ws_cap, c->stream);
+    pb_meta_view v = {c->d_ctx_lens, c->d_block_tables, c->d_cu_q, c->d_cu_k,
+                      c->d_slots, c->d_kv_offsets, c->d_pf_slots};
+    return pb_attention_route(&cuda_kernels_, ctx, c->meta, &v, a, 2, PB_KV_F16);
 }
 
 static pb_status cu_allreduce_(void *ctx, void *x, int64_t n) {

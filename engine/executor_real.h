@@ -48,6 +48,9 @@ typedef struct {
     pb_sample_params sampling; /* temperature 0 = greedy                             */
     int32_t max_tokens_hint;   /* expected max tokens per step (activation buffers) */
     double fixed_latency_s;    /* > 0: report this latency instead of measuring      */
+    bool cpu_split_attention;  /* cpu only: route attention as the GPU does (prefill
+                                  kernel for prompts; model.h pb_model_ops_cpu_split)
+                                  instead of one decode query per row (bit-exact)   */
     /* cuda only */
     int32_t tp;                /* tensor-parallel degree (GPUs 0..tp-1); 0/1 = none  */
     int32_t device;            /* first GPU                                          */

@@ -310,6 +310,113 @@ static pb_status cpu_attention_(void *ctx, const pb_attn_call *a) {
     return pb_contig_attention_ref(&p, a->out, qkv, a->k_cache, a->v_cache, m->kv_offsets,
                                    m->ctx_lens);
 }
+/* ---- the split routing (shared with the cuda backend) ---- */
+
+pb_status pb_attention_route(const pb_attn_kernels *k, void *ctx, const pb_fwd_meta *m,
+                             const pb_meta_view *v, const pb_attn_call *a, size_t elem,
+                             pb_kv_dtype dtype) {
+    const char *qkv = a->qkv;
+    int32_t H = a->n_heads, Hkv = a->n_kv_heads, D = a->head_size;
+    const char *kp = qkv + (size_t)H * D * elem, *vp = qkv + (size_t)(H + Hkv) * D * elem;
+    pb_status st = k->reshape_and_cache(ctx, a->shape, a->k_cache, a->v_cache, kp, vp,
+                                        a->qkv_stride, a->qkv_stride, v->slots, m->T);
+    if (st != PB_OK) return st;
+    if (m->n_pf_seqs > 0) {
+        pb_prefill_params pp;
+        memset(&pp, 0, sizeof pp);
+        pp.num_seqs = m->n_pf_seqs;
+        pp.num_heads = H;
+        pp.num_kv_heads = Hkv;
+        pp.head_size = D;
+        pp.max_q_len = m->max_q;
+        pp.max_k_len = m->max_k;
+        pp.q_stride = a->qkv_stride;
+        pp.scale = a->scale;
+        pp.dtype = dtype;
+        if (!m->pf_cached) {          /* keys = the prompts' own, still in qkv */
+            pp.k_stride = pp.v_stride = a->qkv_stride;
+            st = k->prefill(ctx, &pp, a->out, qkv, kp, vp, v->cu_q, v->cu_q);
+        } else {                      /* cached prefixes: gather all keys from the cache */
+            int32_t nk = m->cu_k[m->n_pf_seqs];
+            size_t bytes = (size_t)nk * Hkv * D * elem;
+            char *gk = k->scratch(ctx, 2 * bytes);
+            if (!gk) return PB_ERR_NOMEM;
+            st = k->gather(ctx, a->shape, gk, gk + bytes, a->k_cache, a->v_cache, v->pf_slots, nk);
+            if (st == PB_OK) st = k->prefill(ctx, &pp, a->out, qkv, gk, gk + bytes, v->cu_q, v->cu_k);
+        }
+        if (st != PB_OK) return st;
+    }
+    int32_t n_dec = m->T - m->n_pf_tok, max_ctx = 0;
+    if (n_dec <= 0) return PB_OK;
+    for (int32_t r = m->n_pf_tok; r < m->T; r++) max_ctx = PB_MAX(max_ctx, m->ctx_lens[r]);
+    pb_attn_params p;
+    memset(&p, 0, sizeof p);
+    p.num_seqs = n_dec;
+    p.num_heads = H;
+    p.num_kv_heads = Hkv;
+    p.head_size = D;
+    p.block_size = a->shape->block_size;
+    p.max_blocks_per_seq = m->max_blocks;
+    p.num_slots = (int64_t)a->shape->num_blocks * a->shape->block_size;
+    p.max_context_len = max_ctx;
+    p.q_stride = a->qkv_stride;
+    p.scale = a->scale;
+    p.dtype = dtype;
+    const char *q = qkv + (size_t)m->n_pf_tok * a->qkv_stride * elem;
+    char *out = (char *)a->out + (size_t)m->n_pf_tok * H * D * elem;
+    if (m->paged)
+        return k->paged(ctx, &p, out, q, a->k_cache, a->v_cache,
+                        v->block_tables + (size_t)m->n_pf_tok * m->max_blocks,
+                        v->ctx_lens + m->n_pf_tok);
+    return k->contig(ctx, &p, out, q, a->k_cache, a->v_cache, v->kv_offsets + m->n_pf_tok,
+                     v->ctx_lens + m->n_pf_tok);
+}
+
+static pb_status ref_reshape_(void *ctx, const pb_kv_cache_shape *c, void *k, void *v,
+                              const void *key, const void *value, int32_t ks, int32_t vs,
+                              const int64_t *slots, int32_t n) {
+    return pb_reshape_and_cache_ref(c, k, v, key, value, ks, vs, slots, n);
+}
+static pb_status ref_gather_(void *ctx, const pb_kv_cache_shape *c, void *key, void *value,
+                             const void *k, const void *v, const int64_t *slots, int32_t n) {
+    return pb_gather_cached_kv_ref(c, key, value, k, v, slots, n);
+}
+static pb_status ref_prefill_(void *ctx, const pb_prefill_params *p, void *out, const void *q,
+                              const void *k, const void *v, const int32_t *cu_q, const int32_t *cu_k) {
+    return pb_prefill_attention_ref(p, out, q, k, v, cu_q, cu_k);
+}
+static pb_status ref_paged_(void *ctx, const pb_attn_params *p, void *out, const void *q,
+                            const void *k, const void *v, const int32_t *bt, const int32_t *cl) {
+    return pb_paged_attention_ref(p, out, q, k, v, bt, cl);
+}
+static pb_status ref_contig_(void *ctx, const pb_attn_params *p, void *out, const void *q,
+                             const void *k, const void *v, const int64_t *off, const int32_t *cl) {
+    return pb_contig_attention_ref(p, out, q, k, v, off, cl);
+}
+static void *ref_scratch_(void *ctx, size_t bytes) {
+    pb_cpu_ctx *c = ctx;
+    if (bytes > c->scratch_cap) {
+        c->scratch = pb_xrealloc(c->scratch, bytes);
+        c->scratch_cap = bytes;
+    }
+    return c->scratch;
+}
+static const pb_attn_kernels ref_kernels_ = {ref_reshape_, ref_gather_, ref_prefill_, ref_paged_,
+                                             ref_contig_, ref_scratch_};
+
+static pb_status cpu_split_attention_(void *ctx, const pb_attn_call *a) {
+    const pb_fwd_meta *m = ((pb_cpu_ctx *)ctx)->meta;
+    pb_meta_view v = {m->ctx_lens, m->block_tables, m->cu_q, m->cu_k,
+                      m->slots, m->kv_offsets, m->pf_slots};
+    return pb_attention_route(&ref_kernels_, ctx, m, &v, a, sizeof(float), PB_KV_F32);
+}
+
+void pb_cpu_ctx_free(pb_cpu_ctx *c) {
+    free(c->scratch);
+    c->scratch = NULL;
+    c->scratch_cap = 0;
+}
+
 static pb_status cpu_candidates_(void *ctx, const float *logits, int32_t S, int32_t V,
                                  int32_t n_top, const pb_sample_params *sp, int32_t *tokens,
                                  float *logprobs, int32_t *n_out) {
@@ -336,6 +443,30 @@ const pb_model_ops pb_model_ops_cpu = {
     .add = cpu_add_,
     .gather_rows = cpu_gather_rows_,
     .attention = cpu_attention_,
+    .allreduce = NULL,
+    .candidates = cpu_candidates_,
+    .range = NULL,
+};
+
+const pb_model_ops pb_model_ops_cpu_split = {
+    .name = "cpu-split",
+    .act_bytes = sizeof(float),
+    .kv_dtype = PB_KV_F32,
+    .alloc = cpu_alloc_,
+    .free = cpu_free_,
+    .weight_init = cpu_weight_init_,
+    .fill = cpu_fill_,
+    .prepare = cpu_prepare_,
+    .embed = cpu_embed_,
+    .gemm = cpu_gemm_,
+    .bias_act = cpu_bias_act_,
+    .layernorm = cpu_layernorm_,
+    .rmsnorm = cpu_rmsnorm_,
+    .silu_mul = cpu_silu_mul_,
+    .rope = cpu_rope_,
+    .add = cpu_add_,
+    .gather_rows = cpu_gather_rows_,
+    .attention = cpu_split_attention_,
     .allreduce = NULL,
     .candidates = cpu_candidates_,
     .range = NULL,

@@ -44,6 +44,7 @@
 #include "spec.h"        /* pb_model, pb_arch */
 #include "executor.h"    /* pb_batch */
 #include "kv_dtype.h"    /* pb_kv_dtype */
+#include "attention.h"   /* pb_attn_params, pb_prefill_params */
 #include "cache_ops.h"   /* pb_kv_cache_shape */
 #include "layers.h"      /* pb_sample_params */
 
@@ -152,9 +153,58 @@ typedef struct pb_model_ops {
     void (*range)(void *ctx, const char *name);
 } pb_model_ops;
 
-/* The cpu backend: fp32 host memory, the C references.  Its ctx is a pb_cpu_ctx. */
-typedef struct { const pb_fwd_meta *meta; } pb_cpu_ctx;
+/* The cpu backend: fp32 host memory, the C references.  Its ctx is a pb_cpu_ctx.
+ *   pb_model_ops_cpu        every row as one decode query over the cache (bit-exact
+ *                           whatever the schedule; the token-equivalence tests);
+ *   pb_model_ops_cpu_split  the cuda backend's routing (pb_attention_route below):
+ *                           prompt rows through the prefill kernel's reference, decode
+ *                           rows through the paged / contiguous one -- equal within
+ *                           fp32 reassociation; it tests the routing the GPU runs. */
+typedef struct {
+    const pb_fwd_meta *meta;
+    void *scratch;             /* split routing: gathered K/V of cached prefixes       */
+    size_t scratch_cap;
+} pb_cpu_ctx;
 extern const pb_model_ops pb_model_ops_cpu;
+extern const pb_model_ops pb_model_ops_cpu_split;
+void pb_cpu_ctx_free(pb_cpu_ctx *c);   /* frees the scratch */
+
+/* ---- attention routing shared by the split cpu backend and the cuda backend ---- */
+
+/* The attention kernels of one backend (host references or CUDA launchers), with
+ * the shapes and contracts of kernels/attention.h and kernels/cache_ops.h. */
+typedef struct {
+    pb_status (*reshape_and_cache)(void *ctx, const pb_kv_cache_shape *c, void *k_cache,
+                                   void *v_cache, const void *key, const void *value,
+                                   int32_t key_stride, int32_t value_stride,
+                                   const int64_t *slots, int32_t n);
+    pb_status (*gather)(void *ctx, const pb_kv_cache_shape *c, void *key, void *value,
+                        const void *k_cache, const void *v_cache, const int64_t *slots, int32_t n);
+    pb_status (*prefill)(void *ctx, const pb_prefill_params *p, void *out, const void *q,
+                         const void *k, const void *v, const int32_t *cu_q, const int32_t *cu_k);
+    pb_status (*paged)(void *ctx, const pb_attn_params *p, void *out, const void *q,
+                       const void *k_cache, const void *v_cache, const int32_t *block_tables,
+                       const int32_t *ctx_lens);
+    pb_status (*contig)(void *ctx, const pb_attn_params *p, void *out, const void *q,
+                        const void *k_cache, const void *v_cache, const int64_t *kv_offsets,
+                        const int32_t *ctx_lens);
+    void *(*scratch)(void *ctx, size_t bytes);   /* >= bytes of backend memory, or NULL */
+} pb_attn_kernels;
+
+/* Where the backend sees the meta's arrays (host pointers for cpu, device for cuda). */
+typedef struct {
+    const int32_t *ctx_lens, *block_tables, *cu_q, *cu_k;
+    const int64_t *slots, *kv_offsets, *pf_slots;
+} pb_meta_view;
+
+/* One layer's attention the way the GPU does it: reshape_and_cache of all rows;
+ * prefill rows [0, n_pf_tok) through k->prefill over their fresh K/V (or over K/V
+ * gathered from the cache when a prefix is cached); decode rows [n_pf_tok, T) through
+ * k->paged / k->contig.  m is the host meta (counts), v its backend view; elem the
+ * activation element size. */
+pb_status pb_attention_route(const pb_attn_kernels *k, void *ctx, const pb_fwd_meta *m,
+                             const pb_meta_view *v, const pb_attn_call *a, size_t elem,
+                             pb_kv_dtype dtype);
 
 /* ---- the model ---- */
 

@@ -198,14 +198,17 @@ decode_kernel(const DecodeArgs a) {
     float acc[NROWS];
 #pragma unroll
     for (int r = 0; r < NROWS; r++) acc[r] = 0.f;
-    for (int base = warp * VTILE; base < n_tok; base += NUM_WARPS * VTILE) {
+    /* contiguous: V vectors start at VVEC-aligned slots, so the first vector may
+       begin up to VVEC-1 tokens before the sequence (those lanes are masked) */
+    const int lead = PAGED ? 0 : (int)((contig_base + t_begin) % VVEC);
+    for (int base = warp * VTILE - lead; base < n_tok; base += NUM_WARPS * VTILE) {
 #pragma unroll
         for (int u = 0; u < TV; u++) {
             const int i = base + (u * NC + c) * VVEC;
-            if (i >= n_tok) continue;
+            if (i >= n_tok || i + VVEC <= 0) continue;
             float lw[VVEC];
 #pragma unroll
-            for (int e = 0; e < VVEC; e++) lw[e] = (i + e < n_tok) ? logits[i + e] : 0.f;
+            for (int e = 0; e < VVEC; e++) lw[e] = (i + e >= 0 && i + e < n_tok) ? logits[i + e] : 0.f;
             const T *vp = vc + v_base(t_begin + i);
             float vf[NROWS][VVEC];
 #pragma unroll
@@ -219,7 +222,7 @@ decode_kernel(const DecodeArgs a) {
                 if (row < HEAD) {
 #pragma unroll
                     for (int e = 0; e < VVEC; e++) {
-                        const float v = (i + e < n_tok) ? vf[r][e] : 0.f;   /* NaN-safe mask */
+                        const float v = (i + e >= 0 && i + e < n_tok) ? vf[r][e] : 0.f;  /* NaN-safe */
                         acc[r] = fmaf(lw[e], v, acc[r]);
                     }
                 }
@@ -331,13 +334,15 @@ template <typename T, int HEAD, bool PAGED>
 pb_status launch_decode_head(const DecodeArgs &a, int vvec, int nc, dim3 grid, size_t smem,
                              cudaStream_t st) {
     constexpr int X = 16 / (int)sizeof(T);
-#define PBK_CLS(V, N) if (vvec == V && nc == N) { if constexpr (V <= X) \
+    /* classes that can occur: VVEC = min(x, bs), NC > 1 only when VVEC == x */
+#define PBK_CLS(V, N) if (vvec == V && nc == N) { if constexpr (V <= X && (N == 1 || V == X)) \
         return launch_decode_cls<T, HEAD, (V <= X ? V : X), N, PAGED>(a, grid, smem, st); }
     if constexpr (PAGED) {
         PBK_CLS(1, 1) PBK_CLS(2, 1) PBK_CLS(4, 1) PBK_CLS(4, 2) PBK_CLS(4, 4)
         PBK_CLS(8, 1) PBK_CLS(8, 2) PBK_CLS(8, 4)
     } else {
         if (vvec == X && nc == 4) return launch_decode_cls<T, HEAD, X, 4, PAGED>(a, grid, smem, st);
+        if (vvec == 1 && nc == 1) return launch_decode_cls<T, HEAD, 1, 1, PAGED>(a, grid, smem, st);
     }
 #undef PBK_CLS
     pb_log_error("attention: no kernel for VVEC %d NC %d", vvec, nc);
@@ -387,8 +392,8 @@ pb_status decode_common(const pb_attn_params *p, pb_attn_algo algo, void *out, c
         nc = p->block_size / vvec;
         nc = nc < 1 ? 1 : nc > 4 ? 4 : nc;
     } else if (p->num_slots % X) {
-        pb_log_error("attention: CUDA contiguous layout needs num_slots %% %d == 0 (kv_offsets too)", X);
-        return PB_ERR_UNSUPPORTED;
+        vvec = 1;            /* V rows not 16-byte aligned: scalar V loads (slower) */
+        nc = 1;
     }
     {
         const int qs = p->q_stride ? p->q_stride : p->num_heads * p->head_size;

@@ -20,8 +20,9 @@
  *
  * GPU support: head_size 64, 80, 96, 128 (others -> PB_ERR_UNSUPPORTED); fp32,
  * fp16, bf16; block_size a power of two 1..256 (others -> PB_ERR_UNSUPPORTED);
- * q, out and the caches 16-byte aligned, q_stride % x == 0; contiguous layout:
- * num_slots % x == 0 and every kv_offset % x == 0 (V is read 16 bytes at a time).
+ * q, out and the caches 16-byte aligned, q_stride % x == 0.  Contiguous layout:
+ * any kv_offsets; num_slots % x == 0 keeps V reads 16 bytes wide (otherwise a
+ * slower scalar-V variant runs).
  * The references accept any head_size that is a multiple of x and any block size.
  * Block sizes: a warp reads 16 consecutive tokens per q.K step (one whole block
  * at block size 16, the paper's "warp per block"); tokens of small blocks (1..8)

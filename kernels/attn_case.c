@@ -13,7 +13,9 @@ static void fill_nan(void *buf, pb_kv_dtype t, size_t n) {
 pb_status pb_attn_case_make(pb_attn_case *c, uint64_t seed, int32_t num_seqs,
                             const int32_t *ctx_lens, int32_t num_heads, int32_t num_kv_heads,
                             int32_t head_size, int32_t block_size, pb_kv_dtype dtype,
-                            int poison, int want_dense) {
+                            int flags, int want_dense) {
+    const int poison = flags & PB_ATTN_CASE_POISON;
+    const int64_t gap = (flags & PB_ATTN_CASE_ODD_OFFSETS) ? 3 : 0;
     memset(c, 0, sizeof(*c));
     if (num_seqs <= 0 || block_size <= 0) return PB_ERR_INVALID;
     int32_t max_ctx = 0;
@@ -22,7 +24,7 @@ pb_status pb_attn_case_make(pb_attn_case *c, uint64_t seed, int32_t num_seqs,
         if (ctx_lens[s] < 0) return PB_ERR_INVALID;
         if (ctx_lens[s] > max_ctx) max_ctx = ctx_lens[s];
         total_blocks += PB_CDIV(ctx_lens[s], block_size);
-        slots += (ctx_lens[s] + 7) / 8 * 8;
+        slots += gap ? ctx_lens[s] + gap : (ctx_lens[s] + 7) / 8 * 8;
     }
     pb_attn_params p;
     memset(&p, 0, sizeof(p));
@@ -33,7 +35,7 @@ pb_status pb_attn_case_make(pb_attn_case *c, uint64_t seed, int32_t num_seqs,
     p.block_size = block_size;
     p.max_blocks_per_seq = PB_MAX(1, PB_CDIV(max_ctx, block_size));
     p.num_blocks = (int32_t)(total_blocks + total_blocks / 4 + 1);
-    p.num_slots = slots + 8;
+    p.num_slots = (flags & PB_ATTN_CASE_ODD_SLOTS) ? (slots + 8) / 8 * 8 + 5 : (slots + 8 + 7) / 8 * 8;
     p.max_context_len = max_ctx;
     p.scale = (float)(1.0 / sqrt((double)head_size));
     p.dtype = dtype;
@@ -80,8 +82,8 @@ pb_status pb_attn_case_make(pb_attn_case *c, uint64_t seed, int32_t num_seqs,
     int64_t off = 0;
     for (int32_t s = 0; s < num_seqs; s++) {
         c->context_lens[s] = ctx_lens[s];
-        c->kv_offsets[s] = off;
-        off += (ctx_lens[s] + 7) / 8 * 8;
+        c->kv_offsets[s] = off + gap;
+        off += gap ? ctx_lens[s] + gap : (ctx_lens[s] + 7) / 8 * 8;
         for (int32_t b = 0; b < p.max_blocks_per_seq; b++)
             c->block_tables[(size_t)s * p.max_blocks_per_seq + b] =
                 b < PB_CDIV(ctx_lens[s], block_size) ? perm[next++] : -1;

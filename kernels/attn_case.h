@@ -5,8 +5,8 @@
  * the dtype) and kept dense as fp32 [S][max_ctx][Hkv][D] (want_dense); it is then
  * scattered into a paged cache (blocks of each sequence drawn from a random
  * permutation of all block ids, so blocks are not contiguous and not ordered) and
- * into a contiguous (FT) cache (sequences at 8-aligned slot offsets).  With
- * poison, every cache element no token owns is NaN, so a kernel that reads past a
+ * into a contiguous (FT) cache (sequences at 8-aligned slot offsets unless
+ * PB_ATTN_CASE_ODD_OFFSETS).  With PB_ATTN_CASE_POISON, every cache element no token owns is NaN, so a kernel that reads past a
  * context or forgets to mask the last partial block produces NaN.
  * Block-table padding entries are -1. */
 #ifndef PB_ATTN_CASE_H
@@ -25,7 +25,7 @@ typedef struct {
     pb_attn_params pc;         /* contiguous shape (num_slots)                      */
     int32_t *context_lens;     /* [S]                                               */
     int32_t *block_tables;     /* [S, p.max_blocks_per_seq]                         */
-    int64_t *kv_offsets;       /* [S], multiples of 8                               */
+    int64_t *kv_offsets;       /* [S], multiples of 8 unless ODD_OFFSETS            */
     void *q;                   /* [S, H*D]            (dtype)                       */
     void *k_cache, *v_cache;   /* paged               (dtype)                       */
     void *kc_contig, *vc_contig;  /* contiguous       (dtype)                       */
@@ -33,11 +33,18 @@ typedef struct {
     size_t q_elems, out_elems, cache_elems, contig_elems;
 } pb_attn_case;
 
-/* ctx_lens[num_seqs]; block_size >= 1; returns PB_OK or PB_ERR_INVALID. */
+enum {
+    PB_ATTN_CASE_POISON = 1,       /* unowned cache elements are NaN                 */
+    PB_ATTN_CASE_ODD_OFFSETS = 2,  /* contiguous kv_offsets not multiples of 8       */
+    PB_ATTN_CASE_ODD_SLOTS = 4     /* contiguous num_slots not a multiple of 8       */
+};
+
+/* ctx_lens[num_seqs]; block_size >= 1; flags PB_ATTN_CASE_* (1 = poison only);
+ * returns PB_OK or PB_ERR_INVALID. */
 pb_status pb_attn_case_make(pb_attn_case *c, uint64_t seed, int32_t num_seqs,
                             const int32_t *ctx_lens, int32_t num_heads, int32_t num_kv_heads,
                             int32_t head_size, int32_t block_size, pb_kv_dtype dtype,
-                            int poison, int want_dense);
+                            int flags, int want_dense);
 void pb_attn_case_free(pb_attn_case *c);
 
 #ifdef __cplusplus

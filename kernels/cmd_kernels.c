@@ -2,7 +2,7 @@
  * latency-regression gate (kbench.h, kbaseline.h).
  *
  *   pagedbench kernels [--grid fig18a|long|blocksize|cache|swap]... [--check FILE]
- *                      [--update FILE] [--cpu] [--hw NAME] [--hbm-gbps X]
+ *                      [--update FILE] [--csv FILE] [--cpu] [--hw NAME] [--hbm-gbps X]
  *                      [--reps N] [--warmup N] [--tolerance X] [--ratio-tolerance X]
  *
  * With a CUDA device the GPU kernels run (after matching their C references);
@@ -19,7 +19,7 @@
 
 static void usage(FILE *f) {
     fprintf(f,
-            "usage: pagedbench kernels [--grid G]... [--check FILE] [--update FILE] [--cpu]\n"
+            "usage: pagedbench kernels [--grid G]... [--check FILE] [--update FILE] [--csv FILE] [--cpu]\n"
             "                          [--hw NAME] [--hbm-gbps X] [--reps N] [--warmup N]\n"
             "                          [--tolerance X] [--ratio-tolerance X]\n"
             "  --grid G        fig18a, long, blocksize, cache, swap (repeatable or comma list;\n"
@@ -27,6 +27,7 @@ static void usage(FILE *f) {
             "  --check FILE    compare with a baseline; exit 1 when a latency grew by more than\n"
             "                  its tolerance (10%% on GPU baselines) or a paged/contiguous ratio grew\n"
             "  --update FILE   write the measured results as a baseline\n"
+            "  --csv FILE      write every result (µs, GB/s, %% of peak) as CSV\n"
             "  --cpu           run the C references even when a GPU is present\n"
             "  --hw NAME       hardware spec (experiments/hardware/NAME.yaml) for %% of peak;\n"
             "                  default: guessed from the device name\n"
@@ -51,7 +52,7 @@ static const char *guess_hw(const char *dev) {
 }
 
 int pb_cmd_kernels(int argc, char **argv) {
-    const char *check = NULL, *update = NULL, *hw_name = NULL;
+    const char *check = NULL, *update = NULL, *hw_name = NULL, *csv = NULL;
     int force_cpu = 0, reps = -1, warmup = 3;
     double hbm_gbps = 0, tol = -1, rtol = -1;
     unsigned grids = 0;
@@ -72,6 +73,7 @@ int pb_cmd_kernels(int argc, char **argv) {
             }
         } else if (!strcmp(a, "--check")) check = v;
         else if (!strcmp(a, "--update")) update = v;
+        else if (!strcmp(a, "--csv")) csv = v;
         else if (!strcmp(a, "--hw")) hw_name = v;
         else if (!strcmp(a, "--hbm-gbps")) {
             if (parse_num(v, 1e-9, &hbm_gbps)) { fprintf(stderr, "kernels: --hbm-gbps needs a positive number\n"); return PB_EXIT_USAGE; }
@@ -138,6 +140,7 @@ int pb_cmd_kernels(int argc, char **argv) {
     }
     if (check && gpu && strcmp(base.device, dev))
         fprintf(stderr, "kernels: warning: baseline device \"%s\", this device \"%s\"\n", base.device, dev);
+    if (gpu) pb_kbench_print_context(stderr);
     fprintf(stderr, "device: %s | mode %s | git %s | reps %d (median) warm-up %d | hw %s | HBM %.0f GB/s\n",
             dev, mode, pb_git_rev(), reps, warmup, hw_name ? hw_name : "-", o.hbm_bw / 1e9);
 
@@ -155,6 +158,12 @@ int pb_cmd_kernels(int argc, char **argv) {
         rc = PB_EXIT_RUNTIME;
     }
     printf("Result is : %s\n", st == PB_OK && valid ? "VALID" : "INVALID");
+    if (rc == PB_EXIT_OK && csv) {
+        if (pb_kbench_write_csv(csv, &cur) != PB_OK) {
+            fprintf(stderr, "%s: cannot write CSV\n", csv);
+            rc = PB_EXIT_RUNTIME;
+        }
+    }
     if (rc == PB_EXIT_OK && update) {
         if (pb_kb_save(update, &cur) != PB_OK) {
             fprintf(stderr, "%s: cannot write baseline\n", update);

@@ -61,14 +61,27 @@ pb_status pb_kbench_run_cpu(const pb_kbench_opts *o, pb_kb_set *out, FILE *log, 
 
 /* Device name / context line for stderr and baseline files ("cpu-reference" on CPU). */
 void pb_kbench_device_name(char *buf, size_t n);
+/* GPU context for stderr: driver and runtime versions, SMs, SM clock, L2. */
+void pb_kbench_print_context(FILE *f);
+
+/* Goal verdicts (PERF-ANCHORS §7) from GPU results, printed to log:
+ * G1a paged decode >= 80% of HBM at 64x1K / 16x4K / 1x64K; G1d paged/contiguous
+ * <= 1.05 at context >= 1K (block 16; block 8: 1.10) and <= 1.10 at 128..1K; G3/G4 reshape_and_cache and
+ * copy_blocks >= 70% of measured D2D; G5b batched swap >= 80% of measured pinned
+ * bandwidth at block >= 8.  Returns the number of goals missed (report only). */
+int pb_kbench_goals(const pb_kb_set *r, FILE *log);
+
+/* Write all results as CSV (name,kind,value,bytes,gbps,pct_peak,pct_measured). */
+pb_status pb_kbench_write_csv(const char *path, const pb_kb_set *r);
 
 #ifdef PB_HAVE_CUDA
 /* GPU decode kernel vs its C reference on one seeded shape (pb_attn_case with NaN
- * poisoning); paged != 0: paged kernel, else contiguous.  Returns failures (0 ok). */
+ * poisoning).  layout: 1 paged; 0 contiguous; 2 contiguous with kv_offsets not
+ * multiples of 8; 3 also num_slots not a multiple of 8.  Returns failures (0 ok). */
 int pb_kbench_gpu_check_decode(uint64_t seed, int32_t num_seqs, const int32_t *ctx,
                                int32_t num_heads, int32_t num_kv_heads, int32_t head_size,
                                int32_t block_size, pb_kv_dtype dtype, pb_attn_algo algo,
-                               int paged);
+                               int layout);
 #endif
 
 /* helpers shared by the two runners */

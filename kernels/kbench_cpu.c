@@ -212,3 +212,58 @@ pb_status pb_kbench_run_cpu(const pb_kbench_opts *o, pb_kb_set *out, FILE *log, 
     if (st != PB_OK) *valid = 0;
     return st;
 }
+
+/* ---- goals and CSV (shared by both paths) ---- */
+
+static int goal(FILE *log, const char *what, int met, int *missed) {
+    fprintf(log, "goal %-58s %s\n", what, met ? "MET" : "MISSED");
+    *missed += !met;
+    return met;
+}
+
+int pb_kbench_goals(const pb_kb_set *r, FILE *log) {
+    int missed = 0;
+    char what[160];
+    for (int i = 0; i < r->n; i++) {
+        const pb_kb_result *e = &r->e[i];
+        int b = 0, ctx = 0, bs = 0, p = 0, t = 0;
+        if (sscanf(e->name, "long/paged/b%d-ctx%d-bs%d", &b, &ctx, &bs) == 3 && e->pct_peak >= 0) {
+            snprintf(what, sizeof what, "G1a %s >= 80%% HBM (%.1f%%)", e->name, e->pct_peak);
+            goal(log, what, e->pct_peak >= 80.0, &missed);
+        } else if ((sscanf(e->name, "long/ratio/b%d-ctx%d", &b, &ctx) == 2 ||
+                    sscanf(e->name, "fig18a/ratio/b%d-ctx%d", &b, &ctx) == 2) && ctx >= 128) {
+            double lim = ctx >= 1024 ? 1.05 : 1.10;
+            snprintf(what, sizeof what, "G1d %s <= %.2f (%.3f)", e->name, lim, e->value);
+            goal(log, what, e->value <= lim, &missed);
+        } else if (sscanf(e->name, "blocksize/ratio/bs%d", &bs) == 1 && (bs == 8 || bs == 16)) {
+            double lim = bs == 16 ? 1.05 : 1.10;       /* 32 x 1K: context >= 1K */
+            snprintf(what, sizeof what, "G1d %s <= %.2f (%.3f)", e->name, lim, e->value);
+            goal(log, what, e->value <= lim, &missed);
+        } else if ((sscanf(e->name, "cache/reshape_and_cache/t%d", &t) == 1 && t >= 2048) ||
+                   (sscanf(e->name, "cache/copy_blocks/l40-p%d", &p) == 1 && p >= 64)) {
+            if (e->pct_measured < 0) continue;
+            snprintf(what, sizeof what, "G3/G4 %s >= 70%% of D2D (%.1f%%)", e->name, e->pct_measured);
+            goal(log, what, e->pct_measured >= 70.0, &missed);
+        } else if (strstr(e->name, "swap/batched-") && sscanf(strrchr(e->name, '/'), "/bs%d", &bs) == 1 &&
+                   bs >= 8 && e->pct_measured >= 0) {
+            snprintf(what, sizeof what, "G5b %s >= 80%% pinned (%.1f%%)", e->name, e->pct_measured);
+            goal(log, what, e->pct_measured >= 80.0, &missed);
+        }
+    }
+    return missed;
+}
+
+pb_status pb_kbench_write_csv(const char *path, const pb_kb_set *r) {
+    size_t cap = 128 + (size_t)r->n * 200, n = 0;
+    char *buf = pb_xmalloc(cap);
+    n += (size_t)snprintf(buf + n, cap - n, "device,name,kind,value,bytes,gbps,pct_peak,pct_measured\n");
+    for (int i = 0; i < r->n; i++) {
+        const pb_kb_result *e = &r->e[i];
+        n += (size_t)snprintf(buf + n, cap - n, "\"%s\",%s,%s,%.6g,%.6g,%.6g,%.4g,%.4g\n", r->device, e->name,
+                              e->kind == PB_KB_US ? "us" : "ratio", e->value, e->bytes, e->gbps,
+                              e->pct_peak, e->pct_measured);
+    }
+    pb_status st = pb_write_file_atomic(path, buf, n);
+    free(buf);
+    return st;
+}

@@ -17,6 +17,7 @@ int pb_kbench_gpu_available(char *why, size_t why_len) {
     return 0;
 }
 void pb_kbench_device_name(char *buf, size_t n) { snprintf(buf, n, "cpu-reference"); }
+void pb_kbench_print_context(FILE *f) { fprintf(f, "context: built without CUDA\n"); }
 pb_status pb_kbench_run_gpu(const pb_kbench_opts *o, pb_kb_set *out, FILE *log, int *valid) {
     (void)o; (void)out; (void)log;
     *valid = 0;
@@ -53,6 +54,19 @@ void pb_kbench_device_name(char *buf, size_t n) {
         snprintf(buf, n, "unknown-gpu");
 }
 
+void pb_kbench_print_context(FILE *f) {
+    int dev = 0, drv = 0, rt = 0, sms = 0, clk = 0, l2 = 0;
+    cudaGetDevice(&dev);
+    cudaDriverGetVersion(&drv);
+    cudaRuntimeGetVersion(&rt);
+    cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, dev);
+    cudaDeviceGetAttribute(&clk, cudaDevAttrClockRate, dev);
+    cudaDeviceGetAttribute(&l2, cudaDevAttrL2CacheSize, dev);
+    fprintf(f, "context: driver %d.%d | runtime %d.%d | %d SMs | SM clock %.0f MHz | L2 %.0f MiB | "
+               "batch swap API %s\n", drv / 1000, drv % 1000 / 10, rt / 1000, rt % 1000 / 10, sms,
+            clk / 1e3, l2 / 1048576.0, pb_swap_has_batch_api() ? "cudaMemcpyBatchAsync" : "no");
+}
+
 #define GTRY(call) do { cudaError_t e_ = (call); if (e_ != cudaSuccess) {                      \
     pb_log_error("%s:%d: %s: %s", __FILE__, __LINE__, #call, cudaGetErrorString(e_));          \
     st = PB_ERR_CUDA; goto done; } } while (0)
@@ -63,10 +77,13 @@ void pb_kbench_device_name(char *buf, size_t n) {
 int pb_kbench_gpu_check_decode(uint64_t seed, int32_t num_seqs, const int32_t *ctx,
                                int32_t num_heads, int32_t num_kv_heads, int32_t head_size,
                                int32_t block_size, pb_kv_dtype dtype, pb_attn_algo algo,
-                               int paged) {
+                               int layout) {
     pb_attn_case c;
+    const int paged = layout == 1;
+    const int flags = PB_ATTN_CASE_POISON | (layout >= 2 ? PB_ATTN_CASE_ODD_OFFSETS : 0) |
+                      (layout == 3 ? PB_ATTN_CASE_ODD_SLOTS : 0);
     if (pb_attn_case_make(&c, seed, num_seqs, ctx, num_heads, num_kv_heads, head_size, block_size,
-                          dtype, 1, 0) != PB_OK)
+                          dtype, flags, 0) != PB_OK)
         return 1;
     pb_status st = PB_OK;
     const size_t es = pb_kv_dtype_size(dtype);
@@ -110,7 +127,7 @@ int pb_kbench_gpu_check_decode(uint64_t seed, int32_t num_seqs, const int32_t *c
         if (dtype == PB_KV_F16) { tol.atol = 2e-3; tol.rtol = 1e-2; tol.nmse_max = 1e-5; }
         if (dtype == PB_KV_BF16) { tol.atol = 1.6e-2; tol.rtol = 2e-2; tol.nmse_max = 1e-3; }
         char what[128];
-        snprintf(what, sizeof what, "%s S%d H%d/%d D%d bs%d %s algo%d", paged ? "paged" : "contig",
+        snprintf(what, sizeof what, "%s S%d H%d/%d D%d bs%d %s algo%d", paged ? "paged" : layout ? "contig-odd" : "contig",
                  num_seqs, num_heads, num_kv_heads, head_size, block_size, pb_kv_dtype_name(dtype), (int)algo);
         fails += pb_kcheck(what, rf, gf, c.out_elems, &tol, NULL);
     }
@@ -343,7 +360,7 @@ static pb_status bench_cache(gctx *g) {
     cache_bench c;
     memset(&c, 0, sizeof c);
     c.st = g->st;
-    pb_kv_cache_shape cs = {4096, 40, 128, 16, PB_KV_F16};      /* 64K slots, 1.3 GB per K/V */
+    pb_kv_cache_shape cs = {4096, 40, 128, 16, PB_KV_F16};      /* 64K slots, 671 MB per K or V */
     c.cs = cs;
     const size_t bb = pb_kv_block_bytes(&cs), hd = 40 * 128;
     void *pool = NULL;
@@ -564,6 +581,7 @@ pb_status pb_kbench_run_gpu(const pb_kbench_opts *o, pb_kb_set *out, FILE *log, 
     }
     if (o->grids & PB_KB_GRID_CACHE) STRY(bench_cache(&g));
     if (o->grids & PB_KB_GRID_SWAP) STRY(bench_swap(&g));
+    pb_kbench_goals(out, log);
     {
         uint64_t dropped = pb_gpu_timer_dropped(g.tm);
         fprintf(log, "CUPTI dropped records: %llu\n", (unsigned long long)dropped);

@@ -50,10 +50,10 @@ static void dense_attention(const pb_attn_case *c, float *out) {
 }
 
 /* run paged + contiguous references on one shape; returns failures */
-static int check_shape(uint64_t seed, int32_t S, const int32_t *ctx, int32_t H, int32_t Hkv,
-                       int32_t D, int32_t bs, pb_kv_dtype dt) {
+static int check_shape_flags(uint64_t seed, int32_t S, const int32_t *ctx, int32_t H, int32_t Hkv,
+                             int32_t D, int32_t bs, pb_kv_dtype dt, int flags) {
     pb_attn_case c;
-    if (pb_attn_case_make(&c, seed, S, ctx, H, Hkv, D, bs, dt, 1, 1) != PB_OK) return 1;
+    if (pb_attn_case_make(&c, seed, S, ctx, H, Hkv, D, bs, dt, flags, 1) != PB_OK) return 1;
     size_t n = c.out_elems, es = pb_kv_dtype_size(dt);
     float *want = malloc(sizeof(float) * n), *got = malloc(sizeof(float) * n);
     void *out = malloc(es * n);
@@ -74,6 +74,22 @@ static int check_shape(uint64_t seed, int32_t S, const int32_t *ctx, int32_t H, 
     free(want); free(got); free(out);
     pb_attn_case_free(&c);
     return fails;
+}
+
+static int check_shape(uint64_t seed, int32_t S, const int32_t *ctx, int32_t H, int32_t Hkv,
+                       int32_t D, int32_t bs, pb_kv_dtype dt) {
+    return check_shape_flags(seed, S, ctx, H, Hkv, D, bs, dt, PB_ATTN_CASE_POISON);
+}
+
+PB_TEST(contiguous_odd_offsets_and_slots) {
+    int32_t ctx[4] = {1, 17, 40, 9};
+    int flags = PB_ATTN_CASE_POISON | PB_ATTN_CASE_ODD_OFFSETS;
+    pb_attn_case c;
+    PB_REQUIRE(pb_attn_case_make(&c, 1, 4, ctx, 2, 2, 64, 8, PB_KV_F16, flags | PB_ATTN_CASE_ODD_SLOTS, 0) == PB_OK);
+    PB_CHECK(c.kv_offsets[1] % 8 != 0 && c.pc.num_slots % 8 != 0);
+    pb_attn_case_free(&c);
+    PB_CHECK(check_shape_flags(61, 4, ctx, 4, 2, 64, 8, PB_KV_F16, flags) == 0);
+    PB_CHECK(check_shape_flags(62, 4, ctx, 4, 2, 64, 8, PB_KV_F32, flags | PB_ATTN_CASE_ODD_SLOTS) == 0);
 }
 
 PB_TEST(paged_and_contig_match_dense_awkward_shapes) {

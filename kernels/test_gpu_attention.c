@@ -57,6 +57,18 @@ PB_TEST(decode_head_sizes_dtypes_contiguous) {
     PB_CHECK_EQ_INT(fails, 0);
 }
 
+PB_TEST(contiguous_unaligned_offsets_and_slots) {
+    NEED_GPU();
+    int32_t ctx[4] = {1, 17, 700, 33};
+    int fails = 0;
+    for (int layout = 2; layout <= 3; layout++)
+        for (int d = 0; d < 3; d++)
+            for (int algo = 1; algo <= 2; algo++)
+                fails += pb_kbench_gpu_check_decode(50 + (uint64_t)(layout * 6 + d * 2 + algo), 4, ctx, 4, 2, 96, 1,
+                                                    (pb_kv_dtype)d, (pb_attn_algo)algo, layout);
+    PB_CHECK_EQ_INT(fails, 0);
+}
+
 PB_TEST(decode_long_context_split_k) {
     NEED_GPU();
     int32_t ctx[2] = {20000, 9000};          /* > V1 limit: AUTO must pick V2 */

@@ -274,7 +274,7 @@ PB_TEST(candidates_match_reference_greedy_and_sampled) {
 
 /* The cuda executor against the cpu executor: same seeded weights (fp16 vs fp32),
  * greedy decoding of a few sequences in one batch, paged, block 16; then the same on
- * a contiguous cache. */
+ * a contiguous cache, and with tensor parallelism over 2 GPUs when there are two. */
 PB_TEST(cuda_executor_matches_cpu_executor) {
     NEED_GPU();
     for (int arch = 0; arch < 2; arch++) {
@@ -284,7 +284,14 @@ PB_TEST(cuda_executor_matches_cpu_executor) {
         m.arch = arch ? PB_ARCH_LLAMA : PB_ARCH_OPT;
         m.n_layers = 3; m.hidden = 256; m.n_heads = 4; m.n_kv_heads = arch ? 2 : 4;
         m.head_size = 64; m.ffn = 512; m.vocab = 1000; m.max_len = 256; m.dtype_bytes = 2;
-        for (int contig = 0; contig < 2; contig++) {
+        int ndev = 0;
+        cudaGetDeviceCount(&ndev);
+        for (int cfg = 0; cfg < 3; cfg++) {
+            int contig = cfg == 1, tp = cfg == 2 ? 2 : 1;   /* cfg 2: tensor parallel, paged */
+            if (tp > ndev) {
+                fprintf(stderr, "  tensor parallelism not checked: %d device(s)\n", ndev);
+                continue;
+            }
             pb_real_exec_params p;
             pb_real_exec_params_default(&p);
             p.block_size = contig ? 0 : 16;
@@ -292,8 +299,11 @@ PB_TEST(cuda_executor_matches_cpu_executor) {
             p.num_slots = 1024;
             p.weight_seed = 7;
             p.max_tokens_hint = 128;
+            p.tp = tp;
             pb_executor *cpu = NULL, *gpu = NULL;
-            PB_REQUIRE(pb_executor_cpu_create(&m, &p, &cpu) == PB_OK);
+            pb_real_exec_params pc = p;
+            pc.tp = 1;
+            PB_REQUIRE(pb_executor_cpu_create(&m, &pc, &cpu) == PB_OK);
             PB_REQUIRE(pb_executor_cuda_create(&m, &p, &gpu) == PB_OK);
             enum { NS = 3, STEPS = 8 };
             int32_t toks[NS][128], len[NS], plen[NS] = {5, 40, 17}, bt[NS][8];
@@ -333,8 +343,8 @@ PB_TEST(cuda_executor_matches_cpu_executor) {
                     toks[s][len[s]++] = cc[s].token[0];   /* both continue on the cpu's tokens */
                 }
             }
-            fprintf(stderr, "  %s %s: greedy agreement %d/%d, max |logprob diff| %.3g\n", m.name,
-                    contig ? "contiguous" : "paged", agree, total, max_lp_err);
+            fprintf(stderr, "  %s %s tp %d: greedy agreement %d/%d, max |logprob diff| %.3g\n",
+                    m.name, contig ? "contiguous" : "paged", tp, agree, total, max_lp_err);
             PB_CHECK(agree >= total - 1);    /* fp16 vs fp32: at most one near-tie flip */
             PB_CHECK(max_lp_err < 0.05);
             pb_executor_destroy(cpu);

@@ -5,6 +5,7 @@
 #include <unistd.h>
 
 #include "kbaseline.h"
+#include "kbench.h"
 #include "pbtest.h"
 
 static pb_kb_result mk(const char *name, pb_kb_kind k, double v) {
@@ -84,6 +85,38 @@ PB_TEST(regression_rule) {
     fclose(null);
     pb_kb_set_free(&base);
     pb_kb_set_free(&cur);
+}
+
+PB_TEST(goals_and_csv) {
+    pb_kb_set r;
+    pb_kb_set_init(&r);
+    snprintf(r.device, sizeof r.device, "Test GPU");
+    pb_kb_result a = mk("long/paged/b64-ctx1024-bs16", PB_KB_US, 100);
+    a.pct_peak = 85;
+    pb_kb_result b = mk("long/ratio/b64-ctx1024", PB_KB_RATIO, 1.07);     /* misses 1.05 */
+    pb_kb_result c = mk("fig18a/ratio/b8-ctx128", PB_KB_RATIO, 1.07);     /* meets 1.10 */
+    pb_kb_result d = mk("swap/batched-runs/in/bs8", PB_KB_US, 10);
+    d.pct_measured = 79;                                                     /* misses 80 */
+    pb_kb_result e = mk("swap/batched-runs/in/bs4", PB_KB_US, 10);
+    e.pct_measured = 10;                                                     /* not a goal */
+    pb_kb_result f = mk("fig18a/ratio/b8-ctx64", PB_KB_RATIO, 3.0);       /* not a goal */
+    pb_kb_set_add(&r, &a); pb_kb_set_add(&r, &b); pb_kb_set_add(&r, &c);
+    pb_kb_set_add(&r, &d); pb_kb_set_add(&r, &e); pb_kb_set_add(&r, &f);
+    FILE *null = fopen("/dev/null", "w");
+    PB_CHECK_EQ_INT(pb_kbench_goals(&r, null), 2);
+    fclose(null);
+    char path[64];
+    snprintf(path, sizeof path, "/tmp/pb_kb_csv_%d.csv", (int)getpid());
+    PB_REQUIRE(pb_kbench_write_csv(path, &r) == PB_OK);
+    FILE *f2 = fopen(path, "r");
+    PB_REQUIRE(f2 != NULL);
+    char line[256];
+    int lines = 0;
+    while (fgets(line, sizeof line, f2)) lines++;
+    fclose(f2);
+    remove(path);
+    PB_CHECK_EQ_INT(lines, 7);
+    pb_kb_set_free(&r);
 }
 
 PB_TEST_MAIN()

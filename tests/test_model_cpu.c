@@ -687,6 +687,62 @@ PB_TEST(tensor_parallel_shards_compute_the_full_model) {
     }
 }
 
+/* ---- the GPU's attention routing, on the cpu (model.h pb_attention_route) ---- */
+
+PB_TEST(split_attention_routing_matches_the_per_row_path) {
+    for (size_t mi = 0; mi < PB_ARRAY_LEN(MODELS); mi++) {
+        pb_model m = load_(MODELS[mi]);
+        for (int layout = 0; layout < 2; layout++) {
+            int32_t bs = layout ? 0 : 4;
+            pb_executor *ex[2];
+            for (int k = 0; k < 2; k++) {
+                pb_real_exec_params p;
+                pb_real_exec_params_default(&p);
+                p.block_size = bs;
+                p.num_gpu_blocks = 128;
+                p.num_slots = (int64_t)MAXT * 16;
+                p.weight_seed = 1234;
+                p.cpu_split_attention = k == 1;
+                PB_REQUIRE(pb_executor_cpu_create(&m, &p, &ex[k]) == PB_OK);
+            }
+            /* steps mixing prompts, decodes and a prompt with a cached prefix */
+            tseq s[2][3];
+            tpool pool[2];
+            for (int k = 0; k < 2; k++) {
+                pool_init_(&pool[k], 128, bs ? bs : 1, 3);
+                seq_init_(&s[k][0], 1, 1, 13, 4, m.vocab);
+                seq_init_(&s[k][1], 2, 2, 30, 4, m.vocab);
+                seq_init_(&s[k][2], 3, 3, 25, 4, m.vocab);
+                s[k][2].len = 10;       /* first 10 tokens now, the rest as a cached-prefix prefill */
+            }
+            double max_err = 0;
+            for (int step = 0; step < 8; step++) {
+                for (int k = 0; k < 2; k++) {
+                    tseq *in[3] = {&s[k][0], &s[k][1], &s[k][2]};
+                    if (step == 1) {     /* restore seq 3's real prompt: 15 tokens with 10 cached */
+                        tseq fresh;
+                        seq_init_(&fresh, 3, 3, 25, 4, m.vocab);
+                        memcpy(s[k][2].tok, fresh.tok, 25 * sizeof(int32_t));
+                        s[k][2].len = 25;
+                        s[k][2].n_cached = 10;
+                    }
+                    PB_REQUIRE(step_(ex[k], in, 3, bs, &pool[k], 1, NULL, NULL, 0) == PB_OK);
+                }
+                for (int i = 0; i < 3; i++) {
+                    int32_t last = s[0][i].len - 1;
+                    PB_CHECK_EQ_INT(s[0][i].tok[last], s[1][i].tok[last]);
+                    max_err = fmax(max_err, fabs(s[0][i].lp[last] - s[1][i].lp[last]));
+                    s[1][i].tok[last] = s[0][i].tok[last];   /* continue on the same tokens */
+                }
+            }
+            fprintf(stderr, "  %s %s: split routing max |logprob diff| %.3g\n", m.name,
+                    bs ? "paged" : "contiguous", max_err);
+            PB_CHECK(max_err < 1e-4);
+            for (int k = 0; k < 2; k++) { free(pool[k].free_list); pb_executor_destroy(ex[k]); }
+        }
+    }
+}
+
 /* ---- pagedbench profile ---- */
 
 PB_TEST(profile_command_writes_a_loadable_profile_on_the_cpu_executor) {
