@@ -33,6 +33,8 @@ typedef struct {
     /* aggregates over all regions (assigned and spare) */
     int64_t sum_resv, sum_need, sum_tokens, n_regions;
     int64_t copied_slots, n_forks, n_extra;
+    pb_slot_copy *qcopy;     /* fork copies queued for the executor (take_slot_copies) */
+    int32_t n_qcopy, cap_qcopy, n_given;
 } contig;
 
 static const pb_kv_manager_i contig_iface;
@@ -138,10 +140,25 @@ static void group_unlink_free(contig *c, cgroup *cg) {
     free(cg);
 }
 
+/* Queue a copy of n slots of KV from region src to region dst for the executor. */
+static void copy_queue(contig *c, int64_t src, int64_t dst, int32_t n) {
+    if (n <= 0) return;
+    if (c->n_given) { c->n_qcopy = 0; c->n_given = 0; }   /* taken last time: start over */
+    if (c->n_qcopy == c->cap_qcopy) {
+        c->cap_qcopy = c->cap_qcopy ? 2 * c->cap_qcopy : 16;
+        c->qcopy = pb_xrealloc(c->qcopy, (size_t)c->cap_qcopy * sizeof *c->qcopy);
+    }
+    c->qcopy[c->n_qcopy].src = src;
+    c->qcopy[c->n_qcopy].dst = dst;
+    c->qcopy[c->n_qcopy].n = n;
+    c->n_qcopy++;
+    c->copied_slots += n;
+}
+
 /* Give region off (holding a copy source's KV or nothing) to pending child i. */
 static void pending_assign(contig *c, cgroup *cg, int32_t i, int64_t off) {
     pb_seq *s = cg->pending[i];
-    if (cg->pending_src[i] != off) c->copied_slots += s->kv_len;   /* else: taken over */
+    if (cg->pending_src[i] != off) copy_queue(c, cg->pending_src[i], off, s->kv_len); /* else: taken over */
     s->kv_aux = off;
     c->sum_tokens += s->kv_len;
     cg->n_held++;
@@ -250,7 +267,7 @@ static pb_status c_fork(pb_kv_manager *m, const pb_seq *parent, pb_seq *child) {
         child->kv_aux = cg->spare[--cg->n_spare];
         cg->n_held++;
         c->sum_tokens += child->kv_len;
-        c->copied_slots += child->kv_len;   /* the parent's KV, copied into it */
+        copy_queue(c, parent->kv_aux, child->kv_aux, child->kv_len);   /* the parent's KV */
         return PB_OK;
     }
     /* No spare: a beam step forking before it frees.  The child waits for the next
@@ -303,6 +320,14 @@ static void c_free(pb_kv_manager *m, pb_seq *s) {
         else spare_push(cg, off);
     }
     if (cg->n_held == 0 && cg->n_pending == 0) group_unlink_free(c, cg);
+}
+
+static int32_t c_take_slot_copies(pb_kv_manager *m, const pb_slot_copy **out) {
+    contig *c = m->impl;
+    if (c->n_given) { c->n_qcopy = 0; c->n_given = 0; }
+    *out = c->qcopy;
+    c->n_given = c->n_qcopy;
+    return c->n_qcopy;
 }
 
 static void c_batch_info(pb_kv_manager *m, const pb_seq *s, pb_batch_seq *out) {
@@ -416,6 +441,7 @@ static void c_destroy(pb_kv_manager *m) {
         free(cg);
     }
     pb_buddy_destroy(c->buddy);
+    free(c->qcopy);
     free(c);
     free(m);
 }
@@ -427,6 +453,7 @@ static const pb_kv_manager_i contig_iface = {
     .can_append = c_can_append,
     .append = c_append,
     .fork = c_fork,
+    .take_slot_copies = c_take_slot_copies,
     .free = c_free,
     .can_swap_out = NULL,
     .swap_out = NULL,

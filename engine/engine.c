@@ -251,7 +251,13 @@ pb_status pb_engine_step(pb_engine *e, bool *done) {
     int64_t done0 = s->n_done;
     pb_status st = s->policy->iface->schedule(s->policy, s);
     if (st != PB_OK) return st;
-    if (s->n_bseq == 0 && s->copies.n == 0 && s->swap_in.n == 0 && s->swap_out.n == 0) {
+    /* fork copies of a contiguous manager; taken after batch_info, which may still
+       give a forked sequence its region (and queue its copy) */
+    const pb_slot_copy *slot_copies = NULL;
+    int32_t n_slot_copies = 0;
+    if (s->n_bseq == 0) n_slot_copies = pb_kv_take_slot_copies(s->kv, &slot_copies);
+    if (s->n_bseq == 0 && s->copies.n == 0 && s->swap_in.n == 0 && s->swap_out.n == 0 &&
+        n_slot_copies == 0) {
         if (s->n_preempted > 0 || s->n_done != done0) {   /* state moved, nothing to run */
             s->step++;
             return PB_OK;
@@ -266,6 +272,7 @@ pb_status pb_engine_step(pb_engine *e, bool *done) {
         return PB_ERR_INVALID;
     }
     for (int32_t i = 0; i < s->n_bseq; i++) pb_kv_batch_info(s->kv, s->bseq_seq[i], &s->bseq[i]);
+    if (s->n_bseq > 0) n_slot_copies = pb_kv_take_slot_copies(s->kv, &slot_copies);
     pb_batch *b = &s->batch;
     b->n_seqs = s->n_bseq;
     b->seqs = s->bseq;
@@ -279,6 +286,8 @@ pb_status pb_engine_step(pb_engine *e, bool *done) {
     b->n_swap_in = s->swap_in.n;
     b->swap_out = s->swap_out.v;
     b->n_swap_out = s->swap_out.n;
+    b->slot_copies = slot_copies;
+    b->n_slot_copies = n_slot_copies;
     pb_step_metrics sm;
     memset(&sm, 0, sizeof sm);
     sm.t_s = s->now;

@@ -23,6 +23,12 @@ extern "C" {
 
 typedef struct { int32_t src, dst; } pb_block_pair;   /* block copy / swap map entry */
 
+/* A range copy inside a contiguous KV cache: token slots [src, src+n) -> [dst, dst+n)
+ * of every layer's K and V.  Contiguous managers (Orca, FasterTransformer) cannot
+ * share KV, so a fork (parallel sample, beam candidate) copies the parent's KV into
+ * the child's region; these copies run before the forward pass, in order. */
+typedef struct { int64_t src, dst; int32_t n; } pb_slot_copy;
+
 /* One sequence's part of a batch. */
 typedef struct {
     int32_t seq_id;          /* engine-wide sequence id                              */
@@ -57,6 +63,7 @@ typedef struct {
     const pb_block_pair *copies;  int32_t n_copies;     /* GPU block src -> dst (CoW) */
     const pb_block_pair *swap_in; int32_t n_swap_in;    /* CPU block -> GPU block     */
     const pb_block_pair *swap_out; int32_t n_swap_out;  /* GPU block -> CPU block     */
+    const pb_slot_copy *slot_copies; int32_t n_slot_copies; /* contiguous caches only */
 } pb_batch;
 
 #define PB_MAX_TOP 16

@@ -9,6 +9,7 @@
 
 #include "cache_ops.h"   /* pb_copy_blocks_ref, pb_swap_blocks_ref */
 #include "model.h"
+#include "slot_copy.h"   /* pb_copy_slots_ref */
 
 void pb_real_exec_params_default(pb_real_exec_params *p) {
     memset(p, 0, sizeof *p);
@@ -89,8 +90,8 @@ static pb_status cpu_execute_(pb_executor *ex, const pb_batch *b, pb_step_result
         return PB_ERR_INVALID;
     }
     int32_t ng = e->gpu.shape.num_blocks, nh = paged ? e->p.num_cpu_blocks : 0;
-    if (!paged && (b->n_copies || b->n_swap_in || b->n_swap_out)) {
-        pb_log_error("executor cpu: block copies / swaps on a contiguous KV cache");
+    if ((!paged && (b->n_copies || b->n_swap_in || b->n_swap_out)) || (paged && b->n_slot_copies)) {
+        pb_log_error("executor cpu: block copies / swaps on a contiguous KV cache, or slot copies on a paged one");
         return PB_ERR_INVALID;
     }
     pb_status st;
@@ -113,6 +114,12 @@ static pb_status cpu_execute_(pb_executor *ex, const pb_batch *b, pb_step_result
         (st = pb_copy_blocks_ref(e->gpu.k, e->gpu.v, e->gpu.n_layers, b->copies, b->n_copies,
                                  pb_kv_block_bytes(&e->gpu.shape))) != PB_OK)
         return st;
+    if (b->n_slot_copies &&
+        (st = pb_copy_slots_ref(&e->gpu.shape, e->gpu.k, e->gpu.v, e->gpu.n_layers, b->slot_copies,
+                                b->n_slot_copies)) != PB_OK) {
+        pb_log_error("executor cpu: slot copy outside the contiguous cache");
+        return st;
+    }
     double tc1 = pb_now_s();
     /* forward pass */
     int32_t S = e->meta.n_sample;

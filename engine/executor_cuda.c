@@ -43,6 +43,7 @@ pb_status pb_executor_cuda_create(const pb_model *m, const pb_real_exec_params *
 #include <pthread.h>
 
 #include "attention.h"
+#include "slot_copy.h"   /* pb_copy_slots_cuda */
 #include "cache_ops.h"
 #include "layers.h"
 #include "model.h"
@@ -545,6 +546,12 @@ static pb_status rank_step_(rank_t *r) {
                                 pb_kv_block_bytes(&r->gpu.shape), s));
         if (r->ctx.nvtx) nvtxRangePop();
     }
+    if (b->n_slot_copies) {
+        if (r->ctx.nvtx) nvtxRangePushA("copy_slots");
+        TRY(pb_copy_slots_cuda(&r->gpu.shape, r->gpu.k, r->gpu.v, r->gpu.n_layers, b->slot_copies,
+                               b->n_slot_copies, s));
+        if (r->ctx.nvtx) nvtxRangePop();
+    }
     TRY_CUDA(cudaEventRecord(r->ev[2], s));
     if (r->ctx.nvtx) nvtxRangePushA("forward");
     pb_sample_params sp = e->p.sampling;
@@ -616,8 +623,8 @@ static pb_status cuda_execute_(pb_executor *ex, const pb_batch *b, pb_step_resul
                      b->n_top, b->n_seqs, b->block_size, e->p.block_size);
         return PB_ERR_INVALID;
     }
-    if (!paged && (b->n_copies || b->n_swap_in || b->n_swap_out)) {
-        pb_log_error("executor cuda: block copies / swaps on a contiguous KV cache");
+    if ((!paged && (b->n_copies || b->n_swap_in || b->n_swap_out)) || (paged && b->n_slot_copies)) {
+        pb_log_error("executor cuda: block copies / swaps on a contiguous KV cache, or slot copies on a paged one");
         return PB_ERR_INVALID;
     }
     int32_t ng = e->ranks[0].gpu.shape.num_blocks, nh = paged ? e->p.num_cpu_blocks : 0;

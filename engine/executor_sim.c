@@ -393,7 +393,9 @@ void pb_sim_step(const pb_sim *s, const pb_batch *b, pb_step_result *res) {
     pb_sim_step_breakdown(s, b, &o);
     res->swap_s = pb_sim_swap_time(s, b->n_swap_in, b->block_size, true) +
                   pb_sim_swap_time(s, b->n_swap_out, b->block_size, false);
-    res->copy_s = copy_time(s, b->n_copies, b->block_size);
+    int64_t slots = 0;   /* contiguous managers' fork copies (one fused copy per step) */
+    for (int32_t i = 0; i < b->n_slot_copies; i++) slots += b->slot_copies[i].n;
+    res->copy_s = copy_time(s, b->n_copies, b->block_size) + copy_time(s, slots, 1);
     res->latency_s = o.total_s + res->swap_s + res->copy_s;
     res->has_tokens = false;
 }

@@ -126,6 +126,10 @@ typedef struct {
     /* Fill out->block_table / n_blocks (paged) or out->kv_offset (contiguous) for a
        GPU-resident s.  The pointer stays valid until the next call that changes s. */
     void (*batch_info)(pb_kv_manager *m, const pb_seq *s, pb_batch_seq *out);
+    /* (optional) Range copies queued since the last call (a contiguous manager's
+       forks), in the order they must run; the engine passes them to the executor
+       in the next batch.  *out stays valid until the next call.  Returns the count. */
+    int32_t (*take_slot_copies)(pb_kv_manager *m, const pb_slot_copy **out);
     /* Memory breakdown now (O(live sequences) at most). */
     void (*usage)(pb_kv_manager *m, pb_kv_usage *out);
     /* Full invariant check (may be O(everything)); PB_OK or PB_ERR_INVALID with the
@@ -174,6 +178,10 @@ static inline pb_status pb_kv_swap_in(pb_kv_manager *m, pb_group *g, pb_pair_vec
 }
 static inline void pb_kv_batch_info(pb_kv_manager *m, const pb_seq *s, pb_batch_seq *o) {
     m->iface->batch_info(m, s, o);
+}
+static inline int32_t pb_kv_take_slot_copies(pb_kv_manager *m, const pb_slot_copy **out) {
+    *out = NULL;
+    return m->iface->take_slot_copies ? m->iface->take_slot_copies(m, out) : 0;
 }
 static inline void pb_kv_usage_get(pb_kv_manager *m, pb_kv_usage *u) { m->iface->usage(m, u); }
 static inline pb_status pb_kv_check(pb_kv_manager *m) { return m->iface->check(m); }

@@ -320,10 +320,14 @@ int device_sms(void) {
 template <typename T, int HEAD, int VVEC, int NC, bool PAGED>
 pb_status launch_decode_cls(const DecodeArgs &a, dim3 grid, size_t smem, cudaStream_t st) {
     auto kern = decode_kernel<T, HEAD, VVEC, NC, PAGED>;
-    static size_t smem_set = 48 * 1024;               /* per instantiation */
-    if (smem > smem_set) {
+    /* opt-in above 48 KiB, remembered per instantiation and device (not thread-safe:
+       one host thread per device is assumed) */
+    static size_t smem_set[64];
+    int dev = 0;
+    PBK_TRY(cudaGetDevice(&dev));
+    if (smem > 48 * 1024 && (dev >= 64 || smem > smem_set[dev])) {
         PBK_TRY(cudaFuncSetAttribute(kern, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)smem));
-        smem_set = smem;
+        if (dev < 64) smem_set[dev] = smem;
     }
     kern<<<grid, NUM_THREADS, smem, st>>>(a);
     PBK_LAUNCHED();

@@ -79,8 +79,11 @@ typedef struct {
 pb_status pb_attn_params_check(const pb_attn_params *p, int paged);
 
 /* V1 or V2 for this call on a GPU with num_sms SMs:
- *   V2 if max_context_len > PB_ATTN_V1_MAX_CONTEXT, or if the context spans more than
- *   one partition and num_seqs * num_heads < 4 * num_sms (too few CTAs to fill it). */
+ *   V2 if max_context_len > PB_ATTN_V1_MAX_CONTEXT; V1 if the context fits one
+ *   partition; otherwise the one whose grid fills the GPU's CTA slots (4 per SM)
+ *   better, counting whole waves (V2 discounted 5% for its reduce): e.g. 40 heads
+ *   on 132 SMs: 64 x 1K -> V1 (4.9 waves), 16 x 4K -> V2 (1.2 waves for V1),
+ *   1 x 1K -> V2. */
 pb_attn_algo pb_paged_attention_choose(const pb_attn_params *p, int32_t num_sms);
 
 /* Device scratch V2 needs (exp_sums, max_logits, tmp_out, all fp32):

@@ -29,11 +29,22 @@ pb_status pb_attn_params_check(const pb_attn_params *p, int paged) {
     return PB_OK;
 }
 
+/* fraction of the last wave's CTA slots that are busy, averaged over all waves */
+static double wave_efficiency(double ctas, double slots) {
+    double waves = ctas / slots;
+    return waves / ceil(waves);
+}
+
 pb_attn_algo pb_paged_attention_choose(const pb_attn_params *p, int32_t num_sms) {
     if (p->max_context_len > PB_ATTN_V1_MAX_CONTEXT) return PB_ATTN_V2;
     int32_t parts = PB_CDIV(p->max_context_len, PB_ATTN_PARTITION);
-    if (parts > 1 && (int64_t)p->num_seqs * p->num_heads < 4 * (int64_t)num_sms) return PB_ATTN_V2;
-    return PB_ATTN_V1;
+    if (parts <= 1 || p->num_seqs <= 0) return PB_ATTN_V1;
+    /* 4 resident CTAs per SM (128 threads x ~124 registers); V2 pays ~5% for its
+       reduce kernel and partial partitions.  NOTE: calibrate on a device. */
+    const double slots = 4.0 * (num_sms > 0 ? num_sms : 1);
+    const double ctas = (double)p->num_seqs * p->num_heads;
+    double e1 = wave_efficiency(ctas, slots), e2 = 0.95 * wave_efficiency(ctas * parts, slots);
+    return e2 > e1 ? PB_ATTN_V2 : PB_ATTN_V1;
 }
 
 size_t pb_paged_attention_workspace_bytes(const pb_attn_params *p) {

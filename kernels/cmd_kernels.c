@@ -141,8 +141,9 @@ int pb_cmd_kernels(int argc, char **argv) {
     if (check && gpu && strcmp(base.device, dev))
         fprintf(stderr, "kernels: warning: baseline device \"%s\", this device \"%s\"\n", base.device, dev);
     if (gpu) pb_kbench_print_context(stderr);
-    fprintf(stderr, "device: %s | mode %s | git %s | reps %d (median) warm-up %d | hw %s | HBM %.0f GB/s\n",
-            dev, mode, pb_git_rev(), reps, warmup, hw_name ? hw_name : "-", o.hbm_bw / 1e9);
+    fprintf(stderr, "device: %s | mode %s | git %s | reps %d (%s) warm-up %d | hw %s | HBM %.0f GB/s\n",
+            dev, mode, pb_git_rev(), reps, gpu ? "median, CUPTI" : "best, thread CPU time", warmup,
+            hw_name ? hw_name : "-", o.hbm_bw / 1e9);
 
     pb_kb_set cur;
     pb_kb_set_init(&cur);

@@ -180,6 +180,8 @@ PB_TEST(v1_v2_choice_and_workspace) {
     PB_CHECK(pb_paged_attention_choose(&p, 132) == PB_ATTN_V2);   /* 40 CTAs: split K   */
     p.max_context_len = 512;
     PB_CHECK(pb_paged_attention_choose(&p, 132) == PB_ATTN_V1);   /* one partition       */
+    p.num_seqs = 16; p.max_context_len = 4096;
+    PB_CHECK(pb_paged_attention_choose(&p, 132) == PB_ATTN_V2);   /* V1: 1.2 waves       */
     p.num_seqs = 256; p.max_context_len = 8193;
     PB_CHECK(pb_paged_attention_choose(&p, 132) == PB_ATTN_V2);   /* over V1's limit     */
     PB_CHECK_EQ_INT(pb_paged_attention_workspace_bytes(&p), 256ull * 40 * 17 * 130 * 4);

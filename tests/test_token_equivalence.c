@@ -412,6 +412,30 @@ PB_TEST(beam_search_through_the_engine_equals_a_reference_beam_search) {
     pb_trace_free(&t);
 }
 
+/* Contiguous managers cannot share KV: a fork copies the parent's KV into the child's
+ * region (pb_batch.slot_copies).  Parallel samples and beams must still come out as
+ * under vLLM's copy-on-write sharing, for every reservation rule. */
+PB_TEST(orca_and_ft_forks_copy_kv_parallel_and_beam_equal_vllm) {
+    pb_model m = model_("tiny-llama");
+    static const sys_kind others[] = {SYS_ORCA_ORACLE, SYS_ORCA_POW2, SYS_ORCA_MAX, SYS_FT};
+    static const char *names[] = {"orca-oracle", "orca-pow2", "orca-max", "ft"};
+    for (int mode = 0; mode < 2; mode++) {          /* 0: n = 3 samples, 1: beam width 3 */
+        pb_trace t = mode ? trace_(8, 6, 0.01, 1, 3) : trace_(7, 8, 0.01, 3, 1);
+        float temp = mode ? 0.0f : 0.8f;
+        outputs ref, o;
+        run_info ri, oi;
+        sys_cfg v = {SYS_VLLM, 4, 1024, 0, 0, PB_PREEMPT_AUTO, temp};
+        PB_REQUIRE(run_(&m, &v, &t, &ref, &ri) == PB_OK);
+        for (size_t k = 0; k < PB_ARRAY_LEN(others); k++) {
+            sys_cfg c = {others[k], 0, 0, 0, 4096, PB_PREEMPT_AUTO, temp};
+            PB_REQUIRE(run_(&m, &c, &t, &o, &oi) == PB_OK);
+            PB_CHECK_EQ_INT(oi.n_finished, t.n);
+            PB_CHECK(same_(&ref, &o, (int32_t)t.n, names[k]));
+        }
+        pb_trace_free(&t);
+    }
+}
+
 PB_TEST(shared_prefixes_give_the_same_tokens_shared_or_not) {
     pb_model m = model_("tiny-llama");
     pb_trace t = trace_(7, 10, 0.005, 1, 1);

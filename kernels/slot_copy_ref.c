@@ -1,0 +1,35 @@
+/* slot_copy_ref.c -- C reference of the contiguous-cache range copy (slot_copy.h). */
+#include "slot_copy.h"
+
+#include <string.h>
+
+#include "kv_dtype.h"
+
+pb_status pb_copy_slots_ref(const pb_kv_cache_shape *c, void *const *k_caches, void *const *v_caches,
+                            int32_t num_layers, const pb_slot_copy *copies, int32_t n_copies) {
+    if (c->num_blocks != 1) return PB_ERR_INVALID;
+    const int64_t S = c->block_size;
+    for (int32_t i = 0; i < n_copies; i++) {
+        const pb_slot_copy *cp = &copies[i];
+        if (cp->n < 0 || cp->src < 0 || cp->dst < 0 || cp->src + cp->n > S || cp->dst + cp->n > S)
+            return PB_ERR_INVALID;
+    }
+    const size_t el = pb_kv_dtype_size(c->dtype);
+    const int64_t x = (int64_t)(16 / el), D = c->head_size, H = c->num_kv_heads;
+    for (int32_t l = 0; l < num_layers; l++) {
+        char *k = k_caches[l], *v = v_caches[l];
+        for (int32_t i = 0; i < n_copies; i++) {
+            const pb_slot_copy *cp = &copies[i];
+            for (int64_t row = 0; row < H * (D / x); row++) {          /* K rows of S*x */
+                char *base = k + (size_t)(row * S * x) * el;
+                memmove(base + (size_t)(cp->dst * x) * el, base + (size_t)(cp->src * x) * el,
+                        (size_t)(cp->n * x) * el);
+            }
+            for (int64_t row = 0; row < H * D; row++) {                /* V rows of S */
+                char *base = v + (size_t)(row * S) * el;
+                memmove(base + (size_t)cp->dst * el, base + (size_t)cp->src * el, (size_t)cp->n * el);
+            }
+        }
+    }
+    return PB_OK;
+}
