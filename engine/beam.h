@@ -50,6 +50,19 @@ typedef struct {
 int32_t pb_beam_select(const double *cum, const pb_candidates *cand, int32_t n_beams, int32_t k,
                        pb_beam_choice *out);
 
+/* The synthetic model and the selection fused (the simulator's hot path): exactly
+ * equivalent to
+ *     for (i = 0; i < n_beams; i++) pb_beam_synth_candidates(r, n_top, vocab, &cand[i]);
+ *     return pb_beam_select(cum, cand, n_beams, k, out);
+ * -- same choices, bit for bit, and the same rng state afterwards -- but it only
+ * computes the log-probability (a log1p) of candidates that can still enter the top
+ * k: rank j >= k of a beam never can (its ranks 0..j-1 all beat it), and once the
+ * k-list is full a candidate whose score bound (from a cheap lower bound on its
+ * exponential gap) cannot beat the k-th choice ends its beam's search, since later
+ * ranks score no higher.  The skipped draws still advance r.  out must hold k. */
+int32_t pb_beam_synth_select(pb_rng *r, const double *cum, int32_t n_beams, int32_t n_top,
+                             int32_t vocab, int32_t k, pb_beam_choice *out);
+
 #ifdef __cplusplus
 }
 #endif

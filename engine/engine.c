@@ -143,11 +143,18 @@ static pb_status beam_step(pb_sched *s, pb_group *g, bool has_tokens) {
     for (int32_t i = 0; i < nb; i++) {
         par[i] = g->seqs[i];
         cum[i] = par[i]->cum_logprob;
-        const pb_candidates *c = seq_cands(s, par[i], has_tokens, 2 * k, &cands[i]);
-        if (c != &cands[i]) cands[i] = *c;
     }
     pb_beam_choice ch[PB_MAX_TOP / 2];
-    int32_t nc = pb_beam_select(cum, cands, nb, k, ch);
+    int32_t nc;
+    if (!has_tokens) {   /* all synthetic: the fused path (same choices, see beam.h) */
+        nc = pb_beam_synth_select(&g->rng, cum, nb, 2 * k, s->p.vocab_size, k, ch);
+    } else {
+        for (int32_t i = 0; i < nb; i++) {
+            const pb_candidates *c = seq_cands(s, par[i], has_tokens, 2 * k, &cands[i]);
+            if (c != &cands[i]) cands[i] = *c;
+        }
+        nc = pb_beam_select(cum, cands, nb, k, ch);
+    }
     PB_ASSERT(nc >= 1);
     bool used[PB_MAX_TOP / 2] = {false};
     pb_seq *dst[PB_MAX_TOP / 2] = {NULL};

@@ -27,6 +27,8 @@ static const pb_key FRAMEWORKS_SCHEMA[] = {
 
 const pb_key pb_sim_cost_schema[] = {
     {"gemm_flops_efficiency", PB_T_NUM, true, 0.01, 1, NULL, NULL, 0, "achievable / peak fp16 FLOP/s of large GEMMs"},
+    {"gemm_tiles", PB_T_LIST, true, 0, 0, NULL, NULL, PB_T_STR, "GEMM output tile shapes \"MxN\" the library picks from"},
+    {"l2_bandwidth_GBps", PB_T_NUM, true, 1, 1e6, NULL, NULL, 0, "L2 -> SM bandwidth of the whole GPU, GB/s (feeds GEMM tiles)"},
     {"gemm_bw_efficiency", PB_T_NUM, true, 0.01, 1, NULL, NULL, 0, "memory-bound GEMM bandwidth / datasheet HBM"},
     {"elementwise_bw_efficiency", PB_T_NUM, true, 0.01, 1, NULL, NULL, 0, "element-wise kernel bandwidth / datasheet HBM"},
     {"prefill_attn_flops_efficiency", PB_T_NUM, true, 0.01, 1, NULL, NULL, 0, "prefill attention FLOP/s / peak"},
@@ -75,7 +77,7 @@ static pb_status need_sources(const pb_node *n, const pb_key *schema, const char
     const pb_node *src = pb_node_get(n, "sources");
     pb_status st = PB_OK;
     for (const pb_key *k = schema; k->name; k++) {
-        if (k->type != PB_T_NUM && k->type != PB_T_INT) continue;
+        if (k->type != PB_T_NUM && k->type != PB_T_INT && k->type != PB_T_LIST) continue;
         const pb_node *v = pb_node_get(n, k->name);
         if (!v) continue;
         const pb_node *s = src ? pb_node_get(src, k->name) : NULL;
@@ -106,6 +108,21 @@ pb_status pb_sim_cost_from_node(const pb_node *hw, pb_sim_cost *c, pb_cfg_err *e
     if (need_sources(cpp, FW_SCHEMA, "hardware.cost_model.framework.cpp", err)) st = PB_ERR_INVALID;
     if (st) return st;
     memset(c, 0, sizeof *c);
+    const pb_node *tl = pb_node_get(n, "gemm_tiles");
+    if (tl->n_kids < 1 || tl->n_kids > PB_SIM_MAX_TILES)
+        return pb_cfg_fail(err, tl, false, "hardware.cost_model.gemm_tiles: give 1 to %d tile shapes", PB_SIM_MAX_TILES);
+    for (int i = 0; i < tl->n_kids; i++) {
+        const char *v = tl->kids[i]->value;
+        int tm = 0, tn = 0, used = 0;
+        if (!v || sscanf(v, "%dx%d%n", &tm, &tn, &used) != 2 || v[used] || tm < 1 || tn < 1 || tm > 4096 || tn > 4096)
+            return pb_cfg_fail(err, tl->kids[i], false,
+                               "hardware.cost_model.gemm_tiles.%d: expected a tile shape MxN (e.g. 128x256), got '%s'", i,
+                               v ? v : "");
+        c->tile_m[i] = tm;
+        c->tile_n[i] = tn;
+    }
+    c->n_tiles = tl->n_kids;
+    c->l2_bw = pb_node_num(n, "l2_bandwidth_GBps", 0) * 1e9;
     c->gemm_flops_eff = pb_node_num(n, "gemm_flops_efficiency", 0);
     c->gemm_bw_eff = pb_node_num(n, "gemm_bw_efficiency", 0);
     c->elem_bw_eff = pb_node_num(n, "elementwise_bw_efficiency", 0);
@@ -171,6 +188,9 @@ struct pb_sim {
     pb_sim_profile *profile;
     /* derived, per GPU */
     double flops;            /* achievable FLOP/s of GEMMs                               */
+    double tile_rate[PB_SIM_MAX_TILES]; /* FLOP/s of one SM working on a tile of shape i */
+    int32_t m_unit;          /* gcd of the tile heights: compute depends on ceil(M/m_unit) */
+    double *gemm_tab[5];     /* [GEMM][ceil(M/m_unit)] compute seconds, 4 layer GEMMs + LM head */
     double gemm_bw, elem_bw; /* achievable bytes/s                                       */
     double attn_flops;       /* prefill attention FLOP/s                                 */
     double attn_bw;          /* decode attention live-KV bytes/s                         */
@@ -186,11 +206,65 @@ struct pb_sim {
     double sample_bytes_tok; /* sampling bytes per sampled sequence                      */
 };
 
-static double gemm_time(const pb_sim *s, double M, double K, double N) {
+enum { GEMM_TAB_UNITS = 512 };   /* tabulated M: up to 512 * m_unit tokens (32,768 for 64) */
+
+/* Compute side of a GEMM: tile and wave quantized (executor_sim.h). */
+static double gemm_compute(const pb_sim *s, double M, double K, double N) {
+    double best = INFINITY, sms = s->hw.n_sms;
+    for (int i = 0; i < s->c.n_tiles; i++) {
+        double tm = s->c.tile_m[i], tn = s->c.tile_n[i];
+        double waves = ceil(ceil(M / tm) * ceil(N / tn) / sms);
+        double t = waves * 2.0 * tm * tn * K / s->tile_rate[i];
+        if (t < best) best = t;
+    }
+    return best;
+}
+
+double pb_sim_gemm_time(const pb_sim *s, double M, double K, double N) {
     if (M <= 0) return 0;
-    double fl = 2.0 * M * K * N / s->flops;
+    double fl = gemm_compute(s, M, K, N);
     double by = (K * N + M * K + M * N) * s->dt / s->gemm_bw;
     return fl > by ? fl : by;
+}
+
+/* GEMM g of the step (0..3: the layer's, 4: LM head) for M rows, from the table. */
+static double gemm_time(const pb_sim *s, int g, double M, double K, double N) {
+    if (M <= 0) return 0;
+    double u = ceil(M / s->m_unit);
+    double fl = u <= GEMM_TAB_UNITS ? s->gemm_tab[g][(int)u] : gemm_compute(s, M, K, N);
+    double by = (K * N + M * K + M * N) * s->dt / s->gemm_bw;
+    return fl > by ? fl : by;
+}
+
+static int32_t gcd32(int32_t a, int32_t b) {
+    while (b) {
+        int32_t t = a % b;
+        a = b;
+        b = t;
+    }
+    return a;
+}
+
+static void build_gemm_tables(pb_sim *s) {
+    s->m_unit = 0;
+    for (int i = 0; i < s->c.n_tiles; i++) {
+        s->m_unit = gcd32(s->m_unit, s->c.tile_m[i]);
+        double tm = s->c.tile_m[i], tn = s->c.tile_n[i];
+        double feed = s->c.l2_bw / s->hw.n_sms * 2.0 * tm * tn / ((tm + tn) * s->dt);   /* FLOP/s per SM */
+        double math = s->flops / s->hw.n_sms;
+        s->tile_rate[i] = feed < math ? feed : math;
+    }
+    double K[5], N[5];
+    for (int g = 0; g < 4; g++) { K[g] = s->gK[g]; N[g] = s->gN[g]; }
+    K[4] = s->h;
+    N[4] = s->vocab_tp;
+    for (int g = 0; g < 5; g++) {
+        s->gemm_tab[g] = pb_xmalloc((GEMM_TAB_UNITS + 1) * sizeof(double));
+        s->gemm_tab[g][0] = 0;
+        /* ceil(M/m) = ceil(ceil(M/m_unit) / (m/m_unit)), so M = u * m_unit stands for
+           every M with that unit count */
+        for (int u = 1; u <= GEMM_TAB_UNITS; u++) s->gemm_tab[g][u] = gemm_compute(s, (double)u * s->m_unit, K[g], N[g]);
+    }
 }
 
 pb_status pb_sim_create(const pb_model *m, const pb_hw *hw, const pb_sim_cost *c, int32_t tp,
@@ -248,6 +322,18 @@ pb_status pb_sim_create(const pb_model *m, const pb_hw *hw, const pb_sim_cost *c
     s->kernels_step = (llama ? 1 : 2) + 1 + 1 + (tp > 1 ? 1 : 0) + 5;
     /* sampling: fp32 logits written and read ~6 times (cast, softmax, log-softmax, sample) */
     s->sample_bytes_tok = 6.0 * 4.0 * m->vocab;
+    if (c->n_tiles < 1 || c->n_tiles > PB_SIM_MAX_TILES || hw->n_sms < 1 || !(c->l2_bw > 0)) {
+        plain_err(err, "sim: the cost model needs GEMM tile shapes, an L2 bandwidth and the SM count (n_sms)");
+        pb_sim_destroy(s);
+        return PB_ERR_INVALID;
+    }
+    for (int i = 0; i < c->n_tiles; i++)
+        if (c->tile_m[i] < 1 || c->tile_n[i] < 1) {
+            plain_err(err, "sim: GEMM tile shape %d is not positive", i);
+            pb_sim_destroy(s);
+            return PB_ERR_INVALID;
+        }
+    build_gemm_tables(s);
     pb_status st = pb_sim_check(s);
     if (st) {
         plain_err(err, "sim: invalid parameters (a rate is not positive)");
@@ -261,6 +347,7 @@ pb_status pb_sim_create(const pb_model *m, const pb_hw *hw, const pb_sim_cost *c
 void pb_sim_destroy(pb_sim *s) {
     if (!s) return;
     pb_sim_profile_destroy(s->profile);
+    for (int g = 0; g < 5; g++) free(s->gemm_tab[g]);
     free(s);
 }
 
@@ -272,6 +359,16 @@ pb_status pb_sim_check(const pb_sim *s) {
     if (s->tp > 1 && !(s->hw.nvlink_bw > 0 && s->c.nvlink_eff > 0)) return PB_ERR_INVALID;
     if (!(s->hq >= 1 && s->hkv >= 1 && s->d >= 1 && s->m.n_layers >= 1)) return PB_ERR_INVALID;
     if (s->profile && pb_sim_profile_check(s->profile)) return PB_ERR_INVALID;
+    if (s->hw.n_sms < 1 || s->c.n_tiles < 1 || s->c.n_tiles > PB_SIM_MAX_TILES || s->m_unit < 1) return PB_ERR_INVALID;
+    for (int i = 0; i < s->c.n_tiles; i++) {
+        if (s->c.tile_m[i] < 1 || s->c.tile_n[i] < 1 || s->c.tile_m[i] % s->m_unit) return PB_ERR_INVALID;
+        if (!(s->tile_rate[i] > 0 && s->tile_rate[i] <= s->flops / s->hw.n_sms * (1 + 1e-12))) return PB_ERR_INVALID;
+    }
+    for (int g = 0; g < 5; g++) {
+        if (!s->gemm_tab[g] || s->gemm_tab[g][0] != 0) return PB_ERR_INVALID;
+        for (int u = 1; u <= GEMM_TAB_UNITS; u++)   /* more rows never compute faster */
+            if (!(s->gemm_tab[g][u] >= s->gemm_tab[g][u - 1] && s->gemm_tab[g][u] > 0)) return PB_ERR_INVALID;
+    }
     return PB_OK;
 }
 
@@ -325,7 +422,7 @@ static void forward(const pb_sim *s, const step_sums *q, pb_sim_breakdown *o) {
     double L = s->m.n_layers;
     if (q->T <= 0) return;
     double g = 0;
-    for (int i = 0; i < 4; i++) g += gemm_time(s, q->T, s->gK[i], s->gN[i]);
+    for (int i = 0; i < 4; i++) g += gemm_time(s, i, q->T, s->gK[i], s->gN[i]);
     o->gemm_s = L * g;
     int attn_calls = 0;
     if (q->P > 0) {
@@ -353,7 +450,7 @@ static void forward(const pb_sim *s, const step_sums *q, pb_sim_breakdown *o) {
         if (q->S > 0)   /* gather the vocab-parallel logits */
             o->allreduce_s += lat + q->S * s->m.vocab * s->dt * s->ar_factor;
     }
-    o->lm_head_s = gemm_time(s, q->S, s->h, s->vocab_tp);
+    o->lm_head_s = gemm_time(s, 4, q->S, s->h, s->vocab_tp);
     o->sampling_s = q->S * s->sample_bytes_tok / s->elem_bw;
     o->kernels = (int64_t)(L * (s->kernels_layer + attn_calls)) + s->kernels_step;
     o->gpu_s = o->gemm_s + o->lm_head_s + o->prefill_attn_s + o->decode_attn_s + o->elementwise_s + o->allreduce_s +

@@ -9,8 +9,22 @@
  *
  * GPU time is a sum over the model's operators, per layer and per GPU (work / tp):
  *   - GEMMs (QKV, output, FFN; LM head for the last token of each SAMPLED sequence
- *     only, as vLLM's sampler pruned hidden states):
- *       max(FLOPs / (peak * gemm_flops_efficiency), bytes / (HBM * gemm_bw_efficiency))
+ *     only, as vLLM's sampler pruned hidden states), M tokens x N outputs x K inputs:
+ *       max(compute, bytes / (HBM * gemm_bw_efficiency))
+ *     where compute is TILE AND WAVE QUANTIZED, as cuBLAS/CUTLASS run a GEMM: the
+ *     M x N output is cut into tiles of one shape (gemm_tiles: m x n), one thread
+ *     block per tile, the tiles run in waves over the n_sms SMs, so
+ *       compute = min over tile shapes of
+ *                 ceil(ceil(M/m) * ceil(N/n) / n_sms) * 2 m n K / tile_rate(m, n)
+ *       tile_rate = min(peak/n_sms * gemm_flops_efficiency,            (SM math)
+ *                       l2_bandwidth/n_sms * 2mn / ((m+n) dtype))    (operand feed)
+ *     (the best shape per GEMM, as a heuristic library picks; a tile reads (m+n)K
+ *     operands for 2mnK FLOPs, so small tiles are L2-bound).  Co-resident thread
+ *     blocks share an SM's math, so the wave count uses one tile per SM.  Large
+ *     GEMMs reduce to FLOPs / (peak * gemm_flops_efficiency) as before; the
+ *     small-M GEMMs of prefill / recompute pay for partial waves and padded tiles.
+ *     Per (GEMM, ceil(M / gcd of tile heights)) the compute time is tabulated at
+ *     create time, so a step costs a lookup per GEMM.
  *   - prefill attention (causal, over cached prefix + new tokens): FLOPs at
  *     prefill_attn_flops_efficiency of peak;
  *   - decode attention: one kernel call per layer,
@@ -33,7 +47,8 @@
  * Fig. 1 -> the Python engine's per-step overhead; Fig. 19a -> swap bandwidth and
  * per-copy latency per direction; Fig. 12 FT / Orca floors at TP 4 and 8 -> all-reduce
  * hop latency and the per-worker overhead; GEMM and copy efficiencies from published
- * microbenchmarks.  Everything else (knees, batch sizes, block-size trends) is a
+ * microbenchmarks; GEMM tile shapes from NVIDIA's cuBLAS documentation, SM count and
+ * L2 bandwidth from the whitepapers (nothing fitted: the quantization is geometry).  Everything else (knees, batch sizes, block-size trends) is a
  * prediction.  Hopper files carry the A100 kernel and framework terms over (labelled).
  *
  * Parameters.  Hardware numbers come from experiments/hardware/<gpu>.yaml: the base
@@ -76,9 +91,14 @@ typedef struct {
     double worker_s;        /* per step per extra tensor-parallel worker (RPC, inputs)  */
 } pb_sim_fw_cost;
 
+#define PB_SIM_MAX_TILES 16
+
 /* The hardware YAML's cost_model: map, in SI units. */
 typedef struct {
     double gemm_flops_eff;       /* achievable / peak fp16 tensor FLOP/s (large GEMMs)  */
+    double l2_bw;                /* L2 -> SM operand bandwidth, whole GPU, bytes/s      */
+    int n_tiles;                 /* GEMM output tile shapes the library chooses from    */
+    int32_t tile_m[PB_SIM_MAX_TILES], tile_n[PB_SIM_MAX_TILES];
     double gemm_bw_eff;          /* memory-bound GEMM: achieved / datasheet HBM bw      */
     double elem_bw_eff;          /* element-wise kernels: achieved / datasheet HBM bw   */
     double prefill_attn_flops_eff; /* prefill attention kernel FLOP/s / peak            */
@@ -143,6 +163,8 @@ void pb_sim_step_breakdown(const pb_sim *s, const pb_batch *b, pb_sim_breakdown 
 double pb_sim_decode_time(const pb_sim *s, int32_t n_seqs, int32_t ctx, int32_t block_size);
 double pb_sim_prefill_time(const pb_sim *s, int32_t n_tokens);
 double pb_sim_swap_time(const pb_sim *s, int64_t n_blocks, int32_t block_size, bool to_gpu);
+/* One GEMM of M x K times K x N on one GPU (seconds): the model above, untabulated. */
+double pb_sim_gemm_time(const pb_sim *s, double M, double K, double N);
 
 /* Invariants of a sim (positive rates, sane shapes).  PB_OK or PB_ERR_INVALID. */
 pb_status pb_sim_check(const pb_sim *s);

@@ -54,6 +54,8 @@ int pb_cmd_list(int argc, char **argv) {
         print_keys(pb_experiment_schema, "");
         printf("keys of each entry of systems:\n");
         print_keys(pb_system_entry_schema, "systems[].");
+        printf("keys of executor when it is a map (executor: {type: cpu, ...}):\n");
+        print_keys(pb_executor_schema, "executor.");
         return PB_EXIT_OK;
     }
     if (argc > 1) {

@@ -3,7 +3,8 @@
  *   pagedbench run experiments/fig12_opt13b_sharegpt.yaml --set workload.duration_s=600
  *   pagedbench run --figure fig12 --jobs 2 [--quick]
  *   pagedbench run --all --jobs 2
- * A figure = every experiments/<name>.yaml whose `figure:` is that id (fig19 = fig19a +
+ * A figure = every experiments/<name>.yaml whose `figure:` is that id (fig18 = fig18a +
+ * fig18b, fig19 = fig19a +
  * fig19b).  For each figure: run all points (runner.h: parallel, resumable), refine
  * around each series' knee, merge into results/<figure>.csv (+ .json sidecar), and
  * print the paper-vs-ours table (report.h, also results/<figure>_report.md).
@@ -19,6 +20,7 @@
 #include "commands.h"
 #include "config.h"
 #include "experiment.h"
+#include "fig18a.h"     /* pb_fig18a_write (cost model + GPU kernels) */
 #include "fig_sim.h"    /* pb_fig1_write, pb_fig19a_write (cost model) */
 #include "pb.h"
 #include "report.h"
@@ -26,14 +28,15 @@
 #include "spec.h"
 #include "system.h"
 
-/* every figure `--all` runs, in order (fig1, fig11, fig19a come from other modules) */
+/* every figure `--all` runs, in order (fig1, fig11, fig18a, fig19a come from other modules) */
 static const char *const ALL_FIGURES[] = {"fig1", "fig2", "fig11", "fig12", "fig13", "fig14", "fig15",
-                                          "fig16", "fig17", "fig18b", "fig19a", "fig19b"};
+                                          "fig16", "fig17", "fig18a", "fig18b", "fig19a", "fig19b"};
 
 static void usage(FILE *f) {
     fprintf(f,
             "usage: pagedbench run [EXPERIMENT.yaml ...] [--figure FIG ...] [--all] [options]\n"
-            "  --figure FIG   every experiments/*.yaml with `figure: FIG` (fig2 fig12 ... fig19b; fig19 = 19a+19b)\n"
+            "  --figure FIG   every experiments/*.yaml with `figure: FIG` (fig2 fig12 ... fig19b;\n"
+            "                 fig18 = 18a+18b, fig19 = 19a+19b; fig1 fig11 fig18a fig19a are computed directly)\n"
             "  --all          every figure: %s",
             ALL_FIGURES[0]);
     for (size_t i = 1; i < PB_ARRAY_LEN(ALL_FIGURES); i++) fprintf(f, " %s", ALL_FIGURES[i]);
@@ -244,7 +247,8 @@ static int run_group(const char *out, const char *figure, pb_experiment **exps, 
 }
 
 /* Figures other modules compute directly (no sweep): fig1 / fig19a from the cost
- * model (fig_sim.h), fig11 from the workloads (`pagedbench trace --fig11`). */
+ * model (fig_sim.h), fig18a from the cost model and, on a GPU, our kernels
+ * (fig18a.h), fig11 from the workloads (`pagedbench trace --fig11`). */
 static int run_direct(const char *fig, const run_opts *o) {
     char csv[1200], md[1200], paper[1200];
     snprintf(csv, sizeof csv, "%s/%s.csv", o->results, fig);
@@ -252,7 +256,10 @@ static int run_direct(const char *fig, const run_opts *o) {
     snprintf(paper, sizeof paper, "%s/paper/%s.csv", pb_spec_dir(), fig);
     if (o->check) { printf("%-28s %-10s computed directly (no sweep)\n", fig, fig); return PB_EXIT_OK; }
     fprintf(stderr, "==> %s: computed directly (%s); git %s\n", fig,
-            !strcmp(fig, "fig11") ? "dataset length histograms" : "cost model, A100-40GB", pb_git_rev());
+            !strcmp(fig, "fig11")    ? "dataset length histograms"
+            : !strcmp(fig, "fig18a") ? "cost model, A100-40GB; our kernels when a GPU is present"
+                                     : "cost model, A100-40GB",
+            pb_git_rev());
     double t0 = pb_now_s();
     pb_status st;
     char *text = NULL;
@@ -266,7 +273,13 @@ static int run_direct(const char *fig, const run_opts *o) {
         rep = NULL;
         if (!st && o->report) st = pb_report_figure(fig, csv, paper, 0, stdout, md);
     } else {
-        st = !strcmp(fig, "fig1") ? pb_fig1_write(pb_spec_dir(), csv, rep) : pb_fig19a_write(pb_spec_dir(), csv, rep);
+        char gpu[512] = "";
+        if (!strcmp(fig, "fig18a")) {
+            st = pb_fig18a_write(pb_spec_dir(), csv, true, rep, gpu, sizeof gpu);
+            if (!st) fprintf(stderr, "==> fig18a: GPU measurement %s\n", gpu);
+        } else {
+            st = !strcmp(fig, "fig1") ? pb_fig1_write(pb_spec_dir(), csv, rep) : pb_fig19a_write(pb_spec_dir(), csv, rep);
+        }
         fclose(rep);
         rep = NULL;
         if (!st && text) {
@@ -280,14 +293,15 @@ static int run_direct(const char *fig, const run_opts *o) {
 }
 
 static int run_figure(const char *fig, const run_opts *o) {
-    if (!strcmp(fig, "fig1") || !strcmp(fig, "fig11") || !strcmp(fig, "fig19a")) return run_direct(fig, o);
+    if (!strcmp(fig, "fig1") || !strcmp(fig, "fig11") || !strcmp(fig, "fig18a") || !strcmp(fig, "fig19a"))
+        return run_direct(fig, o);
     if (!strcmp(fig, "fig19")) {
         int a = run_figure("fig19a", o), b = run_figure("fig19b", o);
         return PB_MAX(a, b);
     }
     if (!strcmp(fig, "fig18")) {
-        fprintf(stderr, "fig18: (a) is the kernel benchmark (`pagedbench kernels`, needs a GPU); running (b)\n");
-        return run_figure("fig18b", o);
+        int a = run_figure("fig18a", o), b = run_figure("fig18b", o);
+        return PB_MAX(a, b);
     }
     exp_file *files;
     int n = find_figure(pb_spec_dir(), fig, &files);

@@ -32,6 +32,19 @@ static const pb_key QUICK_SCHEMA[] = {
     {NULL, 0, false, 0, 0, NULL, NULL, 0, NULL},
 };
 
+const pb_key pb_executor_schema[] = {
+    {"type", PB_T_ENUM, true, 0, 0, "sim|cpu|cuda", NULL, 0, "sim (cost model), cpu (tiny real model), cuda (real model)"},
+    {"fixed_latency_s", PB_T_NUM, false, 0, 1e3, NULL, NULL, 0,
+     "cpu/cuda: report this step latency instead of measuring it (deterministic clocks; 0 = measure)"},
+    {"kv_slots", PB_T_INT, false, 0, 1e12, NULL, NULL, 0,
+     "KV space of every system, token slots (0 = the specs' rule; a system's kv_slots wins)"},
+    {"kv_mib", PB_T_NUM, false, 0, 1 << 20, NULL, NULL, 0,
+     "cpu/cuda: cap of the KV cache, MiB per GPU (cpu default 64: the A100 budget of a tiny model is GiBs)"},
+    {"swap_slots", PB_T_INT, false, 0, 1e12, NULL, NULL, 0,
+     "cpu/cuda: swap pool, token slots (default: as large as the KV space, at most swap_space_gib)"},
+    {NULL, 0, false, 0, 0, NULL, NULL, 0, NULL},
+};
+
 const pb_key pb_system_entry_schema[] = {
     {"name", PB_T_STR, true, 0, 0, NULL, NULL, 0, "id of the series (CSV `system` column): vllm, orca_oracle, ft"},
     {"label", PB_T_STR, false, 0, 0, NULL, NULL, 0, "legend label, e.g. \"Orca (Oracle)\""},
@@ -69,7 +82,8 @@ const pb_key pb_experiment_schema[] = {
     {"model", PB_T_MAP, true, 0, 0, NULL, NULL, 0, "model spec name (experiments/models/) or an inline spec"},
     {"hardware", PB_T_MAP, true, 0, 0, NULL, NULL, 0, "hardware spec name (experiments/hardware/) or inline"},
     {"gpus", PB_T_INT, false, 1, 1024, NULL, NULL, 0, "tensor-parallel degree (default 1)"},
-    {"executor", PB_T_ENUM, false, 0, 0, "sim|cpu|cuda", NULL, 0, "sim (cost model), cpu (tiny real model), cuda"},
+    {"executor", PB_T_ENUM, false, 0, 0, "sim|cpu|cuda", NULL, 0,
+     "sim (cost model), cpu (tiny real model), cuda; or a map {type, ...} (`executor.` keys)"},
     {"workload", PB_T_MAP, true, 0, 0, NULL, NULL, 0, "the trace (schema: workloads/)"},
     {"sweep", PB_T_LIST, false, 0, 0, NULL, AXIS_SCHEMA, 0, "sweep axes {axis, set, values}"},
     {"systems", PB_T_LIST, true, 0, 0, NULL, pb_system_entry_schema, 0, "systems compared"},
@@ -78,10 +92,20 @@ const pb_key pb_experiment_schema[] = {
     {"knee", PB_T_MAP, false, 0, 0, NULL, KNEE_SCHEMA, 0, "knee detection settings"},
     {"quick", PB_T_MAP, false, 0, 0, NULL, QUICK_SCHEMA, 0, "what --quick changes"},
     {"cost_model", PB_T_MAP, false, 0, 0, NULL, NULL, 0, "cost-model overrides (engine/executor_sim.h)"},
+    {"length_scale", PB_T_NUM, false, 1e-6, 1, NULL, NULL, 0,
+     "multiply every prompt and output length (rounded up) -- fits a trace to a tiny model (default 1)"},
+    {"clamp_to_max_len", PB_T_BOOL, false, 0, 0, NULL, NULL, 0,
+     "cut prompts to max_len - 1 and outputs to what is left of max_len (default false: the engine rejects longer prompts)"},
     {NULL, 0, false, 0, 0, NULL, NULL, 0, NULL},
 };
 
 /* ---- helpers ---- */
+const char *pb_experiment_executor_type(const pb_node *root) {
+    const pb_node *x = pb_node_get(root, "executor");
+    if (x && x->kind == PB_NODE_MAP) return pb_node_str(x, "type", "sim");
+    return pb_node_str(root, "executor", "sim");
+}
+
 void pb_fmt_num(char *buf, size_t n, double v) {
     for (int prec = 6; prec <= 17; prec++) {
         snprintf(buf, n, "%.*g", prec, v);
@@ -178,7 +202,25 @@ pb_status pb_experiment_load(const char *path, const char *const *sets, int n_se
     }
     for (int i = 0; i < n_sets; i++)
         if ((st = pb_config_set(c, sets[i], err))) goto fail;
-    if ((st = pb_config_validate(root, pb_experiment_schema, "", err))) goto fail;
+    {
+        /* `executor:` is a scalar (sim|cpu|cuda) or a map {type, ...}: validate a map
+           against pb_executor_schema and the rest against the schema with that entry
+           relaxed to "any map" */
+        const pb_node *exn = pb_node_get(root, "executor");
+        if (exn && exn->kind == PB_NODE_MAP) {
+            enum { NK = 64 };
+            pb_key keys[NK];
+            int nk = 0;
+            for (const pb_key *k = pb_experiment_schema; k->name && nk < NK - 1; k++, nk++) {
+                keys[nk] = *k;
+                if (!strcmp(k->name, "executor")) { keys[nk].type = PB_T_MAP; keys[nk].choices = NULL; }
+            }
+            memset(&keys[nk], 0, sizeof keys[nk]);
+            pb_status s1 = pb_config_validate(root, keys, "", err);
+            pb_status s2 = pb_config_validate(exn, pb_executor_schema, "executor", err);
+            if (s1 || s2) { st = PB_ERR_INVALID; goto fail; }
+        } else if ((st = pb_config_validate(root, pb_experiment_schema, "", err))) goto fail;
+    }
     /* the sections other modules own: validate them now, so that a bad value is a
        config error (exit 2) before any point runs */
     {
@@ -189,7 +231,7 @@ pb_status pb_experiment_load(const char *path, const char *const *sets, int n_se
         pb_status s2 = pb_hw_from_node(pb_node_get(root, "hardware"), &h, err);
         pb_status s3 = pb_workload_from_node(pb_node_get(root, "workload"), &w, err);
         pb_status s4 = PB_OK;
-        if (!strcmp(pb_node_str(root, "executor", "sim"), "sim")) {
+        if (!strcmp(pb_experiment_executor_type(root), "sim")) {
             pb_sim_cost cost;
             s4 = pb_sim_cost_from_node(pb_node_get(root, "hardware"), &cost, err);
         }
@@ -209,7 +251,7 @@ pb_status pb_experiment_load(const char *path, const char *const *sets, int n_se
     e->figure = pb_node_str(root, "figure", "?");
     e->panel = pb_node_str(root, "panel", "");
     e->title = pb_node_str(root, "title", e->name);
-    e->executor = pb_node_str(root, "executor", "sim");
+    e->executor = pb_experiment_executor_type(root);
     e->seed = (uint64_t)pb_node_int(root, "seed", 0);
     e->gpus = (int)pb_node_int(root, "gpus", 1);
     e->knee_metric = pb_node_str(root, "knee.metric", "normalized_latency");

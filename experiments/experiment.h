@@ -15,7 +15,10 @@
  *   seed        seed of everything random (default 0)
  *   model, hardware   spec names (experiments/models/<name>.yaml, hardware/<name>.yaml)
  *   gpus        tensor-parallel degree (default 1)
- *   executor    sim | cpu | cuda  (default sim)
+ *   executor    sim | cpu | cuda  (default sim), or a map (pb_executor_schema):
+ *               {type: cpu, fixed_latency_s: 0.01, kv_slots: 8192, kv_mib: 64, swap_slots: N}
+ *               -- real executors' deterministic clock and KV / swap sizes (system.h)
+ *   length_scale, clamp_to_max_len   fit a trace to a small model (system.h)
  *   workload    the trace to generate (schema in workloads/)
  *   sweep       list of axes {axis, set, values}: `set` is a config path assigned the
  *               value at each point, e.g. {axis: request_rate, set: workload.rate, ...};
@@ -101,6 +104,11 @@ typedef struct {
 
 extern const pb_key pb_experiment_schema[];
 extern const pb_key pb_system_entry_schema[];
+extern const pb_key pb_executor_schema[];     /* `executor:` as a map */
+
+/* The executor type of a (validated) experiment tree: root.executor or
+ * root.executor.type; "sim" when absent.  Points into the tree. */
+const char *pb_experiment_executor_type(const pb_node *root);
 
 /* Load, include the spec files, apply the overrides (sets[n_sets], each "a.b=v";
  * with quick, the file's quick.set first), validate, and parse.  On error *out is NULL

@@ -25,9 +25,28 @@ void pb_system_describe_executor(const pb_experiment *e, char *buf, size_t n) {
     if (!strcmp(e->executor, "sim"))
         snprintf(buf, n, "sim: cost model of %s x%d, %s (no GPU used)", hw, e->gpus, model);
     else if (!strcmp(e->executor, "cpu"))
-        snprintf(buf, n, "cpu: real %s forward pass on the host CPU (KV budget of %s x%d)", model, hw, e->gpus);
+        snprintf(buf, n, "cpu: real %s forward pass on the host CPU (KV space of %s x%d, capped at %g MiB)%s", model,
+                 hw, e->gpus, pb_node_num(pb_node_get(root, "executor"), "kv_mib", PB_SYSTEM_CPU_KV_MIB),
+                 pb_node_num(pb_node_get(root, "executor"), "fixed_latency_s", 0) > 0 ? ", fixed step latency" : "");
     else
         snprintf(buf, n, "cuda: real %s on the local GPU(s), KV budget of %s x%d", model, hw, e->gpus);
+}
+
+void pb_system_fit_trace(pb_trace *t, double length_scale, bool clamp, int32_t max_len) {
+    for (int64_t i = 0; i < t->n; i++) {
+        pb_request *r = &t->reqs[i];
+        if (length_scale > 0 && length_scale != 1.0) {
+            r->prompt_len = (int32_t)PB_MAX(1.0, ceil(r->prompt_len * length_scale));
+            r->output_len = (int32_t)PB_MAX(1.0, ceil(r->output_len * length_scale));
+            r->prefix_len = (int32_t)floor(r->prefix_len * length_scale);
+        }
+        if (clamp && max_len >= 2) {
+            r->prompt_len = PB_MIN(r->prompt_len, max_len - 1);
+            r->output_len = PB_MAX(1, PB_MIN(r->output_len, max_len - r->prompt_len));
+        }
+        r->prefix_len = PB_MIN(r->prefix_len, r->prompt_len);
+        if (r->prefix_len == 0 && r->prefix_id >= 0 && length_scale != 1.0) r->prefix_id = -1;
+    }
 }
 
 static pb_status fail(char *err, size_t n, pb_status st, const char *fmt, const char *a, const char *b) {
@@ -61,16 +80,36 @@ pb_status pb_system_run_point(const pb_point_ctx *pt, pb_point_metrics *out, cha
     if (!pb_preempt_mode_parse(pb_node_str(sys, "preemption", "auto"), &pmode))
         return fail(err, err_n, PB_ERR_INVALID, "systems.%s: bad preemption '%s'", spec->id, pb_node_str(sys, "preemption", ""));
 
-    /* KV space: the paper harness's rule; contiguous managers count slots */
+    /* executor options (executor: {type, ...}; absent for `executor: sim` etc.) */
+    bool real = strcmp(e->executor, "sim") != 0;
+    const pb_node *exn = pb_node_get(root, "executor");
+    if (exn && exn->kind != PB_NODE_MAP) exn = NULL;
+    double fixed_latency_s = pb_node_num(exn, "fixed_latency_s", 0);
+    double kv_mib = real ? pb_node_num(exn, "kv_mib", !strcmp(e->executor, "cpu") ? PB_SYSTEM_CPU_KV_MIB : 0) : 0;
+    int64_t swap_slots = pb_node_int(exn, "swap_slots", -1);
+
+    /* KV space: the paper harness's rule; contiguous managers count slots.  Overrides:
+       the system's kv_slots, else the executor's; real executors cap it at kv_mib. */
     bool paged = spec->type == PB_SYS_VLLM;
+    int32_t unit = paged ? block_size : 1;
     pb_kv_capacity cap;
-    st = pb_kv_capacity_compute(&model, &hw, tp, paged ? block_size : 1, max_tokens, util, &cap);
+    st = pb_kv_capacity_compute(&model, &hw, tp, unit, max_tokens, util, &cap);
     if (st) return fail(err, err_n, st, "%s on %s: no memory left for the KV cache", model.name, hw.name);
     int64_t kv_slots = pb_node_int(sys, "kv_slots", 0);
-    int64_t n_gpu_blocks = kv_slots > 0 ? kv_slots / (paged ? block_size : 1) : cap.num_blocks;
-    int64_t slots = paged ? n_gpu_blocks * block_size : n_gpu_blocks;
-    double block_bytes_gpu = pb_kv_bytes_per_token(&model, tp) * block_size;
+    if (kv_slots <= 0) kv_slots = pb_node_int(exn, "kv_slots", 0);
+    int64_t n_gpu_blocks = kv_slots > 0 ? kv_slots / unit : cap.num_blocks;
+    double bytes_per_token = pb_kv_bytes_per_token(&model, tp);
+    if (kv_mib > 0) {
+        int64_t max_blocks = (int64_t)floor(kv_mib * 1024.0 * 1024.0 / bytes_per_token) / unit;
+        if (n_gpu_blocks > max_blocks) n_gpu_blocks = max_blocks;
+    }
+    int64_t slots = n_gpu_blocks * unit;
+    double block_bytes_gpu = bytes_per_token * block_size;
     int64_t n_cpu_blocks = (int64_t)floor(swap_gib * GIB / block_bytes_gpu);
+    /* a real executor allocates its swap pool: as large as the KV space unless stated */
+    if (real) n_cpu_blocks = swap_slots >= 0 ? PB_MIN(n_cpu_blocks, swap_slots / block_size)
+                                             : PB_MIN(n_cpu_blocks, n_gpu_blocks);
+    if (!paged) n_cpu_blocks = 0;
     if (n_gpu_blocks < 1 || n_gpu_blocks > INT32_MAX)
         return fail(err, err_n, PB_ERR_INVALID, "KV space of %s on %s is out of range", model.name, hw.name);
 
@@ -82,6 +121,8 @@ pb_status pb_system_run_point(const pb_point_ctx *pt, pb_point_metrics *out, cha
     char werr[1024] = "";
     if ((st = pb_workload_generate(&wc, e->seed, &trace, werr, sizeof werr)))
         return fail(err, err_n, st, "workload: %s%s", werr, "");
+    pb_system_fit_trace(&trace, pb_node_num(root, "length_scale", 1.0), pb_node_bool(root, "clamp_to_max_len", false),
+                        model.max_len);
 
     /* KV manager */
     pb_kv_manager *kv = NULL;
@@ -146,7 +187,8 @@ pb_status pb_system_run_point(const pb_point_ctx *pt, pb_point_metrics *out, cha
         rp.block_size = paged ? block_size : 0;
         rp.num_gpu_blocks = paged ? (int32_t)n_gpu_blocks : 0;
         rp.num_slots = paged ? 0 : slots;
-        rp.num_cpu_blocks = paged ? (int32_t)PB_MIN(n_cpu_blocks, n_gpu_blocks) : 0;
+        rp.num_cpu_blocks = (int32_t)PB_MIN(n_cpu_blocks, (int64_t)INT32_MAX);   /* = the manager's */
+        rp.fixed_latency_s = fixed_latency_s;
         rp.weight_seed = e->seed;
         rp.sample_seed = e->seed;
         rp.max_tokens_hint = max_tokens;
@@ -171,7 +213,8 @@ pb_status pb_system_run_point(const pb_point_ctx *pt, pb_point_metrics *out, cha
     ep.preemption = pmode;
     ep.seed = e->seed;
     ep.kv_bytes_per_token = pb_kv_bytes_per_token(&model, tp) * tp;
-    ep.store_tokens = strcmp(e->executor, "sim") != 0;
+    ep.store_tokens = real;
+    if (real) ep.vocab_size = model.vocab;   /* token ids must be inside the real model's vocabulary */
     ep.max_clock_s = pb_node_num(sys, "max_clock_s", 0);
     pb_engine *eng = NULL;
     pb_metrics *m = pb_metrics_create(false);

@@ -20,7 +20,21 @@
  *                        rule (Table 1); contiguous managers get its slots
  *   executor             sim (cost model; `sim:` map picks the attention kernel and the
  *                        framework: defaults vllm paged/python, orca contiguous/python,
- *                        ft contiguous/cpp), cpu (tiny real model), cuda (real model)
+ *                        ft contiguous/cpp), cpu (tiny real model), cuda (real model).
+ *                        As a map (experiment.h pb_executor_schema), for real executors:
+ *                          fixed_latency_s  constant step latency (deterministic clock)
+ *                          kv_slots         KV space in token slots (a system's kv_slots wins)
+ *                          kv_mib           cap of the KV space per GPU; the cpu executor's
+ *                                           default is PB_SYSTEM_CPU_KV_MIB, because the A100
+ *                                           budget applied to a tiny model is GiBs of host
+ *                                           buffers
+ *                          swap_slots       the swap pool (default: as large as the KV space,
+ *                                           at most swap_space_gib); the KV manager and the
+ *                                           executor get the same block counts
+ *                        Real executors draw token ids in [0, model vocab).
+ *   trace fitting        length_scale (lengths x factor, rounded up; a shared prefix is
+ *                        scaled down) and clamp_to_max_len (prompt <= max_len - 1, output
+ *                        <= max_len - prompt): pb_system_fit_trace, after generation
  *
  * Metrics written for the point (pb_point_metrics names, all numbers):
  *   normalized_latency (mean, s/token) and _p50/_p90/_p99, batched_requests,
@@ -32,14 +46,24 @@
 #ifndef PB_SYSTEM_H
 #define PB_SYSTEM_H
 
+#include <stdbool.h>
 #include <stddef.h>
+#include <stdint.h>
 
 #include "pb.h"
 #include "runner.h"
+#include "trace.h"
 
 #ifdef __cplusplus
 extern "C" {
 #endif
+
+#define PB_SYSTEM_CPU_KV_MIB 64.0    /* default KV cap of the cpu executor, MiB */
+
+/* Scale every request's prompt and output lengths by length_scale (rounded up, >= 1;
+ * 1 = unchanged; a shared prefix is scaled and rounded down), then with clamp cut
+ * prompts to max_len - 1 and outputs to max_len - prompt. */
+void pb_system_fit_trace(pb_trace *t, double length_scale, bool clamp, int32_t max_len);
 
 /* pb_point_fn for serving experiments (user unused).  Errors: PB_ERR_INVALID (bad
  * option, with file:line:col), the engine's or executor's status. */

@@ -19,7 +19,9 @@
  *     zeroed before the product (unwritten cache memory may hold NaN).
  *  5. Cross-warp reduction in shared memory; V1 writes out, V2 writes the
  *     partition's normalized output + max + sum, merged by reduce_kernel.
- * Block sizes: powers of two 1..256 (template classes by (VVEC, NC)). */
+ * Block sizes: powers of two 1..256 (template classes by (VVEC, NC)).
+ * Without a GPU, kernels/emu/run.sh runs these kernels through a thread-level CPU
+ * emulator against attention_ref.c (index math, masking, reductions, V1/V2). */
 #include <math.h>
 
 #include "attention.h"

@@ -1,0 +1,105 @@
+// emu_attention.cpp -- attention.cu decode (V1/V2, paged/contiguous) and prefill kernels,
+// run through cuda_emu.h, against the C references (attention_ref.c).  Built by run.sh.
+#include "att_emu.cpp"
+#include "rng.h"
+#include "attn_case.h"
+#include "kcheck.h"
+#include <cstdio>
+
+static int check(uint64_t seed, int S, const int32_t *ctx, int H, int Hkv, int D, int bs, pb_kv_dtype dt,
+                 pb_attn_algo algo, int layout) {
+    pb_attn_case c;
+    const int paged = layout == 1;
+    int flags = PB_ATTN_CASE_POISON | (layout >= 2 ? PB_ATTN_CASE_ODD_OFFSETS : 0) | (layout == 3 ? PB_ATTN_CASE_ODD_SLOTS : 0);
+    if (pb_attn_case_make(&c, seed, S, ctx, H, Hkv, D, bs, dt, flags, 0) != PB_OK) return 1;
+    const pb_attn_params *p = paged ? &c.p : &c.pc;
+    size_t es = pb_kv_dtype_size(dt), ws = pb_paged_attention_workspace_bytes(p);
+    void *ref = malloc(es * c.out_elems), *got = malloc(es * c.out_elems), *w = aligned_alloc(16, ws + 16);
+    void *out = aligned_alloc(16, es * c.out_elems + 16);
+    memset(out, 0xff, es * c.out_elems);
+    pb_status st = paged ? pb_paged_attention_cuda(p, algo, out, c.q, c.k_cache, c.v_cache, c.block_tables, c.context_lens, w, ws, nullptr)
+                         : pb_contig_attention_cuda(p, algo, out, c.q, c.kc_contig, c.vc_contig, c.kv_offsets, c.context_lens, w, ws, nullptr);
+    int fails = st != PB_OK;
+    if (paged) pb_paged_attention_ref(p, ref, c.q, c.k_cache, c.v_cache, c.block_tables, c.context_lens);
+    else pb_contig_attention_ref(p, ref, c.q, c.kc_contig, c.vc_contig, c.kv_offsets, c.context_lens);
+    std::vector<float> rf(c.out_elems), gf(c.out_elems);
+    pb_kv_to_f32(rf.data(), ref, dt, c.out_elems);
+    pb_kv_to_f32(gf.data(), out, dt, c.out_elems);
+    pb_kcheck_tol tol = {1e-4, 1e-3, 1e-8, 5};
+    if (dt == PB_KV_F16) { tol.atol = 2e-3; tol.rtol = 1e-2; tol.nmse_max = 1e-5; }
+    if (dt == PB_KV_BF16) { tol.atol = 1.6e-2; tol.rtol = 2e-2; tol.nmse_max = 1e-3; }
+    char what[128];
+    snprintf(what, sizeof what, "L%d S%d H%d/%d D%d bs%d %s algo%d", layout, S, H, Hkv, D, bs, pb_kv_dtype_name(dt), (int)algo);
+    fails += pb_kcheck(what, rf.data(), gf.data(), c.out_elems, &tol, nullptr);
+    printf("%-40s %s\n", what, fails ? "FAIL" : "ok");
+    free(ref); free(got); free(w); free(out);
+    pb_attn_case_free(&c);
+    return fails;
+}
+
+static int decode_checks(int quick) {
+    int fails = 0;
+    int32_t ctx_s[3] = {1, 17, 97}, ctx_l[3] = {700, 1, 1030};
+    for (int bs = 1; bs <= 256; bs *= 2) {
+        fails += check(bs, 3, ctx_s, 2, 1, 128, bs, PB_KV_F16, PB_ATTN_V1, 1);
+        if (!quick || bs == 16) fails += check(bs + 1, 3, ctx_l, 2, 1, 64, bs, PB_KV_F32, PB_ATTN_V2, 1);
+    }
+    int heads[4] = {64, 80, 96, 128};
+    for (int h = 0; h < 4; h++)
+        for (int d = 0; d < 3; d++) {
+            fails += check(10 + h * 3 + d, 3, ctx_s, 4, 2, heads[h], 8, (pb_kv_dtype)d, PB_ATTN_V1, 1);
+            fails += check(20 + h * 3 + d, 3, ctx_s, 4, 2, heads[h], 1, (pb_kv_dtype)d, PB_ATTN_V1, 0);
+        }
+    for (int layout = 0; layout <= 3; layout++) {
+        fails += check(40 + layout, 3, ctx_l, 2, 2, 80, 16, PB_KV_BF16, PB_ATTN_V2, layout);
+        fails += check(50 + layout, 3, ctx_s, 2, 1, 96, 16, PB_KV_F16, PB_ATTN_V1, layout);
+    }
+    return fails;
+}
+
+static int prefill_checks(int quick) {
+    int fails = 0;
+    int32_t cq[5] = {0, 1, 18, 88, 121}, ck[5] = {0, 1, 18, 88, 141};
+    int heads[4] = {64, 80, 96, 128};
+    for (int di = 0; di < 3; di++)
+        for (int hi = 0; hi < 4; hi++) {
+            if (quick && (di == 0 || hi == 1 || hi == 2)) continue;
+            const int H = 4, Hkv = 2, D = heads[hi], TQ = 121, TK = 141;
+            pb_kv_dtype dt = (pb_kv_dtype)di;
+            size_t es = pb_kv_dtype_size(dt), nq = (size_t)TQ * H * D, nk = (size_t)TK * Hkv * D;
+            pb_prefill_params p;
+            memset(&p, 0, sizeof p);
+            p.num_seqs = 4; p.num_heads = H; p.num_kv_heads = Hkv; p.head_size = D;
+            p.max_q_len = 70; p.max_k_len = 70; p.scale = 1.0f / sqrtf((float)D); p.dtype = dt;
+            std::vector<float> f(nq > nk ? nq : nk);
+            void *q = malloc(es * nq), *k = malloc(es * nk), *v = malloc(es * nk), *ref = malloc(es * nq), *got = malloc(es * nq);
+            pb_rng r; pb_rng_seed(&r, 40 + di * 4 + hi, 0);
+            for (size_t i = 0; i < nq; i++) f[i] = (float)(2 * pb_rng_uniform(&r) - 1);
+            pb_kv_from_f32(q, dt, f.data(), nq);
+            for (size_t i = 0; i < nk; i++) f[i] = (float)(2 * pb_rng_uniform(&r) - 1);
+            pb_kv_from_f32(k, dt, f.data(), nk);
+            for (size_t i = 0; i < nk; i++) f[i] = (float)(2 * pb_rng_uniform(&r) - 1);
+            pb_kv_from_f32(v, dt, f.data(), nk);
+            pb_prefill_attention_ref(&p, ref, q, k, v, cq, ck);
+            int st = pb_prefill_attention_cuda(&p, got, q, k, v, cq, ck, nullptr);
+            std::vector<float> rf(nq), gf(nq);
+            pb_kv_to_f32(rf.data(), ref, dt, nq);
+            pb_kv_to_f32(gf.data(), got, dt, nq);
+            pb_kcheck_tol tol = {1e-4, 1e-3, 1e-8, 5};
+            if (dt == PB_KV_F16) { tol.atol = 2e-3; tol.rtol = 1e-2; tol.nmse_max = 1e-5; }
+            if (dt == PB_KV_BF16) { tol.atol = 1.6e-2; tol.rtol = 2e-2; tol.nmse_max = 1e-3; }
+            char what[64]; snprintf(what, sizeof what, "prefill D%d %s", D, pb_kv_dtype_name(dt));
+            int f1 = (st != PB_OK) + pb_kcheck(what, rf.data(), gf.data(), nq, &tol, nullptr);
+            printf("%-30s %s\n", what, f1 ? "FAIL" : "ok");
+            fails += f1;
+            free(q); free(k); free(v); free(ref); free(got);
+        }
+    return fails;
+}
+
+int main(int argc, char **argv) {
+    int quick = argc > 1 && !strcmp(argv[1], "--quick");
+    int fails = decode_checks(quick) + prefill_checks(quick);
+    printf("%s (%d failures)\n", fails ? "EMU ATTENTION FAIL" : "EMU ATTENTION OK", fails);
+    return fails != 0;
+}
