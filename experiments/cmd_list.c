@@ -102,6 +102,8 @@ int pb_cmd_list(int argc, char **argv) {
         }
         pb_config_destroy(c);
     }
+    printf("  %-8s %s\n", "fig18a", "Fig. 18(a): attention kernel latency (cost model; our kernels on a GPU)");
+    printf("  %-8s %s\n", "fig18", "Fig. 18 = fig18a + fig18b");
     printf("  %-8s %s\n", "fig19a", "Fig. 19(a): swap vs recompute micro-benchmark (cost model)");
     printf("  %-8s %s\n", "fig19", "Fig. 19 = fig19a + fig19b");
     for (int k = 0; k < ns; k++) free(seen[k]);

@@ -24,12 +24,20 @@ void pb_system_describe_executor(const pb_experiment *e, char *buf, size_t n) {
     const char *model = pb_node_str(root, "model.name", "?");
     if (!strcmp(e->executor, "sim"))
         snprintf(buf, n, "sim: cost model of %s x%d, %s (no GPU used)", hw, e->gpus, model);
-    else if (!strcmp(e->executor, "cpu"))
-        snprintf(buf, n, "cpu: real %s forward pass on the host CPU (KV space of %s x%d, capped at %g MiB)%s", model,
-                 hw, e->gpus, pb_node_num(pb_node_get(root, "executor"), "kv_mib", PB_SYSTEM_CPU_KV_MIB),
-                 pb_node_num(pb_node_get(root, "executor"), "fixed_latency_s", 0) > 0 ? ", fixed step latency" : "");
-    else
+    else if (!strcmp(e->executor, "cpu")) {
+        const pb_node *x = pb_node_get(root, "executor");
+        char kv[128], lat[64] = "";
+        if (pb_node_int(x, "kv_slots", 0) > 0)
+            snprintf(kv, sizeof kv, "KV space %lld token slots", (long long)pb_node_int(x, "kv_slots", 0));
+        else
+            snprintf(kv, sizeof kv, "KV space of %s x%d capped at %g MiB", hw, e->gpus,
+                     pb_node_num(x, "kv_mib", PB_SYSTEM_CPU_KV_MIB));
+        if (pb_node_num(x, "fixed_latency_s", 0) > 0)
+            snprintf(lat, sizeof lat, ", fixed step latency %g s", pb_node_num(x, "fixed_latency_s", 0));
+        snprintf(buf, n, "cpu: real %s forward pass on the host CPU, %s%s", model, kv, lat);
+    } else {
         snprintf(buf, n, "cuda: real %s on the local GPU(s), KV budget of %s x%d", model, hw, e->gpus);
+    }
 }
 
 void pb_system_fit_trace(pb_trace *t, double length_scale, bool clamp, int32_t max_len) {

@@ -13,10 +13,12 @@
 #include <unistd.h>
 
 #include "experiment.h"
+#include "fig18a.h"
 #include "pbtest.h"
 #include "report.h"
 #include "runner.h"
 #include "spec.h"
+#include "system.h"
 
 /* ---- helpers ---- */
 static char g_dir[256];
@@ -378,6 +380,102 @@ PB_TEST(report_compares_knees_with_the_paper) {
     PB_CHECK(pb_csv_table_col(&tb, "normalized_latency") == 3);
     PB_CHECK(tb.n_rows > 100);
     pb_csv_table_free(&tb);
+}
+
+/* ---- executor map, trace fitting, Fig. 18(a) ---- */
+PB_TEST(executor_map_is_validated_and_read) {
+    const char *good =
+        "name: t\nfigure: f\nmodel: tiny-opt\nhardware: a100-40gb\nworkload: {dataset: sharegpt, rate: 1}\n"
+        "executor: {type: cpu, fixed_latency_s: 0.01, kv_slots: 512}\nlength_scale: 0.25\nclamp_to_max_len: true\n"
+        "systems:\n  - {name: a, type: vllm}\n";
+    pb_cfg_err err;
+    pb_cfg_err_clear(&err);
+    pb_experiment *e = NULL;
+    PB_REQUIRE(pb_experiment_load(write_yaml("ex1.yaml", good), NULL, 0, false, &e, &err) == PB_OK);
+    PB_CHECK(!strcmp(e->executor, "cpu"));
+    PB_CHECK_NEAR(pb_node_num(pb_config_root(e->cfg), "executor.fixed_latency_s", 0), 0.01, 1e-12);
+    pb_experiment_destroy(e);
+    /* the scalar form still works and --set can switch it */
+    const char *set = "executor=sim";
+    pb_cfg_err_clear(&err);
+    PB_REQUIRE(pb_experiment_load(write_yaml("ex1.yaml", good), &set, 1, false, &e, &err) == PB_OK);
+    PB_CHECK(!strcmp(e->executor, "sim"));
+    pb_experiment_destroy(e);
+    const char *bad =
+        "name: t\nfigure: f\nmodel: tiny-opt\nhardware: a100-40gb\nworkload: {dataset: sharegpt, rate: 1}\n"
+        "executor:\n  type: cpux\n  kv_slot: 5\n"
+        "systems:\n  - {name: a, type: vllm}\n";
+    pb_cfg_err_clear(&err);
+    e = NULL;
+    PB_CHECK(pb_experiment_load(write_yaml("ex2.yaml", bad), NULL, 0, false, &e, &err) == PB_ERR_INVALID);
+    PB_CHECK(e == NULL);
+    PB_CHECK_STR_CONTAINS(err.msg, "ex2.yaml:7:9: executor.type: 'cpux' is not one of sim|cpu|cuda");
+    PB_CHECK_STR_CONTAINS(err.msg, "ex2.yaml:8:3: executor.kv_slot: unknown key");
+    PB_CHECK_STR_CONTAINS(err.msg, "did you mean 'kv_slots'");
+}
+
+PB_TEST(fit_trace_scales_and_clamps) {
+    pb_request r[4];
+    memset(r, 0, sizeof r);
+    int32_t pl[4] = {1023, 1, 4000, 100}, ol[4] = {1025, 1, 10, 900};
+    for (int i = 0; i < 4; i++) {
+        r[i].id = i;
+        r[i].prompt_len = pl[i];
+        r[i].output_len = ol[i];
+        r[i].n = r[i].beam_width = 1;
+        r[i].prefix_id = -1;
+    }
+    r[3].prefix_id = 0;
+    r[3].prefix_len = 80;
+    pb_trace t = {.reqs = r, .n = 4};
+    pb_system_fit_trace(&t, 0.25, true, 512);
+    PB_CHECK_EQ_INT(r[0].prompt_len, 256);              /* ceil(255.75) */
+    PB_CHECK_EQ_INT(r[0].output_len, 256);              /* ceil(256.25) = 257, clamped to 512 - 256 */
+    PB_CHECK_EQ_INT(r[1].prompt_len, 1);                /* never below 1 */
+    PB_CHECK_EQ_INT(r[1].output_len, 1);
+    PB_CHECK_EQ_INT(r[2].prompt_len, 511);              /* 1000 -> max_len - 1 */
+    PB_CHECK_EQ_INT(r[2].output_len, 1);
+    PB_CHECK_EQ_INT(r[3].prompt_len, 25);
+    PB_CHECK_EQ_INT(r[3].output_len, 225);
+    PB_CHECK_EQ_INT(r[3].prefix_len, 20);               /* floor(80 / 4), still <= prompt */
+    for (int i = 0; i < 4; i++) PB_CHECK(r[i].prompt_len + r[i].output_len <= 512);
+    /* scale 1 without clamp: untouched */
+    r[0].prompt_len = 3000;
+    pb_system_fit_trace(&t, 1.0, false, 512);
+    PB_CHECK_EQ_INT(r[0].prompt_len, 3000);
+}
+
+PB_TEST(fig18a_cost_model_is_a_calibration_check) {
+    /* the sim's attention terms were fit to the paper's 12 points: every point within
+       25%, paged slower than contiguous, latency growing with batch and context */
+    static const int B[2] = {8, 32}, C[3] = {64, 128, 256};
+    static const double PAPER[2][2][3] = {{{31.46, 43.56, 84.32}, {77.12, 127.06, 235.29}},
+                                          {{21.88, 34.90, 62.34}, {61.42, 106.74, 194.51}}};
+    for (int k = 0; k < 2; k++)
+        for (int b = 0; b < 2; b++)
+            for (int c = 0; c < 3; c++) {
+                double us = 0, other = 0;
+                PB_REQUIRE(pb_fig18a_cost_model_us(pb_spec_dir(), k == 0, B[b], C[c], &us) == PB_OK);
+                PB_CHECK(fabs(us / PAPER[k][b][c] - 1) < 0.25);
+                if (k == 0) {
+                    PB_REQUIRE(pb_fig18a_cost_model_us(pb_spec_dir(), false, B[b], C[c], &other) == PB_OK);
+                    PB_CHECK(us > other);
+                }
+                if (c > 0) {
+                    PB_REQUIRE(pb_fig18a_cost_model_us(pb_spec_dir(), k == 0, B[b], C[c - 1], &other) == PB_OK);
+                    PB_CHECK(us > other);
+                }
+            }
+    char csv[512];
+    snprintf(csv, sizeof csv, "%s/fig18a.csv", tmpdir());
+    char gpu[256] = "";
+    PB_REQUIRE(pb_fig18a_write(pb_spec_dir(), csv, false, NULL, gpu, sizeof gpu) == PB_OK);
+    char *text = slurp(csv);
+    PB_REQUIRE(text);
+    PB_CHECK_STR_CONTAINS(text, "source,device,kernel,batch,context_len,latency_us,paper_us,vs_paper_pct,overhead_pct\n");
+    PB_CHECK_STR_CONTAINS(text, "cost_model,\"A100-40GB (cost model)\",vllm,8,64,");
+    PB_CHECK(strstr(text, "\ngpu,") == NULL);
+    free(text);
 }
 
 PB_TEST_MAIN()
