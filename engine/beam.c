@@ -145,28 +145,23 @@ static inline void klist_insert(pb_beam_choice *out, int32_t *n, int32_t k, cons
     if (*n < k) (*n)++;
 }
 
-int32_t pb_beam_synth_select(pb_rng *r, const double *cum, int32_t n_beams, int32_t n_top,
-                             int32_t vocab, int32_t k, pb_beam_choice *out) {
-    if (n_top > PB_MAX_TOP) n_top = PB_MAX_TOP;
-    if (n_top < 1) n_top = 1;
-    uint64_t nv = (uint64_t)(vocab > 0 ? vocab : 1);
-    uint64_t rej = -nv % nv;
-    beam_xs s = {r->s[0], r->s[1], r->s[2], r->s[3]};
+/* Streaming version: beams in index order, drawing as it goes (any n_beams). */
+static int32_t synth_select_stream(beam_xs *s, const double *cum, int32_t n_beams, int32_t n_top,
+                                   uint64_t nv, uint64_t rej, int32_t k, pb_beam_choice *out) {
     int32_t n = 0;
     int32_t live = k > 0 ? PB_MIN(k, n_top) : 0;
     for (int32_t i = 0; i < n_beams; i++) {
         double lp = 0;
         int32_t j = 0;
-        /* ranks >= live can never be chosen (see beam.h) */
-        for (; j < live; j++) {
-            double u = (double)(beam_u64(&s) >> 11) * 0x1.0p-53;
+        for (; j < live; j++) {   /* ranks >= live can never be chosen (see beam.h) */
+            double u = (double)(beam_u64(s) >> 11) * 0x1.0p-53;
             if (n == k) {   /* full: can this rank still beat the k-th choice? */
                 pb_beam_choice ub;
                 ub.parent = i;
                 ub.rank = j;
                 ub.score = cum[i] + (double)(float)(lp - exp_gap_lower(u));
                 if (!better(&ub, &out[k - 1])) {
-                    (void)beam_below(&s, nv, rej);
+                    (void)beam_below(s, nv, rej);
                     j++;
                     break;
                 }
@@ -175,7 +170,7 @@ int32_t pb_beam_synth_select(pb_rng *r, const double *cum, int32_t n_beams, int3
             pb_beam_choice c;
             c.parent = i;
             c.rank = j;
-            c.token = (int32_t)beam_below(&s, nv, rej);
+            c.token = (int32_t)beam_below(s, nv, rej);
             c.logprob = (float)lp;
             c.score = cum[i] + (double)c.logprob;
             if (n == k && !better(&c, &out[k - 1])) {
@@ -185,8 +180,86 @@ int32_t pb_beam_synth_select(pb_rng *r, const double *cum, int32_t n_beams, int3
             klist_insert(out, &n, k, &c);
         }
         for (; j < n_top; j++) {   /* the rest only advance the generator */
-            beam_advance(&s);                    /* the exponential's uniform */
-            (void)beam_below(&s, nv, rej);       /* the token                 */
+            beam_advance(s);                    /* the exponential's uniform */
+            (void)beam_below(s, nv, rej);       /* the token                 */
+        }
+    }
+    return n;
+}
+
+#define BEAM_BUF 64   /* n_beams * min(k, n_top) up to which draws are buffered */
+
+int32_t pb_beam_synth_select(pb_rng *r, const double *cum, int32_t n_beams, int32_t n_top,
+                             int32_t vocab, int32_t k, pb_beam_choice *out) {
+    if (n_top > PB_MAX_TOP) n_top = PB_MAX_TOP;
+    if (n_top < 1) n_top = 1;
+    uint64_t nv = (uint64_t)(vocab > 0 ? vocab : 1);
+    uint64_t rej = -nv % nv;
+    beam_xs s = {r->s[0], r->s[1], r->s[2], r->s[3]};
+    int32_t live = k > 0 ? PB_MIN(k, n_top) : 0;
+    int32_t n = 0;
+    if (n_beams < 1 || live < 1 || n_beams * live > BEAM_BUF) {
+        n = synth_select_stream(&s, cum, n_beams, n_top, nv, rej, k, out);
+    } else {
+        /* 1. all draws, in the generator's order (beam, rank; uniform then token) */
+        double u[BEAM_BUF];
+        int32_t tok[BEAM_BUF];
+        for (int32_t i = 0; i < n_beams; i++) {
+            for (int32_t j = 0; j < live; j++) {
+                u[i * live + j] = (double)(beam_u64(&s) >> 11) * 0x1.0p-53;
+                tok[i * live + j] = (int32_t)beam_below(&s, nv, rej);
+            }
+            for (int32_t j = live; j < n_top; j++) {
+                beam_advance(&s);
+                (void)beam_below(&s, nv, rej);
+            }
+        }
+        /* 2. the selection in a better order: the top-k set and its order are unique
+           (better() is a strict total order), so any visiting order gives the same
+           result; visiting rank by rank, best beam first, fills the k-list with
+           likely winners and lets the bound prune the rest before their log1p. */
+        int32_t ord[BEAM_BUF];
+        for (int32_t i = 0; i < n_beams; i++) {   /* beams by cum desc, then index */
+            int32_t p = i;
+            while (p > 0 && cum[ord[p - 1]] < cum[i]) {
+                ord[p] = ord[p - 1];
+                p--;
+            }
+            ord[p] = i;
+        }
+        double lp[BEAM_BUF];
+        int32_t n_alive = n_beams;
+        for (int32_t i = 0; i < n_beams; i++) lp[i] = 0;
+        for (int32_t j = 0; j < live && n_alive > 0; j++) {
+            for (int32_t o = 0; o < n_alive;) {
+                int32_t i = ord[o];
+                double uj = u[i * live + j];
+                bool dead = false;
+                if (n == k) {
+                    pb_beam_choice ub;
+                    ub.parent = i;
+                    ub.rank = j;
+                    ub.score = cum[i] + (double)(float)(lp[i] - exp_gap_lower(uj));
+                    dead = !better(&ub, &out[k - 1]);
+                }
+                if (!dead) {
+                    lp[i] -= -log1p(-uj);
+                    pb_beam_choice c;
+                    c.parent = i;
+                    c.rank = j;
+                    c.token = tok[i * live + j];
+                    c.logprob = (float)lp[i];
+                    c.score = cum[i] + (double)c.logprob;
+                    if (n == k && !better(&c, &out[k - 1])) dead = true;
+                    else klist_insert(out, &n, k, &c);
+                }
+                if (dead) {   /* later ranks of beam i score no higher: drop it */
+                    for (int32_t q = o; q + 1 < n_alive; q++) ord[q] = ord[q + 1];
+                    n_alive--;
+                } else {
+                    o++;
+                }
+            }
         }
     }
     r->s[0] = s.a;
