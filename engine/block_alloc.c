@@ -10,8 +10,7 @@ pb_block_alloc *pb_block_alloc_create(int32_t n_blocks, int32_t block_size) {
     a->n_blocks = n_blocks;
     a->block_size = block_size;
     a->free_stack = pb_xmalloc((size_t)n_blocks * sizeof(int32_t) + 1);
-    a->ref = pb_xcalloc((size_t)n_blocks + 1, sizeof(int32_t));
-    a->fill = pb_xcalloc((size_t)n_blocks + 1, sizeof(int32_t));
+    a->meta = pb_xcalloc((size_t)n_blocks + 1, sizeof *a->meta);
     /* LIFO stack: block 0 is handed out first (pushed last) */
     for (int32_t i = 0; i < n_blocks; i++) a->free_stack[i] = n_blocks - 1 - i;
     a->n_free = n_blocks;
@@ -21,8 +20,7 @@ pb_block_alloc *pb_block_alloc_create(int32_t n_blocks, int32_t block_size) {
 void pb_block_alloc_destroy(pb_block_alloc *a) {
     if (!a) return;
     free(a->free_stack);
-    free(a->ref);
-    free(a->fill);
+    free(a->meta);
     free(a);
 }
 
@@ -41,8 +39,8 @@ pb_status pb_block_alloc_check(const pb_block_alloc *a) {
         } else if (seen[b]) {
             pb_log_error("block_alloc: block %d twice on the free stack", b);
             st = PB_ERR_INVALID;
-        } else if (a->ref[b] != 0 || a->fill[b] != 0) {
-            pb_log_error("block_alloc: free block %d has ref %d fill %d", b, a->ref[b], a->fill[b]);
+        } else if (a->meta[b].ref != 0 || a->meta[b].fill != 0) {
+            pb_log_error("block_alloc: free block %d has ref %d fill %d", b, a->meta[b].ref, a->meta[b].fill);
             st = PB_ERR_INVALID;
         } else {
             seen[b] = 1;
@@ -53,14 +51,14 @@ pb_status pb_block_alloc_check(const pb_block_alloc *a) {
     for (int32_t b = 0; b < a->n_blocks && st == PB_OK; b++) {
         if (seen[b]) continue;
         used++;
-        if (a->ref[b] < 1) {
-            pb_log_error("block_alloc: block %d neither free nor referenced (ref %d)", b, a->ref[b]);
+        if (a->meta[b].ref < 1) {
+            pb_log_error("block_alloc: block %d neither free nor referenced (ref %d)", b, a->meta[b].ref);
             st = PB_ERR_INVALID;
-        } else if (a->fill[b] < 0 || a->fill[b] > a->block_size) {
-            pb_log_error("block_alloc: block %d fill %d out of [0, %d]", b, a->fill[b], a->block_size);
+        } else if (a->meta[b].fill < 0 || a->meta[b].fill > a->block_size) {
+            pb_log_error("block_alloc: block %d fill %d out of [0, %d]", b, a->meta[b].fill, a->block_size);
             st = PB_ERR_INVALID;
         }
-        slots += a->fill[b];
+        slots += a->meta[b].fill;
     }
     if (st == PB_OK && used + a->n_free != a->n_blocks) {
         pb_log_error("block_alloc: free %d + used %d != total %d", a->n_free, used, a->n_blocks);

@@ -24,12 +24,16 @@
 extern "C" {
 #endif
 
+typedef struct {
+    int32_t ref;           /* reference count                                        */
+    int32_t fill;          /* token slots written                                    */
+} pb_block_meta;           /* side by side: one cache line serves both              */
+
 typedef struct pb_block_alloc {
     int32_t n_blocks, block_size;
     int32_t n_free;
     int32_t *free_stack;   /* [n_blocks]; free blocks in [0, n_free)                */
-    int32_t *ref;          /* [n_blocks] reference counts                            */
-    int32_t *fill;         /* [n_blocks] token slots written                         */
+    pb_block_meta *meta;   /* [n_blocks] reference count and fill of each block     */
     int64_t token_slots;   /* sum of fill over used blocks                           */
     int64_t n_allocs, n_frees;   /* lifetime counters (statistics)                  */
 } pb_block_alloc;
@@ -41,34 +45,34 @@ void pb_block_alloc_destroy(pb_block_alloc *a);
 static inline int32_t pb_block_alloc_get(pb_block_alloc *a) {
     if (a->n_free == 0) return -1;
     int32_t b = a->free_stack[--a->n_free];
-    a->ref[b] = 1;
-    a->fill[b] = 0;
+    a->meta[b].ref = 1;
+    a->meta[b].fill = 0;
     a->n_allocs++;
     return b;
 }
 static inline void pb_block_alloc_incref(pb_block_alloc *a, int32_t b) {
-    PB_ASSERT(a->ref[b] > 0);
-    a->ref[b]++;
+    PB_ASSERT(a->meta[b].ref > 0);
+    a->meta[b].ref++;
 }
 /* ref--; at 0 the block returns to the free list (its fill leaves token_slots).
  * Returns the new reference count.  Double free aborts. */
 static inline int32_t pb_block_alloc_decref(pb_block_alloc *a, int32_t b) {
-    PB_ASSERT(a->ref[b] > 0);   /* "Double free" */
-    if (--a->ref[b] == 0) {
-        a->token_slots -= a->fill[b];
-        a->fill[b] = 0;
+    PB_ASSERT(a->meta[b].ref > 0);   /* "Double free" */
+    if (--a->meta[b].ref == 0) {
+        a->token_slots -= a->meta[b].fill;
+        a->meta[b].fill = 0;
         a->free_stack[a->n_free++] = b;
         a->n_frees++;
     }
-    return a->ref[b];
+    return a->meta[b].ref;
 }
 static inline void pb_block_alloc_set_fill(pb_block_alloc *a, int32_t b, int32_t fill) {
-    PB_ASSERT(a->ref[b] > 0 && fill >= 0 && fill <= a->block_size);
-    a->token_slots += fill - a->fill[b];
-    a->fill[b] = fill;
+    PB_ASSERT(a->meta[b].ref > 0 && fill >= 0 && fill <= a->block_size);
+    a->token_slots += fill - a->meta[b].fill;
+    a->meta[b].fill = fill;
 }
-static inline int32_t pb_block_alloc_ref(const pb_block_alloc *a, int32_t b) { return a->ref[b]; }
-static inline int32_t pb_block_alloc_fill(const pb_block_alloc *a, int32_t b) { return a->fill[b]; }
+static inline int32_t pb_block_alloc_ref(const pb_block_alloc *a, int32_t b) { return a->meta[b].ref; }
+static inline int32_t pb_block_alloc_fill(const pb_block_alloc *a, int32_t b) { return a->meta[b].fill; }
 static inline int32_t pb_block_alloc_free_count(const pb_block_alloc *a) { return a->n_free; }
 static inline int32_t pb_block_alloc_used(const pb_block_alloc *a) { return a->n_blocks - a->n_free; }
 

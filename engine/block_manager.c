@@ -30,6 +30,7 @@ typedef struct {
 typedef struct {
     pb_kv_manager base;
     int32_t bs;
+    int32_t bs_mask;         /* bs - 1 when bs is a power of two, else -1           */
     int32_t watermark_blocks;
     pb_block_alloc *gpu, *cpu;
     bm_table *free_tables;
@@ -159,7 +160,7 @@ static pb_alloc_status bm_can_allocate(pb_kv_manager *m, const pb_group *g) {
 static void extend(bm *b, bm_table *t, int32_t *kv_len, int32_t target, pb_pair_vec *copies) {
     int32_t bs = b->bs;
     while (*kv_len < target) {
-        int32_t off = *kv_len % bs;
+        int32_t off = b->bs_mask >= 0 ? (*kv_len & b->bs_mask) : *kv_len % bs;
         int32_t take = PB_MIN(bs - off, target - *kv_len);
         if (off == 0) {
             int32_t nb = pb_block_alloc_get(b->gpu);
@@ -543,6 +544,7 @@ pb_status pb_paged_kv_create(const pb_paged_params *p, pb_kv_manager **out) {
     }
     bm *b = pb_xcalloc(1, sizeof *b);
     b->bs = p->block_size;
+    b->bs_mask = (p->block_size & (p->block_size - 1)) == 0 ? p->block_size - 1 : -1;
     b->watermark_blocks = (int32_t)(p->watermark * p->n_gpu_blocks);   /* vLLM int() */
     b->gpu = pb_block_alloc_create(p->n_gpu_blocks, p->block_size);
     /* paper §4.5: swapped blocks never exceed the GPU's block count */

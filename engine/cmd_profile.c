@@ -165,19 +165,6 @@ static pb_status measure_(pb_executor *ex, const pb_batch *b, pb_candidates *can
     return PB_OK;
 }
 
-typedef struct { char *buf; size_t len, cap; } sbuf;
-static void sb_printf_(sbuf *s, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
-static void sb_printf_(sbuf *s, const char *fmt, ...) {
-    va_list ap;
-    for (;;) {
-        va_start(ap, fmt);
-        int n = vsnprintf(s->buf + s->len, s->cap - s->len, fmt, ap);
-        va_end(ap);
-        if (n >= 0 && (size_t)n < s->cap - s->len) { s->len += (size_t)n; return; }
-        s->cap = s->cap * 2 + (size_t)(n > 0 ? n : 0) + 256;
-        s->buf = pb_xrealloc(s->buf, s->cap);
-    }
-}
 
 int pb_cmd_profile(int argc, char **argv) {
     for (int i = 1; i < argc; i++)   /* (pb_wants_help lives in main.c, not the library) */
@@ -270,13 +257,13 @@ int pb_cmd_profile(int argc, char **argv) {
     pb_candidates *cand = pb_xcalloc((size_t)nseq_max, sizeof *cand);
     int32_t max_blocks_seq = bs ? PB_CDIV(PB_MAX(max_ctx, plen_cap), bs) : 0;
     int32_t *bt = bs ? pb_xmalloc((size_t)nseq_max * max_blocks_seq * sizeof(int32_t)) : NULL;
-    sbuf out = {0};
-    sb_printf_(&out, "# pagedbench step profile v1, model=%s hardware=%s tp=%d block_size=%d\n",
+    pb_sbuf out = {0};
+    pb_sbuf_printf(&out, "# pagedbench step profile v1, model=%s hardware=%s tp=%d block_size=%d\n",
                a.model, a.hardware ? a.hardware : "unknown", a.tp, bs);
-    sb_printf_(&out, "# device=%s executor=%s kv=%s kv_gib=%.4g reps=%d warmup=%d git=%s\n",
+    pb_sbuf_printf(&out, "# device=%s executor=%s kv=%s kv_gib=%.4g reps=%d warmup=%d git=%s\n",
                devname, a.executor, bs ? "paged" : "contiguous", a.kv_gib, a.reps, a.warmup,
                pb_git_rev());
-    sb_printf_(&out, "phase,batch,tokens,context,latency_us\n");
+    pb_sbuf_printf(&out, "phase,batch,tokens,context,latency_us\n");
     int rc = PB_EXIT_OK;
     /* ---- decode grid ---- */
     for (int ci = 0; ci < a.n_contexts && rc == PB_EXIT_OK; ci++) {
@@ -308,7 +295,7 @@ int pb_cmd_profile(int argc, char **argv) {
                 rc = PB_EXIT_RUNTIME;
                 break;
             }
-            sb_printf_(&out, "decode,%d,%d,%d,%.1f\n", B, B, ctx, med * 1e6);
+            pb_sbuf_printf(&out, "decode,%d,%d,%d,%.1f\n", B, B, ctx, med * 1e6);
             fprintf(stderr, "decode  batch %4d | context %5d | %10.1f us\n", B, ctx, med * 1e6);
         }
     }
@@ -344,10 +331,10 @@ int pb_cmd_profile(int argc, char **argv) {
             rc = PB_EXIT_RUNTIME;
             break;
         }
-        sb_printf_(&out, "prefill,%d,%d,0,%.1f\n", n, T, med * 1e6);
+        pb_sbuf_printf(&out, "prefill,%d,%d,0,%.1f\n", n, T, med * 1e6);
         fprintf(stderr, "prefill prompts %3d | tokens %5d | %10.1f us\n", n, T, med * 1e6);
     }
-    if (rc == PB_EXIT_OK && pb_write_file_atomic(a.out, out.buf, out.len) != PB_OK) {
+    if (rc == PB_EXIT_OK && pb_write_file_atomic(a.out, out.s, out.len) != PB_OK) {
         fprintf(stderr, "profile: cannot write %s\n", a.out);
         rc = PB_EXIT_RUNTIME;
     }
@@ -361,7 +348,7 @@ int pb_cmd_profile(int argc, char **argv) {
                 (long long)xs.steps);
         fprintf(stderr, "profile: wrote %s\n", a.out);
     }
-    free(out.buf);
+    free(out.s);
     free(bt);
     free(cand);
     free(seqs);

@@ -350,8 +350,9 @@ pb_status pb_engine_end(pb_engine *e) {
         pb_sched_release_group(s, g);
     }
     pb_metrics_end(s->metrics, s->now);
+    pb_status st = s->p.check_every_step ? pb_metrics_check(s->metrics) : PB_OK;
     engine_clear_run(s);
-    return PB_OK;
+    return st;
 }
 
 pb_status pb_engine_run(pb_engine *e, const pb_trace *t, pb_metrics *m) {

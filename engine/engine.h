@@ -50,7 +50,8 @@ struct pb_engine_params {
     bool store_tokens;              /* keep token ids (real executors need them)     */
     int32_t vocab_size;             /* synthetic prompt / candidate token ids are in
                                        [0, vocab_size) (32000)                       */
-    bool check_every_step;          /* run kv / engine *_check() after every step    */
+    bool check_every_step;          /* run kv / engine *_check() after every step,
+                                       pb_metrics_check() at the end                 */
     double max_clock_s;             /* stop when the clock passes this (0 = never);
                                        unfinished requests are counted as such      */
     int64_t max_steps;              /* stop after this many steps (0 = never)        */
@@ -78,7 +79,9 @@ pb_status pb_engine_run(pb_engine *e, const pb_trace *t, pb_metrics *m);
 /* Step-level API */
 pb_status pb_engine_begin(pb_engine *e, const pb_trace *t, pb_metrics *m);
 pb_status pb_engine_step(pb_engine *e, bool *done);   /* one step (or one idle jump) */
-pb_status pb_engine_end(pb_engine *e);                /* frees what is left, closes m */
+pb_status pb_engine_end(pb_engine *e);                /* frees what is left, closes m;
+                                                         with check_every_step, returns
+                                                         pb_metrics_check(m)         */
 
 double pb_engine_now(const pb_engine *e);
 int64_t pb_engine_steps(const pb_engine *e);

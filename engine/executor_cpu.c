@@ -44,15 +44,14 @@ void pb_real_exec_get_stats(const pb_executor *ex, pb_real_exec_stats *out) {
     *out = *(const pb_real_exec_stats *)ex->impl;
 }
 
-/* Check every pair of a memory operation against the pools (before anything moves). */
-static pb_status check_pairs_(const char *what, const pb_block_pair *pairs, int32_t n,
+pb_status pb_real_check_pairs(const char *who, const char *what, const pb_block_pair *pairs, int32_t n,
                               int32_t src_blocks, int32_t dst_blocks) {
     if (n > 0 && !pairs) return PB_ERR_INVALID;
     for (int32_t i = 0; i < n; i++)
         if (pairs[i].src < 0 || pairs[i].src >= src_blocks || pairs[i].dst < 0 ||
             pairs[i].dst >= dst_blocks) {
-            pb_log_error("executor cpu: %s pair %d (%d -> %d) outside the pools (%d -> %d blocks)",
-                         what, i, pairs[i].src, pairs[i].dst, src_blocks, dst_blocks);
+            pb_log_error("executor %s: %s pair %d (%d -> %d) outside the pools (%d -> %d blocks)",
+                         who, what, i, pairs[i].src, pairs[i].dst, src_blocks, dst_blocks);
             return PB_ERR_INVALID;
         }
     return PB_OK;
@@ -95,9 +94,9 @@ static pb_status cpu_execute_(pb_executor *ex, const pb_batch *b, pb_step_result
         return PB_ERR_INVALID;
     }
     pb_status st;
-    if ((st = check_pairs_("swap out", b->swap_out, b->n_swap_out, ng, nh)) != PB_OK ||
-        (st = check_pairs_("swap in", b->swap_in, b->n_swap_in, nh, ng)) != PB_OK ||
-        (st = check_pairs_("copy", b->copies, b->n_copies, ng, ng)) != PB_OK)
+    if ((st = pb_real_check_pairs("cpu", "swap out", b->swap_out, b->n_swap_out, ng, nh)) != PB_OK ||
+        (st = pb_real_check_pairs("cpu", "swap in", b->swap_in, b->n_swap_in, nh, ng)) != PB_OK ||
+        (st = pb_real_check_pairs("cpu", "copy", b->copies, b->n_copies, ng, ng)) != PB_OK)
         return st;
     double tp0 = pb_now_s();
     st = pb_fwd_meta_build(&e->meta, b, &e->spec, &e->gpu.shape, e->p.sample_seed);

@@ -598,18 +598,6 @@ static void *rank_thread_(void *arg) {
 /* ------------------------------------------------------------------------------ */
 /* the executor                                                                     */
 
-static pb_status check_pairs_(const char *what, const pb_block_pair *pairs, int32_t n,
-                              int32_t src_blocks, int32_t dst_blocks) {
-    if (n > 0 && !pairs) return PB_ERR_INVALID;
-    for (int32_t i = 0; i < n; i++)
-        if (pairs[i].src < 0 || pairs[i].src >= src_blocks || pairs[i].dst < 0 ||
-            pairs[i].dst >= dst_blocks) {
-            pb_log_error("executor cuda: %s pair %d (%d -> %d) outside the pools (%d -> %d blocks)",
-                         what, i, pairs[i].src, pairs[i].dst, src_blocks, dst_blocks);
-            return PB_ERR_INVALID;
-        }
-    return PB_OK;
-}
 
 static pb_status cuda_execute_(pb_executor *ex, const pb_batch *b, pb_step_result *res,
                                pb_candidates *cand) {
@@ -629,9 +617,9 @@ static pb_status cuda_execute_(pb_executor *ex, const pb_batch *b, pb_step_resul
     }
     int32_t ng = e->ranks[0].gpu.shape.num_blocks, nh = paged ? e->p.num_cpu_blocks : 0;
     pb_status st;
-    if ((st = check_pairs_("swap out", b->swap_out, b->n_swap_out, ng, nh)) != PB_OK ||
-        (st = check_pairs_("swap in", b->swap_in, b->n_swap_in, nh, ng)) != PB_OK ||
-        (st = check_pairs_("copy", b->copies, b->n_copies, ng, ng)) != PB_OK)
+    if ((st = pb_real_check_pairs("cuda", "swap out", b->swap_out, b->n_swap_out, ng, nh)) != PB_OK ||
+        (st = pb_real_check_pairs("cuda", "swap in", b->swap_in, b->n_swap_in, nh, ng)) != PB_OK ||
+        (st = pb_real_check_pairs("cuda", "copy", b->copies, b->n_copies, ng, ng)) != PB_OK)
         return st;
     double t0 = pb_now_s();
     st = pb_fwd_meta_build(&e->meta, b, &e->spec, &e->ranks[0].gpu.shape, e->p.sample_seed);

@@ -85,6 +85,12 @@ typedef struct {
 } pb_real_exec_stats;
 void pb_real_exec_get_stats(const pb_executor *ex, pb_real_exec_stats *out);
 
+/* Check every pair of a batch's memory operation against the pools before anything
+ * moves (shared by the cpu and cuda executors): PB_OK, or PB_ERR_INVALID with a message
+ * naming executor `who` and the operation `what`. */
+pb_status pb_real_check_pairs(const char *who, const char *what, const pb_block_pair *pairs, int32_t n,
+                              int32_t src_blocks, int32_t dst_blocks);
+
 #ifdef __cplusplus
 }
 #endif

@@ -1,6 +1,7 @@
 /* metrics.c -- recording and summarising a run (see metrics.h). */
 #include "metrics.h"
 
+#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -100,14 +101,24 @@ static int cmp_double(const void *a, const void *b) {
     return (x > y) - (x < y);
 }
 
-double pb_percentile(double *v, int64_t n, double p) {
+/* Percentile of an already sorted v (pb_percentile without the sort). */
+static double percentile_sorted(const double *v, int64_t n, double p) {
     if (n <= 0) return 0;
-    qsort(v, (size_t)n, sizeof *v, cmp_double);
     double pos = p / 100.0 * (double)(n - 1);
     int64_t lo = (int64_t)pos;
     if (lo >= n - 1) return v[n - 1];
     double frac = pos - (double)lo;
     return v[lo] + frac * (v[lo + 1] - v[lo]);
+}
+
+double pb_percentile(double *v, int64_t n, double p) {
+    if (n <= 0) return 0;
+    qsort(v, (size_t)n, sizeof *v, cmp_double);
+    return percentile_sorted(v, n, p);
+}
+
+static void sort_doubles(double *v, int64_t n) {
+    if (n > 1) qsort(v, (size_t)n, sizeof *v, cmp_double);
 }
 
 static double mean(const double *v, int64_t n) {
@@ -149,16 +160,20 @@ void pb_metrics_summary(const pb_metrics *m, pb_run_summary *o) {
         o->output_tokens += (int64_t)r->output_len * PB_MAX(r->n_seqs, 1);
     }
     o->e2e_latency_mean = o->n_finished ? e2e / (double)o->n_finished : 0;
+    /* means in row order (before sorting), then one sort per array */
     o->norm_latency_mean = mean(nl, k);
-    o->norm_latency_p50 = pb_percentile(nl, k, 50);
-    o->norm_latency_p90 = pb_percentile(nl, k, 90);
-    o->norm_latency_p99 = pb_percentile(nl, k, 99);
     o->ttft_mean = mean(ttft, nt);
-    o->ttft_p50 = pb_percentile(ttft, nt, 50);
-    o->ttft_p99 = pb_percentile(ttft, nt, 99);
     o->tpot_mean = mean(tpot, np);
-    o->tpot_p50 = pb_percentile(tpot, np, 50);
-    o->tpot_p99 = pb_percentile(tpot, np, 99);
+    sort_doubles(nl, k);
+    sort_doubles(ttft, nt);
+    sort_doubles(tpot, np);
+    o->norm_latency_p50 = percentile_sorted(nl, k, 50);
+    o->norm_latency_p90 = percentile_sorted(nl, k, 90);
+    o->norm_latency_p99 = percentile_sorted(nl, k, 99);
+    o->ttft_p50 = percentile_sorted(ttft, nt, 50);
+    o->ttft_p99 = percentile_sorted(ttft, nt, 99);
+    o->tpot_p50 = percentile_sorted(tpot, np, 50);
+    o->tpot_p99 = percentile_sorted(tpot, np, 99);
     free(nl);
     free(ttft);
     free(tpot);
@@ -220,4 +235,100 @@ void pb_metrics_print_summary(FILE *f, const pb_run_summary *s, const char *titl
     fprintf(f, "%-40s %.1f%%\n", "External fragmentation + free:", 100 * s->mem_free_frac);
     fprintf(f, "%-40s %.1f%%\n", "Memory saving from sharing:", 100 * s->mem_saving);
     fprintf(f, "==================================================\n");
+}
+
+/* ---- invariants ---- */
+
+static bool finite_nonneg(double x) { return isfinite(x) && x >= 0; }
+
+static pb_status req_check(const pb_req_metrics *r, int64_t i) {
+    const char *why = NULL;
+    if (r->id != i) why = "id differs from its index";
+    else if (r->prompt_len < 1 || r->output_len < 1 || r->n_seqs < 1) why = "token or sequence count < 1";
+    else if (r->n_recompute < 0 || r->n_swap < 0 || r->swap_blocks < 0 || !finite_nonneg(r->swap_bytes))
+        why = "negative preemption or swap counter";
+    else if (r->finished && r->rejected) why = "both finished and rejected";
+    else if (!finite_nonneg(r->arrival_s)) why = "arrival not finite or negative";
+    else if (r->finished && !(isfinite(r->first_token_s) && isfinite(r->finish_s) &&
+                              r->arrival_s <= r->first_token_s && r->first_token_s <= r->finish_s))
+        why = "finished but not arrival <= first token <= finish";
+    else if (!r->finished && r->finish_s != -1) why = "finish time without finishing";
+    else if (r->first_token_s != -1 && !(isfinite(r->first_token_s) && r->first_token_s >= r->arrival_s))
+        why = "first token before arrival";
+    if (!why) return PB_OK;
+    pb_log_error("metrics: request %lld: %s (arrival %.17g, first token %.17g, finish %.17g, prompt %d, "
+                 "output %d, seqs %d)", (long long)i, why, r->arrival_s, r->first_token_s, r->finish_s,
+                 r->prompt_len, r->output_len, r->n_seqs);
+    return PB_ERR_INVALID;
+}
+
+static pb_status step_check(const pb_step_metrics *st, const pb_step_metrics *next, int64_t i) {
+    const char *why = NULL;
+    const pb_kv_usage *u = &st->mem;
+    if (!finite_nonneg(st->t_s) || !finite_nonneg(st->latency_s) || !finite_nonneg(st->swap_s) ||
+        !finite_nonneg(st->copy_s))
+        why = "time not finite or negative";
+    else if (st->swap_s > st->latency_s || st->copy_s > st->latency_s)
+        why = "swap or copy time exceeds the step latency";
+    else if (st->n_groups < 0 || st->n_seqs < 0 || st->n_prefill_seqs < 0 || st->decode_tokens < 0 ||
+             st->prefill_tokens < 0 || st->n_preempted < 0 || st->n_swap_in_groups < 0 ||
+             st->n_copies < 0 || st->n_swap_in < 0 || st->n_swap_out < 0 || st->n_running < 0 ||
+             st->n_waiting < 0 || st->n_swapped < 0)
+        why = "negative count";
+    else if (st->n_prefill_seqs + st->decode_tokens != st->n_seqs)
+        why = "prefill sequences + decode tokens != batched sequences";
+    else if (st->n_groups > st->n_seqs) why = "more groups than sequences in the batch";
+    else if (u->token_slots < 0 || u->reserved_slots < 0 || u->internal_frag_slots < 0 || u->free_slots < 0)
+        why = "negative memory class";
+    else if (u->token_slots + u->reserved_slots + u->internal_frag_slots + u->free_slots != u->total_slots)
+        why = "memory classes do not sum to the total";
+    else if (next && st->t_s + st->latency_s > next->t_s) why = "next step starts before this one ends";
+    if (!why) return PB_OK;
+    pb_log_error("metrics: step %lld: %s (t %.17g, latency %.17g, swap %.17g, copy %.17g, seqs %d = %d "
+                 "prefill + %d decode, groups %d; slots %lld = %lld token + %lld reserved + %lld "
+                 "internal + %lld free)", (long long)i, why, st->t_s, st->latency_s, st->swap_s,
+                 st->copy_s, st->n_seqs, st->n_prefill_seqs, st->decode_tokens, st->n_groups,
+                 (long long)u->total_slots, (long long)u->token_slots, (long long)u->reserved_slots,
+                 (long long)u->internal_frag_slots, (long long)u->free_slots);
+    return PB_ERR_INVALID;
+}
+
+pb_status pb_metrics_check(const pb_metrics *m) {
+    if (m->n_reqs < 0 || (m->n_reqs > 0 && !m->reqs)) {
+        pb_log_error("metrics: %lld requests without rows", (long long)m->n_reqs);
+        return PB_ERR_INVALID;
+    }
+    for (int64_t i = 0; i < m->n_reqs; i++)
+        if (req_check(&m->reqs[i], i) != PB_OK) return PB_ERR_INVALID;
+    if (m->record_steps) {
+        int64_t prefill = 0;
+        double busy = 0;
+        for (int64_t i = 0; i < m->n_steps_rec; i++) {
+            const pb_step_metrics *st = &m->steps[i];
+            if (step_check(st, i + 1 < m->n_steps_rec ? &m->steps[i + 1] : NULL, i) != PB_OK)
+                return PB_ERR_INVALID;
+            prefill += st->n_prefill_seqs > 0;
+            busy += st->latency_s;   /* same order as pb_metrics_add_step: exact */
+        }
+        if (m->n_steps_rec != m->n_steps || prefill != m->n_prefill_steps || busy != m->busy_s) {
+            pb_log_error("metrics: aggregates disagree with the recorded steps (steps %lld/%lld, "
+                         "prefill steps %lld/%lld, busy %.17g/%.17g)", (long long)m->n_steps,
+                         (long long)m->n_steps_rec, (long long)m->n_prefill_steps, (long long)prefill,
+                         m->busy_s, busy);
+            return PB_ERR_INVALID;
+        }
+    }
+    if (m->n_prefill_steps < 0 || m->n_prefill_steps > m->n_steps || m->mem_steps > m->n_steps ||
+        !finite_nonneg(m->busy_s)) {
+        pb_log_error("metrics: step aggregates out of range (steps %lld, prefill %lld, with memory %lld, "
+                     "busy %g)", (long long)m->n_steps, (long long)m->n_prefill_steps,
+                     (long long)m->mem_steps, m->busy_s);
+        return PB_ERR_INVALID;
+    }
+    double frac = m->mem_token + m->mem_reserved + m->mem_internal + m->mem_free;
+    if (fabs(frac - (double)m->mem_steps) > 1e-9 * (double)(m->mem_steps + 1)) {
+        pb_log_error("metrics: memory fractions sum to %.17g over %lld steps", frac, (long long)m->mem_steps);
+        return PB_ERR_INVALID;
+    }
+    return PB_OK;
 }

@@ -108,6 +108,20 @@ pb_req_metrics *pb_metrics_req(pb_metrics *m, int64_t id);
 void pb_metrics_add_step(pb_metrics *m, const pb_step_metrics *st);
 void pb_metrics_end(pb_metrics *m, double clock_s);
 
+/* Invariants (O(requests + recorded steps), valid at any point of a run):
+ *   per request: id == index; prompt_len, output_len, n_seqs >= 1; preemption and
+ *     swap counters >= 0; finished XOR rejected XOR unfinished; a finished request
+ *     has arrival <= first token <= finish (all finite), an unfinished or rejected
+ *     one no finish time, and any first token is >= arrival;
+ *   per recorded step: latency, swap and copy times finite and >= 0, swap and copy
+ *     each within the latency; batch counts consistent (prefill seqs + decode
+ *     tokens == seqs, groups <= seqs); the memory breakdown's four classes >= 0 and
+ *     summing to the total slots; steps in clock order (t + latency <= next t);
+ *   aggregates: step and prefill-step counts and busy time equal the recorded rows
+ *     (when recorded); the averaged memory fractions sum to one per step.
+ * PB_OK or PB_ERR_INVALID with the first violation logged through pb_log_error. */
+pb_status pb_metrics_check(const pb_metrics *m);
+
 /* Percentile p in [0,100] of v[0..n) (sorts v in place).  n == 0 -> 0. */
 double pb_percentile(double *v, int64_t n, double p);
 

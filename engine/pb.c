@@ -87,6 +87,20 @@ pb_status pb_write_file_atomic(const char *path, const void *data, size_t n) {
     return PB_OK;
 }
 
+void pb_sbuf_printf(pb_sbuf *b, const char *fmt, ...) {
+    for (;;) {
+        va_list ap;
+        va_start(ap, fmt);
+        size_t room = b->cap - b->len;
+        int k = vsnprintf(b->s ? b->s + b->len : NULL, b->s ? room : 0, fmt, ap);
+        va_end(ap);
+        if (k < 0) return;
+        if (b->s && (size_t)k < room) { b->len += (size_t)k; return; }
+        b->cap = b->cap ? 2 * b->cap + (size_t)k + 1 : 4096 + (size_t)k;
+        b->s = pb_xrealloc(b->s, b->cap);
+    }
+}
+
 double pb_now_s(void) {
     struct timespec ts;
     clock_gettime(CLOCK_MONOTONIC, &ts);

@@ -64,6 +64,15 @@ void pb_assert_fail_(const char *expr, const char *file, int line);
  * Returns PB_OK or PB_ERR_IO (and the target is untouched). */
 pb_status pb_write_file_atomic(const char *path, const void *data, size_t n);
 
+/* A growing text buffer: pb_sbuf b = {0}; pb_sbuf_printf(&b, ...); use b.s (NUL-terminated,
+ * NULL while empty) and b.len; free(b.s).  Allocation failure aborts (pb_xrealloc). */
+typedef struct { char *s; size_t len, cap; } pb_sbuf;
+void pb_sbuf_printf(pb_sbuf *b, const char *fmt, ...)
+#ifdef __GNUC__
+    __attribute__((format(printf, 2, 3)))
+#endif
+    ;
+
 /* Monotonic wall clock in seconds (for benchmarks; never for simulated time). */
 double pb_now_s(void);
 

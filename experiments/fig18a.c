@@ -19,21 +19,7 @@ static const int F18_CTX[] = {64, 128, 256};
 enum { NB = 2, NC = 3, NK = 2 };   /* kernels: 0 vllm (paged), 1 ft (contiguous) */
 static const char *const KNAME[NK] = {"vllm", "ft"};
 
-typedef struct { char *p; size_t n, cap; } sbuf;
-static void sb_printf(sbuf *b, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
-static void sb_printf(sbuf *b, const char *fmt, ...) {
-    for (;;) {
-        va_list ap;
-        va_start(ap, fmt);
-        size_t room = b->cap - b->n;
-        int k = vsnprintf(b->p ? b->p + b->n : NULL, room, fmt, ap);
-        va_end(ap);
-        if (k < 0) return;
-        if ((size_t)k < room) { b->n += (size_t)k; return; }
-        b->cap = b->cap ? 2 * b->cap + (size_t)k : 4096 + (size_t)k;
-        b->p = pb_xrealloc(b->p, b->cap);
-    }
-}
+typedef pb_sbuf sbuf;
 
 /* One decode-attention call of the sim: decode_attn_s of a decode-only batch / layers. */
 static double sim_attn_us(const pb_sim *s, int layers, int n_seqs, int ctx, int block_size) {
@@ -187,10 +173,10 @@ static void emit_rows(sbuf *csv, const char *source, const char *device, double 
         for (int k = 0; k < NK; k++)
             for (int c = 0; c < NC; c++) {
                 double v = us[k][b][c], p = paper[k][b][c];
-                sb_printf(csv, "%s,\"%s\",%s,%d,%d,%.4f,%.2f,%.2f,", source, device, KNAME[k], F18_BATCH[b],
+                pb_sbuf_printf(csv, "%s,\"%s\",%s,%d,%d,%.4f,%.2f,%.2f,", source, device, KNAME[k], F18_BATCH[b],
                           F18_CTX[c], v, p, 100 * (v / p - 1));
-                if (k == 0) sb_printf(csv, "%.2f", 100 * (v / us[1][b][c] - 1));
-                sb_printf(csv, "\n");
+                if (k == 0) pb_sbuf_printf(csv, "%.2f", 100 * (v / us[1][b][c] - 1));
+                pb_sbuf_printf(csv, "\n");
             }
 }
 
@@ -240,11 +226,11 @@ pb_status pb_fig18a_write(const char *spec_dir, const char *csv_path, bool with_
     if (gpu_status) snprintf(gpu_status, gpu_status_n, "%s", status);
 
     sbuf csv = {0};
-    sb_printf(&csv, "source,device,kernel,batch,context_len,latency_us,paper_us,vs_paper_pct,overhead_pct\n");
+    pb_sbuf_printf(&csv, "source,device,kernel,batch,context_len,latency_us,paper_us,vs_paper_pct,overhead_pct\n");
     emit_rows(&csv, "cost_model", simdev, sim, paper);
     if (have_gpu) emit_rows(&csv, "gpu", device, gpu, paper);
-    st = pb_write_file_atomic(csv_path, csv.p, csv.n);
-    free(csv.p);
+    st = pb_write_file_atomic(csv_path, csv.s, csv.len);
+    free(csv.s);
     if (st) {
         pb_log_error("%s: cannot write", csv_path);
         return st;

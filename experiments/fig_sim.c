@@ -31,23 +31,10 @@ static const double P19_INOUT[] = {137.4, 89.3, 61.0, 47.1, 40.2, 36.6, 34.9, 33
 enum { F1_PROMPT = 161, F1_OUTPUT = 338, F1_CTX = F1_PROMPT + F1_OUTPUT / 2, F1_BLOCK = 16 };
 
 /* ---- a growing text buffer ---- */
-typedef struct { char *p; size_t n, cap; } sbuf;
-static void sb_printf(sbuf *b, const char *fmt, ...) {
-    for (;;) {
-        va_list ap;
-        va_start(ap, fmt);
-        size_t room = b->cap - b->n;
-        int k = vsnprintf(b->p ? b->p + b->n : NULL, room, fmt, ap);
-        va_end(ap);
-        if (k < 0) return;
-        if ((size_t)k < room) { b->n += (size_t)k; return; }
-        b->cap = b->cap ? 2 * b->cap + (size_t)k : 4096 + (size_t)k;
-        b->p = pb_xrealloc(b->p, b->cap);
-    }
-}
+typedef pb_sbuf sbuf;
 static void sb_num(sbuf *b, double v) {   /* empty for NaN (no paper point) */
-    if (isnan(v)) sb_printf(b, ",");
-    else sb_printf(b, ",%.4g", v);
+    if (isnan(v)) pb_sbuf_printf(b, ",");
+    else pb_sbuf_printf(b, ",%.4g", v);
 }
 
 static pb_status write_out(const char *path, sbuf *b) {
@@ -62,7 +49,7 @@ static pb_status write_out(const char *path, sbuf *b) {
             if (mkdir(dir, 0777) != 0 && errno != EEXIST) return PB_ERR_IO;
         }
     }
-    return pb_write_file_atomic(path, b->p ? b->p : "", b->n);
+    return pb_write_file_atomic(path, b->s ? b->s : "", b->len);
 }
 
 static double interp(const double *x, const double *y, int n, double q) {
@@ -128,27 +115,27 @@ pb_status pb_fig1_write(const char *spec_dir, const char *csv_path, FILE *report
     int max_vllm = (int)(cap.num_blocks / vllm_blocks);
 
     sbuf b = {0};
-    sb_printf(&b, "panel,series,batch,ours,paper\n");
+    pb_sbuf_printf(&b, "panel,series,batch,ours,paper\n");
     for (int k = 0; params + k * exist_req <= sp.hw.mem_bytes; k++) {
-        sb_printf(&b, "memory_gb,existing,%d,%.4g", k, (params + k * exist_req) / 1e9);
+        pb_sbuf_printf(&b, "memory_gb,existing,%d,%.4g", k, (params + k * exist_req) / 1e9);
         sb_num(&b, k < (int)PB_ARRAY_LEN(P1_EXIST_MEM) ? P1_EXIST_MEM[k] : NAN);
-        sb_printf(&b, "\n");
+        pb_sbuf_printf(&b, "\n");
     }
     for (int k = 0; params + k * vllm_req <= sp.hw.mem_bytes; k += 2) {
-        sb_printf(&b, "memory_gb,vllm,%d,%.4g", k, (params + k * vllm_req) / 1e9);
+        pb_sbuf_printf(&b, "memory_gb,vllm,%d,%.4g", k, (params + k * vllm_req) / 1e9);
         sb_num(&b, interp(P1_VLLM_B, P1_VLLM_M, (int)PB_ARRAY_LEN(P1_VLLM_B), k));
-        sb_printf(&b, "\n");
+        pb_sbuf_printf(&b, "\n");
     }
     const pb_sim *sims[2] = {vllm, ft};
     const char *names[2] = {"vllm", "ft"};
     for (int i = 0; i < 2; i++)
         for (int k = 1; k <= 48; k++) {
-            sb_printf(&b, "throughput_tok_s,%s,%d,%.4g", names[i], k, fig1_tput(sims[i], k));
+            pb_sbuf_printf(&b, "throughput_tok_s,%s,%d,%.4g", names[i], k, fig1_tput(sims[i], k));
             sb_num(&b, i == 0 && k % 4 == 0 && k / 4 < (int)PB_ARRAY_LEN(P1_TPUT) ? P1_TPUT[k / 4] : NAN);
-            sb_printf(&b, "\n");
+            pb_sbuf_printf(&b, "\n");
         }
-    sb_printf(&b, "max_batch,existing,0,%d,%.4g\n", max_exist, P1_MAX_EXIST);
-    sb_printf(&b, "max_batch,vllm,0,%d,%.4g\n", max_vllm, P1_MAX_VLLM);
+    pb_sbuf_printf(&b, "max_batch,existing,0,%d,%.4g\n", max_exist, P1_MAX_EXIST);
+    pb_sbuf_printf(&b, "max_batch,vllm,0,%d,%.4g\n", max_vllm, P1_MAX_VLLM);
     st = write_out(csv_path, &b);
     if (st) pb_log_error("%s: cannot write: %s", csv_path, strerror(errno));
 
@@ -169,7 +156,7 @@ pb_status pb_fig1_write(const char *spec_dir, const char *csv_path, FILE *report
         fprintf(report, "  throughput at the max batches: %.1f -> %.1f tok/s (%.2fx; paper 267 -> ~900, ~3.4x)\n", o8,
                 om, om / o8);
     }
-    free(b.p);
+    free(b.s);
 out:
     pb_sim_destroy(vllm);
     pb_sim_destroy(ft);
@@ -185,7 +172,7 @@ pb_status pb_fig19a_write(const char *spec_dir, const char *csv_path, FILE *repo
     const int N = PB_FIG19A_TOKENS;
     double rec = pb_sim_prefill_time(s, N) * 1e3;
     sbuf b = {0};
-    sb_printf(&b, "block_size,operation,time_ms,paper\n");
+    pb_sbuf_printf(&b, "block_size,operation,time_ms,paper\n");
     if (report)
         fprintf(report, "Fig. 19(a) (OPT-13B, A100-40GB, %d tokens): ms, ours / paper\n"
                         "  %5s %16s %16s %16s %16s %8s\n", N, "block", "recompute", "swap in", "swap out",
@@ -203,14 +190,14 @@ pb_status pb_fig19a_write(const char *spec_dir, const char *csv_path, FILE *repo
                     rec / (in[i] + out[i]), P19_RECOMP[i] / P19_INOUT[i]);
     }
     /* one series after another (plots select rows by operation) */
-    for (int i = 0; i < NB; i++) sb_printf(&b, "%d,recompute,%.4g,%.4g\n", P19_BS[i], rec, P19_RECOMP[i]);
-    for (int i = 0; i < NB; i++) sb_printf(&b, "%d,swap_in,%.4g,%.4g\n", P19_BS[i], in[i], P19_IN[i]);
-    for (int i = 0; i < NB; i++) sb_printf(&b, "%d,swap_out,%.4g,%.4g\n", P19_BS[i], out[i], P19_OUT[i]);
+    for (int i = 0; i < NB; i++) pb_sbuf_printf(&b, "%d,recompute,%.4g,%.4g\n", P19_BS[i], rec, P19_RECOMP[i]);
+    for (int i = 0; i < NB; i++) pb_sbuf_printf(&b, "%d,swap_in,%.4g,%.4g\n", P19_BS[i], in[i], P19_IN[i]);
+    for (int i = 0; i < NB; i++) pb_sbuf_printf(&b, "%d,swap_out,%.4g,%.4g\n", P19_BS[i], out[i], P19_OUT[i]);
     for (int i = 0; i < NB; i++)
-        sb_printf(&b, "%d,swap_in_out,%.4g,%.4g\n", P19_BS[i], in[i] + out[i], P19_INOUT[i]);
+        pb_sbuf_printf(&b, "%d,swap_in_out,%.4g,%.4g\n", P19_BS[i], in[i] + out[i], P19_INOUT[i]);
     st = write_out(csv_path, &b);
     if (st) pb_log_error("%s: cannot write: %s", csv_path, strerror(errno));
-    free(b.p);
+    free(b.s);
     pb_sim_destroy(s);
     return st;
 }

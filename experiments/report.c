@@ -87,19 +87,8 @@ static double num(const pb_csv_table *t, int r, const char *col) {
 }
 
 /* ---- output buffer ---- */
-typedef struct { char *s; size_t len, cap; } out_buf;
-static void P(out_buf *b, const char *fmt, ...) {
-    va_list ap;
-    for (;;) {
-        va_start(ap, fmt);
-        int k = vsnprintf(b->s ? b->s + b->len : NULL, b->s ? b->cap - b->len : 0, fmt, ap);
-        va_end(ap);
-        if (k < 0) return;
-        if (b->s && b->len + (size_t)k < b->cap) { b->len += (size_t)k; return; }
-        b->cap = (b->len + (size_t)k + 1) * 2 + 512;
-        b->s = pb_xrealloc(b->s, b->cap);
-    }
-}
+typedef pb_sbuf out_buf;
+#define P pb_sbuf_printf
 
 static const char *label_of(const char *sys) {
     static const char *const map[][2] = {{"ft", "FasterTransformer"}, {"orca_max", "Orca (Max)"},

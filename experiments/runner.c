@@ -111,32 +111,17 @@ static const char *build_id(void) {
 }
 
 /* ---- point files ---- */
-typedef struct {
-    char *s;
-    size_t len, cap;
-} sbuf;
+typedef pb_sbuf sbuf;
 
-static void sb_printf(sbuf *b, const char *fmt, ...) {
-    va_list ap;
-    for (;;) {
-        va_start(ap, fmt);
-        int k = vsnprintf(b->s ? b->s + b->len : NULL, b->s ? b->cap - b->len : 0, fmt, ap);
-        va_end(ap);
-        if (k < 0) return;
-        if (b->s && b->len + (size_t)k < b->cap) { b->len += (size_t)k; return; }
-        b->cap = (b->len + (size_t)k + 1) * 2 + 256;
-        b->s = pb_xrealloc(b->s, b->cap);
-    }
-}
 
 static pb_status write_point(const char *base, const pb_experiment *e, int sys, int point,
                              const double *vals, const pb_point_metrics *m, uint64_t hash) {
     sbuf b = {0};
-    sb_printf(&b, "pagedbench-point 1\nbuild %s\nhash %016llx\nexperiment %s\nsystem %s\npoint %d\n", build_id(),
+    pb_sbuf_printf(&b, "pagedbench-point 1\nbuild %s\nhash %016llx\nexperiment %s\nsystem %s\npoint %d\n", build_id(),
               (unsigned long long)hash, e->name, e->systems[sys].id, point);
-    for (int a = 0; a < e->n_axes; a++) sb_printf(&b, "axis %s %.17g\n", e->axes[a].axis, vals[a]);
-    for (int i = 0; i < m->n; i++) sb_printf(&b, "metric %s %.17g\n", m->name[i], m->value[i]);
-    if (*m->summary) sb_printf(&b, "summary\n%s", m->summary);
+    for (int a = 0; a < e->n_axes; a++) pb_sbuf_printf(&b, "axis %s %.17g\n", e->axes[a].axis, vals[a]);
+    for (int i = 0; i < m->n; i++) pb_sbuf_printf(&b, "metric %s %.17g\n", m->name[i], m->value[i]);
+    if (*m->summary) pb_sbuf_printf(&b, "summary\n%s", m->summary);
     char path[4200];
     snprintf(path, sizeof path, "%s.pt", base);
     pb_status st = pb_write_file_atomic(path, b.s, b.len);
@@ -516,17 +501,17 @@ pb_status pb_results_write_csv(const pb_results *r, const char *path) {
         for (int k = 0; k < r->rows[i].m.n; k++) add_col(cols, &nc, r->rows[i].m.name[k]);
 
     sbuf b = {0};
-    for (int c = 0; c < nc; c++) sb_printf(&b, "%s%s", c ? "," : "", cols[c]);
-    sb_printf(&b, "\n");
+    for (int c = 0; c < nc; c++) pb_sbuf_printf(&b, "%s%s", c ? "," : "", cols[c]);
+    pb_sbuf_printf(&b, "\n");
     for (int i = 0; i < r->n; i++) {
         for (int c = 0; c < nc; c++) {
             char cell[256];
             pb_results_cell(r, &r->rows[i], cols[c], cell, sizeof cell);
             for (char *p = cell; *p; p++)
                 if (*p == ',' || *p == '\n') *p = ';';
-            sb_printf(&b, "%s%s", c ? "," : "", cell);
+            pb_sbuf_printf(&b, "%s%s", c ? "," : "", cell);
         }
-        sb_printf(&b, "\n");
+        pb_sbuf_printf(&b, "\n");
     }
     pb_status st = pb_write_file_atomic(path, b.s, b.len);
     free(b.s);

@@ -2,10 +2,13 @@
  * timings of a single request, parallel sampling with copy-on-write, beam search
  * (executor scores and synthetic scores) with forks and frees checked every step,
  * shared prefixes, random stress under memory pressure in every preemption mode and
- * step structure with pb_engine_check() after every step, determinism. */
+ * step structure with pb_engine_check() after every step, determinism; the fused
+ * synthetic beam path equal to synth + select; pb_metrics_check() on every run and
+ * on broken metrics. */
 #include <stdlib.h>
 #include <string.h>
 
+#include "beam.h"
 #include "block_manager.h"
 #include "engine.h"
 #include "executor_fixed.h"
@@ -35,6 +38,7 @@ static void sys_init(sys *s, int32_t bs, int32_t gpu, int32_t cpu, const pb_engi
 }
 
 static void sys_free(sys *s) {
+    PB_CHECK(pb_metrics_check(s->m) == PB_OK);   /* every run's metrics are consistent */
     pb_engine_destroy(s->e);
     pb_kv_destroy(s->kv);
     pb_policy_destroy(s->pol);
@@ -381,6 +385,128 @@ PB_TEST(output_tokens_independent_of_scheduling) {
         PB_CHECK(pre > 0);   /* the configuration did preempt */
         for (int i = 0; i < 40; i++) PB_CHECK(o.hash[i] == ref.hash[i]);
     }
+}
+
+/* ---- the fused synthetic beam path ---- */
+
+PB_TEST(beam_synth_select_equals_synth_then_select) {
+    pb_rng pick;
+    pb_rng_seed(&pick, 42, 1);
+    const int32_t vocabs[] = {1, 3, 50272, 32000, 2147483647};
+    int64_t checked = 0;
+    for (int trial = 0; trial < 20000; trial++) {
+        int32_t nb = 1 + (int32_t)pb_rng_below(&pick, PB_MAX_TOP / 2);
+        int32_t k = 1 + (int32_t)pb_rng_below(&pick, PB_MAX_TOP / 2);
+        int32_t n_top = trial % 5 == 0 ? (int32_t)pb_rng_below(&pick, PB_MAX_TOP + 3) : 2 * k;
+        int32_t vocab = vocabs[trial % 5];
+        double cum[PB_MAX_TOP / 2];
+        for (int32_t i = 0; i < nb; i++) {
+            /* spread like a beam search's scores; some exact ties */
+            cum[i] = trial % 7 == 0 ? -3.0 : -pb_rng_uniform(&pick) * (double)(1 + trial % 40);
+            if (i > 0 && pb_rng_below(&pick, 4) == 0) cum[i] = cum[i - 1];
+        }
+        pb_rng r1, r2;
+        pb_rng_seed(&r1, (uint64_t)trial, 9);
+        r2 = r1;
+        pb_candidates cand[PB_MAX_TOP / 2];
+        for (int32_t i = 0; i < nb; i++) pb_beam_synth_candidates(&r1, n_top, vocab, &cand[i]);
+        pb_beam_choice a[PB_MAX_TOP], b[PB_MAX_TOP];
+        int32_t na = pb_beam_select(cum, cand, nb, k, a);
+        int32_t nf = pb_beam_synth_select(&r2, cum, nb, n_top, vocab, k, b);
+        PB_REQUIRE(na == nf);
+        PB_REQUIRE(memcmp(&r1, &r2, sizeof r1) == 0);   /* same draws consumed */
+        for (int32_t c = 0; c < na; c++) {
+            PB_REQUIRE(a[c].parent == b[c].parent && a[c].rank == b[c].rank);
+            PB_REQUIRE(a[c].token == b[c].token);
+            PB_REQUIRE(memcmp(&a[c].logprob, &b[c].logprob, sizeof a[c].logprob) == 0);
+            PB_REQUIRE(memcmp(&a[c].score, &b[c].score, sizeof a[c].score) == 0);
+            checked++;
+        }
+    }
+    PB_CHECK(checked > 50000);
+}
+
+/* ---- metrics invariants ---- */
+
+PB_TEST(metrics_check_catches_broken_rows) {
+    pb_metrics *m = pb_metrics_create(true);
+    pb_metrics_begin(m, 3);
+    for (int64_t i = 0; i < 3; i++) {
+        pb_req_metrics *r = pb_metrics_req(m, i);
+        r->arrival_s = (double)i;
+        r->prompt_len = 10;
+        r->output_len = 5;
+        r->n_seqs = 1;
+    }
+    pb_req_metrics *r0 = pb_metrics_req(m, 0);
+    r0->first_token_s = 0.5;
+    r0->finish_s = 1.0;
+    r0->finished = true;
+    pb_step_metrics st;
+    memset(&st, 0, sizeof st);
+    st.t_s = 0;
+    st.latency_s = 0.5;
+    st.n_groups = 1;
+    st.n_seqs = 1;
+    st.n_prefill_seqs = 1;
+    st.prefill_tokens = 10;
+    st.mem.total_slots = 100;
+    st.mem.token_slots = 10;
+    st.mem.reserved_slots = 4;
+    st.mem.internal_frag_slots = 2;
+    st.mem.free_slots = 84;
+    pb_metrics_add_step(m, &st);
+    st.t_s = 0.5;
+    st.n_prefill_seqs = 0;
+    st.prefill_tokens = 0;
+    st.decode_tokens = 1;
+    pb_metrics_add_step(m, &st);
+    pb_metrics_end(m, 1.0);
+    PB_CHECK(pb_metrics_check(m) == PB_OK);
+    /* time order broken: first token after the finish */
+    r0->first_token_s = 1.5;
+    PB_CHECK(pb_metrics_check(m) == PB_ERR_INVALID);
+    r0->first_token_s = -0.5;   /* before the arrival */
+    PB_CHECK(pb_metrics_check(m) == PB_ERR_INVALID);
+    r0->first_token_s = 0.5;
+    r0->rejected = true;        /* both finished and rejected */
+    PB_CHECK(pb_metrics_check(m) == PB_ERR_INVALID);
+    r0->rejected = false;
+    pb_metrics_req(m, 1)->finish_s = 3.0;   /* a finish time without finishing */
+    PB_CHECK(pb_metrics_check(m) == PB_ERR_INVALID);
+    pb_metrics_req(m, 1)->finish_s = -1;
+    pb_metrics_req(m, 2)->output_len = 0;   /* token count */
+    PB_CHECK(pb_metrics_check(m) == PB_ERR_INVALID);
+    pb_metrics_req(m, 2)->output_len = 5;
+    PB_CHECK(pb_metrics_check(m) == PB_OK);
+    pb_metrics_destroy(m);
+
+    /* a step whose memory classes do not sum to the total */
+    m = pb_metrics_create(true);
+    pb_metrics_begin(m, 0);
+    st.mem.free_slots = 83;
+    pb_metrics_add_step(m, &st);
+    PB_CHECK(pb_metrics_check(m) == PB_ERR_INVALID);
+    pb_metrics_destroy(m);
+    /* batch counts: prefill seqs + decode tokens must equal the batch */
+    m = pb_metrics_create(true);
+    pb_metrics_begin(m, 0);
+    st.mem.free_slots = 84;
+    st.n_seqs = 2;
+    pb_metrics_add_step(m, &st);
+    PB_CHECK(pb_metrics_check(m) == PB_ERR_INVALID);
+    pb_metrics_destroy(m);
+    /* steps out of clock order */
+    m = pb_metrics_create(true);
+    pb_metrics_begin(m, 0);
+    st.n_seqs = 1;
+    st.t_s = 1.0;
+    pb_metrics_add_step(m, &st);
+    PB_CHECK(pb_metrics_check(m) == PB_OK);
+    st.t_s = 1.2;   /* the previous step ends at 1.5 */
+    pb_metrics_add_step(m, &st);
+    PB_CHECK(pb_metrics_check(m) == PB_ERR_INVALID);
+    pb_metrics_destroy(m);
 }
 
 PB_TEST_MAIN()
