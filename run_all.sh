@@ -8,8 +8,10 @@
 #                             fig19a fig19b).  fig18(a) is the cost model's kernel terms (a
 #                             calibration check) plus our kernels measured when a GPU is present
 #   ./run_all.sh all          every table and figure, then rewrite RESULTS.md's generated tables
+#   ./run_all.sh results-md   refill RESULTS.md's generated tables from results/*_report.md
 #   ./run_all.sh list         what can be run
-#   ./run_all.sh clean        remove build/ and generated outputs
+#   ./run_all.sh clean        remove build/ and scratch outputs (per-point files, quick runs);
+#                             the committed results/*.csv and plots/out/*.png stay
 # Options: --quick (short traces, fewer points: results/quick/, plots/out/quick/),
 #          --jobs N (parallel sweep points),
 #          --asan (tests: also the ASan+UBSan build), --build DIR (default build/release).
@@ -30,13 +32,13 @@ while [ $# -gt 0 ]; do
         --jobs=*) JOBS=${1#--jobs=} ;;
         --asan) ASAN=1 ;;
         --build) BUILD=$2; shift ;;
-        -h|--help) sed -n '2,16p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+        -h|--help) sed -n '2,18p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
         -*) echo "run_all.sh: unknown option $1" >&2; exit 2 ;;
         *) VERBS+=("$1") ;;
     esac
     shift
 done
-[ ${#VERBS[@]} -gt 0 ] || { sed -n '2,16p' "$0" | sed 's/^# \{0,1\}//'; exit 2; }
+[ ${#VERBS[@]} -gt 0 ] || { sed -n '2,18p' "$0" | sed 's/^# \{0,1\}//'; exit 2; }
 
 log() { printf '==> %s\n' "$*" >&2; }
 
@@ -162,7 +164,8 @@ run_all_figures() {
     local quick=() rc=0 t0=$SECONDS
     [ "$QUICK" = 1 ] && quick=(--quick)
     mkdir -p "$RES"
-    "$PB" table1 --csv "$RES/table1.csv" || rc=1
+    { echo '```'; "$PB" table1 --csv "$RES/table1.csv"; echo '```'; } >"$RES/table1_report.md" || rc=1
+    cat "$RES/table1_report.md"
     "$PB" run --all --jobs "$JOBS" --results "$RES" "${quick[@]}" || rc=$?
     [ "$rc" = 2 ] && exit 2
     for f in fig1 fig2 fig11 fig12 fig13 fig14 fig15 fig16 fig17 fig18 fig19; do plot_figure "$f" || rc=1; done
@@ -178,7 +181,8 @@ for verb in "${VERBS[@]}"; do
         list) build list; "$PB" list ;;
         fig*) run_figure "$verb" ;;
         all) run_all_figures ;;
-        clean) rm -rf build results/tmp results/points results/quick plots/out ;;
+        results-md) update_results_md ;;
+        clean) rm -rf build results/tmp results/points results/quick plots/out/quick ;;
         *) echo "run_all.sh: unknown verb '$verb' (try: ./run_all.sh list)" >&2; exit 2 ;;
     esac
 done

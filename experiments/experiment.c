@@ -60,6 +60,8 @@ const pb_key pb_system_entry_schema[] = {
     {"watermark", PB_T_NUM, false, 0, 0.5, NULL, NULL, 0, "vLLM: free-block fraction kept at admission (default 0.01)"},
     {"max_num_batched_tokens", PB_T_INT, false, 1, 1 << 24, NULL, NULL, 0, "tokens per step cap (default 2560)"},
     {"max_num_seqs", PB_T_INT, false, 1, 1 << 20, NULL, NULL, 0, "sequences per step cap (default 256)"},
+    {"kv_profile_tokens", PB_T_INT, false, 1, 1 << 24, NULL, NULL, 0,
+     "tokens of the activation estimate in the KV budget (default 2048, engine/spec.h)"},
     {"gpu_mem_util", PB_T_NUM, false, 0.05, 1.0, NULL, NULL, 0, "fraction of GPU memory usable (default 0.95)"},
     {"swap_space_gib", PB_T_NUM, false, 0, 4096, NULL, NULL, 0, "CPU swap space per GPU, GiB (default 20)"},
     {"sharing", PB_T_BOOL, false, 0, 0, NULL, NULL, 0, "vLLM: share KV blocks (prefix, parallel, beam); default true"},

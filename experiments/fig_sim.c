@@ -102,7 +102,7 @@ pb_status pb_fig1_write(const char *spec_dir, const char *csv_path, FILE *report
         return st;
     }
     pb_kv_capacity cap;
-    st = pb_kv_capacity_compute(&sp.m, &sp.hw, 1, F1_BLOCK, 2560, 0.95, &cap);
+    st = pb_kv_capacity_compute(&sp.m, &sp.hw, 1, F1_BLOCK, PB_KV_PROFILE_TOKENS, 0.95, &cap);
     if (st) {
         pb_log_error("fig1: KV capacity: %s", pb_status_str(st));
         goto out;

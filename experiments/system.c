@@ -82,6 +82,7 @@ pb_status pb_system_run_point(const pb_point_ctx *pt, pb_point_metrics *out, cha
     int32_t max_tokens = (int32_t)pb_node_int(sys, "max_num_batched_tokens", 2560);
     int32_t max_seqs = (int32_t)pb_node_int(sys, "max_num_seqs", 256);
     double util = pb_node_num(sys, "gpu_mem_util", 0.95);
+    int32_t profile_tokens = (int32_t)pb_node_int(sys, "kv_profile_tokens", PB_KV_PROFILE_TOKENS);
     double swap_gib = pb_node_num(sys, "swap_space_gib", 20.0);
     double watermark = pb_node_num(sys, "watermark", 0.01);
     pb_preempt_mode pmode = PB_PREEMPT_AUTO;
@@ -101,7 +102,7 @@ pb_status pb_system_run_point(const pb_point_ctx *pt, pb_point_metrics *out, cha
     bool paged = spec->type == PB_SYS_VLLM;
     int32_t unit = paged ? block_size : 1;
     pb_kv_capacity cap;
-    st = pb_kv_capacity_compute(&model, &hw, tp, unit, max_tokens, util, &cap);
+    st = pb_kv_capacity_compute(&model, &hw, tp, unit, profile_tokens, util, &cap);
     if (st) return fail(err, err_n, st, "%s on %s: no memory left for the KV cache", model.name, hw.name);
     int64_t kv_slots = pb_node_int(sys, "kv_slots", 0);
     if (kv_slots <= 0) kv_slots = pb_node_int(exn, "kv_slots", 0);

@@ -15,7 +15,7 @@ static const struct {
 };
 
 pb_table1_opts pb_table1_default_opts(void) {
-    pb_table1_opts o = {2048, 0.95, 16};
+    pb_table1_opts o = {PB_KV_PROFILE_TOKENS, 0.95, 16};
     return o;
 }
 
