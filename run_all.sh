@@ -151,10 +151,16 @@ update_results_md() {
         local fig; fig=$(basename "$f" _report.md)
         grep -q "<!-- BEGIN GENERATED $fig -->" RESULTS.md || continue
         tmp=$(mktemp)
-        awk -v fig="$fig" -v src="$f" '
+        local src=$f
+        case "$(head -c 1 "$f")" in      # plain-text reports go in a code block
+            '#'|'|'|'`') ;;
+            *) src=$(mktemp); { echo '```'; cat "$f"; echo '```'; } >"$src" ;;
+        esac
+        awk -v fig="$fig" -v src="$src" '
             $0 == "<!-- BEGIN GENERATED " fig " -->" { print; while ((getline l < src) > 0) print l; skip = 1; next }
             $0 == "<!-- END GENERATED " fig " -->" { skip = 0 }
             !skip { print }' RESULTS.md >"$tmp" && mv "$tmp" RESULTS.md
+        [ "$src" = "$f" ] || rm -f "$src"
         log "RESULTS.md: updated the $fig tables"
     done
 }
