@@ -166,7 +166,7 @@ static int load_all(const char *const *paths, int n, const run_opts *o, pb_exper
         pb_cfg_err err;
         pb_cfg_err_clear(&err);
         if (pb_experiment_load(paths[i], o->sets, o->n_sets, o->quick, &exps[i], &err)) {
-            fprintf(stderr, "%s", err.msg);
+            fprintf(stderr, "%s\n", err.msg);
             if (err.count > PB_CFG_MAX_ERRORS) fprintf(stderr, "(%d more errors)\n", err.count - PB_CFG_MAX_ERRORS);
             bad = 1;
         }
