@@ -44,6 +44,17 @@ void pb_real_exec_get_stats(const pb_executor *ex, pb_real_exec_stats *out) {
     *out = *(const pb_real_exec_stats *)ex->impl;
 }
 
+void pb_real_scatter_candidates(const pb_fwd_meta *m, const int32_t *tok, const float *lp, const int32_t *nout,
+                                int32_t n_top, int32_t n_seqs, pb_candidates *cand) {
+    for (int32_t i = 0; i < n_seqs; i++) cand[i].n = 0;
+    for (int32_t i = 0; i < m->n_sample; i++) {
+        pb_candidates *c = &cand[m->sample_seq[i]];
+        c->n = nout[i];
+        memcpy(c->token, tok + (size_t)i * n_top, (size_t)c->n * sizeof(int32_t));
+        memcpy(c->logprob, lp + (size_t)i * n_top, (size_t)c->n * sizeof(float));
+    }
+}
+
 pb_status pb_real_check_pairs(const char *who, const char *what, const pb_block_pair *pairs, int32_t n,
                               int32_t src_blocks, int32_t dst_blocks) {
     if (n > 0 && !pairs) return PB_ERR_INVALID;
@@ -131,15 +142,7 @@ static pb_status cpu_execute_(pb_executor *ex, const pb_batch *b, pb_step_result
     st = pb_lm_forward(e->lm, &e->meta, &e->gpu, n_top, &e->p.sampling, e->tok, e->lp, e->nout);
     if (st != PB_OK) return st;
     double t1 = pb_now_s();
-    if (cand) {
-        for (int32_t i = 0; i < b->n_seqs; i++) cand[i].n = 0;
-        for (int32_t i = 0; i < S; i++) {
-            pb_candidates *c = &cand[e->meta.sample_seq[i]];
-            c->n = e->nout[i];
-            memcpy(c->token, e->tok + (size_t)i * n_top, (size_t)c->n * sizeof(int32_t));
-            memcpy(c->logprob, e->lp + (size_t)i * n_top, (size_t)c->n * sizeof(float));
-        }
-    }
+    if (cand) pb_real_scatter_candidates(&e->meta, e->tok, e->lp, e->nout, n_top, b->n_seqs, cand);
     res->has_tokens = cand != NULL;
     res->swap_s = ts1 - ts0;
     res->copy_s = tc1 - ts1;

@@ -650,15 +650,7 @@ static pb_status cuda_execute_(pb_executor *ex, const pb_batch *b, pb_step_resul
     e->batch = NULL;
     if (st != PB_OK) return st;
     rank_t *r0 = &e->ranks[0];
-    if (cand) {
-        for (int32_t i = 0; i < b->n_seqs; i++) cand[i].n = 0;
-        for (int32_t i = 0; i < S; i++) {
-            pb_candidates *c = &cand[e->meta.sample_seq[i]];
-            c->n = e->nout[i];
-            memcpy(c->token, e->tok + (size_t)i * n_top, (size_t)c->n * sizeof(int32_t));
-            memcpy(c->logprob, e->lp + (size_t)i * n_top, (size_t)c->n * sizeof(float));
-        }
-    }
+    if (cand) pb_real_scatter_candidates(&e->meta, e->tok, e->lp, e->nout, n_top, b->n_seqs, cand);
     res->has_tokens = cand != NULL;
     res->latency_s = e->p.fixed_latency_s > 0 ? e->p.fixed_latency_s : r0->ms_total * 1e-3;
     res->swap_s = e->p.fixed_latency_s > 0 ? 0 : r0->ms_swap * 1e-3;

@@ -255,6 +255,11 @@ pb_status pb_lm_forward(pb_lm *lm, const pb_fwd_meta *m, pb_kv_cache *cache, int
                         const pb_sample_params *sp, int32_t *tokens, float *logprobs,
                         int32_t *n_out);
 
+/* Copy the forward pass' candidates (tok/lp [m->n_sample, n_top], nout [m->n_sample])
+ * to the batch's per-sequence cand[n_seqs] (unsampled sequences get n = 0). */
+void pb_real_scatter_candidates(const pb_fwd_meta *m, const int32_t *tok, const float *lp,
+                                const int32_t *nout, int32_t n_top, int32_t n_seqs, pb_candidates *cand);
+
 /* Invariants of a built meta against its batch (rows, slots, prefix sums).  PB_OK or
  * PB_ERR_INVALID with a logged message.  Tests call it after every build. */
 pb_status pb_fwd_meta_check(const pb_fwd_meta *m, const pb_batch *b);

@@ -10,13 +10,8 @@ extern "C" pb_status pb_copy_slots_cuda(const pb_kv_cache_shape *c, void *const 
                                         void *const *v_caches, int32_t num_layers,
                                         const pb_slot_copy *copies, int32_t n_copies,
                                         struct CUstream_st *stream) {
-    if (c->num_blocks != 1) return PB_ERR_INVALID;
+    if (pb_copy_slots_check(c, copies, n_copies) != PB_OK) return PB_ERR_INVALID;
     const int64_t S = c->block_size;
-    for (int32_t i = 0; i < n_copies; i++) {
-        const pb_slot_copy *cp = &copies[i];
-        if (cp->n < 0 || cp->src < 0 || cp->dst < 0 || cp->src + cp->n > S || cp->dst + cp->n > S)
-            return PB_ERR_INVALID;
-    }
     const size_t el = pb_kv_dtype_size(c->dtype);
     const int64_t x = (int64_t)(16 / el), D = c->head_size, H = c->num_kv_heads;
     for (int32_t l = 0; l < num_layers; l++) {

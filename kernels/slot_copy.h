@@ -18,6 +18,9 @@
 extern "C" {
 #endif
 
+/* PB_OK when every range lies in [0, S) of a contiguous shape (num_blocks == 1). */
+pb_status pb_copy_slots_check(const pb_kv_cache_shape *c, const pb_slot_copy *copies, int32_t n_copies);
+
 /* k_caches/v_caches [num_layers] host tensors.  PB_ERR_INVALID (nothing copied) when a
  * range leaves [0, S) or the shape is not contiguous (num_blocks != 1). */
 pb_status pb_copy_slots_ref(const pb_kv_cache_shape *c, void *const *k_caches, void *const *v_caches,
