@@ -55,6 +55,20 @@ void pb_real_scatter_candidates(const pb_fwd_meta *m, const int32_t *tok, const 
     }
 }
 
+void pb_real_account_step(pb_real_exec_stats *st, const pb_batch *b, int64_t tokens, double forward_s,
+                          double swap_s, double copy_s) {
+    st->steps++;
+    st->tokens += tokens;
+    st->swapped_out_blocks += b->n_swap_out;
+    st->swapped_in_blocks += b->n_swap_in;
+    st->copied_blocks += b->n_copies;
+    for (int32_t i = 0; i < b->n_seqs; i++)
+        if (b->seqs[i].is_prefill) st->cached_prefill_tokens += b->seqs[i].n_cached;
+    st->forward_s += forward_s;
+    st->swap_s += swap_s;
+    st->copy_s += copy_s;
+}
+
 pb_status pb_real_check_pairs(const char *who, const char *what, const pb_block_pair *pairs, int32_t n,
                               int32_t src_blocks, int32_t dst_blocks) {
     if (n > 0 && !pairs) return PB_ERR_INVALID;
@@ -148,16 +162,7 @@ static pb_status cpu_execute_(pb_executor *ex, const pb_batch *b, pb_step_result
     res->copy_s = tc1 - ts1;
     res->latency_s = e->p.fixed_latency_s > 0 ? e->p.fixed_latency_s : t1 - t0;
     if (e->p.fixed_latency_s > 0) res->swap_s = res->copy_s = 0;
-    e->stats.steps++;
-    e->stats.tokens += e->meta.T;
-    e->stats.swapped_out_blocks += b->n_swap_out;
-    e->stats.swapped_in_blocks += b->n_swap_in;
-    e->stats.copied_blocks += b->n_copies;
-    for (int32_t i = 0; i < b->n_seqs; i++)
-        if (b->seqs[i].is_prefill) e->stats.cached_prefill_tokens += b->seqs[i].n_cached;
-    e->stats.forward_s += t1 - tc1;
-    e->stats.swap_s += ts1 - ts0;
-    e->stats.copy_s += tc1 - ts1;
+    pb_real_account_step(&e->stats, b, e->meta.T, t1 - tc1, ts1 - ts0, tc1 - ts1);
     e->stats.prepare_s += tp1 - tp0;
     return PB_OK;
 }

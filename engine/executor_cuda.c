@@ -655,16 +655,8 @@ static pb_status cuda_execute_(pb_executor *ex, const pb_batch *b, pb_step_resul
     res->latency_s = e->p.fixed_latency_s > 0 ? e->p.fixed_latency_s : r0->ms_total * 1e-3;
     res->swap_s = e->p.fixed_latency_s > 0 ? 0 : r0->ms_swap * 1e-3;
     res->copy_s = e->p.fixed_latency_s > 0 ? 0 : r0->ms_copy * 1e-3;
-    e->stats.steps++;
-    e->stats.tokens += e->meta.T;
-    e->stats.swapped_out_blocks += b->n_swap_out;
-    e->stats.swapped_in_blocks += b->n_swap_in;
-    e->stats.copied_blocks += b->n_copies;
-    for (int32_t i = 0; i < b->n_seqs; i++)
-        if (b->seqs[i].is_prefill) e->stats.cached_prefill_tokens += b->seqs[i].n_cached;
-    e->stats.forward_s += (r0->ms_total - r0->ms_swap - r0->ms_copy) * 1e-3;
-    e->stats.swap_s += r0->ms_swap * 1e-3;
-    e->stats.copy_s += r0->ms_copy * 1e-3;
+    pb_real_account_step(&e->stats, b, e->meta.T, (r0->ms_total - r0->ms_swap - r0->ms_copy) * 1e-3,
+                         r0->ms_swap * 1e-3, r0->ms_copy * 1e-3);
     e->stats.prepare_s += t1 - t0;
     return PB_OK;
 }

@@ -84,6 +84,10 @@ typedef struct {
     double forward_s, swap_s, copy_s, prepare_s;   /* summed over steps */
 } pb_real_exec_stats;
 void pb_real_exec_get_stats(const pb_executor *ex, pb_real_exec_stats *out);
+/* Add one executed batch to the counters (shared by the cpu and cuda executors):
+ * tokens = forward-pass rows; times in seconds. */
+void pb_real_account_step(pb_real_exec_stats *st, const pb_batch *b, int64_t tokens, double forward_s,
+                          double swap_s, double copy_s);
 
 /* Check every pair of a batch's memory operation against the pools before anything
  * moves (shared by the cpu and cuda executors): PB_OK, or PB_ERR_INVALID with a message

@@ -47,15 +47,9 @@ static void sys_free(sys *s) {
 }
 
 static pb_request req(double t, int32_t p, int32_t o, int32_t n, int32_t beam) {
-    pb_request r;
-    memset(&r, 0, sizeof r);
-    r.arrival_s = t;
-    r.prompt_len = p;
-    r.output_len = o;
+    pb_request r = pb_request_make(t, p, o);
     r.n = n;
     r.beam_width = beam;
-    r.prefix_id = -1;
-    r.conversation_id = -1;
     return r;
 }
 

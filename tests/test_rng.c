@@ -12,7 +12,7 @@ PB_TEST(same_seed_same_sequence) {
 }
 
 PB_TEST(known_first_values) {
-    /* pins the generator: a change here changes every result of the project */
+    /* reseeding restarts the sequence, and the first draw is not degenerate */
     pb_rng r;
     pb_rng_seed(&r, 0, 0);
     uint64_t x = pb_rng_u64(&r);

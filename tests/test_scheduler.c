@@ -49,16 +49,10 @@ static void sys_free(sys *s) {
 }
 
 static pb_request req(int64_t id, double t, int32_t p, int32_t o, int32_t n, int32_t beam) {
-    pb_request r;
-    memset(&r, 0, sizeof r);
+    pb_request r = pb_request_make(t, p, o);
     r.id = id;
-    r.arrival_s = t;
-    r.prompt_len = p;
-    r.output_len = o;
     r.n = n;
     r.beam_width = beam;
-    r.prefix_id = -1;
-    r.conversation_id = -1;
     return r;
 }
 
