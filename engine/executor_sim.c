@@ -14,7 +14,8 @@ static const pb_key FW_SCHEMA[] = {
     {"step_us", PB_T_NUM, true, 0, 1e6, NULL, NULL, 0, "host time per step (schedule, prepare, output)"},
     {"seq_us", PB_T_NUM, true, 0, 1e5, NULL, NULL, 0, "host time per sequence per step"},
     {"launch_us", PB_T_NUM, true, 0, 1e4, NULL, NULL, 0, "host time to issue one kernel"},
-    {"worker_us", PB_T_NUM, true, 0, 1e6, NULL, NULL, 0, "host time per step per extra tensor-parallel worker"},
+    {"worker_us", PB_T_NUM, true, 0, 1e6, NULL, NULL, 0, "host time per step when tp > 1 (worker RPC, barrier)"},
+    {"worker_seq_us", PB_T_NUM, true, 0, 1e5, NULL, NULL, 0, "host time per sequence per step when tp > 1"},
     {"sources", PB_T_MAP, true, 0, 0, NULL, NULL, 0, "key -> where the number comes from"},
     {NULL, 0, false, 0, 0, NULL, NULL, 0, NULL},
 };
@@ -37,8 +38,15 @@ const pb_key pb_sim_cost_schema[] = {
     {"attn_stream_efficiency", PB_T_NUM, true, 0.01, 1, NULL, NULL, 0, "decode attention: live-KV read rate / datasheet HBM"},
     {"attn_paged_block_ns", PB_T_NUM, true, 0, 1e4, NULL, NULL, 0, "paged kernel: per (sequence, KV head, block), ns"},
     {"kernel_gap_us", PB_T_NUM, true, 0, 1e3, NULL, NULL, 0, "GPU idle between dependent kernels, us"},
-    {"allreduce_hop_us", PB_T_NUM, true, 0, 1e4, NULL, NULL, 0, "all-reduce latency per ring step, us (2(tp-1) steps)"},
-    {"nvlink_efficiency", PB_T_NUM, true, 0.01, 1, NULL, NULL, 0, "achieved / datasheet NVLink bandwidth"},
+    {"gemm_fixed_us", PB_T_NUM, true, 0, 1e3, NULL, NULL, 0, "per GEMM kernel on top of max(compute, bytes), us"},
+    {"elementwise_fixed_us", PB_T_NUM, true, 0, 1e3, NULL, NULL, 0, "per element-wise kernel on top of its bytes, us"},
+    {"prefill_attn_fixed_us", PB_T_NUM, true, 0, 1e4, NULL, NULL, 0, "per prefill attention kernel call, us"},
+    {"allreduce_tp2_us", PB_T_NUM, true, 0, 1e4, NULL, NULL, 0, "one all-reduce at tp 2: latency, us"},
+    {"allreduce_tp2_GBps", PB_T_NUM, true, 0.1, 1e5, NULL, NULL, 0, "one all-reduce at tp 2: bytes / (time - latency), GB/s"},
+    {"allreduce_tp4_us", PB_T_NUM, true, 0, 1e4, NULL, NULL, 0, "one all-reduce at tp 4: latency, us"},
+    {"allreduce_tp4_GBps", PB_T_NUM, true, 0.1, 1e5, NULL, NULL, 0, "one all-reduce at tp 4: GB/s"},
+    {"allreduce_tp8_us", PB_T_NUM, true, 0, 1e4, NULL, NULL, 0, "one all-reduce at tp 8 (and above): latency, us"},
+    {"allreduce_tp8_GBps", PB_T_NUM, true, 0.1, 1e5, NULL, NULL, 0, "one all-reduce at tp 8 (and above): GB/s"},
     {"swap_h2d_GBps", PB_T_NUM, true, 0.01, 1e4, NULL, NULL, 0, "one block copy host->device, GB/s"},
     {"swap_d2h_GBps", PB_T_NUM, true, 0.01, 1e4, NULL, NULL, 0, "one block copy device->host, GB/s"},
     {"swap_h2d_copy_us", PB_T_NUM, true, 0, 1e3, NULL, NULL, 0, "per cudaMemcpyAsync host->device, us"},
@@ -93,6 +101,7 @@ static void fw_from_node(const pb_node *n, pb_sim_fw_cost *fw) {
     fw->seq_s = pb_node_num(n, "seq_us", 0) * 1e-6;
     fw->launch_s = pb_node_num(n, "launch_us", 0) * 1e-6;
     fw->worker_s = pb_node_num(n, "worker_us", 0) * 1e-6;
+    fw->worker_seq_s = pb_node_num(n, "worker_seq_us", 0) * 1e-6;
 }
 
 pb_status pb_sim_cost_from_node(const pb_node *hw, pb_sim_cost *c, pb_cfg_err *err) {
@@ -132,8 +141,17 @@ pb_status pb_sim_cost_from_node(const pb_node *hw, pb_sim_cost *c, pb_cfg_err *e
     c->attn_stream_eff = pb_node_num(n, "attn_stream_efficiency", 0);
     c->attn_paged_block_s = pb_node_num(n, "attn_paged_block_ns", 0) * 1e-9;
     c->kernel_gap_s = pb_node_num(n, "kernel_gap_us", 0) * 1e-6;
-    c->allreduce_hop_s = pb_node_num(n, "allreduce_hop_us", 0) * 1e-6;
-    c->nvlink_eff = pb_node_num(n, "nvlink_efficiency", 0);
+    c->gemm_fixed_s = pb_node_num(n, "gemm_fixed_us", 0) * 1e-6;
+    c->elem_fixed_s = pb_node_num(n, "elementwise_fixed_us", 0) * 1e-6;
+    c->prefill_attn_fixed_s = pb_node_num(n, "prefill_attn_fixed_us", 0) * 1e-6;
+    static const char *const AR[PB_SIM_AR_TPS] = {"tp2", "tp4", "tp8"};
+    for (int i = 0; i < PB_SIM_AR_TPS; i++) {
+        char k[64];
+        snprintf(k, sizeof k, "allreduce_%s_us", AR[i]);
+        c->ar_lat_s[i] = pb_node_num(n, k, 0) * 1e-6;
+        snprintf(k, sizeof k, "allreduce_%s_GBps", AR[i]);
+        c->ar_bw[i] = pb_node_num(n, k, 0) * 1e9;
+    }
     c->swap_h2d_bw = pb_node_num(n, "swap_h2d_GBps", 0) * 1e9;
     c->swap_d2h_bw = pb_node_num(n, "swap_d2h_GBps", 0) * 1e9;
     c->swap_h2d_copy_s = pb_node_num(n, "swap_h2d_copy_us", 0) * 1e-6;
@@ -200,7 +218,10 @@ struct pb_sim {
     double kv_tok_layer;     /* KV bytes per token per layer per GPU (K and V)           */
     double elem_tok_layer;   /* element-wise bytes per token per layer                   */
     double ar_bytes_tok;     /* bytes per token per all-reduce                           */
-    double ar_factor;        /* 2(tp-1)/tp / (nvlink bw * eff)                           */
+    double ar_lat;           /* one all-reduce at this tp: latency (s)                   */
+    double ar_inv_bw;        /* ... and seconds per byte                                 */
+    int elem_kernels_layer;  /* element-wise kernels per layer                           */
+    int elem_kernels_step;   /* element-wise kernels per step outside layers             */
     int kernels_layer;       /* per layer, without attention calls                       */
     int kernels_step;        /* per step, outside layers (embedding, norm, LM head, sampling) */
     double sample_bytes_tok; /* sampling bytes per sampled sequence                      */
@@ -224,7 +245,7 @@ double pb_sim_gemm_time(const pb_sim *s, double M, double K, double N) {
     if (M <= 0) return 0;
     double fl = gemm_compute(s, M, K, N);
     double by = (K * N + M * K + M * N) * s->dt / s->gemm_bw;
-    return fl > by ? fl : by;
+    return (fl > by ? fl : by) + s->c.gemm_fixed_s;
 }
 
 /* GEMM g of the step (0..3: the layer's, 4: LM head) for M rows, from the table. */
@@ -233,7 +254,7 @@ static double gemm_time(const pb_sim *s, int g, double M, double K, double N) {
     double u = ceil(M / s->m_unit);
     double fl = u <= GEMM_TAB_UNITS ? s->gemm_tab[g][(int)u] : gemm_compute(s, M, K, N);
     double by = (K * N + M * K + M * N) * s->dt / s->gemm_bw;
-    return fl > by ? fl : by;
+    return (fl > by ? fl : by) + s->c.gemm_fixed_s;
 }
 
 static int32_t gcd32(int32_t a, int32_t b) {
@@ -313,13 +334,17 @@ pb_status pb_sim_create(const pb_model *m, const pb_hw *hw, const pb_sim_cost *c
     s->elem_tok_layer = s->dt * (4 * s->h + 6 * s->h + (llama ? 3 : 2) * s->ffn_tp) + 2 * s->kv_tok_layer +
                         (llama ? 2 * s->dt * (s->hq + s->hkv) * s->d : 0);
     s->ar_bytes_tok = s->h * s->dt;
-    s->ar_factor = tp > 1 ? 2.0 * (tp - 1) / tp / (hw->nvlink_bw * c->nvlink_eff) : 0;
+    int ar = tp <= 2 ? 0 : tp <= 4 ? 1 : 2;      /* the fit at the nearest measured tp at or above */
+    s->ar_lat = c->ar_lat_s[ar];
+    s->ar_inv_bw = c->ar_bw[ar] > 0 ? 1.0 / c->ar_bw[ar] : 0;
     /* kernels per layer: norm, QKV, KV write, out, residual, norm, FC1, act, FC2, residual
        (+ rotary for LLaMA) + 2 all-reduces with tp; attention calls are counted per step */
     s->kernels_layer = 10 + (llama ? 1 : 0) + (tp > 1 ? 2 : 0);
+    s->elem_kernels_layer = 6 + (llama ? 1 : 0);   /* 2 norms, 2 residual adds, activation, KV write (+ rotary) */
     /* per step: embedding (+ positions for OPT), final norm, LM head, logits gather with tp,
        sampling (fp32 cast, softmax, log-softmax, multinomial / top-k, gather) */
     s->kernels_step = (llama ? 1 : 2) + 1 + 1 + (tp > 1 ? 1 : 0) + 5;
+    s->elem_kernels_step = (llama ? 1 : 2) + 1 + 5;  /* embedding (+ positions), final norm, sampling */
     /* sampling: fp32 logits written and read ~6 times (cast, softmax, log-softmax, sample) */
     s->sample_bytes_tok = 6.0 * 4.0 * m->vocab;
     if (c->n_tiles < 1 || c->n_tiles > PB_SIM_MAX_TILES || hw->n_sms < 1 || !(c->l2_bw > 0)) {
@@ -356,7 +381,7 @@ pb_status pb_sim_check(const pb_sim *s) {
     if (!(s->flops > 0 && s->gemm_bw > 0 && s->elem_bw > 0 && s->attn_flops > 0 && s->attn_bw > 0))
         return PB_ERR_INVALID;
     if (!(s->c.swap_h2d_bw > 0 && s->c.swap_d2h_bw > 0)) return PB_ERR_INVALID;
-    if (s->tp > 1 && !(s->hw.nvlink_bw > 0 && s->c.nvlink_eff > 0)) return PB_ERR_INVALID;
+    if (s->tp > 1 && !(s->ar_inv_bw > 0 && s->ar_lat >= 0)) return PB_ERR_INVALID;
     if (!(s->hq >= 1 && s->hkv >= 1 && s->d >= 1 && s->m.n_layers >= 1)) return PB_ERR_INVALID;
     if (s->profile && pb_sim_profile_check(s->profile)) return PB_ERR_INVALID;
     if (s->hw.n_sms < 1 || s->c.n_tiles < 1 || s->c.n_tiles > PB_SIM_MAX_TILES || s->m_unit < 1) return PB_ERR_INVALID;
@@ -429,7 +454,7 @@ static void forward(const pb_sim *s, const step_sums *q, pb_sim_breakdown *o) {
         double fl = q->prefill_flops / s->attn_flops;
         double by = (q->P * (2 * s->hq + 2 * s->hkv) * s->d * s->dt + q->prefill_kv_read * s->kv_tok_layer) /
                     s->elem_bw;
-        o->prefill_attn_s = L * (c->attn_fixed_s + (fl > by ? fl : by));
+        o->prefill_attn_s = L * (c->prefill_attn_fixed_s + (fl > by ? fl : by));
         attn_calls++;
     }
     if (q->D > 0) {
@@ -442,13 +467,10 @@ static void forward(const pb_sim *s, const step_sums *q, pb_sim_breakdown *o) {
     double elem = q->T * s->h * s->dt * (s->m.arch == PB_ARCH_LLAMA ? 2 : 4);
     elem += L * q->T * s->elem_tok_layer;
     elem += q->S * s->h * s->dt * 2;                 /* final norm on the pruned rows */
-    o->elementwise_s = elem / s->elem_bw;
-    if (s->tp > 1) {
-        double lat = 2.0 * (s->tp - 1) * c->allreduce_hop_s;   /* ring: 2(tp-1) steps */
-        double per = lat + q->T * s->ar_bytes_tok * s->ar_factor;
-        o->allreduce_s = L * 2 * per;
-        if (q->S > 0)   /* gather the vocab-parallel logits */
-            o->allreduce_s += lat + q->S * s->m.vocab * s->dt * s->ar_factor;
+    o->elementwise_s = elem / s->elem_bw + (L * s->elem_kernels_layer + s->elem_kernels_step) * c->elem_fixed_s;
+    if (s->tp > 1) {   /* two all-reduces per layer; a gather of the vocab-parallel logits */
+        o->allreduce_s = L * 2 * (s->ar_lat + q->T * s->ar_bytes_tok * s->ar_inv_bw);
+        if (q->S > 0) o->allreduce_s += s->ar_lat + q->S * s->m.vocab * s->dt * s->ar_inv_bw;
     }
     o->lm_head_s = gemm_time(s, 4, q->S, s->h, s->vocab_tp);
     o->sampling_s = q->S * s->sample_bytes_tok / s->elem_bw;
@@ -456,6 +478,14 @@ static void forward(const pb_sim *s, const step_sums *q, pb_sim_breakdown *o) {
     o->gpu_s = o->gemm_s + o->lm_head_s + o->prefill_attn_s + o->decode_attn_s + o->elementwise_s + o->allreduce_s +
                o->sampling_s + (double)o->kernels * c->kernel_gap_s;
     o->host_issue_s = (double)o->kernels * c->fw[s->p.framework].launch_s;
+}
+
+/* Host work of one step that does not overlap the GPU (executor_sim.h). */
+static double framework_time(const pb_sim *s, double n_seqs) {
+    const pb_sim_fw_cost *fw = &s->c.fw[s->p.framework];
+    double t = fw->step_s + fw->seq_s * n_seqs;
+    if (s->tp > 1) t += fw->worker_s + fw->worker_seq_s * n_seqs;
+    return t;
 }
 
 void pb_sim_step_breakdown(const pb_sim *s, const pb_batch *b, pb_sim_breakdown *o) {
@@ -466,8 +496,7 @@ void pb_sim_step_breakdown(const pb_sim *s, const pb_batch *b, pb_sim_breakdown 
         o->gpu_s = pb_sim_profile_latency(s->profile, q.P, q.D, q.D > 0 ? q.ctx / q.D : 0);
         o->host_issue_s = 0;
     }
-    const pb_sim_fw_cost *fw = &s->c.fw[s->p.framework];
-    o->framework_s = q.n_seqs > 0 ? fw->step_s + fw->seq_s * q.n_seqs + fw->worker_s * (s->tp - 1) : 0;
+    o->framework_s = q.n_seqs > 0 ? framework_time(s, q.n_seqs) : 0;
     o->total_s = o->framework_s + (o->gpu_s > o->host_issue_s ? o->gpu_s : o->host_issue_s);
 }
 
@@ -515,9 +544,7 @@ double pb_sim_decode_time(const pb_sim *s, int32_t n_seqs, int32_t ctx, int32_t 
     pb_sim_breakdown o;
     forward(s, &q, &o);
     if (s->profile) { o.gpu_s = pb_sim_profile_latency(s->profile, 0, n_seqs, ctx); o.host_issue_s = 0; }
-    const pb_sim_fw_cost *fw = &s->c.fw[s->p.framework];
-    return fw->step_s + fw->seq_s * n_seqs + fw->worker_s * (s->tp - 1) +
-           (o.gpu_s > o.host_issue_s ? o.gpu_s : o.host_issue_s);
+    return framework_time(s, n_seqs) + (o.gpu_s > o.host_issue_s ? o.gpu_s : o.host_issue_s);
 }
 
 double pb_sim_prefill_time(const pb_sim *s, int32_t n_tokens) {

@@ -1,5 +1,5 @@
 /* executor_sim.h -- the `sim` executor: a first-principles cost model of one
- * serving step on A100 / H100 / H200 class GPUs (DESIGN §5, issue 5).
+ * serving step on A100 / H100 / H200 class GPUs (DESIGN §5, issues 5 and 12).
  *
  * A step's latency is
  *
@@ -10,7 +10,7 @@
  * GPU time is a sum over the model's operators, per layer and per GPU (work / tp):
  *   - GEMMs (QKV, output, FFN; LM head for the last token of each SAMPLED sequence
  *     only, as vLLM's sampler pruned hidden states), M tokens x N outputs x K inputs:
- *       max(compute, bytes / (HBM * gemm_bw_efficiency))
+ *       max(compute, bytes / (HBM * gemm_bw_efficiency)) + gemm_fixed
  *     where compute is TILE AND WAVE QUANTIZED, as cuBLAS/CUTLASS run a GEMM: the
  *     M x N output is cut into tiles of one shape (gemm_tiles: m x n), one thread
  *     block per tile, the tiles run in waves over the n_sms SMs, so
@@ -25,8 +25,8 @@
  *     small-M GEMMs of prefill / recompute pay for partial waves and padded tiles.
  *     Per (GEMM, ceil(M / gcd of tile heights)) the compute time is tabulated at
  *     create time, so a step costs a lookup per GEMM.
- *   - prefill attention (causal, over cached prefix + new tokens): FLOPs at
- *     prefill_attn_flops_efficiency of peak;
+ *   - prefill attention (causal, over cached prefix + new tokens): prefill_attn_fixed
+ *     + FLOPs at prefill_attn_flops_efficiency of peak;
  *   - decode attention: one kernel call per layer,
  *       attn_fixed + attn_per_seq_head * seqs * heads
  *       + live KV bytes / (HBM * attn_stream_efficiency)
@@ -34,22 +34,27 @@
  *     i.e. the FasterTransformer-style contiguous kernel, or the paged kernel whose
  *     extra cost grows with the number of blocks (small blocks = more lookups);
  *   - norms, residuals, activations, KV-cache writes, embedding, sampling: bytes at
- *     elementwise_bw_efficiency of HBM; a GPU gap per kernel;
- *   - tensor parallelism: two all-reduces per layer of T*hidden*2 bytes, ring
- *     algorithm over NVLink: 2(tp-1) * hop latency + 2(tp-1)/tp * bytes / (nvlink * eff).
+ *     elementwise_bw_efficiency of HBM + elementwise_fixed per kernel; a GPU gap per
+ *     kernel;
+ *   - tensor parallelism: two all-reduces per layer of T*hidden*2 bytes, each
+ *     allreduce_tpN_us + bytes / allreduce_tpN_GBps (measured NCCL, by message size).
  * Swap = per block, per layer, per K and V: one cudaMemcpyAsync of
  *   block_size * kv_heads/tp * head_size * dtype bytes, costing a per-copy latency +
  *   bytes / bandwidth, per direction (vLLM's swap_blocks loop).
  * Copy-on-write = one fused copy kernel: read + write of every copied block.
  * Recompute is a prefill of prompt + generated tokens, which the engine sends.
  *
- * Calibration (A100; sources in the YAML): Fig. 18a -> decode-attention kernel terms;
- * Fig. 1 -> the Python engine's per-step overhead; Fig. 19a -> swap bandwidth and
- * per-copy latency per direction; Fig. 12 FT / Orca floors at TP 4 and 8 -> all-reduce
- * hop latency and the per-worker overhead; GEMM and copy efficiencies from published
- * microbenchmarks; GEMM tile shapes from NVIDIA's cuBLAS documentation, SM count and
- * L2 bandwidth from the whitepapers (nothing fitted: the quantization is geometry).  Everything else (knees, batch sizes, block-size trends) is a
- * prediction.  Hopper files carry the A100 kernel and framework terms over (labelled).
+ * Calibration, micro level only (sources and residuals in the YAML):
+ * experiments/calibrate/calibrate.py fits GEMM, element-wise, prefill-attention,
+ * all-reduce and host (framework.python) terms on real per-operator GPU timings
+ * (../shared/data/gpu-profiles); the paper's Fig. 18a sets the decode-attention
+ * kernel terms and Fig. 19a the swap terms; GEMM tile shapes, SM count and L2
+ * bandwidth come from NVIDIA's documents.  No serving figure sets a parameter:
+ * knees, batch sizes, block-size trends are predictions, checked by `pagedbench
+ * validate` against public step-level measurements.
+ *
+ * Host framework per step: step + seq * n_seqs, plus worker + worker_seq * n_seqs
+ * when tp > 1 (vLLM's Ray workers get the step's inputs every step).
  *
  * Parameters.  Hardware numbers come from experiments/hardware/<gpu>.yaml: the base
  * keys (pb_hw) and its `cost_model:` map (pb_sim_cost, schema
@@ -88,10 +93,12 @@ typedef struct {
     double step_s;          /* per step: scheduling, input preparation, output handling */
     double seq_s;           /* per sequence in the batch, per step                      */
     double launch_s;        /* host time to issue one kernel                            */
-    double worker_s;        /* per step per extra tensor-parallel worker (RPC, inputs)  */
+    double worker_s;        /* per step when tp > 1 (worker RPC, barrier)               */
+    double worker_seq_s;    /* per sequence per step when tp > 1 (inputs sent to workers) */
 } pb_sim_fw_cost;
 
 #define PB_SIM_MAX_TILES 16
+#define PB_SIM_AR_TPS 3          /* all-reduce fits at tp = 2, 4, 8 (larger tp: the tp-8 fit) */
 
 /* The hardware YAML's cost_model: map, in SI units. */
 typedef struct {
@@ -107,8 +114,11 @@ typedef struct {
     double attn_stream_eff;      /* decode attention: live-KV read rate / datasheet HBM */
     double attn_paged_block_s;   /* paged kernel: per (sequence, KV head, block)        */
     double kernel_gap_s;         /* GPU idle between dependent kernels                  */
-    double allreduce_hop_s;      /* all-reduce latency per ring step (2(tp-1) steps)    */
-    double nvlink_eff;           /* achieved / datasheet NVLink per-direction bw        */
+    double gemm_fixed_s;         /* per GEMM kernel, on top of max(compute, bytes)      */
+    double elem_fixed_s;         /* per element-wise kernel, on top of its bytes        */
+    double prefill_attn_fixed_s; /* per prefill attention kernel call                   */
+    double ar_lat_s[PB_SIM_AR_TPS];  /* one all-reduce at tp = 2, 4, 8: latency        */
+    double ar_bw[PB_SIM_AR_TPS];     /* ... and algorithm bandwidth, bytes/s            */
     double swap_h2d_bw, swap_d2h_bw;       /* bytes/s of one block copy, per direction */
     double swap_h2d_copy_s, swap_d2h_copy_s; /* per cudaMemcpyAsync, per direction      */
     pb_sim_fw_cost fw[2];        /* [PB_SIM_FW_PYTHON], [PB_SIM_FW_CPP]                 */
