@@ -7,6 +7,7 @@
 
 #include "beam.h"
 #include "scheduler.h"
+#include "vllm_version.h"
 
 struct pb_engine {
     pb_sched s;
@@ -14,11 +15,14 @@ struct pb_engine {
 
 void pb_engine_params_default(pb_engine_params *p) {
     memset(p, 0, sizeof *p);
-    p->max_num_batched_tokens = 2560;
-    p->max_num_seqs = 256;
+    pb_vllm_knobs k;
+    pb_vllm_knobs_default(PB_VLLM_V01, 2048, &k);
+    p->max_num_batched_tokens = k.max_num_batched_tokens;
+    p->max_num_seqs = k.max_num_seqs;
     p->max_model_len = 2048;
     p->preemption = PB_PREEMPT_AUTO;
-    p->step_mode = PB_STEP_MIXED;
+    p->step_mode = k.step_mode;
+    p->max_paddings = k.max_paddings;
     p->seed = 0;
     p->kv_bytes_per_token = 0;
     p->store_tokens = false;
@@ -33,8 +37,9 @@ pb_status pb_engine_create(const pb_engine_params *p, pb_kv_manager *kv, pb_poli
     *out = NULL;
     if (!p || !kv || !policy || !ex) return PB_ERR_INVALID;
     if (p->max_num_batched_tokens < 1 || p->max_num_seqs < 1 || p->max_model_len < 1 ||
-        p->vocab_size < 1 || p->kv_bytes_per_token < 0) {
-        pb_log_error("engine: invalid parameters (budgets, max_model_len and vocab_size must be >= 1)");
+        p->vocab_size < 1 || p->kv_bytes_per_token < 0 || p->max_paddings < -1) {
+        pb_log_error("engine: invalid parameters (budgets, max_model_len and vocab_size must be >= 1, "
+                     "max_paddings >= -1)");
         return PB_ERR_INVALID;
     }
     pb_engine *e = pb_xcalloc(1, sizeof *e);
@@ -284,6 +289,7 @@ pb_status pb_engine_step(pb_engine *e, bool *done) {
     b->n_seqs = s->n_bseq;
     b->seqs = s->bseq;
     b->n_prefill_tokens = s->b_prefill_tokens;
+    b->n_padded_tokens = s->b_padded ? (int64_t)s->b_prefill_seqs * s->b_prefill_max_len : 0;
     b->n_decode = s->b_decode;
     b->block_size = s->kv->block_size;
     b->n_top = s->b_n_top;

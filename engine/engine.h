@@ -45,6 +45,12 @@ struct pb_engine_params {
                                        are rejected, longer outputs capped           */
     pb_preempt_mode preemption;     /* auto (vLLM default)                           */
     pb_step_mode step_mode;         /* mixed (v0.1.x, the paper's version)           */
+    int32_t max_paddings;           /* alternate steps: prompt steps are a padded
+                                       [prompts, longest] batch, admitted while
+                                       prompts x longest <= max_num_batched_tokens
+                                       and the padding <= max_paddings (v0.2.2+:
+                                       256); -1 = unpadded, prompt lengths summed
+                                       (v0.1, v0.2.0-0.2.1).  Ignored when mixed.   */
     uint64_t seed;                  /* synthetic tokens / beam scores                */
     double kv_bytes_per_token;      /* for swap bytes in metrics (0 = unknown)       */
     bool store_tokens;              /* keep token ids (real executors need them)     */
@@ -62,7 +68,8 @@ struct pb_engine_params {
     void *on_finish_user;
 };
 
-/* vLLM v0.1.x defaults: 2560 / 256 / 2048, auto, mixed, seed 0. */
+/* vLLM v0.1.x defaults (engine/vllm_version.h table): 2560 / 256 / 2048, auto,
+   mixed, max_paddings -1, seed 0. */
 void pb_engine_params_default(pb_engine_params *p);
 
 typedef struct pb_engine pb_engine;

@@ -55,6 +55,14 @@ typedef struct {
     int32_t n_seqs;
     const pb_batch_seq *seqs;
     int64_t n_prefill_tokens;        /* sum of n_new over prefill sequences         */
+    /* A prompt-only step run as a padded 2-D [prompts, longest] batch (vLLM v0.2.2+,
+       engine max_paddings >= 0): the token rows the GPU computes, = prefill
+       sequences x the longest one's context_len (v0.2 has no prefix caching, so a
+       row is the whole sequence); >= n_prefill_tokens.  0 = not padded: the step
+       computes exactly its tokens (flattened batches, decode steps).  Executors
+       that model cost charge token-proportional work at this size; real executors
+       compute the unpadded rows, which gives the same tokens.                      */
+    int64_t n_padded_tokens;
     int32_t n_decode;                /* decode sequences                            */
     int32_t block_size;              /* paged: tokens per block; contiguous: 0      */
     int32_t n_top;                   /* candidates wanted per sampled sequence

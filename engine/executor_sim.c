@@ -430,8 +430,8 @@ static void sum_batch(const pb_sim *s, const pb_batch *b, step_sums *q) {
             if (bs) blocks += (q1->context_len + bs - 1) / bs;
         }
     }
-    q->T = T;
-    q->P = P;
+    q->T = T > b->n_padded_tokens ? T : (double)b->n_padded_tokens;   /* padded prompt step */
+    q->P = P > b->n_padded_tokens ? P : (double)b->n_padded_tokens;
     q->prefill_flops = 4.0 * s->hq * s->d * pf;
     q->prefill_kv_read = pkv;
     q->D = D;

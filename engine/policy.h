@@ -60,7 +60,9 @@ typedef enum {
     PB_STEP_MIXED = 0,     /* v0.1.x: one batch mixes prompts and decodes; running
                               first, then swapped, then waiting                      */
     PB_STEP_ALTERNATE      /* v0.2.x: a step admits prompts only (if any admitted),
-                              otherwise it is a decode step of the running groups    */
+                              otherwise it is a decode step of the running groups;
+                              params->max_paddings >= 0 pads the prompt step (v0.2.2+,
+                              engine.h)                                              */
 } pb_step_mode;
 
 const char *pb_preempt_mode_str(pb_preempt_mode m);   /* "auto" "recompute" "swap" */

@@ -12,7 +12,13 @@
  *        decodes) and sequence (max_num_seqs) budgets allow; NEVER => rejected.
  *   alternate (v0.2.x): if no group is swapped, try 3 first (prefill tokens only); if
  *     anything was admitted the step is prompt-only; otherwise 1, then 2 if nothing
- *     was preempted.
+ *     was preempted.  With params max_paddings >= 0 (v0.2.2+) the prompt step is a
+ *     padded [rows, longest] batch: 3 admits while rows x longest <=
+ *     max_num_batched_tokens and rows x longest - sum of lengths <= max_paddings
+ *     (instead of the summed-token budget), and the batch carries n_padded_tokens.
+ *   In both modes a prompt longer than min(max_model_len, max_num_batched_tokens)
+ *   is rejected (v0.2: FINISHED_IGNORED), and the sequence budget counts a group's
+ *   future running sequences, max(n_seqs, n / beam width).
  * Deviations from vLLM, on purpose: a recompute-resumed group whose prompt +
  * generated tokens exceed max_num_batched_tokens is admitted alone rather than
  * dropped; swap falls back to recompute when the CPU space is full instead of
@@ -191,6 +197,9 @@ void pb_sched_begin_step(pb_sched *s) {
     s->b_prefill_tokens = 0;
     s->b_decode = 0;
     s->b_prefill_seqs = 0;
+    s->b_prefill_max_len = 0;
+    s->b_prefill_len_sum = 0;
+    s->b_padded = false;
     s->b_n_top = 1;
     pb_pair_vec_clear(&s->copies);
     pb_pair_vec_clear(&s->swap_in);
@@ -238,6 +247,8 @@ static void batch_add_seq(pb_sched *s, pb_seq *q, bool prefill) {
         b->n_new = q->kv_len - q->n_cached;
         s->b_prefill_tokens += b->n_new;
         s->b_prefill_seqs++;
+        s->b_prefill_max_len = PB_MAX(s->b_prefill_max_len, q->kv_len);
+        s->b_prefill_len_sum += q->kv_len;
     } else {
         b->n_cached = q->kv_len - 1;
         b->n_new = 1;
@@ -461,7 +472,21 @@ static pb_status vllm_swap_in(pb_sched *s) {
     return PB_OK;
 }
 
-static pb_status vllm_admit(pb_sched *s, int32_t *admitted) {
+/* Would adding WAITING g's sequences as rows of this step's padded prompt batch
+   break a budget (v0.2.2+ scheduler.py: len(seq_lens) * max(seq_lens) <=
+   max_num_batched_tokens and num_paddings <= max_paddings)?  A row is a whole
+   sequence (prompt + generated after recompute). */
+static bool padded_batch_full(const pb_sched *s, const pb_group *g) {
+    int64_t rows = s->b_prefill_seqs + g->n_seqs, longest = s->b_prefill_max_len;
+    int64_t sum = s->b_prefill_len_sum;
+    for (int32_t i = 0; i < g->n_seqs; i++) {
+        longest = PB_MAX(longest, g->seqs[i]->len);
+        sum += g->seqs[i]->len;
+    }
+    return rows * longest > s->p.max_num_batched_tokens || rows * longest - sum > s->p.max_paddings;
+}
+
+static pb_status vllm_admit(pb_sched *s, bool padded, int32_t *admitted) {
     pb_group *g;
     *admitted = 0;
     while ((g = pb_sched_waiting_peek(s)) != NULL) {
@@ -470,7 +495,9 @@ static pb_status vllm_admit(pb_sched *s, int32_t *admitted) {
         if (st == PB_ALLOC_NEVER) { pb_sched_reject(s, g); continue; }
         if (st == PB_ALLOC_LATER) break;
         int64_t tokens = pb_sched_batch_tokens(s);
-        if (tokens + g->len > s->p.max_num_batched_tokens && tokens > 0) break;
+        if (padded ? tokens > 0 && padded_batch_full(s, g)
+                   : tokens + g->len > s->p.max_num_batched_tokens && tokens > 0)
+            break;
         if (s->running_seqs + PB_MAX(g->n_seqs, g->max_seqs) > s->p.max_num_seqs) break;
         pb_status e = pb_sched_admit(s, g);
         if (e == PB_ERR_NO_SPACE) break;
@@ -485,8 +512,12 @@ pb_status pb_sched_vllm_step(pb_sched *s) {
     int32_t admitted = 0;
     if (s->p.step_mode == PB_STEP_ALTERNATE) {
         if (s->n_swapped == 0) {
-            if ((st = vllm_admit(s, &admitted)) != PB_OK) return st;
-            if (admitted > 0) return PB_OK;   /* prompt-only step */
+            bool padded = s->p.max_paddings >= 0;
+            if ((st = vllm_admit(s, padded, &admitted)) != PB_OK) return st;
+            if (admitted > 0) {   /* prompt-only step */
+                s->b_padded = padded;
+                return PB_OK;
+            }
         }
         if ((st = vllm_decode_running(s)) != PB_OK) return st;
         if (s->n_preempted == 0 && (st = vllm_swap_in(s)) != PB_OK) return st;
@@ -494,7 +525,7 @@ pb_status pb_sched_vllm_step(pb_sched *s) {
     }
     if ((st = vllm_decode_running(s)) != PB_OK) return st;
     if (s->n_swapped_out_now == 0 && (st = vllm_swap_in(s)) != PB_OK) return st;
-    if (s->n_swapped == 0 && (st = vllm_admit(s, &admitted)) != PB_OK) return st;
+    if (s->n_swapped == 0 && (st = vllm_admit(s, false, &admitted)) != PB_OK) return st;
     return PB_OK;
 }
 
@@ -521,6 +552,16 @@ pb_status pb_sched_check(pb_sched *s) {
             return PB_ERR_INVALID;
         }
     if (n != s->n_swapped) return PB_ERR_INVALID;
+    if (s->b_padded) {   /* a padded prompt step: prompts only, within both budgets */
+        int64_t padded = (int64_t)s->b_prefill_seqs * s->b_prefill_max_len;
+        if (s->b_decode > 0 || s->b_prefill_seqs == 0 ||
+            (s->n_bgroups > 1 && (padded > s->p.max_num_batched_tokens ||
+                                  padded - s->b_prefill_len_sum > s->p.max_paddings))) {
+            pb_log_error("sched: padded prompt step of %d rows x %d (%d decodes) breaks its budgets",
+                         s->b_prefill_seqs, s->b_prefill_max_len, s->b_decode);
+            return PB_ERR_INVALID;
+        }
+    }
     for (int32_t i = 0; i < s->n_waiting; i++) {
         pb_group *g = s->heap[i];
         if (g->heap_idx != i || g->state != PB_GROUP_WAITING ||

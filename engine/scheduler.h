@@ -46,6 +46,9 @@ struct pb_sched {
     int32_t n_bgroups, cap_bgroups;
     int64_t b_prefill_tokens;
     int32_t b_decode, b_prefill_seqs, b_n_top;
+    int32_t b_prefill_max_len;    /* longest prefill context_len in the batch      */
+    int64_t b_prefill_len_sum;    /* sum of prefill context_lens                   */
+    bool b_padded;                /* a padded prompt-only step (batch n_padded_tokens) */
     pb_pair_vec copies, swap_in, swap_out;
     int32_t n_preempted, n_swapped_out_now, n_swap_in_groups;
     pb_batch batch;

@@ -160,3 +160,45 @@ pb_status pb_kv_capacity_compute(const pb_model *m, const pb_hw *hw, int32_t tp,
     out->kv_bytes_total = out->kv_bytes_per_gpu * tp;
     return PB_OK;
 }
+
+double pb_weight_bytes_per_gpu(const pb_model *m, int32_t tp) {
+    double h = m->hidden, F = m->ffn, d = m->head_size, hq = m->n_heads, hkv = m->n_kv_heads;
+    double Vp = ceil(m->vocab / 64.0) * 64.0;
+    double n;
+    if (m->arch == PB_ARCH_LLAMA) {
+        double layer = h * (hq + 2 * hkv) * d / tp + hq * d * h / tp + 3.0 * h * F / tp + 2 * h;
+        n = 2.0 * Vp * h / tp + m->n_layers * layer + h;
+    } else {
+        double layer = (3 * h * h + 3 * h) / tp + h * h / tp + h + (h * F + F) / tp + F * h / tp + h + 4 * h;
+        n = Vp * h / tp + (m->max_len + 2.0) * h + m->n_layers * layer + 2 * h;
+    }
+    return n * m->dtype_bytes;
+}
+
+pb_status pb_kv_capacity_profile(const pb_model *m, const pb_hw *hw, int32_t tp, int32_t block_size,
+                                 int32_t profile_tokens, int32_t profile_seqs, double gpu_mem_util,
+                                 pb_kv_capacity *out) {
+    if (tp < 1 || block_size < 1 || profile_tokens < 1 || profile_seqs < 1 || profile_seqs > profile_tokens ||
+        gpu_mem_util <= 0 || gpu_mem_util > 1 || m->n_kv_heads % tp)
+        return PB_ERR_INVALID;
+    memset(out, 0, sizeof *out);
+    double S = profile_seqs, h = m->hidden, F = m->ffn, d = m->head_size;
+    double Tp = S * ((profile_tokens + profile_seqs - 1) / profile_seqs);   /* padded [S, max_len] */
+    double dt = m->dtype_bytes;
+    double attn = 2 * Tp * h + Tp * (m->n_heads + 2.0 * m->n_kv_heads) * d / tp + Tp * m->n_heads * d / tp + Tp * h;
+    double mlp = m->arch == PB_ARCH_LLAMA ? 2 * Tp * h + 3 * Tp * F / tp
+                                          : fmax(Tp * h + 2 * Tp * F / tp, 2 * Tp * h + Tp * F / tp);
+    out->layer_act_bytes = fmax(attn, mlp) * dt;
+    out->sampler_bytes = (Tp * h + S * h) * dt + S * (double)m->vocab * (5 * dt + 2 * 8 + 3);
+    out->param_bytes_per_gpu = pb_weight_bytes_per_gpu(m, tp);
+    out->act_bytes = fmax(out->layer_act_bytes, out->sampler_bytes);
+    out->peak_bytes = out->param_bytes_per_gpu + out->act_bytes;
+    out->usable_bytes = gpu_mem_util * hw->mem_bytes;
+    out->kv_bytes_per_gpu = out->usable_bytes - out->peak_bytes;
+    if (out->kv_bytes_per_gpu <= 0) return PB_ERR_NO_SPACE;
+    double block_bytes = pb_kv_bytes_per_token(m, tp) * block_size;
+    out->num_blocks = (int64_t)floor(out->kv_bytes_per_gpu / block_bytes);
+    out->num_slots = out->num_blocks * block_size;
+    out->kv_bytes_total = out->kv_bytes_per_gpu * tp;
+    return PB_OK;
+}

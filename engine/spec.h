@@ -88,6 +88,10 @@ double pb_param_bytes(const pb_model *m);                       /* whole model *
 
 typedef struct {
     double usable_bytes, param_bytes_per_gpu, act_bytes, workspace_bytes;
+    double layer_act_bytes;     /* profile rule: peak live activations of one layer */
+    double sampler_bytes;       /* profile rule: live bytes at the sampler's peak   */
+    double peak_bytes;          /* profile rule: torch's max allocated (weights +
+                                   max(layer, sampler)); harness rule: 0            */
     double kv_bytes_per_gpu;    /* memory left for the KV cache on each GPU       */
     double kv_bytes_total;      /* summed over the tp GPUs                        */
     int64_t num_blocks;         /* physical KV blocks (same on every GPU)         */
@@ -96,6 +100,57 @@ typedef struct {
 
 pb_status pb_kv_capacity_compute(const pb_model *m, const pb_hw *hw, int32_t tp, int32_t block_size,
                                  int32_t max_batched_tokens, double gpu_mem_util,
+                                 pb_kv_capacity *out);
+
+/* Which rule sizes the KV space (a vLLM version's default, engine/vllm_version.h). */
+typedef enum {
+    PB_KV_RULE_HARNESS = 0,   /* pb_kv_capacity_compute: the paper's harness (v0.1 runs) */
+    PB_KV_RULE_PROFILE        /* pb_kv_capacity_profile: v0.2's profiling pass           */
+} pb_kv_rule;
+
+/* Weight bytes resident on each GPU, counted from the shapes (what vLLM loads, not
+ * the spec's n_params):
+ *   OPT   : embed_tokens Vp*h/tp (shared with the LM head) + embed_positions
+ *           (max_len+2)*h + per layer [qkv 3h*h/tp + 3h/tp, out h*h/tp + h,
+ *           fc1 h*F/tp + F/tp, fc2 F*h/tp + h, two LayerNorms 4h] + final LayerNorm 2h
+ *   LLaMA : embed_tokens Vp*h/tp + lm_head Vp*h/tp + per layer [qkv h*(hq+2hkv)*d/tp,
+ *           o hq*d*h/tp, gate_up 2h*F/tp, down F*h/tp, two RMSNorms 2h] + norm h
+ * times dtype_bytes; Vp = vocab rounded up to a multiple of 64 (VocabParallelEmbedding
+ * pads it), row-parallel biases and norms are replicated on every GPU. */
+double pb_weight_bytes_per_gpu(const pb_model *m, int32_t tp);
+
+/* KV capacity the way vLLM v0.2 computes it (Worker.profile_num_available_blocks,
+ * VLLM-DESIGN §5): one forward pass WITHOUT KV cache over S = profile_seqs dummy
+ * prompts whose lengths sum to T = profile_tokens (T/S each, the first T%S one
+ * longer), sampler at top_p = 0.99, top_k = vocab-1; then
+ *   blocks = floor((mem_bytes * gpu_mem_util - peak) / kv_bytes_per_block)
+ * with peak = torch.cuda.max_memory_allocated() of that pass, modelled as
+ *   peak = weights (pb_weight_bytes_per_gpu) + max(layer, sampler) activations.
+ * Terms (elements; x dtype_bytes unless said; tokens Tp = S * ceil(T/S), the padded
+ * [S, max_len] prompt batch of v0.2.2+; h hidden, F ffn, hq/hkv heads, d head size):
+ *   layer, attention half (opt.py / llama.py OPTDecoderLayer / LlamaDecoderLayer
+ *     forward, PagedAttention.forward prompt path):
+ *       residual Tp*h + normed input Tp*h (kept alive by the caller's local)
+ *       + qkv Tp*(hq+2hkv)*d/tp (q, k, v are views of it) + xFormers output
+ *       Tp*hq*d/tp + out_proj output Tp*h                         [live at out_proj]
+ *   layer, MLP half:
+ *       OPT   : fc1 and the (not in-place) nn.ReLU output live together:
+ *               max(Tp*h + 2*Tp*F/tp, 2*Tp*h + Tp*F/tp)
+ *       LLaMA : residual + normed input + gate_up 2*Tp*F/tp + SiluAndMul Tp*F/tp
+ *   sampler (sampler.py _get_logits, _apply_top_p_top_k, softmax / log_softmax):
+ *       final hidden states Tp*h + pruned rows S*h, plus per logit element (S*V):
+ *       logits, logits_sort, probs_sort, probs_sum, re-gathered logits (5 in the
+ *       model dtype), logits_idx and its inverse permutation (2 x int64), top-p,
+ *       top-k and combined masks (3 x bool): 5*dtype_bytes + 19 bytes -- all locals
+ *       of _apply_top_p_top_k, alive until it returns.  Afterwards fp32 probs and
+ *       logprobs plus the logits (2*4 + dtype_bytes) are smaller, so not the peak.
+ *   Not counted: the CUDA context, NCCL and cuBLAS workspaces (outside torch's
+ *   allocator until v0.2.5 switched to mem_get_info), allocator rounding (512 B),
+ *   the vocabulary padding of the logits, tiny index / metadata tensors.
+ * These terms are recalled from vLLM's v0.2.x sources (the files named above), not
+ * measured here; PB_ERR_NO_SPACE when the peak leaves no memory for the cache. */
+pb_status pb_kv_capacity_profile(const pb_model *m, const pb_hw *hw, int32_t tp, int32_t block_size,
+                                 int32_t profile_tokens, int32_t profile_seqs, double gpu_mem_util,
                                  pb_kv_capacity *out);
 
 #ifdef __cplusplus

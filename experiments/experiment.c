@@ -8,6 +8,7 @@
 
 #include "executor_sim.h"   /* pb_sim_cost_from_node, pb_sim_params_from_node */
 #include "spec.h"
+#include "vllm_version.h"   /* PB_VLLM_VERSION_CHOICES */
 #include "workload.h"        /* pb_workload_from_node */
 
 /* ---- schema ---- */
@@ -58,11 +59,18 @@ const pb_key pb_system_entry_schema[] = {
     {"reservation", PB_T_ENUM, false, 0, 0, "oracle|pow2|max", NULL, 0, "Orca/FT: output slots reserved per request"},
     {"max_batch", PB_T_INT, false, 0, 1 << 20, NULL, NULL, 0, "FT: batch size B (0 = as many max-length requests as fit)"},
     {"watermark", PB_T_NUM, false, 0, 0.5, NULL, NULL, 0, "vLLM: free-block fraction kept at admission (default 0.01)"},
-    {"max_num_batched_tokens", PB_T_INT, false, 1, 1 << 24, NULL, NULL, 0, "tokens per step cap (default 2560)"},
+    {"engine", PB_T_ENUM, false, 0, 0, PB_VLLM_VERSION_CHOICES, NULL, 0,
+     "vLLM version whose defaults apply (default v0.1, the paper's; table: engine/vllm_version.h)"},
+    {"step_mode", PB_T_ENUM, false, 0, 0, "mixed|alternate", NULL, 0,
+     "mixed prompt+decode steps (v0.1) or prompt-only/decode-only steps (v0.2)"},
+    {"max_paddings", PB_T_INT, false, -1, 1 << 24, NULL, NULL, 0,
+     "alternate steps: padding cap of a padded prompt batch (v0.2: 256; -1 = unpadded)"},
+    {"max_num_batched_tokens", PB_T_INT, false, 1, 1 << 24, NULL, NULL, 0,
+     "tokens per step cap (v0.1: 2560; v0.2: max(max_model_len, 2048))"},
     {"max_num_seqs", PB_T_INT, false, 1, 1 << 20, NULL, NULL, 0, "sequences per step cap (default 256)"},
     {"kv_profile_tokens", PB_T_INT, false, 1, 1 << 24, NULL, NULL, 0,
-     "tokens of the activation estimate in the KV budget (default 2048, engine/spec.h)"},
-    {"gpu_mem_util", PB_T_NUM, false, 0.05, 1.0, NULL, NULL, 0, "fraction of GPU memory usable (default 0.95)"},
+     "tokens of the KV rule's activation pass (v0.1: 2048, engine/spec.h; v0.2: max_num_batched_tokens)"},
+    {"gpu_mem_util", PB_T_NUM, false, 0.05, 1.0, NULL, NULL, 0, "fraction of GPU memory usable (v0.1: 0.95; v0.2: 0.90)"},
     {"swap_space_gib", PB_T_NUM, false, 0, 4096, NULL, NULL, 0, "CPU swap space per GPU, GiB (default 20)"},
     {"sharing", PB_T_BOOL, false, 0, 0, NULL, NULL, 0, "vLLM: share KV blocks (prefix, parallel, beam); default true"},
     {"sim", PB_T_MAP, false, 0, 0, NULL, NULL, 0,

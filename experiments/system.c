@@ -14,6 +14,7 @@
 #include "kv_contiguous.h"   /* pb_kv_contiguous_create */
 #include "metrics.h"         /* pb_metrics (the engine's), pb_run_summary */
 #include "spec.h"
+#include "vllm_version.h"    /* pb_vllm_knobs: the `engine:` version's defaults */
 #include "workload.h"        /* pb_workload_from_node, pb_workload_generate */
 
 #define GIB (1024.0 * 1024.0 * 1024.0)
@@ -57,6 +58,22 @@ void pb_system_fit_trace(pb_trace *t, double length_scale, bool clamp, int32_t m
     }
 }
 
+/* The system's vLLM knobs: the defaults of its `engine:` version (v0.1 unless
+   given; engine/vllm_version.h holds the table) with the explicit keys step_mode,
+   max_paddings, max_num_batched_tokens, max_num_seqs, gpu_mem_util and
+   kv_profile_tokens on top.  The schema has already checked every value. */
+static void system_vllm_knobs(const pb_node *sys, int32_t max_model_len, pb_vllm_knobs *k) {
+    pb_vllm_version v = PB_VLLM_V01;
+    pb_vllm_version_parse(pb_node_str(sys, "engine", "v0.1"), &v);
+    pb_vllm_knobs_default(v, max_model_len, k);
+    pb_step_mode_parse(pb_node_str(sys, "step_mode", pb_step_mode_str(k->step_mode)), &k->step_mode);
+    k->max_paddings = (int32_t)pb_node_int(sys, "max_paddings", k->max_paddings);
+    k->max_num_batched_tokens = (int32_t)pb_node_int(sys, "max_num_batched_tokens", k->max_num_batched_tokens);
+    k->max_num_seqs = (int32_t)pb_node_int(sys, "max_num_seqs", k->max_num_seqs);
+    k->gpu_mem_util = pb_node_num(sys, "gpu_mem_util", k->gpu_mem_util);
+    k->kv_profile_tokens = (int32_t)pb_node_int(sys, "kv_profile_tokens", k->kv_profile_tokens);
+}
+
 static pb_status fail(char *err, size_t n, pb_status st, const char *fmt, const char *a, const char *b) {
     snprintf(err, n, fmt, a, b);
     return st ? st : PB_ERR_INVALID;
@@ -79,10 +96,12 @@ pb_status pb_system_run_point(const pb_point_ctx *pt, pb_point_metrics *out, cha
 
     /* options */
     int32_t block_size = (int32_t)pb_node_int(sys, "block_size", 16);
-    int32_t max_tokens = (int32_t)pb_node_int(sys, "max_num_batched_tokens", 2560);
-    int32_t max_seqs = (int32_t)pb_node_int(sys, "max_num_seqs", 256);
-    double util = pb_node_num(sys, "gpu_mem_util", 0.95);
-    int32_t profile_tokens = (int32_t)pb_node_int(sys, "kv_profile_tokens", PB_KV_PROFILE_TOKENS);
+    pb_vllm_knobs knobs;
+    system_vllm_knobs(sys, model.max_len, &knobs);
+    int32_t max_tokens = knobs.max_num_batched_tokens;
+    int32_t max_seqs = knobs.max_num_seqs;
+    double util = knobs.gpu_mem_util;
+    int32_t profile_tokens = pb_vllm_knobs_profile_tokens(&knobs);
     double swap_gib = pb_node_num(sys, "swap_space_gib", 20.0);
     double watermark = pb_node_num(sys, "watermark", 0.01);
     pb_preempt_mode pmode = PB_PREEMPT_AUTO;
@@ -102,7 +121,10 @@ pb_status pb_system_run_point(const pb_point_ctx *pt, pb_point_metrics *out, cha
     bool paged = spec->type == PB_SYS_VLLM;
     int32_t unit = paged ? block_size : 1;
     pb_kv_capacity cap;
-    st = pb_kv_capacity_compute(&model, &hw, tp, unit, profile_tokens, util, &cap);
+    if (knobs.kv_rule == PB_KV_RULE_PROFILE)
+        st = pb_kv_capacity_profile(&model, &hw, tp, unit, profile_tokens, PB_MIN(max_seqs, profile_tokens), util, &cap);
+    else
+        st = pb_kv_capacity_compute(&model, &hw, tp, unit, profile_tokens, util, &cap);
     if (st) return fail(err, err_n, st, "%s on %s: no memory left for the KV cache", model.name, hw.name);
     int64_t kv_slots = pb_node_int(sys, "kv_slots", 0);
     if (kv_slots <= 0) kv_slots = pb_node_int(exn, "kv_slots", 0);
@@ -220,6 +242,8 @@ pb_status pb_system_run_point(const pb_point_ctx *pt, pb_point_metrics *out, cha
     ep.max_num_seqs = max_seqs;
     ep.max_model_len = model.max_len;
     ep.preemption = pmode;
+    ep.step_mode = knobs.step_mode;
+    ep.max_paddings = knobs.max_paddings;
     ep.seed = e->seed;
     ep.kv_bytes_per_token = pb_kv_bytes_per_token(&model, tp) * tp;
     ep.store_tokens = real;

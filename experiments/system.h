@@ -15,9 +15,15 @@
  *     ft    contiguous KV manager, reservation max, policy "ft" (batches of B =
  *           max_batch, 0 = as many max-length requests as fit); finish times moved
  *           to the batch's completion
- *   KV space             pb_kv_capacity_compute(model, hw, gpus, block size,
- *                        max_num_batched_tokens, gpu_mem_util): the paper harness's
- *                        rule (Table 1); contiguous managers get its slots
+ *   engine               v0.1 | v0.2 (engine/vllm_version.h): the vLLM version whose
+ *                        defaults apply to step_mode, max_paddings,
+ *                        max_num_batched_tokens, max_num_seqs, gpu_mem_util and
+ *                        kv_profile_tokens; each key overrides its default
+ *   KV space             v0.1: pb_kv_capacity_compute(model, hw, gpus, block size,
+ *                        kv_profile_tokens, gpu_mem_util), the paper harness's rule
+ *                        (Table 1); v0.2: pb_kv_capacity_profile (profiling pass over
+ *                        min(max_num_seqs, kv_profile_tokens) dummy prompts);
+ *                        contiguous managers get its slots
  *   executor             sim (cost model; `sim:` map picks the attention kernel and the
  *                        framework: defaults vllm paged/python, orca contiguous/python,
  *                        ft contiguous/cpp), cpu (tiny real model), cuda (real model).

@@ -2,8 +2,8 @@
  * step by step: preemption of the latest arrival first, all-or-nothing groups, the
  * swap bound, no admission while anything is swapped, recompute re-prefills prompt +
  * generated tokens in one step, never-fitting prompts rejected, token and sequence
- * budgets, the v0.2 alternating step structure, a second policy (spf), the policy
- * registry. */
+ * budgets, the v0.2 alternating step structure and its padded prompt batches
+ * (max_paddings, n_padded_tokens), a second policy (spf), the policy registry. */
 #include <stdlib.h>
 #include <string.h>
 
@@ -97,6 +97,8 @@ PB_TEST(preempts_latest_arrival_first) {
 typedef struct {
     int64_t prefill_resumed, swapped_steps, admissions_while_swapped, groups_split, budget_violations,
         mixed_alternate_steps, cpu_over_gpu, prefill_wrong;
+    /* padded prompt batches (alternate steps with max_paddings >= 0) */
+    int64_t padded_steps, padded_size_wrong, padding_over_cap, padded_over_budget, max_padding_seen;
 } rules;
 
 static void run_checked(sys *s, pb_trace *t, rules *ru) {
@@ -118,11 +120,16 @@ static void run_checked(sys *s, pb_trace *t, rules *ru) {
         const pb_step_metrics *st = pb_metrics_steps(s->m, &nst);
         if (nst == 0) continue;
         const pb_step_metrics *sm = &st[nst - 1];
-        int32_t npre = 0, ndec = 0;
+        int32_t npre = 0, ndec = 0, pre_groups = 0, longest = 0, last_gid = -1;
+        int64_t len_sum = 0;
         for (int32_t i = 0; i < b->n_seqs; i++) {
             const pb_batch_seq *q = &b->seqs[i];
             if (!q->is_prefill) { ndec++; continue; }
             npre++;
+            longest = PB_MAX(longest, q->context_len);
+            len_sum += q->context_len;
+            if (q->group_id != last_gid) pre_groups++;   /* a group's seqs are adjacent */
+            last_gid = q->group_id;
             int32_t gid = q->group_id;
             const pb_group *g = pb_engine_group(s->e, gid);
             /* prefill = prompt + every token generated so far, in one step */
@@ -131,6 +138,15 @@ static void run_checked(sys *s, pb_trace *t, rules *ru) {
             if (gen_before[gid] > 0) ru->prefill_resumed++;
         }
         if (npre && ndec) ru->mixed_alternate_steps++;
+        bool padded = s->ep.step_mode == PB_STEP_ALTERNATE && s->ep.max_paddings >= 0 && npre > 0;
+        int64_t padded_size = (int64_t)npre * longest;
+        if (npre > 0) ru->max_padding_seen = PB_MAX(ru->max_padding_seen, padded_size - len_sum);
+        if (b->n_padded_tokens != (padded ? padded_size : 0)) ru->padded_size_wrong++;
+        if (padded) {
+            ru->padded_steps++;
+            if (pre_groups > 1 && padded_size - len_sum > s->ep.max_paddings) ru->padding_over_cap++;
+            if (pre_groups > 1 && padded_size > s->ep.max_num_batched_tokens) ru->padded_over_budget++;
+        }
         if (sm->n_swapped > 0) {
             ru->swapped_steps++;
             if (npre > 0) ru->admissions_while_swapped++;
@@ -310,6 +326,111 @@ PB_TEST(alternate_steps_never_mix_prompts_and_decodes) {
     PB_CHECK(ru2.mixed_alternate_steps > 0);
     sys_free(&s);
     sys_free(&s2);
+}
+
+/* bursts of short (8-16) and long (200-260 token) prompts: the padding of a
+   [prompts, longest] batch is large unless capped */
+static void make_mixed_lengths(pb_request *r, int n, uint64_t seed) {
+    pb_rng rng;
+    pb_rng_seed(&rng, seed, 11);
+    for (int i = 0; i < n; i++) {
+        bool lng = pb_rng_below(&rng, 2) == 0;
+        int32_t p = lng ? 200 + (int32_t)pb_rng_below(&rng, 61) : 8 + (int32_t)pb_rng_below(&rng, 9);
+        r[i] = req(i, 0.5 * (i / 20) + 0.0001 * i, p, 4 + (int32_t)pb_rng_below(&rng, 20), 1, 1);
+    }
+}
+
+PB_TEST(padded_prompt_steps_hold_max_paddings_and_carry_their_size) {
+    enum { N = 100 };
+    pb_request r[N];
+    make_mixed_lengths(r, N, 5);
+    pb_trace t = {r, N};
+    /* v0.2.2+: padded prompt-only steps under a padding cap of 64 */
+    pb_engine_params ep = params(PB_PREEMPT_AUTO, PB_STEP_ALTERNATE);
+    ep.max_num_batched_tokens = 2048;
+    ep.max_paddings = 64;
+    sys s;
+    sys_init(&s, 16, 4000, 0, &ep, "vllm");
+    rules ru;
+    run_checked(&s, &t, &ru);
+    PB_CHECK(ru.padded_steps > 0);
+    PB_CHECK_EQ_INT(ru.mixed_alternate_steps, 0);
+    PB_CHECK_EQ_INT(ru.padded_size_wrong, 0);
+    PB_CHECK_EQ_INT(ru.padding_over_cap, 0);
+    PB_CHECK_EQ_INT(ru.padded_over_budget, 0);
+    PB_CHECK_EQ_INT(ru.prefill_wrong, 0);
+    pb_run_summary su;
+    pb_metrics_summary(s.m, &su);
+    PB_CHECK_EQ_INT(su.n_finished, N);
+    /* unpadded alternate steps (v0.2.0-0.2.1) on the same trace: the cap would bind,
+       and no batch claims a padded size */
+    pb_engine_params ep2 = ep;
+    ep2.max_paddings = -1;
+    sys s2;
+    sys_init(&s2, 16, 4000, 0, &ep2, "vllm");
+    rules ru2;
+    run_checked(&s2, &t, &ru2);
+    PB_CHECK(ru2.max_padding_seen > 64);
+    PB_CHECK_EQ_INT(ru2.padded_steps, 0);
+    PB_CHECK_EQ_INT(ru2.padded_size_wrong, 0);
+    /* mixed steps (v0.1): never padded, whatever max_paddings says */
+    pb_engine_params ep3 = ep;
+    ep3.step_mode = PB_STEP_MIXED;
+    sys s3;
+    sys_init(&s3, 16, 4000, 0, &ep3, "vllm");
+    rules ru3;
+    run_checked(&s3, &t, &ru3);
+    PB_CHECK_EQ_INT(ru3.padded_steps, 0);
+    PB_CHECK_EQ_INT(ru3.padded_size_wrong, 0);
+    PB_CHECK(ru3.mixed_alternate_steps > 0);
+    /* a tighter budget binds the padded size: 4 prompts of ~250 exceed 1000 */
+    pb_engine_params ep4 = ep;
+    ep4.max_num_batched_tokens = 1000;
+    ep4.max_paddings = 100000;
+    sys s4;
+    sys_init(&s4, 16, 4000, 0, &ep4, "vllm");
+    rules ru4;
+    run_checked(&s4, &t, &ru4);
+    PB_CHECK(ru4.padded_steps > 0);
+    PB_CHECK_EQ_INT(ru4.padded_over_budget, 0);
+    PB_CHECK_EQ_INT(ru4.padded_size_wrong, 0);
+    sys_free(&s);
+    sys_free(&s2);
+    sys_free(&s3);
+    sys_free(&s4);
+}
+
+PB_TEST(v02_rejects_prompts_over_the_limit_and_counts_future_seqs) {
+    /* prompt_limit = min(max_model_len 2048, max_num_batched_tokens 300) */
+    pb_engine_params ep = params(PB_PREEMPT_AUTO, PB_STEP_ALTERNATE);
+    ep.max_num_batched_tokens = 300;
+    ep.max_paddings = 256;
+    ep.max_num_seqs = 4;
+    sys s;
+    sys_init(&s, 16, 400, 400, &ep, "vllm");
+    pb_request r[4] = {req(0, 0, 20, 10, 3, 1), req(1, 0.0001, 301, 10, 1, 1), req(2, 0.0002, 20, 10, 3, 1),
+                       req(3, 0.0003, 300, 10, 1, 1)};
+    pb_trace t = {r, 4};
+    PB_REQUIRE(pb_engine_begin(s.e, &t, s.m) == PB_OK);
+    bool done = false, both_n3_running = false;
+    while (!done) {
+        PB_REQUIRE(pb_engine_step(s.e, &done) == PB_OK);
+        /* n = 3 each: the sequence budget 4 never holds both groups at once, even
+           while each still has a single prompt sequence */
+        if (pb_engine_group(s.e, 0)->state == PB_GROUP_RUNNING && pb_engine_group(s.e, 2)->state == PB_GROUP_RUNNING)
+            both_n3_running = true;
+    }
+    PB_REQUIRE(pb_engine_end(s.e) == PB_OK);
+    PB_CHECK(!both_n3_running);
+    int64_t n;
+    const pb_req_metrics *rm = pb_metrics_requests(s.m, &n);
+    PB_CHECK(rm[1].rejected);    /* 301 > 300 */
+    PB_CHECK(!rm[3].rejected);   /* 300 fits */
+    pb_run_summary su;
+    pb_metrics_summary(s.m, &su);
+    PB_CHECK_EQ_INT(su.n_rejected, 1);
+    PB_CHECK_EQ_INT(su.n_finished, 3);
+    sys_free(&s);
 }
 
 PB_TEST(spf_policy_admits_shortest_prompt_first) {

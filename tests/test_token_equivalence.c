@@ -11,7 +11,10 @@
  *     under swapping;
  *   - beam search (width 3) through the engine == a reference beam search run by
  *     hand on the executor (full prefill of every beam at every step);
- *   - shared prefixes (vLLM shares blocks, Orca recomputes them) give equal tokens.
+ *   - shared prefixes (vLLM shares blocks, Orca recomputes them) give equal tokens;
+ *   - vLLM v0.2 semantics (prompt-only / decode-only steps, padded prompt batches
+ *     under a padding cap) give the tokens of v0.1's mixed steps, also under
+ *     recompute preemption.
  * Paged vs contiguous equality is bit for bit: the cpu model computes every token
  * row as one query over the cache (model.h), and tokens AND log-probabilities are
  * compared exactly.
@@ -85,7 +88,7 @@ typedef struct {
 } sys_cfg;
 
 typedef struct {
-    int64_t n_recompute, n_swap, n_finished;
+    int64_t n_recompute, n_swap, n_finished, n_steps;
     pb_real_exec_stats ex;      /* the executor's counters */
 } run_info;
 
@@ -97,8 +100,9 @@ static pb_model model_(const char *name) {
     return m;
 }
 
-static pb_status run_(const pb_model *m, const sys_cfg *c, const pb_trace *t, outputs *o,
-                      run_info *info) {
+/* v02_max_paddings > 0: vLLM v0.2 steps (alternate, padded prompt batches, this cap) */
+static pb_status run_steps_(const pb_model *m, const sys_cfg *c, const pb_trace *t, outputs *o,
+                            run_info *info, int32_t v02_max_paddings) {
     memset(o, 0, sizeof *o);
     memset(info, 0, sizeof *info);
     pb_kv_manager *kv = NULL;
@@ -152,6 +156,10 @@ static pb_status run_(const pb_model *m, const sys_cfg *c, const pb_trace *t, ou
     ep.max_model_len = m->max_len;
     ep.max_num_batched_tokens = 512;
     ep.preemption = c->preempt;
+    if (v02_max_paddings > 0) {
+        ep.step_mode = PB_STEP_ALTERNATE;
+        ep.max_paddings = v02_max_paddings;
+    }
     ep.store_tokens = true;
     ep.vocab_size = m->vocab;
     ep.check_every_step = true;
@@ -168,6 +176,7 @@ static pb_status run_(const pb_model *m, const sys_cfg *c, const pb_trace *t, ou
         info->n_recompute = sum.n_preempt_recompute;
         info->n_swap = sum.n_preempt_swap;
         info->n_finished = sum.n_finished;
+        info->n_steps = pb_engine_steps(e);
     }
     pb_real_exec_get_stats(ex, &info->ex);
     pb_engine_destroy(e);
@@ -176,6 +185,11 @@ static pb_status run_(const pb_model *m, const sys_cfg *c, const pb_trace *t, ou
     pb_policy_destroy(pol);
     pb_kv_destroy(kv);
     return st;
+}
+
+static pb_status run_(const pb_model *m, const sys_cfg *c, const pb_trace *t, outputs *o,
+                      run_info *info) {
+    return run_steps_(m, c, t, o, info, 0);
 }
 
 /* ---- traces ---- */
@@ -458,6 +472,29 @@ PB_TEST(shared_prefixes_give_the_same_tokens_shared_or_not) {
     PB_CHECK_EQ_INT(ri.ex.cached_prefill_tokens, 0);
     PB_CHECK(same_(&a, &b, (int32_t)t.n, "shared prefix"));
     pb_trace_free(&t);
+}
+
+PB_TEST(vllm_v02_padded_alternate_steps_give_the_tokens_of_v01) {
+    for (size_t mi = 0; mi < PB_ARRAY_LEN(MODELS); mi++) {
+        pb_model m = model_(MODELS[mi]);
+        pb_trace t = trace_(8, 16, 0.004, 1, 1);   /* prompts 4-63 tokens, close arrivals */
+        outputs ref, o;
+        run_info ri, oi;
+        sys_cfg v01 = {SYS_VLLM, 16, 256, 0, 0, PB_PREEMPT_AUTO, 0.0f};
+        PB_REQUIRE(run_(&m, &v01, &t, &ref, &ri) == PB_OK);
+        PB_CHECK_EQ_INT(ri.n_finished, t.n);
+        PB_REQUIRE(run_steps_(&m, &v01, &t, &o, &oi, 8) == PB_OK);   /* tight padding cap */
+        PB_CHECK_EQ_INT(oi.n_finished, t.n);
+        PB_CHECK(oi.n_steps != ri.n_steps);   /* a different schedule ... */
+        PB_CHECK(same_(&ref, &o, (int32_t)t.n, "v0.2"));   /* ... the same tokens */
+        sys_cfg rc = {SYS_VLLM, 4, 40, 0, 0, PB_PREEMPT_RECOMPUTE, 0.0f};
+        PB_REQUIRE(run_steps_(&m, &rc, &t, &o, &oi, 8) == PB_OK);
+        fprintf(stderr, "  %s v0.2 recompute: %lld preemptions, %lld steps (v0.1: %lld)\n", m.name,
+                (long long)oi.n_recompute, (long long)oi.n_steps, (long long)ri.n_steps);
+        PB_CHECK(oi.n_recompute > 0);
+        PB_CHECK(same_(&ref, &o, (int32_t)t.n, "v0.2 recompute"));
+        pb_trace_free(&t);
+    }
 }
 
 PB_TEST_MAIN()
