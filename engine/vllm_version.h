@@ -12,7 +12,7 @@
  *   gpu_mem_util            0.95 (the paper's runs)       0.90 (arg_utils.py default)
  *   KV sizing rule          harness (spec.h, activations  profile pass (spec.h
  *                           of kv_profile_tokens tokens)  pb_kv_capacity_profile)
- *   kv_profile_tokens       PB_KV_PROFILE_TOKENS (2048)   = max_num_batched_tokens
+ *   kv_profile_tokens       PB_KV_PROFILE_TOKENS (2560)   = max_num_batched_tokens
  *
  * max_paddings (alternate steps only; ignored by mixed ones): a prompt step is a
  * padded [prompts, longest prompt] batch; admission stops when prompts x longest >

@@ -162,7 +162,7 @@ static int64_t opt13b_slots(void) {
 
 PB_TEST(orca_max_admits_seven_on_opt13b) {
     int64_t slots = opt13b_slots();
-    PB_REQUIRE(slots == 15728);
+    PB_REQUIRE(slots == 15600);
     rig r;
     rig_init(&r, make_kv(slots, PB_RESV_MAX), 20);
     int admitted = 0;
@@ -180,8 +180,8 @@ PB_TEST(orca_max_admits_seven_on_opt13b) {
     PB_CHECK_EQ_INT(admitted, 7);
     pb_kv_usage u;
     pb_kv_usage_get(r.kv, &u);
-    PB_CHECK_EQ_INT(u.free_slots, 15728 - 7 * 2048);   /* Fig. 2: 8.9% "external & others" */
-    PB_CHECK_EQ_INT(u.gpu_blocks_free, 15728 - 7 * 2048);
+    PB_CHECK_EQ_INT(u.free_slots, 15600 - 7 * 2048);   /* Fig. 2's "external & others": 8.1% here, 8.9% there */
+    PB_CHECK_EQ_INT(u.gpu_blocks_free, 15600 - 7 * 2048);
     PB_CHECK_EQ_INT(pb_kv_contiguous_capacity(slots, 2048, 1), 7);
     /* a 2-sample request needs two regions: 3 such requests fit */
     PB_CHECK_EQ_INT(pb_kv_contiguous_capacity(slots, 2048, 2), 3);

@@ -1,5 +1,5 @@
 /* test_table1.c -- Table 1 from the spec files, against the paper.
- * OPT-13B reproduces exactly (26 GB, 12 GiB, 15,728 slots); OPT-66B and OPT-175B come
+ * OPT-13B within 1% (26 GB, 12 GiB, 15,600 slots vs 15.7K); OPT-66B and OPT-175B come
  * out within 5% of the paper's KV figures (RESULTS.md explains why they differ). */
 #include <math.h>
 #include <stdlib.h>
@@ -18,10 +18,11 @@ PB_TEST(table1_matches_paper) {
     PB_CHECK_EQ_INT(lround(r[0].param_gb), 26);
     PB_CHECK_EQ_INT(lround(r[1].param_gb), 132);
     PB_CHECK_EQ_INT(lround(r[2].param_gb), 346);
-    /* OPT-13B: 12 GiB, 15.7K slots exactly */
+    /* OPT-13B: 12 GiB; 975 blocks of 16 = 15,600 slots with the v0.1.0 harness's 2560
+       activation tokens (spec.h), the paper's 15.7K within 1% */
     PB_CHECK_EQ_INT(lround(r[0].kv_gib), 12);
-    PB_CHECK_EQ_INT(r[0].cap.num_slots, 15728);
-    PB_CHECK_EQ_INT(lround(r[0].cap.num_slots / 100.0), 157);
+    PB_CHECK_EQ_INT(r[0].cap.num_slots, 15600);
+    PB_CHECK(fabs(r[0].cap.num_slots / 15700.0 - 1) < 0.01);
     /* OPT-66B and OPT-175B within 5% of the paper's KV memory and slots */
     for (int i = 1; i < 3; i++) {
         PB_CHECK(fabs(r[i].kv_gib / r[i].paper_kv_gb - 1) < 0.05);
@@ -29,7 +30,7 @@ PB_TEST(table1_matches_paper) {
     }
     /* KV bytes per token: 800 KiB for OPT-13B (paper §3) */
     PB_CHECK_NEAR(pb_kv_bytes_per_token(&r[0].model, 1), 819200, 0);
-    /* Orca (Max) fits floor(15728 / 2048) = 7 requests (Fig. 13's 7.00) */
+    /* Orca (Max) fits floor(15600 / 2048) = 7 requests (Fig. 13's 7.00) */
     PB_CHECK_EQ_INT(r[0].cap.num_slots / r[0].model.max_len, 7);
 }
 
@@ -56,7 +57,7 @@ PB_TEST(csv_has_required_columns) {
     PB_REQUIRE(pb_table1_compute(pb_spec_dir(), &o, r, &e) == PB_OK);
     char *csv = pb_table1_csv(r);
     PB_CHECK(strncmp(csv, "model,gpus,gpu,param_gb,kv_gb,kv_slots", 38) == 0);
-    PB_CHECK_STR_CONTAINS(csv, "OPT-13B,1,A100-40GB,26.00,12.01,15728");
+    PB_CHECK_STR_CONTAINS(csv, "OPT-13B,1,A100-40GB,26.00,11.91,15600");
     free(csv);
 }
 
