@@ -117,11 +117,10 @@ int pb_cmd_validate(int argc, char **argv) {
         for (int j = 0; j < i; j++)
             if (!strcmp(t->rows[j].source, t->rows[i].source)) first = false;
         if (!first) continue;
-        pb_val_table sub = *t;
         double *p = pb_xmalloc((size_t)t->n * sizeof *p);
         for (int j = 0; j < t->n; j++) p[j] = strcmp(t->rows[j].source, t->rows[i].source) ? NAN : pred[j];
         double med, mx;
-        int n = pb_val_summary(&sub, p, &med, &mx);
+        int n = pb_val_summary(t, p, &med, &mx);
         if (n > 0) printf("%ssource %-14s %3d rows: median |err| %5.1f%%, max |err| %5.1f%%\n", cm, t->rows[i].source, n, med, mx);
         free(p);
     }
