@@ -1,0 +1,133 @@
+/* cmd_validate.c -- `pagedbench validate`: the sim against public GPU step measurements.
+ *
+ * Predicts every row of experiments/validation/measurements.csv (validate.h) with the
+ * cost model the hardware YAMLs hold today and prints, per measurement,
+ *   source,model,gpu,tp,what,measured_ms,predicted_ms,err_pct
+ * then the median and max |err| over the predicted rows (and per source).  With --csv the
+ * rows are plain CSV and everything else is a '#' comment line.  Exit 0 whatever the errors
+ * (tests/test_validate.c holds the bounds); 2 on bad input, before anything is printed. */
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "commands.h"
+#include "config.h"
+#include "spec.h"
+#include "validate.h"
+
+static void help(FILE *f) {
+    fprintf(f,
+            "usage: pagedbench validate [--csv] [--table FILE] [--spec-dir DIR] [--hardware-dir DIR]\n\n"
+            "Predicts public step-level GPU measurements (Sarathi-Serve Yi-34B TP2, Splitwise\n"
+            "Llama-2-70B / BLOOM-176B on A100 and H100, FasterTransformer OPT-13B batches) with\n"
+            "the sim and prints measured vs predicted, one row per measurement, then the median\n"
+            "and max |err|.  None of these measurements sets a cost-model parameter.\n"
+            "  --csv               rows as CSV: source,model,gpu,tp,what,measured_ms,predicted_ms,err_pct\n"
+            "                      (notes, skipped rows and the summary as '#' lines)\n"
+            "  --table FILE        measurements (default <spec-dir>/validation/measurements.csv)\n"
+            "  --spec-dir DIR      models/ and validation/ (default $PAGEDBENCH_SPECS or experiments/)\n"
+            "  --hardware-dir DIR  hardware YAMLs, base keys and cost_model: (default <spec-dir>/hardware)\n");
+}
+
+static const char *const NOTES[] = {
+    "what is modelled (the sim's public API, one pb_sim_step per engine step):",
+    "  engine vllm: paged attention, block 16, Python host costs; ft: contiguous attention, C++ host costs",
+    "  decode: a step of B decodes, averaged over the KV lengths ctx=LO..HI the measured steps had",
+    "  prefill: one prompt; chunk=C: ceil(P/C) steps over the cached prefix, summed",
+    "  hybrid: one step of a P-token prefill beside B decodes",
+    "  ft_batch: FasterTransformer batch = its context pass (B prompts padded to the longest input;",
+    "    one per beam when B = 1) + (out - 1) decode steps of B x beams sequences of growing KV",
+    "    (beam-search bookkeeping beyond sampling is not modelled)",
+    "  Splitwise's engine is not recorded: modelled as vllm [assumption]; BLOOM-176B uses the opt",
+    "    architecture (ALiBi, embedding LayerNorm, GELU not modelled)",
+};
+
+int pb_cmd_validate(int argc, char **argv) {
+    bool csv = false;
+    const char *table = NULL, *spec_dir = NULL, *hw_dir = NULL;
+    for (int i = 1; i < argc; i++) {
+        const char *a = argv[i];
+        const char *v = i + 1 < argc ? argv[i + 1] : NULL;
+        if (!strcmp(a, "-h") || !strcmp(a, "--help")) { help(stdout); return PB_EXIT_OK; }
+        if (!strcmp(a, "--csv")) csv = true;
+        else if (!strcmp(a, "--table") && v) { table = v; i++; }
+        else if (!strcmp(a, "--spec-dir") && v) { spec_dir = v; i++; }
+        else if (!strcmp(a, "--hardware-dir") && v) { hw_dir = v; i++; }
+        else {
+            fprintf(stderr, "pagedbench validate: bad argument '%s'%s\n", a, v ? "" : " (missing value?)");
+            help(stderr);
+            return PB_EXIT_USAGE;
+        }
+    }
+    if (!spec_dir) spec_dir = pb_spec_dir();
+    char table_buf[2048], hw_buf[2048];
+    if (!table) {
+        snprintf(table_buf, sizeof table_buf, "%s/validation/measurements.csv", spec_dir);
+        table = table_buf;
+    }
+    if (!hw_dir) {
+        snprintf(hw_buf, sizeof hw_buf, "%s/hardware", spec_dir);
+        hw_dir = hw_buf;
+    }
+
+    pb_cfg_err err;
+    pb_cfg_err_clear(&err);
+    pb_val_table *t;
+    if (pb_val_load(table, &t, &err)) {
+        fprintf(stderr, "%s\n", err.msg);
+        return PB_EXIT_USAGE;
+    }
+    double *pred = pb_xmalloc((size_t)(t->n > 0 ? t->n : 1) * sizeof *pred);
+    if (pb_val_predict(t, spec_dir, hw_dir, pred, &err)) {
+        fprintf(stderr, "%s\n", err.msg);
+        free(pred);
+        pb_val_free(t);
+        return PB_EXIT_USAGE;
+    }
+
+    const char *cm = csv ? "# " : "";
+    printf("%spagedbench validate: %s (hardware from %s)\n", cm, table, hw_dir);
+    for (size_t i = 0; i < PB_ARRAY_LEN(NOTES); i++) printf("%s%s\n", cm, NOTES[i]);
+    if (csv) printf("source,model,gpu,tp,what,measured_ms,predicted_ms,err_pct\n");
+    else
+        printf("\n%-14s %-12s %-15s %2s  %-40s %11s %12s %8s\n", "source", "model", "gpu", "tp", "what", "measured_ms",
+               "predicted_ms", "err_pct");
+    for (int i = 0; i < t->n; i++) {
+        const pb_val_row *r = &t->rows[i];
+        char what[192];
+        pb_val_what(r, what, sizeof what);
+        if (isnan(pred[i])) {
+            printf("%sskipped: %s,%s,%s,%d,%s,%.2f: %s\n", csv ? "# " : "", r->source, r->model, r->gpu, r->tp, what,
+                   r->measured_ms, r->skip);
+            continue;
+        }
+        double e = pb_val_err_pct(pred[i], r->measured_ms);
+        if (csv)
+            printf("%s,%s,%s,%d,%s,%.2f,%.2f,%+.1f\n", r->source, r->model, r->gpu, r->tp, what, r->measured_ms, pred[i], e);
+        else
+            printf("%-14s %-12s %-15s %2d  %-40s %11.2f %12.2f %+7.1f%%\n", r->source, r->model, r->gpu, r->tp, what,
+                   r->measured_ms, pred[i], e);
+    }
+
+    /* per source, then overall */
+    if (!csv) printf("\n");
+    for (int i = 0; i < t->n; i++) {
+        bool first = true;
+        for (int j = 0; j < i; j++)
+            if (!strcmp(t->rows[j].source, t->rows[i].source)) first = false;
+        if (!first) continue;
+        double *p = pb_xmalloc((size_t)t->n * sizeof *p);
+        for (int j = 0; j < t->n; j++) p[j] = strcmp(t->rows[j].source, t->rows[i].source) ? NAN : pred[j];
+        double med, mx;
+        int n = pb_val_summary(t, p, &med, &mx);
+        if (n > 0) printf("%ssource %-14s %3d rows: median |err| %5.1f%%, max |err| %5.1f%%\n", cm, t->rows[i].source, n, med, mx);
+        free(p);
+    }
+    double med, mx;
+    int n = pb_val_summary(t, pred, &med, &mx);
+    printf("%ssummary: %d rows predicted, %d skipped: median |err| %.1f%%, max |err| %.1f%%\n", cm, n, t->n - n, med, mx);
+    free(pred);
+    pb_val_free(t);
+    return PB_EXIT_OK;
+}
