@@ -131,56 +131,6 @@ PB_TEST(bounds_reject_a_cost_model_off_by_2x) {
 }
 
 /* ---------------------------------------------------------------------------------------
- * the PCIe A100 spec carries the A100-80GB cost model verbatim */
-
-static bool same_tree(const pb_node *a, const pb_node *b, char *where, size_t n) {
-    if (a->kind != b->kind) { snprintf(where, n, "%s:%d", a->file, a->line); return false; }
-    if (a->kind == PB_NODE_SCALAR) {
-        if (strcmp(a->value, b->value)) { snprintf(where, n, "%s:%d (%s vs %s)", a->file, a->line, a->value, b->value); return false; }
-        return true;
-    }
-    int ia = 0, ib = 0;
-    for (;;) {   /* compare kids in order, skipping `sources` maps (their text differs) */
-        while (ia < a->n_kids && a->kids[ia]->key && !strcmp(a->kids[ia]->key, "sources")) ia++;
-        while (ib < b->n_kids && b->kids[ib]->key && !strcmp(b->kids[ib]->key, "sources")) ib++;
-        if (ia == a->n_kids || ib == b->n_kids) break;
-        const pb_node *x = a->kids[ia++], *y = b->kids[ib++];
-        if ((x->key || y->key) && (!x->key || !y->key || strcmp(x->key, y->key))) {
-            snprintf(where, n, "%s:%d key %s", x->file, x->key_line, x->key ? x->key : "?");
-            return false;
-        }
-        if (!same_tree(x, y, where, n)) return false;
-    }
-    if (ia != a->n_kids || ib != b->n_kids) { snprintf(where, n, "%s:%d (entry count)", a->file, a->line); return false; }
-    return true;
-}
-
-PB_TEST(pcie_a100_cost_model_is_the_sxm_one) {
-    char pa[2048], pb[2048], where[512] = "";
-    snprintf(pa, sizeof pa, "%s/hardware/a100-80gb.yaml", pb_spec_dir());
-    snprintf(pb, sizeof pb, "%s/hardware/a100-80gb-pcie.yaml", pb_spec_dir());
-    pb_config *ca, *cb;
-    pb_cfg_err e;
-    pb_cfg_err_clear(&e);
-    PB_REQUIRE(pb_config_load(pa, &ca, &e) == PB_OK);
-    PB_REQUIRE(pb_config_load(pb, &cb, &e) == PB_OK);
-    const pb_node *ma = pb_node_get(pb_config_root(ca), "cost_model"), *mb = pb_node_get(pb_config_root(cb), "cost_model");
-    PB_CHECK(ma && mb);
-    bool same = ma && mb && same_tree(ma, mb, where, sizeof where);
-    if (!same)
-        fprintf(stderr, "  a100-80gb-pcie.yaml's cost_model differs from a100-80gb.yaml's at %s: re-copy it\n", where);
-    PB_CHECK(same);
-    /* and it loads as a full hardware spec */
-    pb_hw hw;
-    pb_sim_cost c;
-    PB_CHECK(pb_hw_from_node(pb_config_root(cb), &hw, &e) == PB_OK);
-    PB_CHECK(pb_sim_cost_from_node(pb_config_root(cb), &c, &e) == PB_OK);
-    PB_CHECK_NEAR(hw.hbm_bw, 1935e9, 1);
-    pb_config_destroy(ca);
-    pb_config_destroy(cb);
-}
-
-/* ---------------------------------------------------------------------------------------
  * the table loader */
 
 static char *write_tmp(const char *text) {

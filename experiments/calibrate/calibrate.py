@@ -204,8 +204,9 @@ def fit_allreduce(prof, net):
                if int(r["num_workers"]) == tp and int(r["devices_per_node"]) == tp]
         if not pts:
             continue
-        f = lambda x: sq_log_err([(abs(x[0]) * 1e-6 + S / (abs(x[1]) * 1e9), m) for S, m in pts])
+        f = lambda x: sq_log_err([(abs(x[0]) * 1e-6 + S / ((abs(x[1]) + 1e-3) * 1e9), m) for S, m in pts])
         x = nelder_mead(f, [30.0, 150.0], [10.0, 50.0])
+        x[1] = abs(x[1]) + 1e-3
         out[tp] = (abs(x[0]), abs(x[1]), residual([(abs(x[0]) * 1e-6 + S / (abs(x[1]) * 1e9), m) for S, m in pts]),
                    len(pts))
     return path, out
@@ -243,6 +244,8 @@ TARGETS = {
     "a100-80gb": {"gpu": "a100", "net": "a100_dgx", "note": ""},
     "a100-40gb": {"gpu": "a100", "net": "a100_dgx",
                   "note": " [same GA100 chip and cuBLAS/NCCL as the 80GB rows: the efficiencies transfer; efficiencies are fractions of the datasheet, so they apply to the 40GB part's 1,555 GB/s HBM2; unverified on a 40GB device]"},
+    "a100-80gb-pcie": {"gpu": "a100", "net": "a100_pairwise_nvlink",
+                       "note": " [the A100 rows as fractions of the datasheet: the profiles do not say PCIe or SXM (see their README); the 300 W board limit is not modelled]"},
     "h100-sxm": {"gpu": "h100", "net": "h100_dgx", "note": ""},
     "h200": {"gpu": "h100", "net": "h100_dgx",
              "note": " [H200 = the H100's GH100 chip with HBM3e: efficiencies of the H100 rows transfer, applied to the H200 datasheet bandwidth; unverified on an H200]"},
@@ -255,9 +258,10 @@ _MEMO = {}
 def fit_all(prof, hw):
     """The fitted (key, value, source) rows of one hardware YAML (fits shared by chip)."""
     t = TARGETS[hw]
-    if t["gpu"] not in _MEMO:
-        _MEMO[t["gpu"]] = _fit_all(prof, dict(t, note="{NOTE}"))
-    return [(k, v, src.replace("{NOTE}", t["note"])) for k, v, src in _MEMO[t["gpu"]]]
+    key = (t["gpu"], t["net"])
+    if key not in _MEMO:
+        _MEMO[key] = _fit_all(prof, dict(t, note="{NOTE}"))
+    return [(k, v, src.replace("{NOTE}", t["note"])) for k, v, src in _MEMO[key]]
 
 
 def _fit_all(prof, t):
@@ -286,9 +290,17 @@ def _fit_all(prof, t):
     path, ar = fit_allreduce(prof, t["net"])
     for tp, (lat, bw, r, n) in sorted(ar.items()):
         asrc = ("calibrate.py fit on data/gpu-profiles/vidur/network/%s/all_reduce.csv: %d rows at num_workers = "
-                "devices_per_node = %d (one node, NVSwitch; 2 KiB-64 MiB fp16); residual %s" % (t["net"], n, tp, r))
+                "devices_per_node = %d (one node; 2 KiB-64 MiB fp16); residual %s" % (t["net"], n, tp, r))
         out += [("cost_model.allreduce_tp%d_us" % tp, round(lat, 2), asrc),
                 ("cost_model.allreduce_tp%d_GBps" % tp, round(bw, 1), asrc)]
+    top = max(ar)
+    for tp in (2, 4, 8):    # a node with fewer GPUs: the largest measured degree stands in
+        if tp not in ar:
+            lat, bw, r, n = ar[top]
+            asrc = ("no %d-GPU all-reduce on this %d-GPU node: the tp-%d fit stands in (calibrate.py, %s); residual "
+                    "unknown" % (tp, top, top, t["net"]))
+            out += [("cost_model.allreduce_tp%d_us" % tp, round(lat, 2), asrc),
+                    ("cost_model.allreduce_tp%d_GBps" % tp, round(bw, 1), asrc)]
     path, (su, qu, r1, n1), (wu, wq, rn, nn) = fit_host(prof)
     hsrc = ("calibrate.py fit on data/gpu-profiles/vidur/a100@0633efa/cpu_overheads.csv (Jan-2024 vLLM-derived engine, "
             "the closest in time to vLLM v0.2): medians of schedule + prepare_inputs_e2e + sampler_e2e + "
