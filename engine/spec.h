@@ -145,7 +145,9 @@ double pb_weight_bytes_per_gpu(const pb_model *m, int32_t tp);
  *       of _apply_top_p_top_k, alive until it returns.  Afterwards fp32 probs and
  *       logprobs plus the logits (2*4 + dtype_bytes) are smaller, so not the peak.
  *   Not counted: the CUDA context, NCCL and cuBLAS workspaces (outside torch's
- *   allocator until v0.2.5 switched to mem_get_info), allocator rounding (512 B),
+ *   allocator until v0.2.5 switched to mem_get_info, which counts them), the
+ *   caching allocator's reserved-but-free memory, the sort's own scratch (about
+ *   one more key + index copy while logits.sort runs), allocator rounding (512 B),
  *   the vocabulary padding of the logits, tiny index / metadata tensors.
  * These terms are recalled from vLLM's v0.2.x sources (the files named above), not
  * measured here; PB_ERR_NO_SPACE when the peak leaves no memory for the cache. */
