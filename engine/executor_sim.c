@@ -430,8 +430,15 @@ static void sum_batch(const pb_sim *s, const pb_batch *b, step_sums *q) {
             if (bs) blocks += (q1->context_len + bs - 1) / bs;
         }
     }
-    q->T = T > b->n_padded_tokens ? T : (double)b->n_padded_tokens;   /* padded prompt step */
-    q->P = P > b->n_padded_tokens ? P : (double)b->n_padded_tokens;
+    if (b->n_padded_tokens > T && b->n_seqs > 0) {
+        /* a padded prompt step (vLLM v0.2.2+): every row runs at the longest prompt's
+           length, attention included (xformers' causal mask over the padded rows) */
+        double rows = b->n_seqs, len = (double)b->n_padded_tokens / rows;
+        T = P = (double)b->n_padded_tokens;
+        pf = rows * len * 0.5 * (len + 1);
+    }
+    q->T = T;
+    q->P = P;
     q->prefill_flops = 4.0 * s->hq * s->d * pf;
     q->prefill_kv_read = pkv;
     q->D = D;
