@@ -262,16 +262,38 @@ static void add_inputs(pb_sbuf *b, const pb_node *root, const pb_node *sys) {
     if (prof && prof->kind == PB_NODE_SCALAR) add_file(b, "system.sim.profile", prof->value);
 }
 
+/* Remove the node at dotted path under n (a map path), if any. */
+static void drop(pb_node *n, const char *path) {
+    const char *dot = strchr(path, '.');
+    size_t len = dot ? (size_t)(dot - path) : strlen(path);
+    if (!n || n->kind != PB_NODE_MAP) return;
+    for (int i = 0; i < n->n_kids; i++) {
+        pb_node *k = n->kids[i];
+        if (strlen(k->key) != len || strncmp(k->key, path, len)) continue;
+        if (dot) { drop(k, dot + 1); return; }
+        pb_point_tree_free(k);
+        memmove(&n->kids[i], &n->kids[i + 1], (size_t)(n->n_kids - i - 1) * sizeof *n->kids);
+        n->n_kids--;
+        return;
+    }
+}
+
 char *pb_point_key_text(const pb_experiment *e, int sys, int point) {
     pb_node *r, *s;
     resolve(e, sys, point, &r, &s);
-    pb_sbuf b = {0};
+    pb_sbuf files = {0}, b = {0};
+    add_inputs(&files, r, s);
+    /* input files count by content (the lines above), not by where they lie on this host */
+    drop(r, "workload.trace");
+    drop(r, "workload.file");
+    drop(r, "workload.replay_file");
+    drop(s, "sim.profile");
     pb_sbuf_printf(&b, "pagedbench-point-key 2\nsource %s\nconfig ", pb_source_hash());
     canon(&b, r);
     pb_sbuf_printf(&b, "\nsystem ");
     canon(&b, s);
-    pb_sbuf_printf(&b, "\n");
-    add_inputs(&b, r, s);
+    pb_sbuf_printf(&b, "\n%s", files.s ? files.s : "");
+    free(files.s);
     pb_point_tree_free(r);
     pb_point_tree_free(s);
     return b.s;

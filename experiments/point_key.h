@@ -27,8 +27,11 @@
  *
  * Input files (role: path as the point resolves it): workload.trace, workload.file (the
  * exact-lengths dataset; absent = built-in distribution, keyed as "none"),
- * workload.replay_file (arrivals: replay) and system.sim.profile.  Hashes are cached per
- * (path, size, mtime) for the life of the process.
+ * workload.replay_file (arrivals: replay) and system.sim.profile.  They count by content
+ * only: those four keys are left out of the config text, so the same bytes at another
+ * path (another host's data folder, `file: auto` or an explicit path) give the same key,
+ * and an edited file a new one.  Hashes are cached per (path, size, mtime) for the life
+ * of the process.
  *
  * The resolved trees are built without touching the experiment (a private copy), so
  * keys can be computed for every point up front, in any order. */
