@@ -11,7 +11,9 @@
  * refinement point (index >= the grid's) belongs to its series' owner.
  *
  * Cost of a point: estimated work in tokens, sum over the point's trace of
- * prompt_len + output_len * max(n, beam_width).  The trace is generated from the
+ * prompt_len + output_len * max(n, beam_width), lengths scaled by the experiment's
+ * length_scale.  The same for every executor: within one sweep only ratios matter.  The
+ * trace is generated from the
  * resolved workload (point_key.h) -- milliseconds, next to a run's seconds or, on a
  * GPU, minutes; a workload that does not generate costs 1.  A unit's cost is the sum of
  * its grid points'.
