@@ -21,6 +21,7 @@
 #   --jobs J         worker processes per task (default 1; also its --cpus-per-task)
 #   --quick          pass --quick to every task and to the merge
 #   --gpu            one GPU per task (--gres=gpu:1), for cuda-executor sweeps
+#   --gpus K         K GPUs per task (--gres=gpu:K), for `gpus: K` (tensor parallel) sweeps
 #   --sbatch ARGS    more sbatch options for both jobs (partition, account, time limit)
 #   --name NAME      job name (default pagedbench)
 #   --wait           wait for the merge job; exit with its status
@@ -36,10 +37,11 @@ while [ $# -gt 0 ]; do
         --jobs) JOBS=$2; shift ;;
         --quick) QUICK=(--quick) ;;
         --gpu) GRES=(--gres=gpu:1) ;;
+        --gpus) [[ "$2" =~ ^[1-9][0-9]*$ ]] || die "--gpus needs a positive integer"; GRES=(--gres=gpu:"$2"); shift ;;
         --sbatch) read -r -a more <<<"$2"; EXTRA+=("${more[@]}"); shift ;;
         --name) NAME=$2; shift ;;
         --wait) WAIT=1 ;;
-        -h|--help) sed -n '2,31p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+        -h|--help) sed -n '2,28p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
         --) break ;;
         -*) die "unknown option $1 (try --help)" ;;
         *) break ;;
