@@ -64,8 +64,9 @@ static int mkdir_p(const char *path) {
  * host, process and call (<path>.tmp.<host>.<pid>.<n>), closed (NFS flushes on close),
  * then renamed over path -- readers see the old file or the whole new one, and
  * concurrent writers of the same point (two shards, a resubmitted task) never share a
- * temporary.  No fsync: a file torn by a crash lacks its key line, so it is simply
- * computed again.  Returns PB_OK or PB_ERR_IO with errno kept. */
+ * temporary.  No fsync (10 ms a point on ext4): a file a crash cut short fails
+ * read_point's length check and is computed again.  Returns PB_OK or PB_ERR_IO with
+ * errno kept. */
 static pb_status point_write_atomic(const char *path, const void *data, size_t n) {
     static unsigned counter;
     char host[256] = "host";
@@ -98,7 +99,7 @@ static pb_status write_point(const char *base, const pb_experiment *e, int sys, 
                    (unsigned long long)hash, pb_source_hash(), pb_source_describe(), e->name, e->systems[sys].id, point);
     for (int a = 0; a < e->n_axes; a++) pb_sbuf_printf(&b, "axis %s %.17g\n", e->axes[a].axis, vals[a]);
     for (int i = 0; i < m->n; i++) pb_sbuf_printf(&b, "metric %s %.17g\n", m->name[i], m->value[i]);
-    if (*m->summary) pb_sbuf_printf(&b, "summary\n%s", m->summary);
+    pb_sbuf_printf(&b, "summary %zu\n%s", strlen(m->summary), m->summary);   /* last: a torn file lacks it */
     char path[4200];
     snprintf(path, sizeof path, "%s.pt", base);
     pb_status st = point_write_atomic(path, b.s, b.len);
@@ -107,7 +108,9 @@ static pb_status write_point(const char *base, const pb_experiment *e, int sys, 
 }
 
 /* Parse a point file; it must carry key want_key (its name says so; a file copied under
- * another point's name is refused).  Returns 0 on success. */
+ * another point's name is refused) and end with its whole summary block (the byte count
+ * on the `summary N` line: a file cut short by a crash is refused, and recomputed).
+ * Returns 0 on success. */
 static int read_point(const char *base, uint64_t want_key, const pb_experiment *e, double *vals,
                       pb_point_metrics *m) {
     char path[4200];
@@ -118,10 +121,11 @@ static int read_point(const char *base, uint64_t want_key, const pb_experiment *
     int ok = 0, have_key = 0;
     bool in_summary = false;
     memset(m, 0, sizeof *m);
-    size_t slen = 0;
+    size_t slen = 0, want_len = 0, got_len = 0;
     while (fgets(line, sizeof line, f)) {
         if (in_summary) {
             size_t l = strlen(line);
+            got_len += l;
             if (slen + l < sizeof m->summary) { memcpy(m->summary + slen, line, l + 1); slen += l; }
             continue;
         }
@@ -137,10 +141,13 @@ static int read_point(const char *base, uint64_t want_key, const pb_experiment *
         } else if (!strncmp(line, "metric ", 7)) {
             char name[64], num[64];
             if (sscanf(line + 7, "%63s %63s", name, num) == 2 && m->n < PB_MAX_METRICS) pb_pm_set(m, name, strtod(num, NULL));
-        } else if (!strcmp(line, "summary")) in_summary = true;
+        } else if (!strncmp(line, "summary ", 8)) {
+            in_summary = true;
+            want_len = (size_t)strtoull(line + 8, NULL, 10);
+        }
     }
     fclose(f);
-    return ok && have_key ? 0 : -1;
+    return ok && have_key && in_summary && got_len == want_len ? 0 : -1;
 }
 
 /* ---- shards ---- */

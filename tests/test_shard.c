@@ -241,6 +241,7 @@ static pb_status toy_point(const pb_point_ctx *pt, pb_point_metrics *out, char *
     double rate = pb_node_num(pt->root, "workload.rate", NAN);
     double cap = pt->sys == 0 ? 2.5 : pt->sys == 1 ? 3.5 : 7.25;
     pb_pm_set(out, "normalized_latency", rate < cap ? 0.03 + 0.01 / (cap - rate) : 5.0 + rate);
+    snprintf(out->summary, sizeof out->summary, "toy summary\nrate %g\n", rate);
     return PB_OK;
 }
 
@@ -299,6 +300,32 @@ PB_TEST(shards_then_merge_equal_one_run) {
         free(want);
     }
     free(flat);
+}
+
+PB_TEST(a_point_file_cut_short_is_computed_again) {
+    char d[400], base[600];
+    snprintf(d, sizeof d, "%s/torn", tmpdir());
+    char *flat = replace(EXP, "refine: 2", "refine: 0");
+    int all = run(flat, d, 0, 0, NULL);
+    PB_CHECK_EQ_INT(run(flat, d, 0, 0, NULL), 0);   /* all reused */
+    pb_experiment *e = load(flat);
+    PB_REQUIRE(e);
+    pb_point_path(e, 1, 2, d, base, sizeof base);
+    strcat(base, ".pt");
+    char *text = slurp(base);
+    PB_REQUIRE(text);
+    PB_CHECK_STR_CONTAINS(text, "\ntoy summary\nrate ");
+    PB_CHECK_STR_CONTAINS(text, "\nsummary ");
+    /* the file minus its last 3 bytes, as a crash may leave it */
+    FILE *f = fopen(base, "w");
+    PB_REQUIRE(f);
+    fwrite(text, 1, strlen(text) - 3, f);
+    fclose(f);
+    PB_CHECK_EQ_INT(run(flat, d, 0, 0, NULL), 1);
+    PB_CHECK(all > 1);
+    free(text);
+    free(flat);
+    pb_experiment_destroy(e);
 }
 
 PB_TEST_MAIN()
