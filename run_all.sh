@@ -51,6 +51,11 @@ need_pkgs() {   # need_pkgs <verb>: list the Debian packages missing for this ve
     command -v pkg-config >/dev/null || missing+=(pkg-config)
     if ! pkg-config --exists yaml-0.1 2>/dev/null; then missing+=(libyaml-dev); fi
     case "$1" in
+        test) if [ "$(id -u)" = 0 ]; then   # optional (tests/cli_slurm.sh, cli_parallel.sh skip without)
+                  command -v slurmd >/dev/null || missing+=(slurm-wlm)
+                  command -v munged >/dev/null || missing+=(munge)
+                  command -v parallel >/dev/null || missing+=(parallel)
+              fi ;;
         fig*|all) command -v gnuplot >/dev/null || missing+=(gnuplot-nox)
                   # (no grep -q here: fc-list would die of SIGPIPE, which pipefail reports)
                   { fc-list 2>/dev/null | grep -i dejavu >/dev/null; } || missing+=(fonts-dejavu-core) ;;

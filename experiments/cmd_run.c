@@ -25,6 +25,7 @@
 #include "pb.h"
 #include "report.h"
 #include "runner.h"
+#include "shard.h"
 #include "spec.h"
 #include "system.h"
 
@@ -51,6 +52,11 @@ static void usage(FILE *f) {
             "  --check        validate the YAMLs and count the points; run nothing\n"
             "  --no-report    do not print the paper-vs-ours table\n"
             "  --report-only  run nothing: rebuild the CSV and the table from the finished points\n"
+            "  --list-points  run nothing: print every grid point (id, estimated cost, shard, label);\n"
+            "                 with --shard I/N only shard I's\n"
+            "  --shard I/N    run shard I of N (1-based): a deterministic, cost-balanced share of the\n"
+            "                 points (an experiment that refines its knee is split by series); writes\n"
+            "                 point files only -- `pagedbench merge` makes the CSV, JSON and report\n"
             "Outputs: <DIR>/<figure>.csv (+ .json, _report.md), <DIR>/points/<experiment>/*.pt\n"
             "Exit status: 0 ok, 1 a point failed, 2 usage or config error.\n");
 }
@@ -157,6 +163,8 @@ typedef struct {
     const char *results;
     const char **sets;
     int n_sets;
+    bool list_points;
+    int shard, n_shards;      /* --shard I/N: shard = I - 1; n_shards 0 = no sharding */
 } run_opts;
 
 static int load_all(const char *const *paths, int n, const run_opts *o, pb_experiment ***out) {
@@ -186,6 +194,55 @@ static int load_all(const char *const *paths, int n, const run_opts *o, pb_exper
     return 0;
 }
 
+/* ---- sharding ---- */
+static long long plan_total(const pb_shard_plan *p) {
+    long long t = 0;
+    for (int k = 0; k < pb_shard_plan_n_shards(p); k++) t += pb_shard_plan_load(p, k);
+    return t;
+}
+
+/* --list-points: one tab-separated line per grid point (id = the point file's path under
+ * points/, estimated cost, owning shard "I/N" or "-", unit "series" or "point", label);
+ * with --shard I/N only shard I's.  The totals and every shard's load go to stderr. */
+static int list_points(pb_experiment **exps, int n, const run_opts *o) {
+    int ns = o->n_shards ? o->n_shards : 1;
+    pb_shard_plan *plan = pb_shard_plan_make(exps, n, ns);
+    PB_ASSERT(pb_shard_plan_check(plan) == PB_OK);
+    int listed = 0;
+    for (int x = 0; x < n; x++) {
+        const pb_experiment *e = exps[x];
+        bool series = pb_shard_by_series(e);
+        for (int s = 0; s < e->n_systems; s++)
+            for (int p = 0; p < pb_experiment_n_points(e, s); p++) {
+                int owner = pb_shard_plan_owner(plan, x, s, p);
+                if (o->n_shards && owner != o->shard) continue;
+                char shard[32] = "-";
+                if (o->n_shards) snprintf(shard, sizeof shard, "%d/%d", owner + 1, o->n_shards);
+                printf("%s/%s-%016llx\t%lld\t%s\t%s\t%s %s", e->name, e->systems[s].id,
+                       (unsigned long long)pb_point_hash(e, s, p), (long long)pb_shard_plan_point_cost(plan, x, s, p),
+                       shard, series ? "series" : "point", e->name, e->systems[s].id);
+                double vals[PB_EXP_MAX_AXES];
+                pb_experiment_point_values(e, s, p, vals);
+                for (int a = 0; a < e->n_axes; a++) {
+                    char num[64];
+                    pb_fmt_num(num, sizeof num, vals[a]);
+                    printf(" %s=%s", e->axes[a].axis, num);
+                }
+                printf("\n");
+                listed++;
+            }
+    }
+    fprintf(stderr, "==> %d grid points listed, estimated cost %lld (tokens)", listed,
+            o->n_shards ? (long long)pb_shard_plan_load(plan, o->shard) : plan_total(plan));
+    if (o->n_shards) {
+        fprintf(stderr, "; shard loads:");
+        for (int k = 0; k < ns; k++) fprintf(stderr, " %lld", (long long)pb_shard_plan_load(plan, k));
+    }
+    fprintf(stderr, "\n");
+    pb_shard_plan_destroy(plan);
+    return PB_EXIT_OK;
+}
+
 /* Run exps as one group and write <results>/<out>.csv; figure picks the report. */
 static int run_group(const char *out, const char *figure, pb_experiment **exps, int n, const run_opts *o) {
     int total = 0;
@@ -195,6 +252,7 @@ static int run_group(const char *out, const char *figure, pb_experiment **exps, 
     pb_system_describe_executor(exps[0], desc, sizeof desc);
     fprintf(stderr, "==> %s: %d experiment(s), %d grid points, %s%s; git %s\n", figure, n, total, desc,
             o->quick ? ", --quick" : "", pb_git_rev());
+    if (o->list_points) return list_points(exps, n, o);
     if (o->check) {
         for (int i = 0; i < n; i++) {
             printf("%-28s %-10s panel %-10s %d systems:", exps[i]->name, exps[i]->figure, exps[i]->panel,
@@ -207,7 +265,14 @@ static int run_group(const char *out, const char *figure, pb_experiment **exps, 
     }
     /* a small run (one YAML, a few points) prints vLLM benchmark_serving's block per point */
     pb_runner_opts ro = {o->jobs, o->results, o->fresh, o->summary || total <= 8, o->quiet, o->quick, -1,
-                         pb_system_run_point, NULL};
+                         pb_system_run_point, NULL, NULL, 0};
+    pb_shard_plan *plan = NULL;
+    if (o->n_shards) {
+        plan = pb_shard_plan_make(exps, n, o->n_shards);
+        PB_ASSERT(pb_shard_plan_check(plan) == PB_OK);
+        ro.plan = plan;
+        ro.shard = o->shard;
+    }
     pb_runner_stats st, acc = {0};
     double t0 = pb_now_s();
     int failed = 0;
@@ -219,12 +284,19 @@ static int run_group(const char *out, const char *figure, pb_experiment **exps, 
         acc.failed += st.failed;
         ro.fresh = false;   /* a refinement round must not recompute the earlier rounds */
         if (failed) break;
-        int added = pb_runner_refine(exps, n, o->results, round);
+        int added = pb_runner_refine_shard(exps, n, o->results, round, plan, o->shard);
         if (!added) break;
         fprintf(stderr, "==> %s: knee refinement round %d: %d more points\n", figure, round + 1, added);
     }
     fprintf(stderr, "==> %s: %d points computed, %d reused, %d failed, %.1f s wall\n", figure, acc.computed,
             acc.reused, acc.failed, pb_now_s() - t0);
+    if (plan) {   /* a shard writes point files only; the merge makes the figure's outputs */
+        fprintf(stderr, "==> %s: shard %d/%d done (estimated cost %lld of %lld); `pagedbench merge` assembles the results\n",
+                figure, o->shard + 1, o->n_shards, (long long)pb_shard_plan_load(plan, o->shard),
+                (long long)plan_total(plan));
+        pb_shard_plan_destroy(plan);
+        return failed ? PB_EXIT_RUNTIME : PB_EXIT_OK;
+    }
     if (failed) return PB_EXIT_RUNTIME;
 
     pb_results res;
@@ -293,8 +365,13 @@ static int run_direct(const char *fig, const run_opts *o) {
 }
 
 static int run_figure(const char *fig, const run_opts *o) {
-    if (!strcmp(fig, "fig1") || !strcmp(fig, "fig11") || !strcmp(fig, "fig18a") || !strcmp(fig, "fig19a"))
+    if (!strcmp(fig, "fig1") || !strcmp(fig, "fig11") || !strcmp(fig, "fig18a") || !strcmp(fig, "fig19a")) {
+        if (o->n_shards || o->list_points) {   /* no sweep points: the merge computes it */
+            fprintf(stderr, "==> %s: computed directly, no sweep points (the merge makes it)\n", fig);
+            return PB_EXIT_OK;
+        }
         return run_direct(fig, o);
+    }
     if (!strcmp(fig, "fig19")) {
         int a = run_figure("fig19a", o), b = run_figure("fig19b", o);
         return PB_MAX(a, b);
@@ -327,7 +404,7 @@ static int run_figure(const char *fig, const run_opts *o) {
 
 int pb_cmd_run(int argc, char **argv) {
     if (pb_wants_help(argc, argv)) { usage(stdout); return PB_EXIT_OK; }
-    run_opts o = {1, false, false, false, false, false, true, false, "results", NULL, 0};
+    run_opts o = {1, false, false, false, false, false, true, false, "results", NULL, 0, false, 0, 0};
     const char **files = pb_xcalloc((size_t)argc + 1, sizeof *files), **figs = pb_xcalloc((size_t)argc + 1, sizeof *figs);
     o.sets = pb_xcalloc((size_t)argc + 1, sizeof *o.sets);
     int nf = 0, ng = 0, all = 0, rc = PB_EXIT_OK;
@@ -363,12 +440,26 @@ int pb_cmd_run(int argc, char **argv) {
         else if (!strcmp(a, "--check")) o.check = true;
         else if (!strcmp(a, "--no-report")) o.report = false;
         else if (!strcmp(a, "--report-only")) o.report_only = true;
+        else if (!strcmp(a, "--list-points")) o.list_points = true;
+        else if (!strcmp(a, "--shard") || !strncmp(a, "--shard=", 8)) {
+            const char *v = a[7] == '=' ? a + 8 : val;
+            if (!v || !pb_shard_parse(v, &o.shard, &o.n_shards)) {
+                fprintf(stderr, "run: --shard needs I/N with 1 <= I <= N (e.g. --shard 2/8)\n");
+                rc = PB_EXIT_USAGE;
+                break;
+            }
+            if (a[7] != '=') i++;
+        }
         else if (a[0] == '-') { fprintf(stderr, "run: unknown option '%s'\n", a); usage(stderr); rc = PB_EXIT_USAGE; break; }
         else files[nf++] = a;
     }
     if (rc == PB_EXIT_OK && !nf && !ng && !all) { usage(stderr); rc = PB_EXIT_USAGE; }
+    if (rc == PB_EXIT_OK && o.n_shards && (o.report_only || o.check)) {
+        fprintf(stderr, "run: --shard runs points; it does not go with --report-only or --check (use `pagedbench merge`)\n");
+        rc = PB_EXIT_USAGE;
+    }
     if (rc != PB_EXIT_OK) { ng = 0; all = 0; nf = 0; }
-    if (rc == PB_EXIT_OK && mkdir(o.results, 0777) && errno != EEXIST) {
+    if (rc == PB_EXIT_OK && !o.list_points && mkdir(o.results, 0777) && errno != EEXIST) {
         fprintf(stderr, "run: cannot create %s: %s\n", o.results, strerror(errno));
         rc = PB_EXIT_RUNTIME;
         ng = 0;

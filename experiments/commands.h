@@ -4,6 +4,7 @@
  * returns an exit code (PB_EXIT_OK / PB_EXIT_RUNTIME / PB_EXIT_USAGE), prints its own
  * --help, and lives with the module it belongs to:
  *   run      experiments/cmd_run.c      run an experiment YAML (sweeps, results CSV)
+ *   merge    experiments/cmd_merge.c    assemble the shards of a sweep (run --shard I/N)
  *   trace    workloads/cmd_trace.c      write a request trace as CSV
  *   table1   experiments/cmd_table1.c   the paper's Table 1 from the spec files
  *   list     experiments/cmd_list.c     experiments, models, hardware, policies
@@ -15,6 +16,7 @@
 #define PB_COMMANDS_H
 
 int pb_cmd_run(int argc, char **argv);
+int pb_cmd_merge(int argc, char **argv);
 int pb_cmd_trace(int argc, char **argv);
 int pb_cmd_table1(int argc, char **argv);
 int pb_cmd_list(int argc, char **argv);

@@ -16,6 +16,7 @@ typedef struct {
 
 static const command COMMANDS[] = {
     {"run",     pb_cmd_run,     "run an experiment YAML (all systems x sweep points)"},
+    {"merge",   pb_cmd_merge,   "assemble a sharded sweep (run --shard I/N) into its CSV and report"},
     {"trace",   pb_cmd_trace,   "write a request trace (CSV) for a dataset and arrival process"},
     {"table1",  pb_cmd_table1,  "print the paper's Table 1 (model sizes, KV capacity)"},
     {"list",    pb_cmd_list,    "list experiments, models, hardware, policies"},

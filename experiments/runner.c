@@ -1,6 +1,9 @@
 /* runner.c -- parallel, resumable sweeps; point files; results table; knee detection. */
 #include "runner.h"
 
+#include "point_key.h"
+#include "shard.h"
+
 #include <errno.h>
 #include <math.h>
 #include <signal.h>
@@ -29,60 +32,19 @@ double pb_pm_get(const pb_point_metrics *m, const char *name, double dflt) {
 }
 
 /* ---- hashing and paths ---- */
-static uint64_t fnv(uint64_t h, const char *s, size_t n) {
-    for (size_t i = 0; i < n; i++) { h ^= (unsigned char)s[i]; h *= 1099511628211ULL; }
-    return h;
-}
 
-static const char *const NON_SEMANTIC[] = {"name", "figure", "panel", "title", "description",
-                                           "columns", "knee", "quick", "tags", "systems"};
+/* The point's key: its content (point_key.h). */
+uint64_t pb_point_hash(const pb_experiment *e, int sys, int point) { return pb_point_key(e, sys, point); }
 
-uint64_t pb_point_hash(const pb_experiment *e, int sys, int point) {
-    const pb_node *root = pb_config_root(e->cfg);
-    char *buf = NULL;
-    size_t len = 0, cap = 0;
-    uint64_t h = 1469598103934665603ULL;
-    for (int i = 0; i < root->n_kids; i++) {
-        const pb_node *k = root->kids[i];
-        bool skip = false;
-        for (size_t j = 0; j < PB_ARRAY_LEN(NON_SEMANTIC); j++)
-            if (!strcmp(k->key, NON_SEMANTIC[j])) skip = true;
-        if (skip) continue;
-        len = 0;
-        pb_node_dump(k, &buf, &len, &cap);
-        h = fnv(h, k->key, strlen(k->key));
-        h = fnv(h, "=", 1);
-        h = fnv(h, buf, len);
-        h = fnv(h, ";", 1);
-    }
-    /* the system: its whole map except cosmetic keys */
-    const pb_node *sn = e->systems[sys].node;
-    for (int i = 0; i < sn->n_kids; i++) {
-        const pb_node *k = sn->kids[i];
-        if (!strcmp(k->key, "label") || !strcmp(k->key, "tags") || !strcmp(k->key, "sweep")) continue;
-        len = 0;
-        pb_node_dump(k, &buf, &len, &cap);
-        h = fnv(h, "system.", 7);
-        h = fnv(h, k->key, strlen(k->key));
-        h = fnv(h, buf, len);
-    }
-    double vals[PB_EXP_MAX_AXES];
-    pb_experiment_point_values(e, sys, point, vals);
-    for (int a = 0; a < e->n_axes; a++) {
-        char num[64];
-        pb_fmt_num(num, sizeof num, vals[a]);
-        h = fnv(h, "|", 1);
-        h = fnv(h, e->axes[a].set, strlen(e->axes[a].set));
-        h = fnv(h, "=", 1);
-        h = fnv(h, num, strlen(num));
-    }
-    free(buf);
-    return h;
+/* The point's file path without extension (buf); returns its key. */
+static uint64_t point_base(const pb_experiment *e, int sys, int point, const char *results_dir, char *buf, size_t n) {
+    uint64_t key = pb_point_hash(e, sys, point);
+    snprintf(buf, n, "%s/points/%s/%s-%016llx", results_dir, e->name, e->systems[sys].id, (unsigned long long)key);
+    return key;
 }
 
 void pb_point_path(const pb_experiment *e, int sys, int point, const char *results_dir, char *buf, size_t n) {
-    snprintf(buf, n, "%s/points/%s/%s-%016llx", results_dir, e->name, e->systems[sys].id,
-             (unsigned long long)pb_point_hash(e, sys, point));
+    point_base(e, sys, point, results_dir, buf, n);
 }
 
 static int mkdir_p(const char *path) {
@@ -98,16 +60,32 @@ static int mkdir_p(const char *path) {
     return 0;
 }
 
-/* The build that wrote a point: git revision + this executable's size and mtime. */
-static const char *build_id(void) {
-    static char id[256];
-    if (*id) return id;
-    struct stat st;
-    if (stat("/proc/self/exe", &st) == 0)
-        snprintf(id, sizeof id, "%s-%lld-%lld", pb_git_rev(), (long long)st.st_size, (long long)st.st_mtime);
-    else
-        snprintf(id, sizeof id, "%s", pb_git_rev());
-    return id;
+/* Write a point's file atomically on a shared filesystem: a temporary unique to this
+ * host, process and call (<path>.tmp.<host>.<pid>.<n>), closed (NFS flushes on close),
+ * then renamed over path -- readers see the old file or the whole new one, and
+ * concurrent writers of the same point (two shards, a resubmitted task) never share a
+ * temporary.  No fsync (10 ms a point on ext4): a file a crash cut short fails
+ * read_point's length check and is computed again.  Returns PB_OK or PB_ERR_IO with
+ * errno kept. */
+static pb_status point_write_atomic(const char *path, const void *data, size_t n) {
+    static unsigned counter;
+    char host[256] = "host";
+    if (gethostname(host, sizeof host - 1)) snprintf(host, sizeof host, "host");
+    host[strcspn(host, "./ ")] = 0;
+    char tmp[4400];
+    snprintf(tmp, sizeof tmp, "%s.tmp.%s.%ld.%u", path, host, (long)getpid(), counter++);
+    FILE *f = fopen(tmp, "wb");
+    if (!f) return PB_ERR_IO;
+    int ok = fwrite(data, 1, n, f) == n;
+    ok = fflush(f) == 0 && ok;
+    ok = fclose(f) == 0 && ok;
+    if (!ok || rename(tmp, path) != 0) {
+        int e = errno;
+        remove(tmp);
+        errno = e;
+        return PB_ERR_IO;
+    }
+    return PB_OK;
 }
 
 /* ---- point files ---- */
@@ -117,39 +95,43 @@ typedef pb_sbuf sbuf;
 static pb_status write_point(const char *base, const pb_experiment *e, int sys, int point,
                              const double *vals, const pb_point_metrics *m, uint64_t hash) {
     sbuf b = {0};
-    pb_sbuf_printf(&b, "pagedbench-point 1\nbuild %s\nhash %016llx\nexperiment %s\nsystem %s\npoint %d\n", build_id(),
-              (unsigned long long)hash, e->name, e->systems[sys].id, point);
+    pb_sbuf_printf(&b, "pagedbench-point 2\nkey %016llx\nsource %s\nrevision %s\nexperiment %s\nsystem %s\npoint %d\n",
+                   (unsigned long long)hash, pb_source_hash(), pb_source_describe(), e->name, e->systems[sys].id, point);
     for (int a = 0; a < e->n_axes; a++) pb_sbuf_printf(&b, "axis %s %.17g\n", e->axes[a].axis, vals[a]);
     for (int i = 0; i < m->n; i++) pb_sbuf_printf(&b, "metric %s %.17g\n", m->name[i], m->value[i]);
-    if (*m->summary) pb_sbuf_printf(&b, "summary\n%s", m->summary);
+    pb_sbuf_printf(&b, "summary %zu\n%s", strlen(m->summary), m->summary);   /* last: a torn file lacks it */
     char path[4200];
     snprintf(path, sizeof path, "%s.pt", base);
-    pb_status st = pb_write_file_atomic(path, b.s, b.len);
+    pb_status st = point_write_atomic(path, b.s, b.len);
     free(b.s);
     return st;
 }
 
-/* Parse a point file.  want_build: NULL accepts any build.  Returns 0 on success. */
-static int read_point(const char *base, const char *want_build, const pb_experiment *e, double *vals,
+/* Parse a point file; it must carry key want_key (its name says so; a file copied under
+ * another point's name is refused) and end with its whole summary block (the byte count
+ * on the `summary N` line: a file cut short by a crash is refused, and recomputed).
+ * Returns 0 on success. */
+static int read_point(const char *base, uint64_t want_key, const pb_experiment *e, double *vals,
                       pb_point_metrics *m) {
     char path[4200];
     snprintf(path, sizeof path, "%s.pt", base);
     FILE *f = fopen(path, "r");
     if (!f) return -1;
     char line[4096];
-    int ok = 0, have_build = want_build == NULL;
+    int ok = 0, have_key = 0;
     bool in_summary = false;
     memset(m, 0, sizeof *m);
-    size_t slen = 0;
+    size_t slen = 0, want_len = 0, got_len = 0;
     while (fgets(line, sizeof line, f)) {
         if (in_summary) {
             size_t l = strlen(line);
+            got_len += l;
             if (slen + l < sizeof m->summary) { memcpy(m->summary + slen, line, l + 1); slen += l; }
             continue;
         }
         line[strcspn(line, "\n")] = 0;
-        if (!strcmp(line, "pagedbench-point 1")) ok = 1;
-        else if (!strncmp(line, "build ", 6)) { if (want_build && !strcmp(line + 6, want_build)) have_build = 1; }
+        if (!strcmp(line, "pagedbench-point 2")) ok = 1;
+        else if (!strncmp(line, "key ", 4)) have_key = strtoull(line + 4, NULL, 16) == want_key;
         else if (!strncmp(line, "axis ", 5)) {
             char name[64];
             double v;
@@ -159,10 +141,19 @@ static int read_point(const char *base, const char *want_build, const pb_experim
         } else if (!strncmp(line, "metric ", 7)) {
             char name[64], num[64];
             if (sscanf(line + 7, "%63s %63s", name, num) == 2 && m->n < PB_MAX_METRICS) pb_pm_set(m, name, strtod(num, NULL));
-        } else if (!strcmp(line, "summary")) in_summary = true;
+        } else if (!strncmp(line, "summary ", 8)) {
+            in_summary = true;
+            want_len = (size_t)strtoull(line + 8, NULL, 10);
+        }
     }
     fclose(f);
-    return ok && have_build ? 0 : -1;
+    return ok && have_key && in_summary && got_len == want_len ? 0 : -1;
+}
+
+/* ---- shards ---- */
+/* Does this run own point (x, sys, p)?  Without a plan, every point. */
+static bool runner_owns(const pb_runner_opts *o, int x, int sys, int p) {
+    return !o->plan || pb_shard_plan_owner(o->plan, x, sys, p) == o->shard;
 }
 
 /* ---- progress ---- */
@@ -230,7 +221,7 @@ static int run_point_child(pb_experiment *e, int sys, int point, const char *bas
         snprintf(path, sizeof path, "%s.err", base);
         char msg[2400];
         int l = snprintf(msg, sizeof msg, "%s: %s\n", pb_status_str(st), *err ? err : "(no message)");
-        pb_write_file_atomic(path, msg, (size_t)PB_MIN(l, (int)sizeof msg - 1));
+        point_write_atomic(path, msg, (size_t)PB_MIN(l, (int)sizeof msg - 1));
     }
     free(m);
     return st ? 1 : 0;
@@ -240,12 +231,14 @@ typedef struct {
     int exp, sys, point;
     pid_t pid;
     double t0;
+    uint64_t key;
 } job;
 
-static void print_point_line(const pb_experiment *e, int sys, const char *base, double secs, bool summary) {
+static void print_point_line(const pb_experiment *e, int sys, const char *base, uint64_t key, double secs,
+                             bool summary) {
     double vals[PB_EXP_MAX_AXES] = {0};
     pb_point_metrics *m = pb_xcalloc(1, sizeof *m);
-    if (read_point(base, NULL, e, vals, m) == 0) {
+    if (read_point(base, key, e, vals, m) == 0) {
         char lab[512];
         point_label(e, sys, vals, lab, sizeof lab);
         if (summary && *m->summary) printf("---- %s\n%s", lab, m->summary);
@@ -282,24 +275,26 @@ pb_status pb_runner_run(pb_experiment *const *exps, int n_exps, const pb_runner_
         for (int sy = 0; sy < e->n_systems; sy++) {
             int np = pb_experiment_n_points(e, sy);
             for (int p = 0; p < np; p++) {
+                if (!runner_owns(o, x, sy, p)) continue;
                 s.total++;
                 char base[4200];
-                pb_point_path(e, sy, p, o->results_dir, base, sizeof base);
+                uint64_t key = point_base(e, sy, p, o->results_dir, base, sizeof base);
                 double vals[PB_EXP_MAX_AXES];
                 pb_point_metrics *m = pb_xcalloc(1, sizeof *m);
-                int have = !o->fresh && read_point(base, build_id(), e, vals, m) == 0;
+                int have = !o->fresh && read_point(base, key, e, vals, m) == 0;
                 free(m);
                 if (have) { s.reused++; continue; }
                 char errp[4300];
                 snprintf(errp, sizeof errp, "%s.err", base);
                 unlink(errp);
                 if (n_todo == cap) { cap = cap ? 2 * cap : 64; todo = pb_xrealloc(todo, (size_t)cap * sizeof *todo); }
-                todo[n_todo++] = (job){x, sy, p, 0, 0};
+                todo[n_todo++] = (job){x, sy, p, 0, 0, key};
             }
         }
     }
     if (s.reused && s.reused < s.total)
-        pb_log_debug("%d of %d points already done in %s/points (same config, same build)", s.reused, s.total, o->results_dir);
+        pb_log_debug("%d of %d points already done in %s/points (same config, inputs and source)", s.reused, s.total,
+                     o->results_dir);
 
     job *run = pb_xcalloc((size_t)jobs, sizeof *run);
     int next = 0, running = 0, done = 0;
@@ -316,7 +311,7 @@ pb_status pb_runner_run(pb_experiment *const *exps, int n_exps, const pb_runner_
             }
             pb_experiment *e = exps[j.exp];
             char base[4200];
-            pb_point_path(e, j.sys, j.point, o->results_dir, base, sizeof base);
+            point_base(e, j.sys, j.point, o->results_dir, base, sizeof base);
             if (pid == 0) {
                 signal(SIGINT, SIG_DFL);
                 int rc = run_point_child(e, j.sys, j.point, base, o);
@@ -346,11 +341,11 @@ pb_status pb_runner_run(pb_experiment *const *exps, int n_exps, const pb_runner_
             done++;
             pb_experiment *e = exps[j.exp];
             char base[4200];
-            pb_point_path(e, j.sys, j.point, o->results_dir, base, sizeof base);
+            point_base(e, j.sys, j.point, o->results_dir, base, sizeof base);
             if (bar) fprintf(stderr, "\r%*s\r", 150, "");
             if (WIFEXITED(status) && WEXITSTATUS(status) == 0) {
                 s.computed++;
-                if (!o->quiet) print_point_line(e, j.sys, base, pb_now_s() - j.t0, o->summary);
+                if (!o->quiet) print_point_line(e, j.sys, base, j.key, pb_now_s() - j.t0, o->summary);
             } else {
                 s.failed++;
                 char errp[4300], msg[1024] = "";
@@ -401,11 +396,21 @@ static int row_cmp(const void *pa, const void *pb) {
 }
 
 /* ---- collect ---- */
+/* One line per missing point (the first 20), naming the point and its file. */
+static void report_missing(const pb_experiment *e, int sys, int point, const char *base, int nth) {
+    if (nth >= 20) return;
+    double vals[PB_EXP_MAX_AXES];
+    pb_experiment_point_values(e, sys, point, vals);
+    char lab[512];
+    point_label(e, sys, vals, lab, sizeof lab);
+    pb_log_error("%s.pt: missing or unreadable point file (%s)", base, lab);
+}
+
 pb_status pb_runner_collect(pb_experiment *const *exps, int n_exps, const char *results_dir, pb_results *out) {
     memset(out, 0, sizeof *out);
     out->exps = exps;
     out->n_exps = n_exps;
-    int cap = 0;
+    int cap = 0, missing = 0;
     for (int x = 0; x < n_exps; x++) {
         const pb_experiment *e = exps[x];
         for (int sy = 0; sy < e->n_systems; sy++) {
@@ -422,17 +427,23 @@ pb_status pb_runner_collect(pb_experiment *const *exps, int n_exps, const char *
                 r->point = p;
                 pb_experiment_point_values(e, sy, p, r->axis);
                 char base[4200];
-                pb_point_path(e, sy, p, results_dir, base, sizeof base);
+                uint64_t key = point_base(e, sy, p, results_dir, base, sizeof base);
                 double vals[PB_EXP_MAX_AXES];
-                if (read_point(base, NULL, e, vals, &r->m)) {
-                    pb_log_error("%s.pt: missing or unreadable point file (run the experiment first)", base);
-                    pb_results_free(out);
-                    return PB_ERR_IO;
+                if (read_point(base, key, e, vals, &r->m)) {
+                    report_missing(e, sy, p, base, missing++);
+                    continue;
                 }
                 r->m.summary[0] = 0;
                 out->n++;
             }
         }
+    }
+    if (missing) {
+        pb_log_error("%d point file(s) missing in %s/points: run them first (or merge the shards' folders); "
+                     "a point file counts only for this source (%s, %s), config and input files",
+                     missing, results_dir, pb_source_hash(), pb_source_describe());
+        pb_results_free(out);
+        return PB_ERR_IO;
     }
     if (out->n > 1) qsort(out->rows, (size_t)out->n, sizeof *out->rows, row_cmp);
     return PB_OK;
@@ -549,19 +560,25 @@ static void add_extra(pb_experiment *e, int s, double v, int *added) {
 }
 
 int pb_runner_refine(pb_experiment *const *exps, int n_exps, const char *results_dir, int round) {
+    return pb_runner_refine_shard(exps, n_exps, results_dir, round, NULL, 0);
+}
+
+int pb_runner_refine_shard(pb_experiment *const *exps, int n_exps, const char *results_dir, int round,
+                           const pb_shard_plan *plan, int shard) {
     int added = 0;
     for (int x = 0; x < n_exps; x++) {
         pb_experiment *e = exps[x];
         if (e->n_axes != 1 || round >= e->knee_refine || strcmp(e->axes[0].axis, e->knee_axis)) continue;
         for (int s = 0; s < e->n_systems; s++) {
+            if (plan && pb_shard_plan_owner(plan, x, s, 0) != shard) continue;   /* another shard's series */
             int np = pb_experiment_n_points(e, s), k = 0;
             xy *pts = pb_xcalloc((size_t)np, sizeof *pts);
             pb_point_metrics *m = pb_xcalloc(1, sizeof *m);
             for (int p = 0; p < np; p++) {
                 char base[4200];
                 double v;
-                pb_point_path(e, s, p, results_dir, base, sizeof base);
-                if (read_point(base, NULL, e, &v, m)) continue;
+                uint64_t key = point_base(e, s, p, results_dir, base, sizeof base);
+                if (read_point(base, key, e, &v, m)) continue;
                 double y = pb_pm_get(m, e->knee_metric, NAN);
                 if (isnan(y)) continue;
                 pb_experiment_point_values(e, s, p, &pts[k].x);

@@ -4,15 +4,18 @@
  * (experiment.h).  The runner
  *   - resolves the point's config (the experiment tree with each axis' `set` path
  *     assigned, "system.X" meaning option X of the point's system),
- *   - keys it by a 64-bit FNV-1a hash of that resolved config (the semantic keys only:
- *     name/figure/panel/title/description/columns/knee/quick/tags do not change a
- *     result) and of the system's map,
- *   - skips it when results/points/<experiment>/<system>-<hash>.pt exists and was
- *     written by the same build (git revision + executable size and mtime), unless
- *     fresh is set -- so a stopped sweep resumes where it stopped,
+ *   - keys it by its content (point_key.h: the resolved config and system map, the
+ *     content of every input file, the source hash of this build) -- never by host,
+ *     path or binary, so point files move between hosts,
+ *   - skips it when results/points/<experiment>/<system>-<key>.pt exists and carries
+ *     that key, unless fresh is set -- so a stopped sweep resumes where it stopped,
  *   - otherwise runs it in a forked worker process (at most `jobs` at once), which
- *     calls the point function and writes the point file atomically (tmp + rename);
- *     a failed point writes <...>.err instead and the run ends with status 1,
+ *     calls the point function and writes the point file atomically (a temporary
+ *     unique to host, process and call, fsync'd, then renamed: safe for concurrent
+ *     writers on a shared filesystem); a failed point writes <...>.err instead and
+ *     the run ends with status 1,
+ *   - with a shard plan (shard.h), runs only the points the plan gives its shard
+ *     (several hosts then fill one points folder, or several, for `pagedbench merge`),
  *   - shows progress on stderr (a bar only when stderr is a terminal) and prints one
  *     line per finished point on stdout (the benchmark_serving block with summary).
  * Points are independent and deterministic, so the merged results are byte-identical
@@ -34,6 +37,7 @@
 
 #include "experiment.h"
 #include "pb.h"
+#include "shard.h"   /* pb_shard_plan */
 
 #ifdef __cplusplus
 extern "C" {
@@ -77,6 +81,8 @@ typedef struct {
     int progress;              /* -1 auto (isatty(stderr)), 0 off, 1 on               */
     pb_point_fn fn;
     void *user;
+    const pb_shard_plan *plan; /* NULL: every point; else only those plan gives `shard`  */
+    int shard;                 /* 0-based (shard.h)                                     */
 } pb_runner_opts;
 
 typedef struct {
@@ -84,7 +90,7 @@ typedef struct {
     double wall_s;
 } pb_runner_stats;
 
-/* Run every point of exps[n_exps].  Returns PB_OK when all points have a result
+/* Run every point of exps[n_exps] (with o->plan, those of shard o->shard only).  Returns PB_OK when all points have a result
  * (reused or computed), PB_ERR_IO / PB_ERR_INVALID otherwise (stats say how many
  * failed; finished points are kept). */
 pb_status pb_runner_run(pb_experiment *const *exps, int n_exps, const pb_runner_opts *o,
@@ -105,6 +111,9 @@ void     pb_point_path(const pb_experiment *e, int sys, int point, const char *r
  * points depend only on finished results, so the final point set is the same for any
  * jobs value and on resume.  Returns the number of points added. */
 int pb_runner_refine(pb_experiment *const *exps, int n_exps, const char *results_dir, int round);
+/* The same for the series a shard owns (plan NULL: every series). */
+int pb_runner_refine_shard(pb_experiment *const *exps, int n_exps, const char *results_dir, int round,
+                           const pb_shard_plan *plan, int shard);
 
 /* ---- collected results ---- */
 typedef struct {

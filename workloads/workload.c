@@ -194,6 +194,20 @@ const char *pb_workload_resolve_file(const pb_workload_cfg *cfg, char *buf, size
     return find_file(cfg->file, buf, n);
 }
 
+/* The timestamps file of arrivals: replay, as named: replay_file, or (absent / auto)
+ * the dataset's own azure file, else the conversation trace. */
+static const char *replay_name(const pb_workload_cfg *cfg) {
+    const ds_spec *sp = find_spec(cfg->dataset);
+    bool azure = sp && !strncmp(sp->name, "azure_", 6);
+    const char *dflt = azure ? sp->file : "azure_llm_trace/AzureLLMInferenceTrace_conv.csv";
+    return !cfg->replay_file[0] || !strcmp(cfg->replay_file, "auto") ? dflt : cfg->replay_file;
+}
+
+const char *pb_workload_resolve_replay_file(const pb_workload_cfg *cfg, char *buf, size_t n) {
+    if (cfg->arrivals.kind != PB_ARRIVALS_REPLAY) return NULL;
+    return find_file(replay_name(cfg), buf, n);
+}
+
 /* ---- generation ---- */
 #define BAD(...) do { snprintf(err, errlen, __VA_ARGS__); st = PB_ERR_INVALID; goto done; } while (0)
 
@@ -307,10 +321,8 @@ pb_status pb_workload_generate(const pb_workload_cfg *cfg, uint64_t seed, pb_tra
     pb_rng_seed(&rc, seed, 3);
     bool aligned = false;
     if (cfg->arrivals.kind == PB_ARRIVALS_REPLAY) {
-        const char *rf = cfg->replay_file;
         bool azure = !strncmp(sp->name, "azure_", 6);
-        const char *dflt = azure ? sp->file : "azure_llm_trace/AzureLLMInferenceTrace_conv.csv";
-        if (!rf[0] || !strcmp(rf, "auto")) rf = dflt;
+        const char *rf = replay_name(cfg);
         const char *rp = find_file(rf, rpath, sizeof rpath);
         if (!rp) BAD("workload: replay needs the timestamps file %s (not found here or under ../shared/data)", rf);
         if ((st = pb_arrivals_read_azure(rp, &replay, &nrep, err, errlen))) goto done;

@@ -107,6 +107,10 @@ pb_status pb_workload_generate(const pb_workload_cfg *cfg, uint64_t seed, pb_tra
  * distribution would be used.  buf receives the path. */
 const char *pb_workload_resolve_file(const pb_workload_cfg *cfg, char *buf, size_t n);
 
+/* The timestamps file arrivals: replay would read (resolved path), or NULL when the
+ * arrivals are not replay or the file is not found.  buf receives the path. */
+const char *pb_workload_resolve_replay_file(const pb_workload_cfg *cfg, char *buf, size_t n);
+
 /* ../shared/data: $PAGEDBENCH_SHARED_DATA if set (it must exist), else the folder
  * beside the source tree when it exists; NULL when absent. */
 const char *pb_workload_data_dir(void);

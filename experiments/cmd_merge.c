@@ -1,0 +1,176 @@
+/* cmd_merge.c -- `pagedbench merge`: assemble a sharded sweep's results.
+ *
+ *   pagedbench run  --figure fig12 --shard I/8 --results /shared/r     (8 tasks, any hosts)
+ *   pagedbench merge --figure fig12 /shared/r                          (one folder, shared)
+ *   pagedbench merge X.yaml r1 r2 r3 --results out                     (folders per host)
+ *
+ * Every point file under DIR/points/ of each folder is brought into the output folder
+ * (--results, default the first DIR) when it is not there yet -- a point file's name is
+ * its content key (point_key.h), so files never clash -- and then the output folder is
+ * assembled exactly as `pagedbench run ... --report-only` does it: knee refinement
+ * replayed from the finished points, then the CSV, JSON sidecar and paper-vs-ours
+ * report, byte for byte what a single-host run writes.  The experiments and the options
+ * that pick points (--quick, --set) must be the run's.  A point no shard finished is
+ * named (file and label) and the merge exits 1, writing no CSV.
+ * Exit: 0 ok, 1 a point missing or a copy failed, 2 usage or config error. */
+#include <dirent.h>
+#include <errno.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "commands.h"
+#include "pb.h"
+
+static void usage(FILE *f) {
+    fprintf(f,
+            "usage: pagedbench merge [EXPERIMENT.yaml ... | --figure FIG ...] [run options] DIR ...\n"
+            "  DIR            a results folder a shard wrote (`pagedbench run ... --shard I/N --results DIR`);\n"
+            "                 several folders (one per host) or one shared folder\n"
+            "  --results OUT  where the merged results go (default: the first DIR); the point files of\n"
+            "                 the other folders are copied into OUT/points/\n"
+            "  run options    as the shards were run: --quick, --set K=V, and --no-report\n"
+            "Writes OUT/<figure or experiment>.csv, .json and _report.md, byte-identical to a single-host\n"
+            "`pagedbench run`.  Exit status: 0 ok, 1 a point is missing, 2 usage or config error.\n");
+}
+
+static bool is_dir(const char *p) {
+    struct stat st;
+    return stat(p, &st) == 0 && S_ISDIR(st.st_mode);
+}
+
+static bool ends_with(const char *s, const char *suf) {
+    size_t a = strlen(s), b = strlen(suf);
+    return a >= b && !strcmp(s + a - b, suf);
+}
+
+/* Copy src to dst (dst written to a temporary, then renamed).  PB_OK or PB_ERR_IO. */
+static pb_status copy_file(const char *src, const char *dst) {
+    FILE *f = fopen(src, "rb");
+    if (!f) return PB_ERR_IO;
+    pb_sbuf b = {0};
+    char buf[8192];
+    size_t k;
+    while ((k = fread(buf, 1, sizeof buf, f)) > 0) {
+        if (b.len + k + 1 > b.cap) {
+            b.cap = 2 * (b.len + k) + 1;
+            b.s = pb_xrealloc(b.s, b.cap);
+        }
+        memcpy(b.s + b.len, buf, k);
+        b.len += k;
+    }
+    bool bad = ferror(f);
+    fclose(f);
+    pb_status st = bad ? PB_ERR_IO : pb_write_file_atomic(dst, b.s ? b.s : "", b.len);
+    free(b.s);
+    return st;
+}
+
+/* Bring every DIR/points/<exp>/<name>.pt missing from out/points/<exp>/ into it.
+ * Returns the number of failures; *copied counts the files copied. */
+static int gather(const char *dir, const char *out, int *copied) {
+    char pd[4096];
+    snprintf(pd, sizeof pd, "%s/points", dir);
+    DIR *d = opendir(pd);
+    if (!d) {
+        fprintf(stderr, "merge: warning: %s: no points folder (%s)\n", dir, strerror(errno));
+        return 0;   /* a missing point is reported by name below */
+    }
+    int bad = 0;
+    struct dirent *de;
+    while ((de = readdir(d))) {
+        if (de->d_name[0] == '.') continue;
+        char sub[4400], osub[4400];
+        snprintf(sub, sizeof sub, "%s/%s", pd, de->d_name);
+        if (!is_dir(sub)) continue;
+        snprintf(osub, sizeof osub, "%s/points", out);
+        mkdir(out, 0777);
+        mkdir(osub, 0777);
+        snprintf(osub, sizeof osub, "%s/points/%s", out, de->d_name);
+        if (mkdir(osub, 0777) && errno != EEXIST) {
+            fprintf(stderr, "merge: cannot create %s: %s\n", osub, strerror(errno));
+            bad++;
+            continue;
+        }
+        DIR *e = opendir(sub);
+        if (!e) continue;
+        struct dirent *fe;
+        while ((fe = readdir(e))) {
+            if (!ends_with(fe->d_name, ".pt") || strstr(fe->d_name, ".tmp.")) continue;
+            char src[4800], dst[4800];
+            snprintf(src, sizeof src, "%s/%s", sub, fe->d_name);
+            snprintf(dst, sizeof dst, "%s/%s", osub, fe->d_name);
+            if (access(dst, F_OK) == 0) continue;   /* same name = same key: already there */
+            if (copy_file(src, dst)) {
+                fprintf(stderr, "merge: cannot copy %s to %s: %s\n", src, dst, strerror(errno));
+                bad++;
+            } else
+                (*copied)++;
+        }
+        closedir(e);
+    }
+    closedir(d);
+    return bad;
+}
+
+int pb_cmd_merge(int argc, char **argv) {
+    if (pb_wants_help(argc, argv)) { usage(stdout); return PB_EXIT_OK; }
+    /* split: folders to merge, the rest goes to `run --report-only` */
+    const char **dirs = pb_xcalloc((size_t)argc + 1, sizeof *dirs);
+    char **rargv = pb_xcalloc((size_t)argc + 8, sizeof *rargv);
+    int nd = 0, nr = 0, rc = PB_EXIT_OK;
+    const char *out = NULL;
+    rargv[nr++] = (char *)"run";
+    for (int i = 1; i < argc; i++) {
+        const char *a = argv[i];
+        if (!strcmp(a, "--results")) {
+            if (i + 1 >= argc) { fprintf(stderr, "merge: --results needs a directory\n"); rc = PB_EXIT_USAGE; break; }
+            out = argv[++i];
+        } else if (!strcmp(a, "--figure") || !strcmp(a, "--set")) {
+            if (i + 1 >= argc) { fprintf(stderr, "merge: %s needs a value\n", a); rc = PB_EXIT_USAGE; break; }
+            rargv[nr++] = argv[i];
+            rargv[nr++] = argv[++i];
+        } else if (!strcmp(a, "--quick") || !strcmp(a, "--no-report") || !strcmp(a, "--all") ||
+                   !strcmp(a, "--quiet"))
+            rargv[nr++] = argv[i];
+        else if (a[0] == '-') {
+            fprintf(stderr, "merge: unknown option '%s'\n", a);
+            usage(stderr);
+            rc = PB_EXIT_USAGE;
+            break;
+        } else if (ends_with(a, ".yaml") || ends_with(a, ".yml"))
+            rargv[nr++] = argv[i];
+        else if (is_dir(a))
+            dirs[nd++] = a;
+        else {
+            fprintf(stderr, "merge: %s: neither an experiment YAML nor a results folder\n", a);
+            rc = PB_EXIT_USAGE;
+            break;
+        }
+    }
+    if (rc == PB_EXIT_OK && (nd == 0 || nr == 1)) {
+        fprintf(stderr, "merge: name the experiments (YAML files or --figure) and at least one results folder\n");
+        usage(stderr);
+        rc = PB_EXIT_USAGE;
+    }
+    if (rc == PB_EXIT_OK) {
+        if (!out) out = dirs[0];
+        int copied = 0, bad = 0;
+        for (int i = 0; i < nd; i++)
+            if (strcmp(dirs[i], out)) bad += gather(dirs[i], out, &copied);
+        if (nd > 1 || strcmp(dirs[0], out))
+            fprintf(stderr, "==> merge: %d point file(s) copied into %s/points from %d folder(s)%s\n", copied, out,
+                    nd, bad ? " (some failed)" : "");
+        rargv[nr++] = (char *)"--report-only";
+        rargv[nr++] = (char *)"--results";
+        rargv[nr++] = (char *)out;
+        rc = pb_cmd_run(nr, rargv);
+        if (bad && rc == PB_EXIT_OK) rc = PB_EXIT_RUNTIME;
+    }
+    free(dirs);
+    free(rargv);
+    return rc;
+}
