@@ -22,6 +22,7 @@ static const command COMMANDS[] = {
     {"kernels", pb_cmd_kernels, "check and benchmark the attention/cache kernels"},
     {"profile", pb_cmd_profile, "measure step latencies on a GPU into a cost-model profile"},
     {"bench",   pb_cmd_bench,   "micro-benchmarks: scheduler, block manager, simulator"},
+    {"plot",    pb_cmd_plot,    "plot any results CSV (x vs y per system) in the paper's style"},
 };
 
 static void usage(FILE *f) {

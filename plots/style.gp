@@ -5,7 +5,8 @@
 #   Orca (Oracle) green square, vLLM blue circle.
 # Line style i (ours) and 10+i (the paper's digitized points, drawn faintly:
 # same colour, lighter, dashed, hollow marker) for i = 1..5 in that order.
-# Other series (block-size datasets, swap/recompute, parallel/beam): styles 6..9.
+# Other series (block-size datasets, swap/recompute, parallel/beam): styles 6..9;
+# any further series (a new policy, `pagedbench plot`): styles 21..28.
 #
 # Before loading, a script may set `out` (path without extension) and `data`.
 # Terminal helpers:  call png(w,h) / pdf(w_in,h_in) via the macros below.
@@ -46,6 +47,17 @@ set style line 16 lc rgb '#a8c8e8' lw 1 dt 2 pt 6  ps 0.9*PS
 set style line 17 lc rgb '#ffc890' lw 1 dt 2 pt 8  ps 0.9*PS
 set style line 18 lc rgb '#f0a0a0' lw 1 dt 2 pt 4  ps 0.8*PS
 set style line 19 lc rgb '#a0d8a0' lw 1 dt 2 pt 12 ps 0.9*PS
+
+# any other series (a new policy or system, `pagedbench plot`): 21..28, distinct
+# colours and markers, solid
+set style line 21 lc rgb C_PURPLE  lw 1.5 pt 11 ps 1.0*PS   # diamond
+set style line 22 lc rgb '#8c564b' lw 1.5 pt 13 ps 1.0*PS   # brown, pentagon
+set style line 23 lc rgb '#e377c2' lw 1.5 pt 3  ps 1.0*PS   # pink, star
+set style line 24 lc rgb '#17becf' lw 1.5 pt 15 ps 1.0*PS   # cyan, circle+
+set style line 25 lc rgb '#bcbd22' lw 1.5 pt 1  ps 1.0*PS   # olive, +
+set style line 26 lc rgb '#393b79' lw 1.5 pt 7  ps 0.8*PS   # navy, dot
+set style line 27 lc rgb '#7f7f00' lw 1.5 pt 5  ps 0.8*PS   # khaki, square
+set style line 28 lc rgb '#000000' lw 1.5 pt 9  ps 0.9*PS   # black, triangle
 
 SYSTEMS = 'ft orca_max orca_pow2 orca_oracle vllm'
 LABELS  = '"FasterTransformer" "Orca (Max)" "Orca (Pow2)" "Orca (Oracle)" "vLLM"'
