@@ -29,7 +29,7 @@ static void usage(FILE *f) {
     fprintf(f, "usage: pagedbench <command> [options]\n\ncommands:\n");
     for (size_t i = 0; i < PB_ARRAY_LEN(COMMANDS); i++)
         fprintf(f, "  %-8s %s\n", COMMANDS[i].name, COMMANDS[i].summary);
-    fprintf(f, "\n`pagedbench <command> --help` describes each.  Exit status: 0 ok, "
+    fprintf(f, "\n`pagedbench <command> --help` describes each; `pagedbench --version` the build.  Exit status: 0 ok, "
                "1 runtime failure, 2 usage or config error.\n");
 #ifndef PB_HAVE_CUDA
     fprintf(f, "This build has no CUDA: the cuda executor and the GPU kernels are unavailable.\n");
@@ -44,6 +44,10 @@ int pb_wants_help(int argc, char **argv) {
 
 int main(int argc, char **argv) {
     if (argc < 2) { usage(stderr); return PB_EXIT_USAGE; }
+    if (!strcmp(argv[1], "--version") || !strcmp(argv[1], "version")) {
+        printf("pagedbench %s\n", pb_git_rev());
+        return PB_EXIT_OK;
+    }
     if (!strcmp(argv[1], "-h") || !strcmp(argv[1], "--help") || !strcmp(argv[1], "help")) {
         usage(stdout);
         return PB_EXIT_OK;
