@@ -3,8 +3,9 @@
 # Systems keep the vLLM paper's colours and markers in every figure (PAPER.md §0):
 #   FasterTransformer grey dot, Orca (Max) red x, Orca (Pow2) orange triangle,
 #   Orca (Oracle) green square, vLLM blue circle.
-# Line style i (ours) and 10+i (the paper's digitized points, drawn faintly:
-# same colour, lighter, dashed, hollow marker) for i = 1..5 in that order.
+# Line style i (ours) and 10+i (the paper's digitized points: the same colour,
+# dashed, hollow marker, each with its own legend entry "<system> (paper)") for
+# i = 1..5 in that order.
 # Other series (block-size datasets, swap/recompute, parallel/beam): styles 6..9;
 # any further series (a new policy, `pagedbench plot`): styles 21..28.
 #
@@ -37,16 +38,16 @@ set style line 6 lc rgb C_VLLM   lw 1.5 pt 7  ps 1.0*PS   # ShareGPT / recompute
 set style line 7 lc rgb C_POW2   lw 1.5 pt 9  ps 1.0*PS   # Alpaca
 set style line 8 lc rgb C_MAX    lw 1.5 pt 5  ps 0.9*PS   # swap
 set style line 9 lc rgb C_ORACLE lw 1.5 pt 13 ps 1.0*PS
-# the paper's digitized points: faint, dashed, hollow markers
-set style line 11 lc rgb '#b8b8b8' lw 1 dt 2 pt 6  ps 0.5*PS
-set style line 12 lc rgb '#f0a0a0' lw 1 dt 2 pt 2  ps 0.9*PS
-set style line 13 lc rgb '#ffc890' lw 1 dt 2 pt 8  ps 0.9*PS
-set style line 14 lc rgb '#a0d8a0' lw 1 dt 2 pt 4  ps 0.8*PS
-set style line 15 lc rgb '#a8c8e8' lw 1 dt 2 pt 6  ps 0.9*PS
-set style line 16 lc rgb '#a8c8e8' lw 1 dt 2 pt 6  ps 0.9*PS
-set style line 17 lc rgb '#ffc890' lw 1 dt 2 pt 8  ps 0.9*PS
-set style line 18 lc rgb '#f0a0a0' lw 1 dt 2 pt 4  ps 0.8*PS
-set style line 19 lc rgb '#a0d8a0' lw 1 dt 2 pt 12 ps 0.9*PS
+# the paper's digitized points: the series' colour, dashed, hollow markers
+set style line 11 lc rgb C_FT     lw 1.2 dt 2 pt 6  ps 0.6*PS
+set style line 12 lc rgb C_MAX    lw 1.2 dt 2 pt 2  ps 0.9*PS
+set style line 13 lc rgb C_POW2   lw 1.2 dt 2 pt 8  ps 0.9*PS
+set style line 14 lc rgb C_ORACLE lw 1.2 dt 2 pt 4  ps 0.8*PS
+set style line 15 lc rgb C_VLLM   lw 1.2 dt 2 pt 6  ps 0.9*PS
+set style line 16 lc rgb C_VLLM   lw 1.2 dt 2 pt 6  ps 0.9*PS
+set style line 17 lc rgb C_POW2   lw 1.2 dt 2 pt 8  ps 0.9*PS
+set style line 18 lc rgb C_MAX    lw 1.2 dt 2 pt 4  ps 0.8*PS
+set style line 19 lc rgb C_ORACLE lw 1.2 dt 2 pt 12 ps 0.9*PS
 
 # any other series (a new policy or system, `pagedbench plot`): 21..28, distinct
 # colours and markers, solid
@@ -76,5 +77,6 @@ min(a, b) = (a < b) ? a : b
 clip(v, ymax) = (v > ymax) ? ymax : v
 
 # terminals: PNG for RESULTS.md (and looking at), PDF for papers
-png(w, h) = sprintf("set terminal pngcairo size %d,%d font 'DejaVu Sans,11' linewidth 1.3 enhanced; PS = 1.0", w, h)
-pdf(w, h) = sprintf("set terminal pdfcairo size %gin,%gin font 'DejaVu Sans,7' linewidth 1 enhanced; PS = 0.5", w, h)
+# fonts: 13 pt PNG; 8 pt PDF, legible when a figure is set at one-column width (3.3 in)
+png(w, h) = sprintf("set terminal pngcairo size %d,%d font 'DejaVu Sans,13' linewidth 1.3 enhanced; PS = 1.0", w, h)
+pdf(w, h) = sprintf("set terminal pdfcairo size %gin,%gin font 'DejaVu Sans,8' linewidth 1 enhanced; PS = 0.5", w, h)

@@ -93,8 +93,8 @@ static int copy_opt(const char *opt, const char *v, char *dst, size_t n) {
 }
 
 /* ---- Fig. 11 ---- */
-#define FIG11_WIDTH 4
-#define FIG11_BINS 512      /* 0 .. 2048 tokens */
+#define FIG11_WIDTH 8       /* tokens per bin: 1-4 token bins draw as spikes */
+#define FIG11_BINS 256      /* 0 .. 2048 tokens */
 
 static int write_fig11(const char *path) {
     static const char *const SETS[] = {"sharegpt", "alpaca"};
