@@ -429,6 +429,18 @@ pb_status pb_metrics_check(const pb_metrics *m) {
                      (long long)m->mem_steps, m->busy_s);
         return PB_ERR_INVALID;
     }
+    int64_t max_gaps = 0;   /* a request has at most output_len - 1 gaps (per group, not per sequence) */
+    for (int64_t i = 0; i < m->n_reqs; i++) max_gaps += m->reqs[i].output_len - 1;
+    if (m->n_itl > max_gaps) {
+        pb_log_error("metrics: %lld inter-token gaps, more than the %lld the requests allow", (long long)m->n_itl,
+                     (long long)max_gaps);
+        return PB_ERR_INVALID;
+    }
+    for (int64_t i = 0; i < m->n_itl; i++)
+        if (!finite_nonneg(m->itl[i])) {
+            pb_log_error("metrics: inter-token gap %lld is %.17g", (long long)i, m->itl[i]);
+            return PB_ERR_INVALID;
+        }
     double frac = m->mem_token + m->mem_reserved + m->mem_internal + m->mem_free;
     if (fabs(frac - (double)m->mem_steps) > 1e-9 * (double)(m->mem_steps + 1)) {
         pb_log_error("metrics: memory fractions sum to %.17g over %lld steps", frac, (long long)m->mem_steps);

@@ -165,7 +165,8 @@ void pb_metrics_end(pb_metrics *m, double clock_s);
  *     tokens == seqs, groups <= seqs); the memory breakdown's four classes >= 0 and
  *     summing to the total slots; steps in clock order (t + latency <= next t);
  *   aggregates: step and prefill-step counts and busy time equal the recorded rows
- *     (when recorded); the averaged memory fractions sum to one per step.
+ *     (when recorded); the averaged memory fractions sum to one per step;
+ *   inter-token gaps: finite, >= 0, at most sum(output_len - 1) of them.
  * PB_OK or PB_ERR_INVALID with the first violation logged through pb_log_error. */
 pb_status pb_metrics_check(const pb_metrics *m);
 
