@@ -7,7 +7,8 @@
  *   - <exp>.json parses with jansson and holds the resolved config as an object
  *     (the slo map, the systems list, the axis value assigned), every point's
  *     metrics, and the machine;
- *   - the checks are printed (`Check complete:`, `Check slo_met:`), no "VALID".
+ *   - the checks are printed (`Check complete:`, `Check slo_met:`), no "VALID";
+ *   - --jobs 1 and --jobs 2 give byte-identical CSVs, per-request and per-step files.
  * Runs the real binary (PAGEDBENCH_BIN, set by ctest) on the sim executor. */
 #include <jansson.h>
 #include <math.h>
@@ -206,6 +207,13 @@ PB_TEST(requests_csv_recomputes_point_percentiles_and_json_holds_config) {
     }
     json_decref(j);
     pb_csv_table_free(&res);
+
+    /* the same bytes for another --jobs (points run in other workers, files concatenated in order) */
+    snprintf(cmd, sizeof cmd, "'%s' run '%s/o.yaml' --results '%s/r1' --requests --timeline --jobs 1 >/dev/null 2>&1 && "
+             "cmp -s '%s/r/outputs_t.requests.csv' '%s/r1/outputs_t.requests.csv' && "
+             "cmp -s '%s/r/outputs_t.timeline.csv' '%s/r1/outputs_t.timeline.csv' && "
+             "cmp -s '%s/r/outputs_t.csv' '%s/r1/outputs_t.csv'", bin, dir, dir, dir, dir, dir, dir, dir, dir);
+    PB_CHECK(run_cmd(cmd) == 0);
 
     /* named checks, not "VALID" */
     snprintf(cmd, sizeof cmd, "grep -q '^Check complete: PASS' '%s/out' && grep -q '^Check slo_met: ' '%s/out' && "
