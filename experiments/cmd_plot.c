@@ -261,6 +261,20 @@ int pb_cmd_plot(int argc, char **argv) {
     axis_label(x, xl, sizeof xl);
     axis_label(y, yl, sizeof yl);
 
+    /* the output folder */
+    char dir[1200];
+    snprintf(dir, sizeof dir, "%s", stem);
+    for (char *q = dir + 1; *q; q++)
+        if (*q == '/') {
+            *q = 0;
+            if (mkdir(dir, 0777) && errno != EEXIST) {
+                fprintf(stderr, "plot: cannot create %s: %s\n", dir, strerror(errno));
+                pb_csv_table_free(&t);
+                return PB_EXIT_RUNTIME;
+            }
+            *q = '/';
+        }
+
     /* the gnuplot program */
     char gp[1200] = "/tmp/pagedbench_plot_XXXXXX";
     FILE *f;
@@ -283,8 +297,7 @@ int pb_cmd_plot(int argc, char **argv) {
     gq(f, csv);
     fprintf(f, "\nout = ");
     gq(f, stem);
-    fprintf(f, "\nsystem(\"mkdir -p \\\"$(dirname '\" . out . \"')\\\"\")\n");
-    fprintf(f, "load STYLE\n");
+    fprintf(f, "\nload STYLE\n");
     fprintf(f, "do for [t in \"png pdf\"] {\n");
     fprintf(f, "    if (t eq \"png\") { eval png(%d, %d) } else { eval pdf(%g, %g) }\n", 520 * ncol, 420 * nrow + 40,
             3.4 * ncol, 2.6 * nrow + 0.2);

@@ -237,13 +237,12 @@ static pb_status write_sidecar(const char *path, const char *figure, pb_experime
     json_decref(root);
     if (!text) return PB_ERR_IO;
     size_t len = strlen(text);
-    text[len] = 0;
-    char *withnl = pb_xmalloc(len + 2);
-    memcpy(withnl, text, len);
-    withnl[len] = '\n';
-    pb_status st = pb_write_file_atomic(path, withnl, len + 1);
-    free(withnl);
+    char *doc = pb_xmalloc(len + 1);   /* the document and a final newline */
+    memcpy(doc, text, len);
+    doc[len] = '\n';
     free(text);
+    pb_status st = pb_write_file_atomic(path, doc, len + 1);
+    free(doc);
     return st;
 }
 
