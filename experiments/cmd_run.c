@@ -143,18 +143,31 @@ static json_t *node_json(const pb_node *n) {
     return j;
 }
 
-/* The build's revision, "-dirty" when the source tree has uncommitted changes to
- * tracked files (asked of git at run time; the build's own revision otherwise). */
-static void git_revision(char *buf, size_t n) {
-    snprintf(buf, n, "%s", pb_git_rev());
-    char cmd[1400];
-    snprintf(cmd, sizeof cmd, "git -C '%s' status --porcelain --untracked-files=no 2>/dev/null", PB_SOURCE_DIR);
+/* First line of a shell command's output into buf ("" when it fails). */
+static void run_line(const char *cmd, char *buf, size_t n) {
+    buf[0] = 0;
     FILE *p = popen(cmd, "r");
     if (!p) return;
-    int c = fgetc(p), rc;
+    if (!fgets(buf, (int)n, p)) buf[0] = 0;
     while (fgetc(p) != EOF) {}
-    rc = pclose(p);
-    if (rc == 0 && c != EOF) snprintf(buf + strlen(buf), n - strlen(buf), "-dirty");
+    if (pclose(p) != 0) buf[0] = 0;
+    buf[strcspn(buf, "\n")] = 0;
+}
+
+/* The source tree's revision asked of git at run time, "-dirty" when tracked files
+ * have uncommitted changes; the build's configured revision when git cannot say.
+ * (*build gets the revision the binary was configured at, which CMake records once
+ * per configure and can be older.) */
+static void git_revision(char *buf, size_t n, char *build, size_t bn) {
+    snprintf(build, bn, "%s", pb_git_rev());
+    char cmd[1400], head[128], dirty[8];
+    snprintf(cmd, sizeof cmd, "git -C '%s' rev-parse --short=12 HEAD 2>/dev/null", PB_SOURCE_DIR);
+    run_line(cmd, head, sizeof head);
+    if (!*head) { snprintf(buf, n, "%s", pb_git_rev()); return; }
+    snprintf(cmd, sizeof cmd, "git -C '%s' status --porcelain --untracked-files=no 2>/dev/null | head -c 1",
+             PB_SOURCE_DIR);
+    run_line(cmd, dirty, sizeof dirty);
+    snprintf(buf, n, "%s%s", head, *dirty ? "-dirty" : "");
 }
 
 static json_t *machine_json(void) {
@@ -208,12 +221,13 @@ static json_t *points_json(const pb_results *r) {
 
 static pb_status write_sidecar(const char *path, const char *figure, pb_experiment *const *exps, int n, bool quick,
                                const pb_results *res) {
-    char rev[256];
-    git_revision(rev, sizeof rev);
+    char rev[256], build[256];
+    git_revision(rev, sizeof rev, build, sizeof build);
     json_t *root = json_object(), *ex = json_array();
     json_object_set_new(root, "format", json_string("pagedbench-results 2"));
     json_object_set_new(root, "figure", json_string(figure));
     json_object_set_new(root, "git_revision", json_string(rev));
+    json_object_set_new(root, "build_revision", json_string(build));
     json_object_set_new(root, "quick", json_boolean(quick));
     json_object_set_new(root, "machine", machine_json());
     for (int i = 0; i < n; i++) {

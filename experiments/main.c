@@ -3,6 +3,7 @@
  *   build/pagedbench <command> [options]     (pagedbench <command> --help for each)
  * Exit status: 0 ok, 1 runtime failure, 2 usage or config error. */
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "commands.h"
@@ -52,8 +53,32 @@ int main(int argc, char **argv) {
         usage(stdout);
         return PB_EXIT_OK;
     }
-    for (size_t i = 0; i < PB_ARRAY_LEN(COMMANDS); i++)
-        if (!strcmp(argv[1], COMMANDS[i].name)) return COMMANDS[i].fn(argc - 1, argv + 1);
+    for (size_t i = 0; i < PB_ARRAY_LEN(COMMANDS); i++) {
+        if (strcmp(argv[1], COMMANDS[i].name)) continue;
+        for (int k = 2; k < argc; k++)
+            if (!strcmp(argv[k], "--version")) {
+                printf("pagedbench %s\n", pb_git_rev());
+                return PB_EXIT_OK;
+            }
+        /* `--opt=value` for every command: run, trace and plot parse with getopt_long;
+           for the others it is split into `--opt value` here */
+        if (!strcmp(argv[1], "run") || !strcmp(argv[1], "trace") || !strcmp(argv[1], "plot"))
+            return COMMANDS[i].fn(argc - 1, argv + 1);
+        char **av = pb_xcalloc((size_t)(2 * argc + 1), sizeof *av);
+        int n = 0;
+        for (int k = 1; k < argc; k++) {
+            char *eq = !strncmp(argv[k], "--", 2) ? strchr(argv[k], '=') : NULL;
+            if (eq) {
+                *eq = 0;
+                av[n++] = argv[k];
+                av[n++] = eq + 1;
+            } else
+                av[n++] = argv[k];
+        }
+        int rc = COMMANDS[i].fn(n, av);
+        free(av);
+        return rc;
+    }
     fprintf(stderr, "pagedbench: unknown command '%s'\n", argv[1]);
     usage(stderr);
     return PB_EXIT_USAGE;
