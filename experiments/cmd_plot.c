@@ -14,6 +14,7 @@
  * unreadable CSV / unknown column. */
 #include <errno.h>
 #include <getopt.h>
+#include <jansson.h>
 #include <math.h>
 #include <stdbool.h>
 #include <stdio.h>
@@ -30,11 +31,13 @@
 static void usage(FILE *f) {
     fprintf(f,
             "usage: pagedbench plot RESULTS.csv [options]\n"
-            "  --x COL        x column (default request_rate; the first sweep axis otherwise)\n"
+            "  --x COL        x column (default request_rate; else the first sweep axis, from the\n"
+            "                 CSV's .json sidecar)\n"
             "  --y COL        y column (default normalized_latency)\n"
             "  --series COL   split each system's line by this column too (repeatable)\n"
             "  --ymax V       top of the y axis; larger values sit on the edge (default 1 for\n"
             "                 normalized latency, as the paper's figures; else automatic)\n"
+            "  --logx         logarithmic x axis (base 2: block sizes, widths)\n"
             "  --title TEXT   figure title (default: the panel or experiment)\n"
             "  --out STEM     output path without extension (default plots/out/<csv name>-<y>)\n"
             "  --script FILE  keep the gnuplot program there (to restyle by hand)\n"
@@ -114,6 +117,22 @@ static void gq(FILE *f, const char *s) {
     fputc('\'', f);
 }
 
+/* The first sweep axis of the experiment that wrote csv, from its JSON sidecar
+ * (<name>.json beside <name>.csv: experiments[0].config.sweep[0].axis); NULL if none. */
+static const char *first_axis(const char *csv, char *buf, size_t n) {
+    char path[1200];
+    snprintf(path, sizeof path, "%s", csv);
+    size_t l = strlen(path);
+    if (l < 4 || strcmp(path + l - 4, ".csv")) return NULL;
+    snprintf(path + l - 4, sizeof path - (l - 4), ".json");
+    json_t *j = json_load_file(path, 0, NULL);
+    json_t *cfg = json_object_get(json_array_get(json_object_get(j, "experiments"), 0), "config");
+    const char *a = json_string_value(json_object_get(json_array_get(json_object_get(cfg, "sweep"), 0), "axis"));
+    if (a) snprintf(buf, n, "%s", a);
+    json_decref(j);
+    return a ? buf : NULL;
+}
+
 /* style index of a series: the paper's systems 1..5 (plots/style.gp), others 21..28 */
 static int style_of(const char *sys, bool split, int *next_generic) {
     static const char *const PAPER[] = {"ft", "orca_max", "orca_pow2", "orca_oracle", "vllm"};
@@ -146,7 +165,8 @@ int pb_cmd_plot(int argc, char **argv) {
     const char *split[MAX_SPLIT];
     int n_split = 0;
     double ymax = NAN;
-    enum { O_X = 256, O_Y, O_SERIES, O_YMAX, O_TITLE, O_OUT, O_SCRIPT, O_VERSION };
+    bool logx = false;
+    enum { O_X = 256, O_Y, O_SERIES, O_YMAX, O_TITLE, O_OUT, O_SCRIPT, O_VERSION, O_LOGX };
     static const struct option LONG[] = {{"x", required_argument, NULL, O_X},
                                          {"y", required_argument, NULL, O_Y},
                                          {"series", required_argument, NULL, O_SERIES},
@@ -155,6 +175,7 @@ int pb_cmd_plot(int argc, char **argv) {
                                          {"out", required_argument, NULL, O_OUT},
                                          {"script", required_argument, NULL, O_SCRIPT},
                                          {"version", no_argument, NULL, O_VERSION},
+                                         {"logx", no_argument, NULL, O_LOGX},
                                          {"help", no_argument, NULL, 'h'},
                                          {NULL, 0, NULL, 0}};
     optind = 0;
@@ -176,6 +197,7 @@ int pb_cmd_plot(int argc, char **argv) {
         case O_TITLE: title = optarg; break;
         case O_OUT: out = optarg; break;
         case O_SCRIPT: script = optarg; break;
+        case O_LOGX: logx = true; break;
         case O_VERSION: printf("pagedbench %s\n", pb_git_rev()); return PB_EXIT_OK;
         case 'h': usage(stdout); return PB_EXIT_OK;
         case ':': fprintf(stderr, "plot: option '%s' needs a value\n", argv[optind - 1]); return PB_EXIT_USAGE;
@@ -192,11 +214,13 @@ int pb_cmd_plot(int argc, char **argv) {
         return PB_EXIT_USAGE;
     }
     int rc = PB_EXIT_OK;
-    if (!x) x = pb_csv_table_col(&t, "request_rate") >= 0 ? "request_rate" : NULL;
+    static char axis[128];
+    if (!x) x = pb_csv_table_col(&t, "request_rate") >= 0 ? "request_rate" : first_axis(csv, axis, sizeof axis);
     const char *need[3 + MAX_SPLIT] = {"system", x ? x : "", y};
     for (int i = 0; i < n_split; i++) need[3 + i] = split[i];
     if (!x) {
-        fprintf(stderr, "plot: %s has no request_rate column: name the x axis with --x COL\n", csv);
+        fprintf(stderr, "plot: %s has no request_rate column and its .json names no sweep axis: name the x "
+                        "axis with --x COL\n", csv);
         rc = PB_EXIT_USAGE;
     }
     for (int i = 0; i < 3 + n_split && rc == PB_EXIT_OK; i++)
@@ -307,7 +331,9 @@ int pb_cmd_plot(int argc, char **argv) {
     gq(f, xl);
     fprintf(f, "\n    set ylabel ");
     gq(f, yl);
-    fprintf(f, "\n    set key top left Left reverse samplen 2\n");
+    /* the legend above the panels, so it never hides a curve */
+    fprintf(f, "\n    set key outside top center horizontal Left reverse samplen 2 width 1\n");
+    if (logx) fprintf(f, "    set logscale x 2\n");
     if (!isnan(ymax)) fprintf(f, "    set yrange [0:%.17g]\n", ymax);
     else fprintf(f, "    set yrange [0:*]\n");
     fprintf(f, "    set xrange [*:*]\n");
