@@ -112,6 +112,8 @@ pb_status pb_engine_begin(pb_engine *e, const pb_trace *t, pb_metrics *m) {
         r->prompt_len = g->prompt_len;
         r->output_len = g->output_len;
         r->n_seqs = g->max_seqs;
+        r->n = g->n;
+        r->beam_width = g->beam_width;
     }
     s->running_run = true;
     return PB_OK;
@@ -232,6 +234,7 @@ static pb_status postprocess(pb_sched *s, bool has_tokens) {
         for (int32_t i = 0; i < g->n_seqs; i++) g->seqs[i]->batch_idx = -1;
         g->n_generated++;
         g->len++;
+        pb_metrics_token(s->metrics, g->id, s->now);
         if (first) {
             g->first_token_s = s->now;
             pb_metrics_req(s->metrics, g->id)->first_token_s = s->now;

@@ -18,6 +18,8 @@ struct pb_metrics {
     int64_t mem_steps;
     double logical_sum, saved_sum;
     double clock_s;
+    double *itl;              /* every inter-token gap, s, in recording order */
+    int64_t n_itl, cap_itl;
 };
 
 pb_metrics *pb_metrics_create(bool record_steps) {
@@ -30,6 +32,7 @@ void pb_metrics_destroy(pb_metrics *m) {
     if (!m) return;
     free(m->reqs);
     free(m->steps);
+    free(m->itl);
     free(m);
 }
 
@@ -37,6 +40,7 @@ void pb_metrics_reset(pb_metrics *m) {
     bool rec = m->record_steps;
     free(m->reqs);
     free(m->steps);
+    free(m->itl);
     memset(m, 0, sizeof *m);
     m->record_steps = rec;
 }
@@ -49,7 +53,22 @@ void pb_metrics_begin(pb_metrics *m, int64_t n_requests) {
         m->reqs[i].id = i;
         m->reqs[i].first_token_s = -1;
         m->reqs[i].finish_s = -1;
+        m->reqs[i].last_token_s = -1;
+        m->reqs[i].n = 1;
+        m->reqs[i].beam_width = 1;
     }
+}
+
+void pb_metrics_token(pb_metrics *m, int64_t id, double t) {
+    pb_req_metrics *r = pb_metrics_req(m, id);
+    if (r->last_token_s >= 0) {
+        if (m->n_itl == m->cap_itl) {
+            m->cap_itl = m->cap_itl ? 2 * m->cap_itl : 4096;
+            m->itl = pb_xrealloc(m->itl, (size_t)m->cap_itl * sizeof *m->itl);
+        }
+        m->itl[m->n_itl++] = t - r->last_token_s;
+    }
+    r->last_token_s = t;
 }
 
 pb_req_metrics *pb_metrics_req(pb_metrics *m, int64_t id) {
@@ -127,6 +146,25 @@ static double mean(const double *v, int64_t n) {
     return n ? s / (double)n : 0;
 }
 
+pb_req_latency pb_req_latency_of(const pb_req_metrics *r) {
+    pb_req_latency l = {NAN, NAN, NAN, NAN};
+    if (r->first_token_s >= 0) l.ttft_ms = (r->first_token_s - r->arrival_s) * 1e3;
+    if (!r->finished) return l;
+    l.e2e_s = r->finish_s - r->arrival_s;
+    l.norm_latency_s_per_token = l.e2e_s / r->output_len;
+    if (r->output_len > 1) l.tpot_ms = (r->finish_s - r->first_token_s) / (r->output_len - 1) * 1e3;
+    return l;
+}
+
+/* mean in row order, then sort once and read p50/p90/p99 */
+static void stats4(double *v, int64_t n, double *mean_, double *p50, double *p90, double *p99) {
+    *mean_ = mean(v, n);
+    sort_doubles(v, n);
+    *p50 = percentile_sorted(v, n, 50);
+    *p90 = percentile_sorted(v, n, 90);
+    *p99 = percentile_sorted(v, n, 99);
+}
+
 void pb_metrics_summary(const pb_metrics *m, pb_run_summary *o) {
     memset(o, 0, sizeof *o);
     o->n_requests = m->n_reqs;
@@ -136,11 +174,12 @@ void pb_metrics_summary(const pb_metrics *m, pb_run_summary *o) {
     int64_t n_seq_rows = 0;
     for (int64_t i = 0; i < m->n_reqs; i++)
         if (m->reqs[i].finished) n_seq_rows += PB_MAX(m->reqs[i].n_seqs, 1);
+    size_t nr = (size_t)(m->n_reqs + 1);
     double *nl = pb_xmalloc((size_t)(n_seq_rows + 1) * sizeof(double));
-    double *ttft = pb_xmalloc((size_t)(m->n_reqs + 1) * sizeof(double));
-    double *tpot = pb_xmalloc((size_t)(m->n_reqs + 1) * sizeof(double));
-    int64_t k = 0, nt = 0, np = 0;
-    double e2e = 0, last_finish = 0;
+    double *ttft = pb_xmalloc(nr * sizeof(double)), *tpot = pb_xmalloc(nr * sizeof(double));
+    double *e2e = pb_xmalloc(nr * sizeof(double));
+    int64_t k = 0, nt = 0, np = 0, ne = 0;
+    double last_finish = 0;
     for (int64_t i = 0; i < m->n_reqs; i++) {
         const pb_req_metrics *r = &m->reqs[i];
         o->n_preempt_recompute += r->n_recompute;
@@ -150,33 +189,27 @@ void pb_metrics_summary(const pb_metrics *m, pb_run_summary *o) {
         if (r->rejected) { o->n_rejected++; continue; }
         if (!r->finished) { o->n_unfinished++; continue; }
         o->n_finished++;
-        double lat = r->finish_s - r->arrival_s;
-        e2e += lat;
+        pb_req_latency l = pb_req_latency_of(r);
+        e2e[ne++] = l.e2e_s;
         if (r->finish_s > last_finish) last_finish = r->finish_s;
-        for (int32_t j = 0; j < PB_MAX(r->n_seqs, 1); j++) nl[k++] = lat / r->output_len;
-        ttft[nt++] = r->first_token_s - r->arrival_s;
-        if (r->output_len > 1) tpot[np++] = (r->finish_s - r->first_token_s) / (r->output_len - 1);
+        for (int32_t j = 0; j < PB_MAX(r->n_seqs, 1); j++) nl[k++] = l.norm_latency_s_per_token;
+        ttft[nt++] = l.ttft_ms;
+        if (!isnan(l.tpot_ms)) tpot[np++] = l.tpot_ms;
         o->prompt_tokens += r->prompt_len;
         o->output_tokens += (int64_t)r->output_len * PB_MAX(r->n_seqs, 1);
     }
-    o->e2e_latency_mean = o->n_finished ? e2e / (double)o->n_finished : 0;
-    /* means in row order (before sorting), then one sort per array */
-    o->norm_latency_mean = mean(nl, k);
-    o->ttft_mean = mean(ttft, nt);
-    o->tpot_mean = mean(tpot, np);
-    sort_doubles(nl, k);
-    sort_doubles(ttft, nt);
-    sort_doubles(tpot, np);
-    o->norm_latency_p50 = percentile_sorted(nl, k, 50);
-    o->norm_latency_p90 = percentile_sorted(nl, k, 90);
-    o->norm_latency_p99 = percentile_sorted(nl, k, 99);
-    o->ttft_p50 = percentile_sorted(ttft, nt, 50);
-    o->ttft_p99 = percentile_sorted(ttft, nt, 99);
-    o->tpot_p50 = percentile_sorted(tpot, np, 50);
-    o->tpot_p99 = percentile_sorted(tpot, np, 99);
+    stats4(e2e, ne, &o->e2e_latency_mean, &o->e2e_p50, &o->e2e_p90, &o->e2e_p99);
+    stats4(nl, k, &o->norm_latency_mean, &o->norm_latency_p50, &o->norm_latency_p90, &o->norm_latency_p99);
+    stats4(ttft, nt, &o->ttft_mean_ms, &o->ttft_p50_ms, &o->ttft_p90_ms, &o->ttft_p99_ms);
+    stats4(tpot, np, &o->tpot_mean_ms, &o->tpot_p50_ms, &o->tpot_p90_ms, &o->tpot_p99_ms);
     free(nl);
     free(ttft);
     free(tpot);
+    free(e2e);
+    double *itl = pb_xmalloc((size_t)(m->n_itl + 1) * sizeof(double));
+    for (int64_t i = 0; i < m->n_itl; i++) itl[i] = m->itl[i] * 1e3;
+    stats4(itl, m->n_itl, &o->itl_mean_ms, &o->itl_p50_ms, &o->itl_p90_ms, &o->itl_p99_ms);
+    free(itl);
     o->duration_s = o->n_unfinished ? m->clock_s : last_finish;
     if (o->duration_s > 0) {
         o->req_throughput = (double)o->n_finished / o->duration_s;
@@ -197,6 +230,65 @@ void pb_metrics_summary(const pb_metrics *m, pb_run_summary *o) {
     o->mem_saving = m->logical_sum > 0 ? m->saved_sum / m->logical_sum : 0;
 }
 
+void pb_metrics_goodput(const pb_metrics *m, double slo_ttft_ms, double slo_tpot_ms, double duration_s,
+                        int64_t *met, double *frac, double *rate) {
+    int64_t k = 0;
+    for (int64_t i = 0; i < m->n_reqs; i++) {
+        const pb_req_metrics *r = &m->reqs[i];
+        if (!r->finished) continue;
+        pb_req_latency l = pb_req_latency_of(r);
+        if (slo_ttft_ms > 0 && !(l.ttft_ms <= slo_ttft_ms)) continue;
+        if (slo_tpot_ms > 0 && !isnan(l.tpot_ms) && !(l.tpot_ms <= slo_tpot_ms)) continue;
+        k++;
+    }
+    *met = k;
+    *frac = m->n_reqs > 0 ? (double)k / (double)m->n_reqs : 0;
+    *rate = duration_s > 0 ? (double)k / duration_s : 0;
+}
+
+/* %.17g, or nothing for NAN */
+static void put_num(FILE *f, double v) {
+    if (!isnan(v)) fprintf(f, "%.17g", v);
+}
+
+void pb_metrics_write_requests(const pb_metrics *m, FILE *f, const char *prefix) {
+    for (int64_t i = 0; i < m->n_reqs; i++) {
+        const pb_req_metrics *r = &m->reqs[i];
+        pb_req_latency l = pb_req_latency_of(r);
+        fprintf(f, "%s%lld,%.17g,", prefix ? prefix : "", (long long)r->id, r->arrival_s);
+        put_num(f, r->first_token_s >= 0 ? r->first_token_s : NAN);
+        fputc(',', f);
+        put_num(f, r->finished ? r->finish_s : NAN);
+        fprintf(f, ",%d,%d,%d,%d,", r->prompt_len, r->output_len, r->n, r->beam_width);
+        put_num(f, l.ttft_ms);
+        fputc(',', f);
+        put_num(f, l.tpot_ms);
+        fputc(',', f);
+        put_num(f, l.e2e_s);
+        fputc(',', f);
+        put_num(f, l.norm_latency_s_per_token);
+        fprintf(f, ",%d,%d\n", r->n_recompute + r->n_swap, r->rejected ? 1 : 0);
+    }
+}
+
+void pb_metrics_write_steps(const pb_metrics *m, FILE *f, const char *prefix) {
+    int64_t pairs = 0;
+    double bytes = 0;
+    for (int64_t i = 0; i < m->n_reqs; i++) {
+        pairs += m->reqs[i].swap_blocks;
+        bytes += m->reqs[i].swap_bytes;
+    }
+    double per_pair = pairs > 0 ? bytes / (double)pairs : 0;
+    for (int64_t i = 0; m->record_steps && i < m->n_steps_rec; i++) {
+        const pb_step_metrics *st = &m->steps[i];
+        fprintf(f, "%s%lld,%.17g,%.17g,%d,%d,%lld,%d,%lld,%lld,%d,%d,%d,%d,%d,%d,%.17g\n", prefix ? prefix : "",
+                (long long)i, st->t_s, st->latency_s, st->n_groups, st->n_seqs, (long long)st->prefill_tokens,
+                st->decode_tokens, (long long)(st->mem.gpu_blocks_total - st->mem.gpu_blocks_free),
+                (long long)st->mem.gpu_blocks_free, st->n_running, st->n_waiting, st->n_swapped, st->n_preempted,
+                st->n_swap_in, st->n_swap_out, (double)(st->n_swap_in + st->n_swap_out) * per_pair);
+    }
+}
+
 void pb_metrics_print_summary(FILE *f, const pb_run_summary *s, const char *title) {
     fprintf(f, "============ Serving Benchmark Result ============\n");
     if (title && *title) fprintf(f, "%-40s %s\n", "System:", title);
@@ -215,13 +307,25 @@ void pb_metrics_print_summary(FILE *f, const pb_run_summary *s, const char *titl
     fprintf(f, "%-40s %.4f\n", "P90 normalized latency (s/token):", s->norm_latency_p90);
     fprintf(f, "%-40s %.4f\n", "P99 normalized latency (s/token):", s->norm_latency_p99);
     fprintf(f, "%s\n", "---------------Time to First Token----------------");
-    fprintf(f, "%-40s %.2f\n", "Mean TTFT (ms):", s->ttft_mean * 1e3);
-    fprintf(f, "%-40s %.2f\n", "Median TTFT (ms):", s->ttft_p50 * 1e3);
-    fprintf(f, "%-40s %.2f\n", "P99 TTFT (ms):", s->ttft_p99 * 1e3);
+    fprintf(f, "%-40s %.2f\n", "Mean TTFT (ms):", s->ttft_mean_ms);
+    fprintf(f, "%-40s %.2f\n", "Median TTFT (ms):", s->ttft_p50_ms);
+    fprintf(f, "%-40s %.2f\n", "P90 TTFT (ms):", s->ttft_p90_ms);
+    fprintf(f, "%-40s %.2f\n", "P99 TTFT (ms):", s->ttft_p99_ms);
     fprintf(f, "%s\n", "-----Time per Output Token (excl. 1st token)------");
-    fprintf(f, "%-40s %.2f\n", "Mean TPOT (ms):", s->tpot_mean * 1e3);
-    fprintf(f, "%-40s %.2f\n", "Median TPOT (ms):", s->tpot_p50 * 1e3);
-    fprintf(f, "%-40s %.2f\n", "P99 TPOT (ms):", s->tpot_p99 * 1e3);
+    fprintf(f, "%-40s %.2f\n", "Mean TPOT (ms):", s->tpot_mean_ms);
+    fprintf(f, "%-40s %.2f\n", "Median TPOT (ms):", s->tpot_p50_ms);
+    fprintf(f, "%-40s %.2f\n", "P90 TPOT (ms):", s->tpot_p90_ms);
+    fprintf(f, "%-40s %.2f\n", "P99 TPOT (ms):", s->tpot_p99_ms);
+    fprintf(f, "%s\n", "---------------Inter-token Latency----------------");
+    fprintf(f, "%-40s %.2f\n", "Mean ITL (ms):", s->itl_mean_ms);
+    fprintf(f, "%-40s %.2f\n", "Median ITL (ms):", s->itl_p50_ms);
+    fprintf(f, "%-40s %.2f\n", "P90 ITL (ms):", s->itl_p90_ms);
+    fprintf(f, "%-40s %.2f\n", "P99 ITL (ms):", s->itl_p99_ms);
+    fprintf(f, "%s\n", "----------------End-to-end Latency---------------");
+    fprintf(f, "%-40s %.2f\n", "Mean E2EL (ms):", s->e2e_latency_mean * 1e3);
+    fprintf(f, "%-40s %.2f\n", "Median E2EL (ms):", s->e2e_p50 * 1e3);
+    fprintf(f, "%-40s %.2f\n", "P90 E2EL (ms):", s->e2e_p90 * 1e3);
+    fprintf(f, "%-40s %.2f\n", "P99 E2EL (ms):", s->e2e_p99 * 1e3);
     fprintf(f, "%s\n", "-------------------Scheduling---------------------");
     fprintf(f, "%-40s %lld (%lld prefill)\n", "Steps:", (long long)s->n_steps, (long long)s->n_prefill_steps);
     fprintf(f, "%-40s %.2f\n", "Avg batched requests:", s->avg_batched_requests);
@@ -325,6 +429,18 @@ pb_status pb_metrics_check(const pb_metrics *m) {
                      (long long)m->mem_steps, m->busy_s);
         return PB_ERR_INVALID;
     }
+    int64_t max_gaps = 0;   /* a request has at most output_len - 1 gaps (per group, not per sequence) */
+    for (int64_t i = 0; i < m->n_reqs; i++) max_gaps += m->reqs[i].output_len - 1;
+    if (m->n_itl > max_gaps) {
+        pb_log_error("metrics: %lld inter-token gaps, more than the %lld the requests allow", (long long)m->n_itl,
+                     (long long)max_gaps);
+        return PB_ERR_INVALID;
+    }
+    for (int64_t i = 0; i < m->n_itl; i++)
+        if (!finite_nonneg(m->itl[i])) {
+            pb_log_error("metrics: inter-token gap %lld is %.17g", (long long)i, m->itl[i]);
+            return PB_ERR_INVALID;
+        }
     double frac = m->mem_token + m->mem_reserved + m->mem_internal + m->mem_free;
     if (fabs(frac - (double)m->mem_steps) > 1e-9 * (double)(m->mem_steps + 1)) {
         pb_log_error("metrics: memory fractions sum to %.17g over %lld steps", frac, (long long)m->mem_steps);

@@ -13,6 +13,13 @@
  *                       step), per request;
  *   TPOT                (finish - first_token) / (output_len - 1), requests with
  *                       output_len > 1 (vLLM benchmark_serving);
+ *   ITL                 inter-token latency: the gaps between a request's successive
+ *                       token-producing steps (pb_metrics_token), every gap of every
+ *                       request pooled (vLLM benchmark_serving);
+ *   e2e latency         finish - arrival, per finished request;
+ *   goodput             (pb_metrics_goodput) requests that finished with TTFT <= the
+ *                       SLO's and TPOT <= the SLO's (output_len 1: TTFT only), as a
+ *                       fraction of all requests and per second of duration;
  *   duration            clock at the last finish (the trace starts at 0);
  *   throughput          finished requests / duration; output tokens (all
  *                       sequences) / duration; (prompt + output) tokens / duration;
@@ -49,12 +56,23 @@ typedef struct {
     int32_t prompt_len;
     int32_t output_len;       /* tokens per sequence actually required (capped)      */
     int32_t n_seqs;           /* sequences that count for normalized latency        */
+    int32_t n, beam_width;    /* the request's parallel samples and beam width       */
     int32_t n_recompute;      /* preemptions by recompute                            */
     int32_t n_swap;           /* preemptions by swapping                             */
     int64_t swap_blocks;      /* pairs moved out + in                                */
     double swap_bytes;
+    double last_token_s;      /* clock of the latest token (-1 before the first)     */
     bool finished, rejected;
 } pb_req_metrics;
+
+/* A request's derived latencies, in the units of the per-request CSV; NAN where not
+ * defined (no first token; unfinished; tpot needs output_len > 1).  The summary's
+ * means and percentiles are taken over exactly these doubles, so a reader of the
+ * per-request CSV (%.17g) recomputes them bit for bit. */
+typedef struct {
+    double ttft_ms, tpot_ms, e2e_s, norm_latency_s_per_token;
+} pb_req_latency;
+pb_req_latency pb_req_latency_of(const pb_req_metrics *r);
 
 typedef struct {
     double t_s;               /* clock at the start of the step                      */
@@ -75,9 +93,10 @@ typedef struct {
     int64_t n_steps, n_prefill_steps;
     double duration_s, busy_s;
     double norm_latency_mean, norm_latency_p50, norm_latency_p90, norm_latency_p99;
-    double e2e_latency_mean;                                  /* per request, s   */
-    double ttft_mean, ttft_p50, ttft_p99;
-    double tpot_mean, tpot_p50, tpot_p99;
+    double e2e_latency_mean, e2e_p50, e2e_p90, e2e_p99;       /* per request, s   */
+    double ttft_mean_ms, ttft_p50_ms, ttft_p90_ms, ttft_p99_ms;
+    double tpot_mean_ms, tpot_p50_ms, tpot_p90_ms, tpot_p99_ms;
+    double itl_mean_ms, itl_p50_ms, itl_p90_ms, itl_p99_ms;
     double req_throughput, output_tok_throughput, total_tok_throughput;
     int64_t prompt_tokens, output_tokens;                     /* finished requests */
     double avg_batched_requests, avg_batched_seqs;
@@ -99,6 +118,31 @@ void pb_metrics_summary(const pb_metrics *m, pb_run_summary *out);
 const pb_req_metrics *pb_metrics_requests(const pb_metrics *m, int64_t *n);
 const pb_step_metrics *pb_metrics_steps(const pb_metrics *m, int64_t *n);  /* NULL, 0 if not recorded */
 
+/* SLO goodput: slo_ttft_ms / slo_tpot_ms <= 0 mean "no bound".  *met = requests
+ * meeting both, *frac = met / all requests (0 when none), *rate = met / duration_s
+ * of the summary (0 when the duration is 0). */
+void pb_metrics_goodput(const pb_metrics *m, double slo_ttft_ms, double slo_tpot_ms, double duration_s,
+                        int64_t *met, double *frac, double *rate);
+
+/* Per-request CSV rows (no header), one per request in id order: the columns of
+ * PB_METRICS_REQUEST_COLUMNS, each row preceded by `prefix` (e.g. "vllm,2,").
+ * Numbers print with %.17g (round-trip exact), undefined cells empty.  Streams to f. */
+#define PB_METRICS_REQUEST_COLUMNS                                                              \
+    "request_id,arrival_s,first_token_s,finish_s,prompt_len,output_len,n,beam_width,ttft_ms,"   \
+    "tpot_ms,e2e_s,normalized_latency_s_per_token,preemptions,rejected"
+void pb_metrics_write_requests(const pb_metrics *m, FILE *f, const char *prefix);
+
+/* Per-step timeline rows (needs record_steps), the columns of PB_METRICS_STEP_COLUMNS:
+ * kv_blocks_used/free are the GPU KV manager's (paged: blocks; contiguous: slots);
+ * preempted counts the groups preempted by the step's scheduling; swapped_bytes =
+ * (swap-in + swap-out block pairs) x the run's bytes per pair (total swap bytes /
+ * total swap pairs of the requests). */
+#define PB_METRICS_STEP_COLUMNS                                                                 \
+    "step,time_s,latency_s,batch_requests,batch_seqs,prefill_tokens,decode_tokens,"            \
+    "kv_blocks_used,kv_blocks_free,running,waiting,swapped,preempted,swap_in_blocks,"          \
+    "swap_out_blocks,swapped_bytes"
+void pb_metrics_write_steps(const pb_metrics *m, FILE *f, const char *prefix);
+
 /* vLLM benchmark_serving-style block ("============ Serving Benchmark Result ...") */
 void pb_metrics_print_summary(FILE *f, const pb_run_summary *s, const char *title);
 
@@ -106,6 +150,9 @@ void pb_metrics_print_summary(FILE *f, const pb_run_summary *s, const char *titl
 void pb_metrics_begin(pb_metrics *m, int64_t n_requests);
 pb_req_metrics *pb_metrics_req(pb_metrics *m, int64_t id);
 void pb_metrics_add_step(pb_metrics *m, const pb_step_metrics *st);
+/* Request id produced a token at clock t (every sequence of it in that step): the
+ * gap since its previous token is one ITL sample. */
+void pb_metrics_token(pb_metrics *m, int64_t id, double t);
 void pb_metrics_end(pb_metrics *m, double clock_s);
 
 /* Invariants (O(requests + recorded steps), valid at any point of a run):
@@ -118,7 +165,8 @@ void pb_metrics_end(pb_metrics *m, double clock_s);
  *     tokens == seqs, groups <= seqs); the memory breakdown's four classes >= 0 and
  *     summing to the total slots; steps in clock order (t + latency <= next t);
  *   aggregates: step and prefill-step counts and busy time equal the recorded rows
- *     (when recorded); the averaged memory fractions sum to one per step.
+ *     (when recorded); the averaged memory fractions sum to one per step;
+ *   inter-token gaps: finite, >= 0, at most sum(output_len - 1) of them.
  * PB_OK or PB_ERR_INVALID with the first violation logged through pb_log_error. */
 pb_status pb_metrics_check(const pb_metrics *m);
 

@@ -11,11 +11,15 @@
  * Exit: 0 ok, 1 a point failed, 2 usage or config error (file:line:col). */
 #include <dirent.h>
 #include <errno.h>
+#include <getopt.h>
+#include <jansson.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <sys/utsname.h>
+#include <unistd.h>
 
 #include "commands.h"
 #include "config.h"
@@ -57,7 +61,16 @@ static void usage(FILE *f) {
             "  --shard I/N    run shard I of N (1-based): a deterministic, cost-balanced share of the\n"
             "                 points (an experiment that refines its knee is split by series); writes\n"
             "                 point files only -- `pagedbench merge` makes the CSV, JSON and report\n"
-            "Outputs: <DIR>/<figure>.csv (+ .json, _report.md), <DIR>/points/<experiment>/*.pt\n"
+            "  --requests     also write <DIR>/<name>.requests.csv: one row per request per point\n"
+            "  --timeline     also write <DIR>/<name>.timeline.csv: one row per engine step per point\n"
+            "  --version      print the version (git revision) and exit\n"
+            "  -h, --help     this text\n"
+            "Options take their value as `--opt VALUE` or `--opt=VALUE`.\n"
+            "Outputs (docs/outputs.md describes every column): <DIR>/<name>.csv (one row per system\n"
+            "and point), <DIR>/<name>.json (config, revision, machine, every point's metrics),\n"
+            "<DIR>/<name>_report.md, <DIR>/points/<experiment>/*.pt; <name> = the experiment's `name`\n"
+            "for a YAML given by path, the figure id for --figure.  Results go to stdout, progress\n"
+            "and diagnostics to stderr.\n"
             "Exit status: 0 ok, 1 a point failed, 2 usage or config error.\n");
 }
 
@@ -105,61 +118,158 @@ static int find_figure(const char *dir, const char *fig, exp_file **out) {
     return n;
 }
 
-/* ---- JSON sidecar ---- */
-static void json_str(FILE *f, const char *s) {
-    fputc('"', f);
-    for (; *s; s++) {
-        unsigned char c = (unsigned char)*s;
-        if (c == '"' || c == '\\') fprintf(f, "\\%c", c);
-        else if (c == '\n') fputs("\\n", f);
-        else if (c < 0x20) fprintf(f, "\\u%04x", c);
-        else fputc(c, f);
+/* ---- JSON sidecar (jansson) ---- */
+
+/* A scalar as JSON: quoted -> string; else integer, real, true/false, null or string. */
+static json_t *scalar_json(const pb_node *n) {
+    const char *v = n->value ? n->value : "";
+    if (!n->quoted) {
+        char *end;
+        errno = 0;
+        long long i = strtoll(v, &end, 10);
+        if (*v && !*end && !errno) return json_integer(i);
+        double d = strtod(v, &end);
+        if (*v && !*end && isfinite(d)) return json_real(d);
+        if (!strcmp(v, "true")) return json_true();
+        if (!strcmp(v, "false")) return json_false();
+        if (!strcmp(v, "null") || !strcmp(v, "~") || !*v) return json_null();
     }
-    fputc('"', f);
+    return json_string(v);
 }
 
-static pb_status write_sidecar(const char *path, const char *figure, pb_experiment *const *exps, int n, bool quick) {
-    char *text = NULL;
-    size_t len = 0;
-    FILE *f = open_memstream(&text, &len);
-    if (!f) return PB_ERR_IO;
-    fprintf(f, "{\n  \"figure\": ");
-    json_str(f, figure);
-    fprintf(f, ",\n  \"git_revision\": ");
-    json_str(f, pb_git_rev());
-    fprintf(f, ",\n  \"quick\": %s,\n  \"experiments\": [\n", quick ? "true" : "false");
+/* The resolved config tree as a JSON object / array / scalar. */
+static json_t *node_json(const pb_node *n) {
+    if (!n) return json_null();
+    if (n->kind == PB_NODE_SCALAR) return scalar_json(n);
+    json_t *j = n->kind == PB_NODE_MAP ? json_object() : json_array();
+    for (int i = 0; i < n->n_kids; i++) {
+        if (n->kind == PB_NODE_MAP) json_object_set_new(j, n->kids[i]->key, node_json(n->kids[i]));
+        else json_array_append_new(j, node_json(n->kids[i]));
+    }
+    return j;
+}
+
+/* First line of a shell command's output into buf ("" when it fails). */
+static void run_line(const char *cmd, char *buf, size_t n) {
+    buf[0] = 0;
+    FILE *p = popen(cmd, "r");
+    if (!p) return;
+    if (!fgets(buf, (int)n, p)) buf[0] = 0;
+    while (fgetc(p) != EOF) {}
+    if (pclose(p) != 0) buf[0] = 0;
+    buf[strcspn(buf, "\n")] = 0;
+}
+
+/* The source tree's revision asked of git at run time, "-dirty" when tracked files
+ * have uncommitted changes; the build's configured revision when git cannot say.
+ * (*build gets the revision the binary was configured at, which CMake records once
+ * per configure and can be older.) */
+static void git_revision(char *buf, size_t n, char *build, size_t bn) {
+    snprintf(build, bn, "%s", pb_git_rev());
+    char cmd[1400], head[128], dirty[8];
+    snprintf(cmd, sizeof cmd, "git -C '%s' rev-parse --short=12 HEAD 2>/dev/null", PB_SOURCE_DIR);
+    run_line(cmd, head, sizeof head);
+    if (!*head) { snprintf(buf, n, "%s", pb_git_rev()); return; }
+    snprintf(cmd, sizeof cmd, "git -C '%s' status --porcelain --untracked-files=no 2>/dev/null | head -c 1",
+             PB_SOURCE_DIR);
+    run_line(cmd, dirty, sizeof dirty);
+    snprintf(buf, n, "%s%s", head, *dirty ? "-dirty" : "");
+}
+
+static json_t *machine_json(void) {
+    json_t *m = json_object();
+    struct utsname u;
+    if (uname(&u) == 0) {
+        json_object_set_new(m, "hostname", json_string(u.nodename));
+        json_object_set_new(m, "os", json_string(u.sysname));
+        json_object_set_new(m, "kernel", json_string(u.release));
+        json_object_set_new(m, "arch", json_string(u.machine));
+    }
+    json_object_set_new(m, "cpus", json_integer(sysconf(_SC_NPROCESSORS_ONLN)));
+    FILE *f = fopen("/proc/cpuinfo", "r");
+    char line[512];
+    while (f && fgets(line, sizeof line, f))
+        if (!strncmp(line, "model name", 10) && strchr(line, ':')) {
+            char *v = strchr(line, ':') + 1;
+            while (*v == ' ') v++;
+            v[strcspn(v, "\n")] = 0;
+            json_object_set_new(m, "cpu", json_string(v));
+            break;
+        }
+    if (f) fclose(f);
+#ifdef PB_HAVE_CUDA
+    json_object_set_new(m, "cuda_build", json_true());
+#else
+    json_object_set_new(m, "cuda_build", json_false());
+#endif
+    return m;
+}
+
+/* Every point of the results table: experiment, system, axes, metrics (NaN -> null). */
+static json_t *points_json(const pb_results *r) {
+    json_t *a = json_array();
+    for (int i = 0; i < r->n; i++) {
+        const pb_result_row *row = &r->rows[i];
+        const pb_experiment *e = r->exps[row->exp];
+        json_t *p = json_object(), *ax = json_object(), *m = json_object();
+        json_object_set_new(p, "experiment", json_string(e->name));
+        json_object_set_new(p, "system", json_string(e->systems[row->sys].id));
+        json_object_set_new(p, "label", json_string(e->systems[row->sys].label));
+        for (int k = 0; k < e->n_axes; k++) json_object_set_new(ax, e->axes[k].axis, json_real(row->axis[k]));
+        for (int k = 0; k < row->m.n; k++)
+            json_object_set_new(m, row->m.name[k], isfinite(row->m.value[k]) ? json_real(row->m.value[k]) : json_null());
+        json_object_set_new(p, "axes", ax);
+        json_object_set_new(p, "metrics", m);
+        json_array_append_new(a, p);
+    }
+    return a;
+}
+
+static pb_status write_sidecar(const char *path, const char *figure, pb_experiment *const *exps, int n, bool quick,
+                               const pb_results *res) {
+    char rev[256], build[256];
+    git_revision(rev, sizeof rev, build, sizeof build);
+    json_t *root = json_object(), *ex = json_array();
+    json_object_set_new(root, "format", json_string("pagedbench-results 2"));
+    json_object_set_new(root, "figure", json_string(figure));
+    json_object_set_new(root, "git_revision", json_string(rev));
+    json_object_set_new(root, "build_revision", json_string(build));
+    json_object_set_new(root, "quick", json_boolean(quick));
+    json_object_set_new(root, "machine", machine_json());
     for (int i = 0; i < n; i++) {
         const pb_experiment *e = exps[i];
         char desc[512];
         pb_system_describe_executor(e, desc, sizeof desc);
-        char *dump = NULL;
-        size_t dl = 0, dc = 0;
-        pb_node_dump(pb_config_root(e->cfg), &dump, &dl, &dc);
-        fprintf(f, "    {\"name\": ");
-        json_str(f, e->name);
-        fprintf(f, ", \"file\": ");
         const char *base = strrchr(e->path, '/');
-        json_str(f, base ? base + 1 : e->path);
-        fprintf(f, ", \"seed\": %llu, \"executor\": ", (unsigned long long)e->seed);
-        json_str(f, e->executor);
-        fprintf(f, ", \"device\": ");
-        json_str(f, desc);
-        fprintf(f, ", \"knee_threshold\": %g,\n     \"config\": ", e->knee_threshold);
-        json_str(f, dump ? dump : "");
-        fprintf(f, "}%s\n", i + 1 < n ? "," : "");
-        free(dump);
+        json_t *x = json_object();
+        json_object_set_new(x, "name", json_string(e->name));
+        json_object_set_new(x, "file", json_string(base ? base + 1 : e->path));
+        json_object_set_new(x, "seed", json_integer((json_int_t)e->seed));
+        json_object_set_new(x, "executor", json_string(e->executor));
+        json_object_set_new(x, "device", json_string(desc));
+        json_object_set_new(x, "knee_threshold", json_real(e->knee_threshold));
+        json_object_set_new(x, "config", node_json(pb_config_root(e->cfg)));
+        json_array_append_new(ex, x);
     }
-    fprintf(f, "  ]\n}\n");
-    fclose(f);
-    pb_status st = pb_write_file_atomic(path, text, len);
+    json_object_set_new(root, "experiments", ex);
+    json_object_set_new(root, "points", points_json(res));
+    char *text = json_dumps(root, JSON_INDENT(1) | JSON_PRESERVE_ORDER | JSON_REAL_PRECISION(17));
+    json_decref(root);
+    if (!text) return PB_ERR_IO;
+    size_t len = strlen(text);
+    char *doc = pb_xmalloc(len + 1);   /* the document and a final newline */
+    memcpy(doc, text, len);
+    doc[len] = '\n';
     free(text);
+    pb_status st = pb_write_file_atomic(path, doc, len + 1);
+    free(doc);
     return st;
 }
 
 /* ---- running a set of experiments as one figure ---- */
 typedef struct {
     int jobs;
-    bool quick, fresh, summary, quiet, check, report, report_only;
+    bool quick, fresh, summary, quiet, check, report, report_only, requests, timeline;
     const char *results;
     const char **sets;
     int n_sets;
@@ -243,6 +353,23 @@ static int list_points(pb_experiment **exps, int n, const run_opts *o) {
     return PB_EXIT_OK;
 }
 
+/* <results>/<out>.requests.csv and .timeline.csv when asked for. */
+static pb_status write_side_csvs(const pb_results *res, const char *out, const run_opts *o) {
+    char path[1200];
+    pb_status st = PB_OK;
+    if (o->requests) {
+        snprintf(path, sizeof path, "%s/%s.requests.csv", o->results, out);
+        st = pb_results_write_side(res, o->results, "req", path);
+        if (!st) fprintf(stderr, "==> wrote %s\n", path);
+    }
+    if (!st && o->timeline) {
+        snprintf(path, sizeof path, "%s/%s.timeline.csv", o->results, out);
+        st = pb_results_write_side(res, o->results, "steps", path);
+        if (!st) fprintf(stderr, "==> wrote %s\n", path);
+    }
+    return st;
+}
+
 /* Run exps as one group and write <results>/<out>.csv; figure picks the report. */
 static int run_group(const char *out, const char *figure, pb_experiment **exps, int n, const run_opts *o) {
     int total = 0;
@@ -273,6 +400,8 @@ static int run_group(const char *out, const char *figure, pb_experiment **exps, 
         ro.plan = plan;
         ro.shard = o->shard;
     }
+    ro.requests = o->requests;
+    ro.timeline = o->timeline;
     pb_runner_stats st, acc = {0};
     double t0 = pb_now_s();
     int failed = 0;
@@ -307,7 +436,8 @@ static int run_group(const char *out, const char *figure, pb_experiment **exps, 
     snprintf(md, sizeof md, "%s/%s_report.md", o->results, out);
     snprintf(paper, sizeof paper, "%s/paper/%s.csv", pb_spec_dir(), figure);
     int rc = PB_EXIT_OK;
-    if (pb_results_write_csv(&res, csv) || write_sidecar(json, figure, exps, n, o->quick)) {
+    if (pb_results_write_csv(&res, csv) || write_sidecar(json, figure, exps, n, o->quick, &res) ||
+        write_side_csvs(&res, out, o)) {
         pb_log_error("%s: cannot write results", csv);
         rc = PB_EXIT_RUNTIME;
     } else {
@@ -403,56 +533,62 @@ static int run_figure(const char *fig, const run_opts *o) {
 }
 
 int pb_cmd_run(int argc, char **argv) {
-    if (pb_wants_help(argc, argv)) { usage(stdout); return PB_EXIT_OK; }
-    run_opts o = {1, false, false, false, false, false, true, false, "results", NULL, 0, false, 0, 0};
+    run_opts o = {1, false, false, false, false, false, true, false, false, false, "results", NULL, 0};
     const char **files = pb_xcalloc((size_t)argc + 1, sizeof *files), **figs = pb_xcalloc((size_t)argc + 1, sizeof *figs);
     o.sets = pb_xcalloc((size_t)argc + 1, sizeof *o.sets);
     int nf = 0, ng = 0, all = 0, rc = PB_EXIT_OK;
-    for (int i = 1; i < argc; i++) {
-        const char *a = argv[i];
-        const char *val = i + 1 < argc ? argv[i + 1] : NULL;
-        if (!strcmp(a, "--jobs") || !strcmp(a, "-j")) {
-            int64_t j;
-            if (!val || !pb_parse_int(val, &j) || j < 1 || j > 1024) { fprintf(stderr, "run: --jobs needs an integer in 1..1024\n"); rc = PB_EXIT_USAGE; break; }
-            o.jobs = (int)j;
-            i++;
-        } else if (!strncmp(a, "--jobs=", 7)) {
-            int64_t j;
-            if (!pb_parse_int(a + 7, &j) || j < 1 || j > 1024) { fprintf(stderr, "run: --jobs needs an integer in 1..1024\n"); rc = PB_EXIT_USAGE; break; }
-            o.jobs = (int)j;
-        } else if (!strcmp(a, "--figure")) {
-            if (!val) { fprintf(stderr, "run: --figure needs a figure id\n"); rc = PB_EXIT_USAGE; break; }
-            figs[ng++] = val;
-            i++;
-        } else if (!strcmp(a, "--set")) {
-            if (!val) { fprintf(stderr, "run: --set needs KEY=VALUE\n"); rc = PB_EXIT_USAGE; break; }
-            o.sets[o.n_sets++] = val;
-            i++;
-        } else if (!strcmp(a, "--results")) {
-            if (!val) { fprintf(stderr, "run: --results needs a directory\n"); rc = PB_EXIT_USAGE; break; }
-            o.results = val;
-            i++;
-        } else if (!strcmp(a, "--all")) all = 1;
-        else if (!strcmp(a, "--quick")) o.quick = true;
-        else if (!strcmp(a, "--fresh")) o.fresh = true;
-        else if (!strcmp(a, "--summary")) o.summary = true;
-        else if (!strcmp(a, "--quiet")) o.quiet = true;
-        else if (!strcmp(a, "--check")) o.check = true;
-        else if (!strcmp(a, "--no-report")) o.report = false;
-        else if (!strcmp(a, "--report-only")) o.report_only = true;
-        else if (!strcmp(a, "--list-points")) o.list_points = true;
-        else if (!strcmp(a, "--shard") || !strncmp(a, "--shard=", 8)) {
-            const char *v = a[7] == '=' ? a + 8 : val;
-            if (!v || !pb_shard_parse(v, &o.shard, &o.n_shards)) {
+    enum { O_FIGURE = 256, O_SET, O_RESULTS, O_ALL, O_QUICK, O_FRESH, O_SUMMARY, O_QUIET, O_CHECK, O_NO_REPORT,
+           O_REPORT_ONLY, O_REQUESTS, O_TIMELINE, O_VERSION, O_LIST_POINTS, O_SHARD };
+    static const struct option LONG[] = {
+        {"jobs", required_argument, NULL, 'j'},       {"figure", required_argument, NULL, O_FIGURE},
+        {"set", required_argument, NULL, O_SET},      {"results", required_argument, NULL, O_RESULTS},
+        {"all", no_argument, NULL, O_ALL},            {"quick", no_argument, NULL, O_QUICK},
+        {"fresh", no_argument, NULL, O_FRESH},        {"summary", no_argument, NULL, O_SUMMARY},
+        {"quiet", no_argument, NULL, O_QUIET},        {"check", no_argument, NULL, O_CHECK},
+        {"no-report", no_argument, NULL, O_NO_REPORT}, {"report-only", no_argument, NULL, O_REPORT_ONLY},
+        {"requests", no_argument, NULL, O_REQUESTS},  {"timeline", no_argument, NULL, O_TIMELINE},
+        {"version", no_argument, NULL, O_VERSION},    {"help", no_argument, NULL, 'h'},
+        {"list-points", no_argument, NULL, O_LIST_POINTS}, {"shard", required_argument, NULL, O_SHARD},
+        {NULL, 0, NULL, 0}};
+    optind = 0;   /* reinitialise: another command may have parsed before */
+    opterr = 0;
+    int c;
+    while (rc == PB_EXIT_OK && (c = getopt_long(argc, argv, ":j:h", LONG, NULL)) != -1) {
+        int64_t j;
+        switch (c) {
+        case 'j':
+            if (!pb_parse_int(optarg, &j) || j < 1 || j > 1024) { fprintf(stderr, "run: --jobs needs an integer in 1..1024\n"); rc = PB_EXIT_USAGE; }
+            else o.jobs = (int)j;
+            break;
+        case O_FIGURE: figs[ng++] = optarg; break;
+        case O_SET: o.sets[o.n_sets++] = optarg; break;
+        case O_RESULTS: o.results = optarg; break;
+        case O_ALL: all = 1; break;
+        case O_QUICK: o.quick = true; break;
+        case O_FRESH: o.fresh = true; break;
+        case O_SUMMARY: o.summary = true; break;
+        case O_QUIET: o.quiet = true; break;
+        case O_CHECK: o.check = true; break;
+        case O_NO_REPORT: o.report = false; break;
+        case O_REPORT_ONLY: o.report_only = true; break;
+        case O_REQUESTS: o.requests = true; break;
+        case O_TIMELINE: o.timeline = true; break;
+        case O_LIST_POINTS: o.list_points = true; break;
+        case O_SHARD:
+            if (!pb_shard_parse(optarg, &o.shard, &o.n_shards)) {
                 fprintf(stderr, "run: --shard needs I/N with 1 <= I <= N (e.g. --shard 2/8)\n");
                 rc = PB_EXIT_USAGE;
-                break;
             }
-            if (a[7] != '=') i++;
+            break;
+        case O_VERSION: printf("pagedbench %s\n", pb_git_rev()); rc = -1; break;
+        case 'h': usage(stdout); rc = -1; break;
+        case ':': fprintf(stderr, "run: option '%s' needs a value\n", argv[optind - 1]); rc = PB_EXIT_USAGE; break;
+        default: fprintf(stderr, "run: unknown option '%s'\n", argv[optind - 1]); usage(stderr); rc = PB_EXIT_USAGE; break;
         }
-        else if (a[0] == '-') { fprintf(stderr, "run: unknown option '%s'\n", a); usage(stderr); rc = PB_EXIT_USAGE; break; }
-        else files[nf++] = a;
     }
+    /* getopt_long moved the operands (YAML paths) to the end, in their order */
+    while (rc == PB_EXIT_OK && optind < argc) files[nf++] = argv[optind++];
+    if (rc == -1) { free(files); free(figs); free(o.sets); return PB_EXIT_OK; }
     if (rc == PB_EXIT_OK && !nf && !ng && !all) { usage(stderr); rc = PB_EXIT_USAGE; }
     if (rc == PB_EXIT_OK && o.n_shards && (o.report_only || o.check)) {
         fprintf(stderr, "run: --shard runs points; it does not go with --report-only or --check (use `pagedbench merge`)\n");

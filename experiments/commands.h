@@ -11,7 +11,8 @@
  *   kernels  kernels/cmd_kernels.c      kernel checks, benchmarks, regression baselines
  *   profile  engine/cmd_profile.c       measure step latencies on a GPU for the sim
  *   bench    bench/cmd_bench.c          micro-benchmarks (scheduler, sim, ...)
- *   validate experiments/cmd_validate.c the sim against public GPU step measurements */
+ *   validate experiments/cmd_validate.c the sim against public GPU step measurements
+ *   plot     experiments/cmd_plot.c     a figure of any results CSV (gnuplot, plots/style.gp) */
 #ifndef PB_COMMANDS_H
 #define PB_COMMANDS_H
 
@@ -24,6 +25,7 @@ int pb_cmd_kernels(int argc, char **argv);
 int pb_cmd_profile(int argc, char **argv);
 int pb_cmd_bench(int argc, char **argv);
 int pb_cmd_validate(int argc, char **argv);
+int pb_cmd_plot(int argc, char **argv);
 
 /* Is argv asking for help (-h / --help anywhere)? */
 int pb_wants_help(int argc, char **argv);

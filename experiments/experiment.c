@@ -19,6 +19,12 @@ static const pb_key AXIS_SCHEMA[] = {
     {NULL, 0, false, 0, 0, NULL, NULL, 0, NULL},
 };
 
+static const pb_key SLO_SCHEMA[] = {
+    {"ttft_ms", PB_T_NUM, false, 0, 1e12, NULL, NULL, 0, "bound on time to first token, ms (docs/outputs.md)"},
+    {"tpot_ms", PB_T_NUM, false, 0, 1e12, NULL, NULL, 0, "bound on time per output token, ms"},
+    {NULL, 0, false, 0, 0, NULL, NULL, 0, NULL},
+};
+
 static const pb_key KNEE_SCHEMA[] = {
     {"metric", PB_T_STR, false, 0, 0, NULL, NULL, 0, "metric whose threshold crossing is the knee (normalized_latency)"},
     {"threshold", PB_T_NUM, false, 1e-9, 1e9, NULL, NULL, 0, "knee threshold, in the metric's unit (s/token)"},
@@ -100,6 +106,7 @@ const pb_key pb_experiment_schema[] = {
     {"tags", PB_T_MAP, false, 0, 0, NULL, NULL, 0, "constant CSV columns (dataset: alpaca)"},
     {"columns", PB_T_LIST, false, 0, 0, NULL, NULL, PB_T_STR, "leading CSV columns of the figure"},
     {"knee", PB_T_MAP, false, 0, 0, NULL, KNEE_SCHEMA, 0, "knee detection settings"},
+    {"slo", PB_T_MAP, false, 0, 0, NULL, SLO_SCHEMA, 0, "latency SLO for goodput and the slo_met check"},
     {"quick", PB_T_MAP, false, 0, 0, NULL, QUICK_SCHEMA, 0, "what --quick changes"},
     {"cost_model", PB_T_MAP, false, 0, 0, NULL, NULL, 0, "cost-model overrides (engine/executor_sim.h)"},
     {"length_scale", PB_T_NUM, false, 1e-6, 1, NULL, NULL, 0,

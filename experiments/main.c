@@ -3,6 +3,7 @@
  *   build/pagedbench <command> [options]     (pagedbench <command> --help for each)
  * Exit status: 0 ok, 1 runtime failure, 2 usage or config error. */
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "commands.h"
@@ -24,13 +25,14 @@ static const command COMMANDS[] = {
     {"profile", pb_cmd_profile, "measure step latencies on a GPU into a cost-model profile"},
     {"bench",   pb_cmd_bench,   "micro-benchmarks: scheduler, block manager, simulator"},
     {"validate", pb_cmd_validate, "predict public GPU step measurements with the sim; measured vs predicted"},
+    {"plot",    pb_cmd_plot,    "plot any results CSV (x vs y per system) in the paper's style"},
 };
 
 static void usage(FILE *f) {
     fprintf(f, "usage: pagedbench <command> [options]\n\ncommands:\n");
     for (size_t i = 0; i < PB_ARRAY_LEN(COMMANDS); i++)
         fprintf(f, "  %-8s %s\n", COMMANDS[i].name, COMMANDS[i].summary);
-    fprintf(f, "\n`pagedbench <command> --help` describes each.  Exit status: 0 ok, "
+    fprintf(f, "\n`pagedbench <command> --help` describes each; `pagedbench --version` the build.  Exit status: 0 ok, "
                "1 runtime failure, 2 usage or config error.\n");
 #ifndef PB_HAVE_CUDA
     fprintf(f, "This build has no CUDA: the cuda executor and the GPU kernels are unavailable.\n");
@@ -45,12 +47,40 @@ int pb_wants_help(int argc, char **argv) {
 
 int main(int argc, char **argv) {
     if (argc < 2) { usage(stderr); return PB_EXIT_USAGE; }
+    if (!strcmp(argv[1], "--version") || !strcmp(argv[1], "version")) {
+        printf("pagedbench %s\n", pb_git_rev());
+        return PB_EXIT_OK;
+    }
     if (!strcmp(argv[1], "-h") || !strcmp(argv[1], "--help") || !strcmp(argv[1], "help")) {
         usage(stdout);
         return PB_EXIT_OK;
     }
-    for (size_t i = 0; i < PB_ARRAY_LEN(COMMANDS); i++)
-        if (!strcmp(argv[1], COMMANDS[i].name)) return COMMANDS[i].fn(argc - 1, argv + 1);
+    for (size_t i = 0; i < PB_ARRAY_LEN(COMMANDS); i++) {
+        if (strcmp(argv[1], COMMANDS[i].name)) continue;
+        for (int k = 2; k < argc; k++)
+            if (!strcmp(argv[k], "--version")) {
+                printf("pagedbench %s\n", pb_git_rev());
+                return PB_EXIT_OK;
+            }
+        /* `--opt=value` for every command: run, trace and plot parse with getopt_long;
+           for the others it is split into `--opt value` here */
+        if (!strcmp(argv[1], "run") || !strcmp(argv[1], "trace") || !strcmp(argv[1], "plot"))
+            return COMMANDS[i].fn(argc - 1, argv + 1);
+        char **av = pb_xcalloc((size_t)(2 * argc + 1), sizeof *av);
+        int n = 0;
+        for (int k = 1; k < argc; k++) {
+            char *eq = !strncmp(argv[k], "--", 2) ? strchr(argv[k], '=') : NULL;
+            if (eq) {
+                *eq = 0;
+                av[n++] = argv[k];
+                av[n++] = eq + 1;
+            } else
+                av[n++] = argv[k];
+        }
+        int rc = COMMANDS[i].fn(n, av);
+        free(av);
+        return rc;
+    }
     fprintf(stderr, "pagedbench: unknown command '%s'\n", argv[1]);
     usage(stderr);
     return PB_EXIT_USAGE;

@@ -188,6 +188,31 @@ static void point_label(const pb_experiment *e, int sys, const double *vals, cha
     }
 }
 
+/* ---- side files (per request, per step) ---- */
+static void side_path(const char *base, const char *what, char *buf, size_t n) {
+    snprintf(buf, n, "%s.%s.csv", base, what);
+}
+
+/* Point ctx paths for the side files the runner was asked for. */
+static void side_paths(const char *base, const pb_runner_opts *o, pb_point_ctx *ctx, char *req, char *steps,
+                       size_t n) {
+    side_path(base, "req", req, n);
+    side_path(base, "steps", steps, n);
+    ctx->requests_path = o->requests ? req : NULL;
+    ctx->timeline_path = o->timeline ? steps : NULL;
+}
+
+/* Whether the side files the runner was asked for exist beside a point file. */
+static bool side_files_present(const char *base, const pb_runner_opts *o) {
+    char p[4300];
+    struct stat st;
+    side_path(base, "req", p, sizeof p);
+    if (o->requests && stat(p, &st) != 0) return false;
+    side_path(base, "steps", p, sizeof p);
+    if (o->timeline && stat(p, &st) != 0) return false;
+    return true;
+}
+
 /* ---- the worker ---- */
 static int run_point_child(pb_experiment *e, int sys, int point, const char *base, const pb_runner_opts *o) {
     double vals[PB_EXP_MAX_AXES];
@@ -212,7 +237,9 @@ static int run_point_child(pb_experiment *e, int sys, int point, const char *bas
         const pb_node *root = pb_config_root(e->cfg);
         char sp[64];
         snprintf(sp, sizeof sp, "systems.%d", sys);
-        pb_point_ctx ctx = {e, sys, point, vals, root, pb_node_get(root, sp), o->quick};
+        pb_point_ctx ctx = {e, sys, point, vals, root, pb_node_get(root, sp), o->quick, NULL, NULL};
+        char req[4300], steps[4300];
+        side_paths(base, o, &ctx, req, steps, sizeof req);
         st = o->fn(&ctx, m, err, sizeof err, o->user);
     }
     if (!st) st = write_point(base, e, sys, point, vals, m, hash);
@@ -281,7 +308,7 @@ pb_status pb_runner_run(pb_experiment *const *exps, int n_exps, const pb_runner_
                 uint64_t key = point_base(e, sy, p, o->results_dir, base, sizeof base);
                 double vals[PB_EXP_MAX_AXES];
                 pb_point_metrics *m = pb_xcalloc(1, sizeof *m);
-                int have = !o->fresh && read_point(base, key, e, vals, m) == 0;
+                int have = !o->fresh && read_point(base, key, e, vals, m) == 0 && side_files_present(base, o);
                 free(m);
                 if (have) { s.reused++; continue; }
                 char errp[4300];
@@ -500,6 +527,7 @@ pb_status pb_results_write_csv(const pb_results *r, const char *path) {
     if (r->n_exps > 0)
         for (int i = 0; i < r->exps[0]->n_columns; i++) add_col(cols, &nc, r->exps[0]->columns[i]);
     add_col(cols, &nc, "experiment");
+    add_col(cols, &nc, "system");
     add_col(cols, &nc, "label");
     for (int x = 0; x < r->n_exps; x++) {
         const pb_experiment *e = r->exps[x];
@@ -526,6 +554,85 @@ pb_status pb_results_write_csv(const pb_results *r, const char *path) {
     }
     pb_status st = pb_write_file_atomic(path, b.s, b.len);
     free(b.s);
+    return st;
+}
+
+/* ---- per-request and per-step CSVs: the points' side files, concatenated ---- */
+#include "metrics.h"   /* PB_METRICS_REQUEST_COLUMNS, PB_METRICS_STEP_COLUMNS */
+
+/* Is name one of the comma-separated columns? */
+static bool in_columns(const char *cols, const char *name) {
+    size_t l = strlen(name);
+    for (const char *p = cols; p && *p;) {
+        const char *c = strchr(p, ',');
+        size_t k = c ? (size_t)(c - p) : strlen(p);
+        if (k == l && !strncmp(p, name, l)) return true;
+        p = c ? c + 1 : NULL;
+    }
+    return !strcmp(name, "experiment") || !strcmp(name, "system");
+}
+pb_status pb_results_write_side(const pb_results *r, const char *results_dir, const char *what, const char *path) {
+    const char *axes[PB_EXP_MAX_AXES * 8];
+    int na = 0;
+    for (int x = 0; x < r->n_exps; x++)
+        for (int a = 0; a < r->exps[x]->n_axes; a++) {
+            bool seen = false;
+            for (int i = 0; i < na; i++) seen |= !strcmp(axes[i], r->exps[x]->axes[a].axis);
+            if (!seen && na < (int)PB_ARRAY_LEN(axes)) axes[na++] = r->exps[x]->axes[a].axis;
+        }
+    char tmp[4300];
+    snprintf(tmp, sizeof tmp, "%s.tmp", path);
+    FILE *f = fopen(tmp, "w");
+    if (!f) {
+        pb_log_error("%s: cannot write: %s", tmp, strerror(errno));
+        return PB_ERR_IO;
+    }
+    pb_status st = PB_OK;
+    char *line = NULL;
+    size_t cap = 0;
+    for (int i = 0; i < r->n && !st; i++) {
+        const pb_result_row *row = &r->rows[i];
+        const pb_experiment *e = r->exps[row->exp];
+        char base[4200], side[4300];
+        pb_point_path(e, row->sys, row->point, results_dir, base, sizeof base);
+        side_path(base, what, side, sizeof side);
+        FILE *in = fopen(side, "r");
+        if (!in) {
+            pb_log_error("%s: missing (run with --%s)", side, !strcmp(what, "req") ? "requests" : "timeline");
+            st = PB_ERR_IO;
+            break;
+        }
+        char prefix[1024];
+        size_t k = (size_t)snprintf(prefix, sizeof prefix, "%s,%s,", e->name, e->systems[row->sys].id);
+        for (int j = 0; j < na && k < sizeof prefix; j++) {
+            char num[64] = "";
+            for (int a = 0; a < e->n_axes; a++)
+                if (!strcmp(e->axes[a].axis, axes[j])) pb_fmt_num(num, sizeof num, row->axis[a]);
+            k += (size_t)snprintf(prefix + k, sizeof prefix - k, "%s,", num);
+        }
+        ssize_t l;
+        bool head = true;
+        while ((l = getline(&line, &cap, in)) >= 0) {
+            if (head) {   /* the point file's header: ours once, with the prefix columns */
+                head = false;
+                if (i > 0) continue;
+                fprintf(f, "experiment,system,");
+                const char *own = !strcmp(what, "req") ? PB_METRICS_REQUEST_COLUMNS : PB_METRICS_STEP_COLUMNS;
+                for (int j = 0; j < na; j++) fprintf(f, "%s%s,", in_columns(own, axes[j]) ? "axis." : "", axes[j]);
+            } else
+                fputs(prefix, f);
+            fwrite(line, 1, (size_t)l, f);
+        }
+        fclose(in);
+    }
+    free(line);
+    if (ferror(f)) st = PB_ERR_IO;
+    if (fclose(f) != 0) st = PB_ERR_IO;
+    if (!st && rename(tmp, path) != 0) {
+        pb_log_error("%s: cannot write: %s", path, strerror(errno));
+        st = PB_ERR_IO;
+    }
+    if (st) unlink(tmp);
     return st;
 }
 

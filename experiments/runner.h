@@ -44,12 +44,12 @@ extern "C" {
 #endif
 
 /* ---- named metrics of one point ---- */
-#define PB_MAX_METRICS 48
+#define PB_MAX_METRICS 64
 typedef struct {
     int n;
     char name[PB_MAX_METRICS][40];
     double value[PB_MAX_METRICS];
-    char summary[3072];        /* optional text (benchmark_serving block), one point */
+    char summary[4096];        /* optional text (benchmark_serving block), one point */
 } pb_point_metrics;
 
 void   pb_pm_set(pb_point_metrics *m, const char *name, double v);   /* add or replace */
@@ -64,6 +64,8 @@ typedef struct {
     const pb_node *root;       /* resolved config (axis values assigned)             */
     const pb_node *system;     /* the system's map, resolved                         */
     bool quick;
+    const char *requests_path; /* write the per-request rows here (NULL: not asked)   */
+    const char *timeline_path; /* write the per-step rows here (NULL: not asked)      */
 } pb_point_ctx;
 
 /* Compute one point.  Runs in a worker process; returns PB_OK and fills out, or an
@@ -83,6 +85,9 @@ typedef struct {
     void *user;
     const pb_shard_plan *plan; /* NULL: every point; else only those plan gives `shard`  */
     int shard;                 /* 0-based (shard.h)                                     */
+    bool requests;             /* points also write <base>.req.csv (per request); a
+                                  point without one is recomputed                     */
+    bool timeline;             /* points also write <base>.steps.csv (per step)        */
 } pb_runner_opts;
 
 typedef struct {
@@ -143,9 +148,17 @@ void pb_results_cell(const pb_results *r, const pb_result_row *row, const char *
 double pb_results_num(const pb_results *r, const pb_result_row *row, const char *col);
 
 /* Write the table as CSV atomically: the first experiment's `columns`, then every
- * other column any row has (experiment, label, axes, tags, metrics), in first-seen
+ * other column any row has (experiment, system, label, axes, tags, metrics), in first-seen
  * order. */
 pb_status pb_results_write_csv(const pb_results *r, const char *path);
+
+/* Concatenate the points' per-request (what = "req") or per-step ("steps") files
+ * in row order into one CSV at path (atomically): columns experiment, system, every
+ * axis of the experiments (union, first-seen order; an axis named like a column of the
+ * point file is written "axis.<name>"), then the point file's columns.
+ * Streams line by line.  PB_ERR_IO when a point file is missing (run with the
+ * matching runner option first) or path cannot be written. */
+pb_status pb_results_write_side(const pb_results *r, const char *results_dir, const char *what, const char *path);
 
 /* ---- knee ---- */
 typedef enum {

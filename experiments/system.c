@@ -12,7 +12,8 @@
 #include "executor_real.h"   /* pb_executor_cpu_create, pb_executor_cuda_create */
 #include "executor_sim.h"    /* pb_executor_sim_create */
 #include "kv_contiguous.h"   /* pb_kv_contiguous_create */
-#include "metrics.h"         /* pb_metrics (the engine's), pb_run_summary */
+#include "metrics.h"         /* pb_metrics (the engine's) */
+#include "point_out.h"       /* pb_point_out_fill */
 #include "spec.h"
 #include "vllm_version.h"    /* pb_vllm_knobs: the `engine:` version's defaults */
 #include "workload.h"        /* pb_workload_from_node, pb_workload_generate */
@@ -250,57 +251,17 @@ pb_status pb_system_run_point(const pb_point_ctx *pt, pb_point_metrics *out, cha
     if (real) ep.vocab_size = model.vocab;   /* token ids must be inside the real model's vocabulary */
     ep.max_clock_s = pb_node_num(sys, "max_clock_s", 0);
     pb_engine *eng = NULL;
-    pb_metrics *m = pb_metrics_create(false);
+    pb_metrics *m = pb_metrics_create(pt->timeline_path != NULL);
     st = pb_engine_create(&ep, kv, policy, ex, &eng);
     if (!st) st = pb_engine_run(eng, &trace, m);
     if (!st) pb_policy_finalize(policy, m);
 
-    if (!st) {
-        pb_run_summary s;
-        pb_metrics_summary(m, &s);
-        pb_pm_set(out, "normalized_latency", s.norm_latency_mean);
-        pb_pm_set(out, "normalized_latency_p50", s.norm_latency_p50);
-        pb_pm_set(out, "normalized_latency_p90", s.norm_latency_p90);
-        pb_pm_set(out, "normalized_latency_p99", s.norm_latency_p99);
-        pb_pm_set(out, "batched_requests", s.avg_batched_requests);
-        pb_pm_set(out, "batched_seqs", s.avg_batched_seqs);
-        pb_pm_set(out, "token_states_pct", 100 * s.mem_token_frac);
-        pb_pm_set(out, "reservation_pct", 100 * s.mem_reserved_frac);
-        pb_pm_set(out, "internal_frag_pct", 100 * s.mem_internal_frac);
-        pb_pm_set(out, "external_frag_pct", 100 * s.mem_free_frac);
-        pb_pm_set(out, "saving_pct", 100 * s.mem_saving);
-        pb_pm_set(out, "request_throughput", s.req_throughput);
-        pb_pm_set(out, "output_throughput", s.output_tok_throughput);
-        pb_pm_set(out, "mean_ttft_ms", 1e3 * s.ttft_mean);
-        pb_pm_set(out, "mean_tpot_ms", 1e3 * s.tpot_mean);
-        pb_pm_set(out, "duration_s", s.duration_s);
-        pb_pm_set(out, "n_requests", (double)s.n_requests);
-        pb_pm_set(out, "n_finished", (double)s.n_finished);
-        pb_pm_set(out, "n_rejected", (double)s.n_rejected);
-        pb_pm_set(out, "n_unfinished", (double)s.n_unfinished);
-        pb_pm_set(out, "preempt_recompute", (double)s.n_preempt_recompute);
-        pb_pm_set(out, "preempt_swap", (double)s.n_preempt_swap);
-        pb_pm_set(out, "swap_gib", s.swap_bytes / GIB);
+    if (!st) {   /* metrics, checks and side files: point_out.h */
+        char title[256];
+        snprintf(title, sizeof title, "%s (%s)", spec->label, e->name);
+        st = pb_point_out_fill(pt, m, title, out, err, err_n);
         pb_pm_set(out, "kv_slots", (double)slots);
         pb_pm_set(out, "kv_blocks", (double)n_gpu_blocks);
-        pb_pm_set(out, "steps", (double)s.n_steps);
-        char *text = NULL;
-        size_t tl = 0;
-        FILE *mf = open_memstream(&text, &tl);
-        if (mf) {
-            char title[256];
-            snprintf(title, sizeof title, "%s (%s)", spec->label, e->name);
-            pb_metrics_print_summary(mf, &s, title);
-            /* MLPerf-style verdict (STYLE S7): every request finished, none rejected */
-            if (s.n_unfinished == 0 && s.n_rejected == 0 && s.n_finished == s.n_requests)
-                fprintf(mf, "Result is : VALID\n");
-            else
-                fprintf(mf, "Result is : INVALID (%lld unfinished, %lld rejected of %lld requests)\n",
-                        (long long)s.n_unfinished, (long long)s.n_rejected, (long long)s.n_requests);
-            fclose(mf);
-            snprintf(out->summary, sizeof out->summary, "%s", text ? text : "");
-            free(text);
-        }
     } else {
         snprintf(err, err_n, "engine run failed: %s", pb_status_str(st));
     }

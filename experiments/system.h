@@ -42,13 +42,9 @@
  *                        scaled down) and clamp_to_max_len (prompt <= max_len - 1, output
  *                        <= max_len - prompt): pb_system_fit_trace, after generation
  *
- * Metrics written for the point (pb_point_metrics names, all numbers):
- *   normalized_latency (mean, s/token) and _p50/_p90/_p99, batched_requests,
- *   token_states_pct reservation_pct internal_frag_pct external_frag_pct (KV space
- *   shares, %), saving_pct (sharing), request_throughput, output_throughput,
- *   mean_ttft_ms, mean_tpot_ms, duration_s, n_requests, n_finished, n_rejected,
- *   n_unfinished, preempt_recompute, preempt_swap, swap_gib, kv_slots, kv_blocks,
- *   steps; the summary text is vLLM benchmark_serving's block. */
+ * Metrics written for the point: point_out.h's (latencies, throughputs, memory,
+ * checks), plus kv_slots and kv_blocks (the KV space); the summary text is vLLM
+ * benchmark_serving's block with the named checks. */
 #ifndef PB_SYSTEM_H
 #define PB_SYSTEM_H
 

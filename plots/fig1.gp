@@ -1,7 +1,7 @@
 # fig1.gp -- Fig. 1 (right) from the cost model: memory used (top) and decode
 # throughput (bottom) vs batch size, OPT-13B on an A100-40GB (results/fig1.csv,
 # written by pb_fig1_write, experiments/fig_sim.h).  Ours: solid; the paper's
-# digitized points (the csv's `paper` column): faint dashed, hollow markers.
+# digitized points (the csv's `paper` column): same colour, dashed, hollow markers.
 #
 #   gnuplot plots/fig1.gp                        # -> plots/out/fig1.{png,pdf}
 if (!exists("data")) data = 'results/fig1.csv'
@@ -11,11 +11,11 @@ have_style = int(system("test -r '" . STYLE . "' && echo 1 || echo 0"))
 system("mkdir -p \"$(dirname '" . out . "')\"")
 # self-contained fallback (the shared style defines the same names)
 sel2(c1, v1, c2, v2, y) = (strcol(c1) eq v1 && strcol(c2) eq v2) ? column(y) : NaN
-png(w, h) = sprintf("set terminal pngcairo size %d,%d font 'DejaVu Sans,11' linewidth 1.3 enhanced; PS = 1.0", w, h)
-pdf(w, h) = sprintf("set terminal pdfcairo size %gin,%gin font 'DejaVu Sans,7' linewidth 1 enhanced; PS = 0.5", w, h)
+png(w, h) = sprintf("set terminal pngcairo size %d,%d font 'DejaVu Sans,13' linewidth 1.3 enhanced; PS = 1.0", w, h)
+pdf(w, h) = sprintf("set terminal pdfcairo size %gin,%gin font 'DejaVu Sans,8' linewidth 1 enhanced; PS = 0.5", w, h)
 PS = 1.0
 do for [t in "png pdf"] {
-    if (t eq "png") { eval png(640, 720) } else { eval pdf(3.3, 3.6) }
+    if (t eq "png") { eval png(700, 800) } else { eval pdf(3.3, 3.8) }
     if (have_style) { load STYLE } else {
         set datafile separator ','
         set datafile missing ''
@@ -28,14 +28,14 @@ do for [t in "png pdf"] {
     set style line 32 lc rgb '#1f77b4' lw 1.5 pt 7 ps 0.6*PS
     set style line 33 lc rgb '#2ca02c' lw 1.5 pt 7 ps 0.6*PS
     set style line 34 lc rgb '#808080' lw 1.5 pt 7 ps 0.4*PS
-    set style line 41 lc rgb '#ffc890' lw 1 dt 2 pt 6 ps 0.9*PS
-    set style line 42 lc rgb '#a8c8e8' lw 1 dt 2 pt 6 ps 0.9*PS
-    set style line 43 lc rgb '#a0d8a0' lw 1 dt 2 pt 6 ps 0.9*PS
+    set style line 41 lc rgb '#ff7f0e' lw 1.2 dt 2 pt 6 ps 0.9*PS
+    set style line 42 lc rgb '#1f77b4' lw 1.2 dt 2 pt 6 ps 0.9*PS
+    set style line 43 lc rgb '#2ca02c' lw 1.2 dt 2 pt 6 ps 0.9*PS
     set datafile columnheaders
     set output out . '.' . t
     set multiplot layout 2, 1
     set xrange [0:48]
-    set key top left samplen 2
+    set key bottom right samplen 2   # the top left holds the steep orange curve
     set ylabel 'Memory usage (GB)'
     set yrange [20:42]
     set format x ''
@@ -51,7 +51,7 @@ do for [t in "png pdf"] {
     set ylabel 'Throughput (token/s)'
     set yrange [0:*]
     set key bottom right
-    plot data using 'batch':(sel2('panel', 'throughput_tok_s', 'series', 'vllm', 'paper')) with linespoints ls 43 title 'Paper', \
+    plot data using 'batch':(sel2('panel', 'throughput_tok_s', 'series', 'vllm', 'paper')) with linespoints ls 43 title 'vLLM (paper)', \
          data using 'batch':(sel2('panel', 'throughput_tok_s', 'series', 'vllm', 'ours')) with lines ls 33 title 'vLLM (paged kernel, Python)', \
          data using 'batch':(sel2('panel', 'throughput_tok_s', 'series', 'ft', 'ours')) with lines ls 34 title 'FT-style (contiguous, C++)'
     unset multiplot

@@ -4,7 +4,7 @@
 #   build/pagedbench trace --fig11 results/fig11.csv
 #   gnuplot plots/fig11.gp                       # -> plots/out/fig11.png and fig11.pdf
 #   gnuplot -e "data='other.csv'; out='plots/out/x'" plots/fig11.gp
-# Data columns: dataset,series,bin_lo,bin_hi,density,mean,source (4-token bins).
+# Data columns: dataset,series,bin_lo,bin_hi,density,mean,source (8-token bins).
 # Self-contained: does not load plots/style.gp (its colours are repeated here).
 if (!exists("data")) data = "results/fig11.csv"
 if (!exists("out")) out = "plots/out/fig11"
@@ -15,20 +15,22 @@ src(ds) = system(sprintf("awk -F, '$1==\"%s\" {print $7; exit}' '%s'", ds, data)
 sel(ds, s, v) = (strcol(1) eq ds && strcol(2) eq s) ? v : NaN
 
 set datafile separator ","
+set border 3
+set tics nomirror out scale 0.6
 set style fill transparent solid 0.55 noborder
 set xrange [0:2000]
 set xtics 500
-set xlabel "# Tokens"
-set ylabel "Density"
-set format y "%.1te%T"
+set xlabel "Length (tokens)"
+set ylabel "Density (per token)"
+set format y "%g"
 set key top right samplen 1.5 spacing 1.2
 set grid ytics lw 0.5 lc rgb "#dddddd"
 c_in = "#1f77b4"
 c_out = "#ff7f0e"
 
 do for [t in "png pdf"] {
-    if (t eq "png") { set terminal pngcairo size 1100,400 font "Helvetica,13"; set output out . ".png" }
-    if (t eq "pdf") { set terminal pdfcairo size 7.5in,2.8in font "Helvetica,11"; set output out . ".pdf" }
+    if (t eq "png") { set terminal pngcairo size 1100,420 font "DejaVu Sans,13"; set output out . ".png" }
+    if (t eq "pdf") { set terminal pdfcairo size 6.8in,2.6in font "DejaVu Sans,8"; set output out . ".pdf" }
     set multiplot layout 1,2
     set title sprintf("(a) ShareGPT (%s lengths)", src("sharegpt"))
     set yrange [0:0.025]

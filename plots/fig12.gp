@@ -1,6 +1,6 @@
 # fig12.gp -- Fig. 12: normalized latency vs request rate, basic sampling (n = 1).
 # Six panels as the paper: top row ShareGPT (a) OPT-13B/1 GPU, (b) 66B/4, (c) 175B/8;
-# bottom row Alpaca (d)-(f).  Ours: solid; the paper's digitized points: faint dashed.
+# bottom row Alpaca (d)-(f).  Ours: solid; the paper's digitized points: dashed, same colour, hollow markers.
 #
 #   gnuplot plots/fig12.gp                                   # -> plots/out/fig12.{png,pdf}
 #   gnuplot -e "data='x.csv'; out='plots/out/x'" plots/fig12.gp

@@ -1,6 +1,6 @@
 # fig14.gp -- Fig. 14: parallel sampling (top: n = 2, 4, 6) and beam search (bottom:
 # width 2, 4, 6), OPT-13B on Alpaca; Orca (Max / Pow2 / Oracle) and vLLM (no FT, as the
-# paper).  Ours: solid; the paper's digitized points: faint dashed.
+# paper).  Ours: solid; the paper's digitized points: dashed, same colour, hollow markers.
 #
 #   gnuplot plots/fig14.gp                                   # -> plots/out/fig14.{png,pdf}
 # Input: results/fig14.csv, experiments/paper/fig14.csv.  Run from the repository root.

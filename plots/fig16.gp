@@ -1,5 +1,5 @@
 # fig16.gp -- Fig. 16: shared prefix, LLaMA-13B translation, (a) 1-shot and (b) 5-shot
-# prefix prompts; Orca (Oracle) and vLLM.  Ours: solid; the paper's points: faint dashed.
+# prefix prompts; Orca (Oracle) and vLLM.  Ours: solid; the paper's points: dashed, same colour, hollow markers.
 #
 #   gnuplot plots/fig16.gp                                   # -> plots/out/fig16.{png,pdf}
 # Input: results/fig16.csv, experiments/paper/fig16.csv.  Run from the repository root.

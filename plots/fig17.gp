@@ -1,5 +1,5 @@
 # fig17.gp -- Fig. 17: chatbot (OPT-13B, prompts = history cut to the last 1024 tokens);
-# Orca (Max / Pow2 / Oracle) and vLLM.  Ours: solid; the paper's points: faint dashed.
+# Orca (Max / Pow2 / Oracle) and vLLM.  Ours: solid; the paper's points: dashed, same colour, hollow markers.
 #
 #   gnuplot plots/fig17.gp                                   # -> plots/out/fig17.{png,pdf}
 # Input: results/fig17.csv, experiments/paper/fig17.csv.  Run from the repository root.

@@ -4,8 +4,8 @@
 # normalized latency against the KV block size, ShareGPT and Alpaca (results/fig18b.csv).
 # (a): source=cost_model solid (its attention terms were FIT to the paper's points: a
 # calibration check), source=gpu (our kernels, when a GPU ran them) dash-dot, the
-# paper's digitized points faint dashed.  Blue vLLM, orange FT, as the paper.
-# (b): ours solid, the paper faint dashed; log y (the paper's is linear, 0-17.5).
+# paper's digitized points dashed.  Blue vLLM, orange FT, as the paper.
+# (b): ours solid, the paper dashed; log y (the paper's is linear, 0-17.5).
 # A panel whose CSV is missing is left empty.
 #
 #   gnuplot plots/fig18.gp                                   # -> plots/out/fig18.{png,pdf}
@@ -35,33 +35,34 @@ do for [t in "png pdf"] {
     set style line 26 lc rgb C_POW2 lw 1.5 dt 4 pt 6 ps 1.0*PS
     set style line 27 lc rgb C_VLLM lw 1.5 dt 4 pt 8 ps 1.0*PS
     set style line 28 lc rgb C_POW2 lw 1.5 dt 4 pt 8 ps 1.0*PS
-    set style line 29 lc rgb '#a8c8e8' lw 1 dt 2 pt 6 ps 0.9*PS
-    set style line 30 lc rgb '#ffc890' lw 1 dt 2 pt 6 ps 0.9*PS
-    set style line 31 lc rgb '#a8c8e8' lw 1 dt 2 pt 8 ps 0.9*PS
-    set style line 32 lc rgb '#ffc890' lw 1 dt 2 pt 8 ps 0.9*PS
+    set style line 29 lc rgb C_VLLM lw 1.2 dt 2 pt 6 ps 0.9*PS
+    set style line 30 lc rgb C_POW2 lw 1.2 dt 2 pt 6 ps 0.9*PS
+    set style line 31 lc rgb C_VLLM lw 1.2 dt 2 pt 8 ps 0.9*PS
+    set style line 32 lc rgb C_POW2 lw 1.2 dt 2 pt 8 ps 0.9*PS
     set datafile columnheaders
     set output out . '.' . t
     set multiplot layout 1, 2
     set title '(a) Attention kernel latency (ours: cost model; paper: dashed)'
-    set xlabel 'Context length'; set ylabel 'Kernel latency ({/Symbol m}s)'
+    set xlabel 'Context length (tokens)'; set ylabel 'Kernel latency ({/Symbol m}s)'
     set xrange [48:272]; set xtics (64, 128, 256); set yrange [0:260]
-    set key top left samplen 2 maxrows 4
+    # legend: a row per kernel and batch, ours then the paper's (then the GPU's)
+    set key top left Left reverse samplen 2 maxrows 4 width -3
     if (exists_file(data_a)) {
         if (has_gpu(data_a)) {
-            plot for [k=1:4] paper_a using (column('context_len')):(sel2('kernel', word(KER, k), 'batch', word(BAT, k), 'latency_us')) with linespoints ls 28 + k notitle, \
-                 for [k=1:4] data_a using (column('context_len')):(sel3('source', 'cost_model', 'kernel', word(KER, k), 'batch', word(BAT, k), 'latency_us')) with linespoints ls 20 + k title word(LAB, k), \
-                 for [k=1:4] data_a using (column('context_len')):(sel3('source', 'gpu', 'kernel', word(KER, k), 'batch', word(BAT, k), 'latency_us')) with linespoints ls 24 + k title word(LAB, k) . ' GPU'
+            plot for [k=1:4] data_a using (column('context_len')):(sel3('source', 'cost_model', 'kernel', word(KER, k), 'batch', word(BAT, k), 'latency_us')) with linespoints ls 20 + k title word(LAB, k), \
+                 for [k=1:4] paper_a using (column('context_len')):(sel2('kernel', word(KER, k), 'batch', word(BAT, k), 'latency_us')) with linespoints ls 28 + k title 'paper', \
+                 for [k=1:4] data_a using (column('context_len')):(sel3('source', 'gpu', 'kernel', word(KER, k), 'batch', word(BAT, k), 'latency_us')) with linespoints ls 24 + k title 'GPU'
         } else {
-            plot for [k=1:4] paper_a using (column('context_len')):(sel2('kernel', word(KER, k), 'batch', word(BAT, k), 'latency_us')) with linespoints ls 28 + k notitle, \
-                 for [k=1:4] data_a using (column('context_len')):(sel3('source', 'cost_model', 'kernel', word(KER, k), 'batch', word(BAT, k), 'latency_us')) with linespoints ls 20 + k title word(LAB, k)
+            plot for [k=1:4] data_a using (column('context_len')):(sel3('source', 'cost_model', 'kernel', word(KER, k), 'batch', word(BAT, k), 'latency_us')) with linespoints ls 20 + k title word(LAB, k), \
+                 for [k=1:4] paper_a using (column('context_len')):(sel2('kernel', word(KER, k), 'batch', word(BAT, k), 'latency_us')) with linespoints ls 28 + k title 'paper'
         }
     } else { plot NaN notitle }
     set title '(b) End-to-end latency vs block size'
     set xrange [-0.5:8.5]; set yrange [*:*]
     set xtics ('1' 0, '2' 1, '4' 2, '8' 3, '16' 4, '32' 5, '64' 6, '128' 7, '256' 8)
     set logscale y; set format y '%g'
-    set xlabel 'Block size'; set ylabel "Normalized latency (s/token)"
-    set key top center horizontal maxrows 2 samplen 2
+    set xlabel 'Block size (tokens)'; set ylabel "Normalized latency (s/token)"
+    set key top center horizontal maxrows 2 samplen 2 width 1
     if (exists_file(data)) {
         plot paper using (lg(column('block_size'))):(sel1('dataset', 'sharegpt', 'normalized_latency')) with linespoints ls 16 title 'ShareGPT (paper)', \
              paper using (lg(column('block_size'))):(sel1('dataset', 'alpaca', 'normalized_latency')) with linespoints ls 17 title 'Alpaca (paper)', \

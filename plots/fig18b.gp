@@ -1,6 +1,6 @@
 # fig18b.gp -- Fig. 18(b): vLLM's end-to-end normalized latency against the KV block
 # size (1 ... 256), ShareGPT and Alpaca traces at fixed rates (see the YAMLs).  Ours:
-# solid; the paper's digitized points: faint dashed.  The y axis is logarithmic (the
+# solid; the paper's digitized points: dashed, same colour, hollow markers.  The y axis is logarithmic (the
 # paper's is linear, 0-17.5) so that the 16-128 region stays readable.
 #
 #   gnuplot plots/fig18b.gp                                  # -> plots/out/fig18b.{png,pdf}
@@ -20,7 +20,7 @@ do for [t in "png pdf"] {
     set xrange [-0.5:8.5]
     set xtics ('1' 0, '2' 1, '4' 2, '8' 3, '16' 4, '32' 5, '64' 6, '128' 7, '256' 8)
     set logscale y; set yrange [*:*]; set format y '%g'
-    set xlabel 'Block size'; set ylabel "Normalized latency (s/token)"
+    set xlabel 'Block size (tokens)'; set ylabel "Normalized latency (s/token)"
     set key top center horizontal maxrows 2 samplen 2
     plot paper using (lg(column('block_size'))):(sel1('dataset', 'sharegpt', 'normalized_latency')) with linespoints ls 16 title 'ShareGPT (paper)', \
          paper using (lg(column('block_size'))):(sel1('dataset', 'alpaca', 'normalized_latency')) with linespoints ls 17 title 'Alpaca (paper)', \

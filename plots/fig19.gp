@@ -26,12 +26,12 @@ do for [t in "png pdf"] {
     set multiplot layout 1, 2
     set xrange [-0.5:8.5]
     set xtics ('1' 0, '2' 1, '4' 2, '8' 3, '16' 4, '32' 5, '64' 6, '128' 7, '256' 8)
-    set xlabel 'Block size'
+    set xlabel 'Block size (tokens)'
     set title '(a) Microbenchmark'
     set ylabel 'Time (ms)'; set yrange [0:*]
     set key top right samplen 2
     if (exists_file(data_a)) {
-        plot for [k=1:4] paper_a using (lg(column('block_size'))):(sel1('operation', word(OPS, k), 'time_ms')) with linespoints ls 10 + word(OPLS, k) notitle, \
+        plot for [k=1:4] paper_a using (lg(column('block_size'))):(sel1('operation', word(OPS, k), 'time_ms')) with linespoints ls 10 + word(OPLS, k) title word(OPL, k) . ' (paper)', \
              for [k=1:4] data_a using (lg(column('block_size'))):(sel1('operation', word(OPS, k), 'time_ms')) with linespoints ls word(OPLS, k) + 0 title word(OPL, k)
     } else { plot NaN notitle }
     set title '(b) End-to-end performance'

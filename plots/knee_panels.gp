@@ -1,6 +1,8 @@
 # knee_panels.gp -- shared body of the latency-vs-rate figures (fig12, fig14, fig16, fig17):
-# a grid of panels, ours solid, the paper's digitized points faint and dashed, one
-# shared legend strip on top.  The caller sets:
+# a grid of panels, ours solid, the paper's digitized points dashed in the same colour
+# with hollow markers; one shared legend strip on top with an entry for each system and
+# one for its paper points (a single panel keeps its legend inside, top left).
+# The caller sets:
 #   data, paper, out      CSVs (panel,system,request_rate,normalized_latency,...) and output stem
 #   panels, titles        panel ids (CSV `panel` values) and their titles (quoted words)
 #   AXMAX                 the paper's x-axis extent per panel; a panel widens when one of
@@ -11,8 +13,8 @@
 load 'plots/style.gp'
 system("mkdir -p \"$(dirname '" . out . "')\"")
 if (!exists("YMAX")) { YMAX = 1.0 }
-KEYH = (NCOL == 1) ? 0.22 : (NROW == 1) ? 0.14 : 0.08
 NP = words(panels)
+KEYH = (NP == 1) ? 0 : (NROW == 1) ? 0.16 : 0.10
 do for [t in "png pdf"] {
     if (t eq "png") { eval png(W, H) } else { eval pdf(WIN, HIN) }
     load 'plots/style.gp'
@@ -31,15 +33,22 @@ do for [t in "png pdf"] {
         set xrange [0:max(word(AXMAX, i) + 0, 1.08 * STATS_max)]
         if (c == 0) { set ylabel "Normalized latency\n(s/token)" } else { unset ylabel }
         if (r == NROW - 1) { set xlabel 'Request rate (req/s)' } else { unset xlabel }
-        plot for [k=1:words(SYS)] paper using (selx2('panel', p, 'system', word(SYSTEMS, word(SYS, k) + 0), 'request_rate')):(sel2('panel', p, 'system', word(SYSTEMS, word(SYS, k) + 0), 'normalized_latency')) with linespoints ls 10 + word(SYS, k), \
-             for [k=1:words(SYS)] data  using (selx2('panel', p, 'system', word(SYSTEMS, word(SYS, k) + 0), 'request_rate')):(sel2('panel', p, 'system', word(SYSTEMS, word(SYS, k) + 0), 'normalized_latency')) with linespoints ls word(SYS, k) + 0
+        if (NP == 1) { set key top left Left reverse samplen 2 } else { unset key }
+        plot for [k=1:words(SYS)] paper using (selx2('panel', p, 'system', word(SYSTEMS, word(SYS, k) + 0), 'request_rate')):(sel2('panel', p, 'system', word(SYSTEMS, word(SYS, k) + 0), 'normalized_latency')) with linespoints ls 10 + word(SYS, k) title word(LABELS, word(SYS, k) + 0) . ' (paper)', \
+             for [k=1:words(SYS)] data  using (selx2('panel', p, 'system', word(SYSTEMS, word(SYS, k) + 0), 'request_rate')):(sel2('panel', p, 'system', word(SYSTEMS, word(SYS, k) + 0), 'normalized_latency')) with linespoints ls word(SYS, k) + 0 title word(LABELS, word(SYS, k) + 0)
     }
-    set origin 0, 1 - KEYH; set size 1, KEYH
-    unset border; unset tics; unset xlabel; unset ylabel; unset title; unset grid
-    set xrange [0:1]; set yrange [0:1]
-    set key center center horizontal maxrows 1 samplen 2 width 1
-    plot for [k=1:words(SYS)] NaN with linespoints ls word(SYS, k) + 0 title word(LABELS, word(SYS, k) + 0), \
-         NaN with linespoints ls 15 title 'paper (digitized)'
+    if (NP > 1) {
+        set origin 0, 1 - KEYH; set size 1, KEYH
+        unset border; unset tics; unset xlabel; unset ylabel; unset title; unset grid
+        set xrange [0:1]; set yrange [0:1]
+        # one legend column per system: ours above its paper points (no margins, so the
+        # key has the whole strip)
+        set lmargin 0; set rmargin 0; set tmargin 0; set bmargin 0
+        set key center center vertical maxrows 2 Left reverse samplen 2 width -2
+        plot for [k=1:2*words(SYS)] NaN with linespoints ls (k % 2 ? 0 : 10) + word(SYS, (k + 1) / 2) \
+             title (k % 2 ? word(LABELS, word(SYS, (k + 1) / 2) + 0) : 'paper')
+    }
     unset multiplot
+    unset lmargin; unset rmargin; unset tmargin; unset bmargin
     set border 3; set tics; set grid
 }

@@ -3,9 +3,11 @@
 # Systems keep the vLLM paper's colours and markers in every figure (PAPER.md §0):
 #   FasterTransformer grey dot, Orca (Max) red x, Orca (Pow2) orange triangle,
 #   Orca (Oracle) green square, vLLM blue circle.
-# Line style i (ours) and 10+i (the paper's digitized points, drawn faintly:
-# same colour, lighter, dashed, hollow marker) for i = 1..5 in that order.
-# Other series (block-size datasets, swap/recompute, parallel/beam): styles 6..9.
+# Line style i (ours) and 10+i (the paper's digitized points: the same colour,
+# dashed, hollow marker, each with its own legend entry "<system> (paper)") for
+# i = 1..5 in that order.
+# Other series (block-size datasets, swap/recompute, parallel/beam): styles 6..9;
+# any further series (a new policy, `pagedbench plot`): styles 21..28.
 #
 # Before loading, a script may set `out` (path without extension) and `data`.
 # Terminal helpers:  call png(w,h) / pdf(w_in,h_in) via the macros below.
@@ -36,16 +38,27 @@ set style line 6 lc rgb C_VLLM   lw 1.5 pt 7  ps 1.0*PS   # ShareGPT / recompute
 set style line 7 lc rgb C_POW2   lw 1.5 pt 9  ps 1.0*PS   # Alpaca
 set style line 8 lc rgb C_MAX    lw 1.5 pt 5  ps 0.9*PS   # swap
 set style line 9 lc rgb C_ORACLE lw 1.5 pt 13 ps 1.0*PS
-# the paper's digitized points: faint, dashed, hollow markers
-set style line 11 lc rgb '#b8b8b8' lw 1 dt 2 pt 6  ps 0.5*PS
-set style line 12 lc rgb '#f0a0a0' lw 1 dt 2 pt 2  ps 0.9*PS
-set style line 13 lc rgb '#ffc890' lw 1 dt 2 pt 8  ps 0.9*PS
-set style line 14 lc rgb '#a0d8a0' lw 1 dt 2 pt 4  ps 0.8*PS
-set style line 15 lc rgb '#a8c8e8' lw 1 dt 2 pt 6  ps 0.9*PS
-set style line 16 lc rgb '#a8c8e8' lw 1 dt 2 pt 6  ps 0.9*PS
-set style line 17 lc rgb '#ffc890' lw 1 dt 2 pt 8  ps 0.9*PS
-set style line 18 lc rgb '#f0a0a0' lw 1 dt 2 pt 4  ps 0.8*PS
-set style line 19 lc rgb '#a0d8a0' lw 1 dt 2 pt 12 ps 0.9*PS
+# the paper's digitized points: the series' colour, dashed, hollow markers
+set style line 11 lc rgb C_FT     lw 1.2 dt 2 pt 6  ps 0.6*PS
+set style line 12 lc rgb C_MAX    lw 1.2 dt 2 pt 2  ps 0.9*PS
+set style line 13 lc rgb C_POW2   lw 1.2 dt 2 pt 8  ps 0.9*PS
+set style line 14 lc rgb C_ORACLE lw 1.2 dt 2 pt 4  ps 0.8*PS
+set style line 15 lc rgb C_VLLM   lw 1.2 dt 2 pt 6  ps 0.9*PS
+set style line 16 lc rgb C_VLLM   lw 1.2 dt 2 pt 6  ps 0.9*PS
+set style line 17 lc rgb C_POW2   lw 1.2 dt 2 pt 8  ps 0.9*PS
+set style line 18 lc rgb C_MAX    lw 1.2 dt 2 pt 4  ps 0.8*PS
+set style line 19 lc rgb C_ORACLE lw 1.2 dt 2 pt 12 ps 0.9*PS
+
+# any other series (a new policy or system, `pagedbench plot`): 21..28, distinct
+# colours and markers, solid
+set style line 21 lc rgb C_PURPLE  lw 1.5 pt 11 ps 1.0*PS   # diamond
+set style line 22 lc rgb '#8c564b' lw 1.5 pt 13 ps 1.0*PS   # brown, pentagon
+set style line 23 lc rgb '#e377c2' lw 1.5 pt 3  ps 1.0*PS   # pink, star
+set style line 24 lc rgb '#17becf' lw 1.5 pt 15 ps 1.0*PS   # cyan, circle+
+set style line 25 lc rgb '#bcbd22' lw 1.5 pt 1  ps 1.0*PS   # olive, +
+set style line 26 lc rgb '#393b79' lw 1.5 pt 7  ps 0.8*PS   # navy, dot
+set style line 27 lc rgb '#7f7f00' lw 1.5 pt 5  ps 0.8*PS   # khaki, square
+set style line 28 lc rgb '#000000' lw 1.5 pt 9  ps 0.9*PS   # black, triangle
 
 SYSTEMS = 'ft orca_max orca_pow2 orca_oracle vllm'
 LABELS  = '"FasterTransformer" "Orca (Max)" "Orca (Pow2)" "Orca (Oracle)" "vLLM"'
@@ -64,5 +77,6 @@ min(a, b) = (a < b) ? a : b
 clip(v, ymax) = (v > ymax) ? ymax : v
 
 # terminals: PNG for RESULTS.md (and looking at), PDF for papers
-png(w, h) = sprintf("set terminal pngcairo size %d,%d font 'DejaVu Sans,11' linewidth 1.3 enhanced; PS = 1.0", w, h)
-pdf(w, h) = sprintf("set terminal pdfcairo size %gin,%gin font 'DejaVu Sans,7' linewidth 1 enhanced; PS = 0.5", w, h)
+# fonts: 13 pt PNG; 8 pt PDF, legible when a figure is set at one-column width (3.3 in)
+png(w, h) = sprintf("set terminal pngcairo size %d,%d font 'DejaVu Sans,13' linewidth 1.3 enhanced; PS = 1.0", w, h)
+pdf(w, h) = sprintf("set terminal pdfcairo size %gin,%gin font 'DejaVu Sans,8' linewidth 1 enhanced; PS = 0.5", w, h)

@@ -96,10 +96,10 @@ expect_rc "unreadable file" 1 "nonexistent" -- "$BIN" trace --check "$TMP/nonexi
 
 # Fig. 11 data
 expect_rc "fig11" 0 "fig11: wrote" -- "$BIN" trace --fig11 "$TMP/fig11.csv"
-[ "$(wc -l < "$TMP/fig11.csv")" -eq 2049 ] && ok "fig11 rows" || bad "fig11 rows: $(wc -l < "$TMP/fig11.csv")"
+[ "$(wc -l < "$TMP/fig11.csv")" -eq 1025 ] && ok "fig11 rows" || bad "fig11 rows: $(wc -l < "$TMP/fig11.csv")"
 awk -F, 'NR > 1 { s[$1 "," $2] += $5 * ($4 - $3) } END { for (k in s) if (s[k] < 0.99 || s[k] > 1.0001) exit 1 }' \
     "$TMP/fig11.csv" && ok "fig11 densities integrate to 1" || bad "fig11 densities"
-grep -q '^sharegpt,input,0,4,.*,161\.[123]' "$TMP/fig11.csv" && ok "fig11 sharegpt mean" || bad "fig11 sharegpt mean"
+grep -q '^sharegpt,input,0,8,.*,161\.[123]' "$TMP/fig11.csv" && ok "fig11 sharegpt mean" || bad "fig11 sharegpt mean"
 
 echo "$pass passed, $fail failed"
 [ "$fail" -eq 0 ]

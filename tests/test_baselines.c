@@ -687,7 +687,7 @@ typedef struct {
 static const char *const e2e_cols[E2E_COLS] = {
     "normalized_latency", "batched_requests", "token_states_pct", "reservation_pct",
     "internal_frag_pct", "external_frag_pct", "n_requests", "n_finished", "n_rejected",
-    "n_unfinished", "preempt_recompute", "preempt_swap", "request_throughput", "kv_slots",
+    "n_unfinished", "preempt_recompute", "preempt_swap", "request_throughput_per_s", "kv_slots",
     "duration_s", "steps"};
 enum { C_NL, C_BATCH, C_TOK, C_RES, C_INT, C_EXT, C_NREQ, C_FIN, C_REJ, C_UNF, C_PRC, C_PSW,
        C_THR, C_SLOTS, C_DUR, C_STEPS };

@@ -103,7 +103,7 @@ static pb_experiment *load(const char *text, bool quick) {
 }
 
 static pb_status run_to(pb_experiment *e, const char *dir, int jobs, pb_runner_stats *st, char *csv, size_t n) {
-    pb_runner_opts o = {jobs, dir, false, false, true, false, 0, toy_point, NULL, NULL, 0};
+    pb_runner_opts o = {jobs, dir, false, false, true, false, 0, toy_point, NULL, NULL, 0, false, false};
     pb_status s = PB_OK;
     for (int round = 0; !s; round++) {
         s = pb_runner_run(&e, 1, &o, st);
@@ -280,7 +280,7 @@ PB_TEST(parallel_runs_are_byte_identical_and_resume) {
     pb_experiment_destroy(e);
     e = load(EXP, false);
     PB_REQUIRE(e);
-    pb_runner_opts o = {2, d1, false, false, true, false, 0, toy_point, NULL, NULL, 0};
+    pb_runner_opts o = {2, d1, false, false, true, false, 0, toy_point, NULL, NULL, 0, false, false};
     PB_CHECK(pb_runner_run(&e, 1, &o, &st) == PB_OK);
     PB_CHECK_EQ_INT(st.computed, 1);
     PB_CHECK_EQ_INT(st.reused, st.total - 1);
@@ -317,7 +317,7 @@ PB_TEST(failed_points_leave_err_files_and_keep_the_rest) {
     pb_experiment *e = load(EXP, false);
     PB_REQUIRE(e);
     g_fail_system = 1;
-    pb_runner_opts o = {2, d, false, false, true, false, 0, toy_point, NULL, NULL, 0};
+    pb_runner_opts o = {2, d, false, false, true, false, 0, toy_point, NULL, NULL, 0, false, false};
     pb_runner_stats st;
     PB_CHECK(pb_runner_run(&e, 1, &o, &st) != PB_OK);
     g_fail_system = -1;

@@ -4,7 +4,9 @@
  *   pagedbench trace --dataset sharegpt --rate 2 --duration 3600 --seed 0 > trace.csv
  *   pagedbench trace --check trace.csv
  *   pagedbench trace --fig11 results/fig11.csv
+ *   pagedbench trace --from sharegpt.json --format sharegpt-json --rate 2 > trace.csv
  * Exit status: 0 ok, 1 runtime failure (unreadable file), 2 usage, config or data error. */
+#include <getopt.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -13,6 +15,7 @@
 #include "config.h"
 #include "dataset.h"
 #include "pb.h"
+#include "trace_from.h"
 #include "trace_io.h"
 #include "workload.h"
 
@@ -22,6 +25,8 @@ static void usage(FILE *f) {
         "       pagedbench trace --config EXP.yaml [options]   (its `workload:` section; options override)\n"
         "       pagedbench trace --check TRACE.csv              (validate a trace file, print a summary)\n"
         "       pagedbench trace --fig11 OUT.csv                (Fig. 11: length densities of ShareGPT, Alpaca)\n"
+        "       pagedbench trace --from FILE --format FMT [--rate R] [--num N] [--seed N] [--filter F]\n"
+        "                                                       (a trace from a real dataset or log)\n"
         "\n"
         "Writes the trace as CSV to stdout (or -o FILE), header\n"
         "  " PB_TRACE_CSV_HEADER "\n"
@@ -41,7 +46,22 @@ static void usage(FILE *f) {
         "  --n K              parallel samples per request\n"
         "  --beam K           beam search with width K (n = K)\n"
         "  --prefix P         translation: 1shot | 5shot; other datasets: a shared prefix of P tokens\n"
-        "  -o, --output FILE  write the CSV to FILE atomically instead of stdout\n");
+        "  -o, --output FILE  write the CSV to FILE atomically instead of stdout\n"
+        "\n"
+        "Real data (--from): FMT is " PB_FROM_FORMATS ":\n"
+        "  sharegpt-json  ShareGPT conversations (text; first turn = prompt, second = completion),\n"
+        "                 tokenized with GPT-2 BPE by tools/tokenize/pb_tokenize.py (python3 and the\n"
+        "                 `tokenizers` package; OPT's </s> counted unless --no-bos)\n"
+        "  vllm-json      benchmark_serving --save-result JSON (input_lens, output_lens), or an array\n"
+        "                 of {prompt_len|input_len, output_len[, arrival_s]}\n"
+        "  azure-csv      Azure LLM inference trace (TIMESTAMP, ContextTokens, GeneratedTokens)\n"
+        "  csv            prompt_len|input_len, output_len[, arrival_s|timestamp]\n"
+        "  The file's timestamps are kept (shifted to 0; --rate rescales them); without any,\n"
+        "  --rate gives Poisson arrivals (10 ms quanta, --seed).  --filter defaults to none.\n"
+        "  --tokenizer CMD    run CMD instead of python3 tools/tokenize/pb_tokenize.py\n"
+        "\n"
+        "Options take `--opt VALUE` or `--opt=VALUE`.  --check prints its verdict on stdout.\n"
+        "  --version          print the version and exit;  -h, --help  this text\n");
 }
 
 static int bad_opt(const char *opt, const char *what, const char *val) {
@@ -73,8 +93,8 @@ static int copy_opt(const char *opt, const char *v, char *dst, size_t n) {
 }
 
 /* ---- Fig. 11 ---- */
-#define FIG11_WIDTH 4
-#define FIG11_BINS 512      /* 0 .. 2048 tokens */
+#define FIG11_WIDTH 8       /* tokens per bin: 1-4 token bins draw as spikes */
+#define FIG11_BINS 256      /* 0 .. 2048 tokens */
 
 static int write_fig11(const char *path) {
     static const char *const SETS[] = {"sharegpt", "alpaca"};
@@ -132,40 +152,131 @@ static void print_summary(const char *what, const pb_trace *t) {
             s.mean_prompt, s.mean_output, s.max_prompt, s.max_output);
 }
 
+/* `trace --from FILE --format F`: a trace from a real dataset or log (trace_from.h) */
+static int trace_from(const char *file, const pb_trace_from_opts *o, const char *output) {
+    pb_trace t = {0};
+    int64_t dropped = 0;
+    char err[2048];
+    pb_status st = pb_trace_from_file(file, o, &t, &dropped, err, sizeof err);
+    if (st) {
+        fprintf(stderr, "pagedbench trace: %s\n", err);
+        return st == PB_ERR_IO ? PB_EXIT_RUNTIME : PB_EXIT_USAGE;
+    }
+    char what[1400];
+    snprintf(what, sizeof what, "%s (%s, %lld records dropped by the length checks and filter)", file, o->format,
+             (long long)dropped);
+    print_summary(what, &t);
+    if (output) st = pb_trace_write_file(output, &t, err, sizeof err);
+    else st = pb_trace_write_csv(stdout, &t);
+    pb_trace_free(&t);
+    if (st) {
+        fprintf(stderr, "pagedbench trace: %s\n", output ? err : "cannot write to stdout");
+        return PB_EXIT_RUNTIME;
+    }
+    return PB_EXIT_OK;
+}
+
 int pb_cmd_trace(int argc, char **argv) {
-    if (pb_wants_help(argc, argv)) { usage(stdout); return PB_EXIT_OK; }
-    if (argc < 2) { usage(stderr); return PB_EXIT_USAGE; }
     pb_workload_cfg c;
     pb_workload_defaults(&c);
-    const char *config = NULL, *check = NULL, *fig11 = NULL, *output = NULL;
-    /* pass 1: --config, --check, --fig11 */
-    for (int i = 1; i < argc; i++) {
-        if (!strcmp(argv[i], "--config")) config = i + 1 < argc ? argv[++i] : NULL;
-        else if (!strcmp(argv[i], "--check")) check = i + 1 < argc ? argv[++i] : NULL;
-        else if (!strcmp(argv[i], "--fig11")) fig11 = i + 1 < argc ? argv[++i] : NULL;
-        else if (!strncmp(argv[i], "--", 2) || !strcmp(argv[i], "-o")) i++;
-        else {
-            fprintf(stderr, "pagedbench trace: unexpected argument '%s' (see --help)\n", argv[i]);
-            return PB_EXIT_USAGE;
+    const char *config = NULL, *check = NULL, *fig11 = NULL, *output = NULL, *from = NULL, *format = NULL,
+               *tokenizer = NULL;
+    bool bos = true;
+    enum { O_CONFIG = 256, O_CHECK, O_FIG11, O_DATASET, O_RATE, O_DURATION, O_NUM, O_SEED, O_ARRIVALS, O_QUANTUM,
+           O_FILTER, O_FILE, O_REPLAY, O_N, O_BEAM, O_PREFIX, O_FROM, O_FORMAT, O_TOKENIZER, O_NO_BOS, O_VERSION };
+    static const struct option LONG[] = {
+        {"config", required_argument, NULL, O_CONFIG},     {"check", required_argument, NULL, O_CHECK},
+        {"fig11", required_argument, NULL, O_FIG11},       {"dataset", required_argument, NULL, O_DATASET},
+        {"rate", required_argument, NULL, O_RATE},         {"duration", required_argument, NULL, O_DURATION},
+        {"num", required_argument, NULL, O_NUM},           {"seed", required_argument, NULL, O_SEED},
+        {"arrivals", required_argument, NULL, O_ARRIVALS}, {"quantum", required_argument, NULL, O_QUANTUM},
+        {"filter", required_argument, NULL, O_FILTER},     {"file", required_argument, NULL, O_FILE},
+        {"replay-file", required_argument, NULL, O_REPLAY}, {"n", required_argument, NULL, O_N},
+        {"beam", required_argument, NULL, O_BEAM},         {"prefix", required_argument, NULL, O_PREFIX},
+        {"from", required_argument, NULL, O_FROM},         {"format", required_argument, NULL, O_FORMAT},
+        {"tokenizer", required_argument, NULL, O_TOKENIZER}, {"no-bos", no_argument, NULL, O_NO_BOS},
+        {"output", required_argument, NULL, 'o'},          {"version", no_argument, NULL, O_VERSION},
+        {"help", no_argument, NULL, 'h'},                  {NULL, 0, NULL, 0}};
+    /* pass 1 (getopt_long): collect; --config is applied before the other options */
+    int *codes = pb_xcalloc((size_t)argc + 1, sizeof *codes);
+    const char **vals = pb_xcalloc((size_t)argc + 1, sizeof *vals);
+    int nopt = 0, rc = PB_EXIT_OK, ch;
+    optind = 0;
+    opterr = 0;
+    while (rc == PB_EXIT_OK && (ch = getopt_long(argc, argv, ":o:h", LONG, NULL)) != -1) {
+        switch (ch) {
+        case 'h': usage(stdout); rc = -1; break;
+        case O_VERSION: printf("pagedbench %s\n", pb_git_rev()); rc = -1; break;
+        case ':': rc = bad_opt(argv[optind - 1], "needs a value", NULL); break;
+        case '?':
+            fprintf(stderr, "pagedbench trace: unknown option '%s' (see --help)\n", argv[optind - 1]);
+            rc = PB_EXIT_USAGE;
+            break;
+        case O_CONFIG: config = optarg; break;
+        case O_CHECK: check = optarg; break;
+        case O_FIG11: fig11 = optarg; break;
+        case O_FROM: from = optarg; break;
+        case O_FORMAT: format = optarg; break;
+        case O_TOKENIZER: tokenizer = optarg; break;
+        case O_NO_BOS: bos = false; break;
+        case 'o': output = optarg; break;
+        default: codes[nopt] = ch; vals[nopt++] = optarg; break;
         }
     }
-    for (int i = 1; i < argc; i++) {
-        if ((!strcmp(argv[i], "--config") && !config) || (!strcmp(argv[i], "--check") && !check) ||
-            (!strcmp(argv[i], "--fig11") && !fig11))
-            return bad_opt(argv[i], "needs a value", NULL);
+    if (rc == PB_EXIT_OK && optind < argc) {
+        fprintf(stderr, "pagedbench trace: unexpected argument '%s' (see --help)\n", argv[optind]);
+        rc = PB_EXIT_USAGE;
     }
-    if (fig11) return write_fig11(fig11);
+    if (rc == PB_EXIT_OK && argc < 2) { usage(stderr); rc = PB_EXIT_USAGE; }
+    if (rc != PB_EXIT_OK) {
+        free(codes);
+        free(vals);
+        return rc == -1 ? PB_EXIT_OK : rc;
+    }
+    if (fig11) { free(codes); free(vals); return write_fig11(fig11); }
     if (check) {
+        free(codes);
+        free(vals);
         pb_trace t = {0};
         char err[1024];
         pb_status st = pb_trace_read_csv(check, &t, err, sizeof err);
         if (st) {
             fprintf(stderr, "%s\n", err);
+            printf("%s: INVALID\n", check);
             return st == PB_ERR_IO ? PB_EXIT_RUNTIME : PB_EXIT_USAGE;
         }
         print_summary(check, &t);
+        pb_trace_stats ts = pb_trace_summary(&t);
+        printf("%s: ok, %lld requests over %.2f s\n", check, (long long)ts.n, ts.duration_s);
         pb_trace_free(&t);
         return PB_EXIT_OK;
+    }
+    if (from || format) {
+        pb_trace_from_opts fo = {format, 0, 0, 0, {0}, tokenizer, bos};
+        pb_filter_by_name("none", &fo.filter);
+        if (!from || !format) rc = bad_opt(from ? "--from" : "--format", "--from FILE needs --format " PB_FROM_FORMATS, NULL);
+        for (int i = 0; i < nopt && rc == PB_EXIT_OK; i++) {
+            int64_t x;
+            const char *v = vals[i];
+            switch (codes[i]) {
+            case O_RATE: rc = parse_num_opt("--rate", v, 0, &fo.rate); break;
+            case O_NUM: rc = parse_int_opt("--num", v, 0, 1000000000, &fo.num); break;
+            case O_SEED:
+                if (!pb_parse_int(v, &x) || x < 0) rc = bad_opt("--seed", "expected an integer >= 0", v);
+                else fo.seed = (uint64_t)x;
+                break;
+            case O_FILTER:
+                if (pb_filter_by_name(v, &fo.filter)) rc = bad_opt("--filter", "expected " PB_FILTER_NAMES, v);
+                break;
+            default:
+                fprintf(stderr, "pagedbench trace: --from takes --rate, --num, --seed, --filter, --tokenizer, "
+                                "--no-bos and -o only\n");
+                rc = PB_EXIT_USAGE;
+            }
+        }
+        free(codes);
+        free(vals);
+        return rc ? rc : trace_from(from, &fo, output);
     }
     if (config) {
         pb_config *cf = NULL;
@@ -175,54 +286,53 @@ int pb_cmd_trace(int argc, char **argv) {
             pb_workload_from_node(pb_node_get(pb_config_root(cf), "workload"), &c, &e)) {
             fprintf(stderr, "%s\n", e.msg);
             pb_config_destroy(cf);
+            free(codes);
+            free(vals);
             return PB_EXIT_USAGE;
         }
         pb_config_destroy(cf);
     }
-    /* pass 2: the options, over the config */
+    /* pass 2: the options, in order, over the config */
     uint64_t seed = 0;
     bool dur_set = false, num_set = false;
-    for (int i = 1; i < argc; i++) {
-        const char *o = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
+    for (int i = 0; i < nopt && rc == PB_EXIT_OK; i++) {
+        const char *v = vals[i];
         int64_t x;
         double y;
-        int rc = 0;
-        i++;
-        if (!strcmp(o, "--config") || !strcmp(o, "--check") || !strcmp(o, "--fig11")) continue;
-        else if (!strcmp(o, "--dataset")) rc = copy_opt(o, v, c.dataset, sizeof c.dataset);
-        else if (!strcmp(o, "--rate")) { if (!(rc = parse_num_opt(o, v, 0, &y))) c.arrivals.rate = y; }
-        else if (!strcmp(o, "--duration")) { if (!(rc = parse_num_opt(o, v, 0, &y))) c.arrivals.duration_s = y; dur_set = true; }
-        else if (!strcmp(o, "--num")) { if (!(rc = parse_int_opt(o, v, 0, 1000000000, &x))) c.arrivals.num = x; num_set = true; }
-        else if (!strcmp(o, "--seed")) {
-            if (!v || !pb_parse_int(v, &x) || x < 0) rc = bad_opt(o, "expected an integer >= 0", v);
+        switch (codes[i]) {
+        case O_DATASET: rc = copy_opt("--dataset", v, c.dataset, sizeof c.dataset); break;
+        case O_RATE: if (!(rc = parse_num_opt("--rate", v, 0, &y))) c.arrivals.rate = y; break;
+        case O_DURATION: if (!(rc = parse_num_opt("--duration", v, 0, &y))) c.arrivals.duration_s = y; dur_set = true; break;
+        case O_NUM: if (!(rc = parse_int_opt("--num", v, 0, 1000000000, &x))) c.arrivals.num = x; num_set = true; break;
+        case O_SEED:
+            if (!pb_parse_int(v, &x) || x < 0) rc = bad_opt("--seed", "expected an integer >= 0", v);
             else seed = (uint64_t)x;
-        }
-        else if (!strcmp(o, "--arrivals")) {
-            if (!v || pb_arrival_kind_by_name(v, &c.arrivals.kind)) rc = bad_opt(o, "expected " PB_ARRIVAL_NAMES, v);
-        }
-        else if (!strcmp(o, "--quantum")) { if (!(rc = parse_num_opt(o, v, 1e-6, &y))) c.arrivals.quantum_s = y; }
-        else if (!strcmp(o, "--filter")) {
+            break;
+        case O_ARRIVALS:
+            if (pb_arrival_kind_by_name(v, &c.arrivals.kind)) rc = bad_opt("--arrivals", "expected " PB_ARRIVAL_NAMES, v);
+            break;
+        case O_QUANTUM: if (!(rc = parse_num_opt("--quantum", v, 1e-6, &y))) c.arrivals.quantum_s = y; break;
+        case O_FILTER: {
             pb_length_filter f;
-            if (!v || pb_filter_by_name(v, &f)) rc = bad_opt(o, "expected " PB_FILTER_NAMES, v);
-            else rc = copy_opt(o, v, c.filter, sizeof c.filter);
+            if (pb_filter_by_name(v, &f)) rc = bad_opt("--filter", "expected " PB_FILTER_NAMES, v);
+            else rc = copy_opt("--filter", v, c.filter, sizeof c.filter);
+            break;
         }
-        else if (!strcmp(o, "--file")) rc = copy_opt(o, v, c.file, sizeof c.file);
-        else if (!strcmp(o, "--replay-file")) rc = copy_opt(o, v, c.replay_file, sizeof c.replay_file);
-        else if (!strcmp(o, "--n")) { if (!(rc = parse_int_opt(o, v, 1, 4096, &x))) c.n = (int32_t)x; }
-        else if (!strcmp(o, "--beam")) { if (!(rc = parse_int_opt(o, v, 1, 4096, &x))) c.beam_width = (int32_t)x; }
-        else if (!strcmp(o, "--prefix")) {
-            if (v && !strcmp(v, "1shot")) c.shots = 1;
-            else if (v && !strcmp(v, "5shot")) c.shots = 5;
-            else if (v && !strcmp(v, "none")) c.prefix_len = 0;
-            else if (!(rc = parse_int_opt(o, v, 0, 1 << 20, &x))) c.prefix_len = (int32_t)x;
+        case O_FILE: rc = copy_opt("--file", v, c.file, sizeof c.file); break;
+        case O_REPLAY: rc = copy_opt("--replay-file", v, c.replay_file, sizeof c.replay_file); break;
+        case O_N: if (!(rc = parse_int_opt("--n", v, 1, 4096, &x))) c.n = (int32_t)x; break;
+        case O_BEAM: if (!(rc = parse_int_opt("--beam", v, 1, 4096, &x))) c.beam_width = (int32_t)x; break;
+        case O_PREFIX:
+            if (!strcmp(v, "1shot")) c.shots = 1;
+            else if (!strcmp(v, "5shot")) c.shots = 5;
+            else if (!strcmp(v, "none")) c.prefix_len = 0;
+            else if (!(rc = parse_int_opt("--prefix", v, 0, 1 << 20, &x))) c.prefix_len = (int32_t)x;
+            break;
         }
-        else if (!strcmp(o, "-o") || !strcmp(o, "--output")) { if (!v) rc = bad_opt(o, "needs a file", v); output = v; }
-        else {
-            fprintf(stderr, "pagedbench trace: unknown option '%s' (see --help)\n", o);
-            rc = PB_EXIT_USAGE;
-        }
-        if (rc) return rc;
     }
+    free(codes);
+    free(vals);
+    if (rc) return rc;
     if (num_set && !dur_set && !config) c.arrivals.duration_s = 0;
     if (!c.dataset[0] && !c.trace[0]) {
         fprintf(stderr, "pagedbench trace: --dataset is required (%s)\n", PB_DATASET_NAMES);

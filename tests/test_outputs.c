@@ -1,0 +1,226 @@
+/* test_outputs.c -- what `pagedbench run --requests --timeline` writes, read back:
+ *   - every point's TTFT / TPOT / e2e / normalized-latency mean and p50/p90/p99 in
+ *     <exp>.csv are recomputed bit for bit from <exp>.requests.csv (numpy's linear
+ *     percentile; normalized latency counts a request once per sequence, max(n,
+ *     beam_width); the mean in request order), and the counts and goodput agree;
+ *   - the timeline has one row per engine step (`steps` of the point);
+ *   - <exp>.json parses with jansson and holds the resolved config as an object
+ *     (the slo map, the systems list, the axis value assigned), every point's
+ *     metrics, and the machine;
+ *   - the checks are printed (`Check complete:`, `Check slo_met:`), no "VALID";
+ *   - --jobs 1 and --jobs 2 give byte-identical CSVs, per-request and per-step files.
+ * Runs the real binary (PAGEDBENCH_BIN, set by ctest) on the sim executor. */
+#include <jansson.h>
+#include <math.h>
+#include <stdbool.h>
+#include <sys/wait.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "pbtest.h"
+#include "report.h"   /* pb_csv_table */
+
+static const char *YAML =
+    "name: outputs_t\n"
+    "figure: outputs_t\n"
+    "panel: a\n"
+    "model: opt-13b\n"
+    "hardware: a100-40gb\n"
+    "slo: {ttft_ms: 60, tpot_ms: 30}\n"
+    "workload:\n"
+    "  dataset: alpaca\n"
+    "  arrivals: poisson\n"
+    "  rate: 1.0\n"
+    "  duration_s: 30\n"
+    "sweep:\n"
+    "  - {axis: request_rate, set: workload.rate, values: [2, 40]}\n"
+    "  - {axis: n, set: workload.n, values: [1, 3]}\n"
+    "systems:\n"
+    "  - {name: orca_max, label: Orca (Max), type: orca, reservation: max}\n"
+    "  - {name: vllm, label: vLLM, type: vllm}\n";
+
+static int cmp_d(const void *a, const void *b) {
+    double x = *(const double *)a, y = *(const double *)b;
+    return (x > y) - (x < y);
+}
+
+/* numpy.percentile(v, p) with the default linear method; sorts v */
+static double pct(double *v, int n, double p) {
+    if (n == 0) return 0;
+    qsort(v, (size_t)n, sizeof *v, cmp_d);
+    double pos = p / 100.0 * (n - 1);
+    int lo = (int)pos;
+    if (lo >= n - 1) return v[n - 1];
+    return v[lo] + (pos - lo) * (v[lo + 1] - v[lo]);
+}
+
+static double mean_of(const double *v, int n) {
+    double s = 0;
+    for (int i = 0; i < n; i++) s += v[i];
+    return n ? s / n : 0;
+}
+
+static const char *cellv(const pb_csv_table *t, int r, const char *col) {
+    int c = pb_csv_table_col(t, col);
+    return c < 0 ? NULL : t->rows[r][c];
+}
+
+static double numv(const pb_csv_table *t, int r, const char *col) {
+    const char *s = cellv(t, r, col);
+    return s && *s ? strtod(s, NULL) : NAN;
+}
+
+/* the four statistics of v[n] against the CSV row's <base>_{mean,p50,p90,p99}<unit> */
+static int check4(const pb_csv_table *res, int row, const char *base, const char *unit, double *v, int n) {
+    static const char *const W[4] = {"mean", "p50", "p90", "p99"};
+    double got[4];
+    got[0] = mean_of(v, n);
+    got[1] = pct(v, n, 50);
+    got[2] = pct(v, n, 90);
+    got[3] = pct(v, n, 99);
+    int bad = 0;
+    for (int k = 0; k < 4; k++) {
+        char col[96];
+        if (!strcmp(base, "normalized_latency"))
+            snprintf(col, sizeof col, k == 0 ? "normalized_latency" : "normalized_latency_%s", W[k]);
+        else
+            snprintf(col, sizeof col, "%s_%s%s", base, W[k], unit);
+        double want = numv(res, row, col);
+        if (!(want == got[k])) {
+            fprintf(stderr, "  row %d %s: results %.17g, recomputed from requests %.17g\n", row, col, want, got[k]);
+            bad++;
+        }
+    }
+    return bad;
+}
+
+static int run_cmd(const char *cmd) {
+    int rc = system(cmd);
+    return WIFEXITED(rc) ? WEXITSTATUS(rc) : -1;
+}
+
+PB_TEST(requests_csv_recomputes_point_percentiles_and_json_holds_config) {
+    const char *bin = getenv("PAGEDBENCH_BIN");
+    if (!bin || !*bin) PB_SKIP("PAGEDBENCH_BIN not set (run through ctest)");
+    if (!pb_test_shared_data()) PB_SKIP("../shared/data absent (alpaca lengths)");
+    char dir[] = "/tmp/pb_outputs_XXXXXX";
+    PB_REQUIRE(mkdtemp(dir));
+    char path[512], cmd[2048];
+    snprintf(path, sizeof path, "%s/o.yaml", dir);
+    FILE *f = fopen(path, "w");
+    PB_REQUIRE(f);
+    fputs(YAML, f);
+    fclose(f);
+    snprintf(cmd, sizeof cmd, "'%s' run '%s' --results='%s/r' --requests --timeline --jobs=2 >'%s/out' 2>'%s/err'",
+             bin, path, dir, dir, dir);
+    PB_REQUIRE(run_cmd(cmd) == 0);
+
+    pb_csv_table res, req, tl;
+    snprintf(path, sizeof path, "%s/r/outputs_t.csv", dir);
+    PB_REQUIRE(pb_csv_table_load(path, &res) == PB_OK);
+    snprintf(path, sizeof path, "%s/r/outputs_t.requests.csv", dir);
+    PB_REQUIRE(pb_csv_table_load(path, &req) == PB_OK);
+    snprintf(path, sizeof path, "%s/r/outputs_t.timeline.csv", dir);
+    PB_REQUIRE(pb_csv_table_load(path, &tl) == PB_OK);
+    PB_CHECK_EQ_INT(res.n_rows, 8);   /* 2 systems x 2 rates x 2 n */
+
+    int total_req = 0, total_steps = 0, preempted_points = 0;
+    double *ttft = calloc((size_t)req.n_rows + 1, sizeof(double)), *tpot = calloc((size_t)req.n_rows + 1, sizeof(double));
+    double *e2e = calloc((size_t)req.n_rows + 1, sizeof(double));
+    double *nl = calloc((size_t)req.n_rows * 8 + 1, sizeof(double));
+    for (int r = 0; r < res.n_rows; r++) {
+        const char *sys = cellv(&res, r, "system");
+        double rate = numv(&res, r, "request_rate"), n = numv(&res, r, "n");
+        int nt = 0, np = 0, ne = 0, nn = 0, rows = 0, fin = 0, rej = 0, good = 0, preempt = 0;
+        for (int q = 0; q < req.n_rows; q++) {   /* this point's rows, in request order */
+            if (strcmp(cellv(&req, q, "system"), sys) || numv(&req, q, "request_rate") != rate ||
+                numv(&req, q, "axis.n") != n)
+                continue;
+            PB_CHECK_EQ_INT((long long)numv(&req, q, "request_id"), rows);
+            rows++;
+            rej += (int)numv(&req, q, "rejected");
+            preempt += (int)numv(&req, q, "preemptions");
+            if (isnan(numv(&req, q, "finish_s"))) continue;
+            fin++;
+            double t = numv(&req, q, "ttft_ms"), p = numv(&req, q, "tpot_ms");
+            ttft[nt++] = t;
+            if (!isnan(p)) tpot[np++] = p;
+            e2e[ne++] = numv(&req, q, "e2e_s");
+            int seqs = (int)fmax(numv(&req, q, "n"), numv(&req, q, "beam_width"));
+            for (int k = 0; k < seqs; k++) nl[nn++] = numv(&req, q, "normalized_latency_s_per_token");
+            good += t <= 60 && (isnan(p) || p <= 30);
+        }
+        total_req += rows;
+        preempted_points += preempt > 0;
+        PB_CHECK(rows > 0);
+        PB_CHECK_EQ_INT(rows, (long long)numv(&res, r, "n_requests"));
+        PB_CHECK_EQ_INT(fin, (long long)numv(&res, r, "n_finished"));
+        PB_CHECK_EQ_INT(rej, (long long)numv(&res, r, "n_rejected"));
+        PB_CHECK_EQ_INT(preempt, (long long)(numv(&res, r, "preempt_recompute") + numv(&res, r, "preempt_swap")));
+        PB_CHECK(check4(&res, r, "ttft", "_ms", ttft, nt) == 0);
+        PB_CHECK(check4(&res, r, "tpot", "_ms", tpot, np) == 0);
+        PB_CHECK(check4(&res, r, "e2e", "_s", e2e, ne) == 0);
+        PB_CHECK(check4(&res, r, "normalized_latency", "", nl, nn) == 0);
+        PB_CHECK(numv(&res, r, "goodput_fraction") == (double)good / rows);
+        PB_CHECK(numv(&res, r, "goodput_per_s") == good / numv(&res, r, "duration_s"));
+        int steps = 0;
+        for (int q = 0; q < tl.n_rows; q++)
+            steps += !strcmp(cellv(&tl, q, "system"), sys) && numv(&tl, q, "request_rate") == rate &&
+                     numv(&tl, q, "n") == n;
+        PB_CHECK_EQ_INT(steps, (long long)numv(&res, r, "steps"));
+        total_steps += steps;
+        bool slo_met = numv(&res, r, "complete") == 1 && numv(&res, r, "ttft_p99_ms") <= 60 &&
+                       numv(&res, r, "tpot_p99_ms") <= 30;
+        PB_CHECK(numv(&res, r, "slo_met") == (slo_met ? 1 : 0));
+    }
+    PB_CHECK_EQ_INT(total_req, req.n_rows);
+    PB_CHECK_EQ_INT(total_steps, tl.n_rows);
+    PB_CHECK(preempted_points > 0);   /* the 40 req/s points are past vLLM's knee: a real mix */
+    free(ttft);
+    free(tpot);
+    free(e2e);
+    free(nl);
+    pb_csv_table_free(&req);
+    pb_csv_table_free(&tl);
+
+    /* the JSON sidecar */
+    snprintf(path, sizeof path, "%s/r/outputs_t.json", dir);
+    json_error_t je;
+    json_t *j = json_load_file(path, 0, &je);
+    PB_REQUIRE(j);
+    json_t *cfg = json_object_get(json_array_get(json_object_get(j, "experiments"), 0), "config");
+    PB_CHECK(json_is_object(cfg));
+    PB_CHECK(json_integer_value(json_object_get(json_object_get(cfg, "slo"), "ttft_ms")) == 60);
+    PB_CHECK(json_array_size(json_object_get(cfg, "systems")) == 2);
+    PB_CHECK(!strcmp(json_string_value(json_object_get(json_array_get(json_object_get(cfg, "systems"), 1), "type")),
+                     "vllm"));
+    PB_CHECK(json_is_object(json_object_get(j, "machine")));
+    const char *rev = json_string_value(json_object_get(j, "git_revision"));
+    PB_CHECK(rev && *rev);
+    json_t *pts = json_object_get(j, "points");
+    PB_CHECK_EQ_INT(json_array_size(pts), res.n_rows);
+    for (int r = 0; r < res.n_rows && r < (int)json_array_size(pts); r++) {
+        json_t *m = json_object_get(json_array_get(pts, r), "metrics");
+        PB_CHECK(json_real_value(json_object_get(m, "ttft_p99_ms")) == numv(&res, r, "ttft_p99_ms"));
+    }
+    json_decref(j);
+    pb_csv_table_free(&res);
+
+    /* the same bytes for another --jobs (points run in other workers, files concatenated in order) */
+    snprintf(cmd, sizeof cmd, "'%s' run '%s/o.yaml' --results '%s/r1' --requests --timeline --jobs 1 >/dev/null 2>&1 && "
+             "cmp -s '%s/r/outputs_t.requests.csv' '%s/r1/outputs_t.requests.csv' && "
+             "cmp -s '%s/r/outputs_t.timeline.csv' '%s/r1/outputs_t.timeline.csv' && "
+             "cmp -s '%s/r/outputs_t.csv' '%s/r1/outputs_t.csv'", bin, dir, dir, dir, dir, dir, dir, dir, dir);
+    PB_CHECK(run_cmd(cmd) == 0);
+
+    /* named checks, not "VALID" */
+    snprintf(cmd, sizeof cmd, "grep -q '^Check complete: PASS' '%s/out' && grep -q '^Check slo_met: ' '%s/out' && "
+             "! grep -q 'Result is' '%s/out'", dir, dir, dir);
+    PB_CHECK(run_cmd(cmd) == 0);
+    snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);
+    run_cmd(cmd);
+}
+
+PB_TEST_MAIN()

@@ -1,0 +1,309 @@
+/* trace_from.c -- traces from real datasets and logs (trace_from.h). */
+#include "trace_from.h"
+
+#include <errno.h>
+#include <jansson.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+
+#include "arrivals.h"
+#include "csv.h"
+#include "rng.h"
+
+/* the records as read: lengths and (when the file has them) timestamps */
+typedef struct {
+    int64_t n, cap;
+    int64_t *in, *out;
+    double *ts;
+    bool has_ts;
+} records;
+
+static void rec_push(records *r, int64_t in, int64_t out, double ts) {
+    if (r->n == r->cap) {
+        r->cap = r->cap ? 2 * r->cap : 1024;
+        r->in = pb_xrealloc(r->in, (size_t)r->cap * sizeof *r->in);
+        r->out = pb_xrealloc(r->out, (size_t)r->cap * sizeof *r->out);
+        r->ts = pb_xrealloc(r->ts, (size_t)r->cap * sizeof *r->ts);
+    }
+    r->in[r->n] = in;
+    r->out[r->n] = out;
+    r->ts[r->n++] = ts;
+}
+
+static void rec_free(records *r) {
+    free(r->in);
+    free(r->out);
+    free(r->ts);
+    memset(r, 0, sizeof *r);
+}
+
+static int find_any(const pb_csv *c, const char *const *names) {
+    for (; *names; names++) {
+        int i = pb_csv_find(c, *names);
+        if (i >= 0) return i;
+    }
+    return -1;
+}
+
+static bool parse_len(const char *s, int64_t *v) {
+    char *end;
+    errno = 0;
+    double d = strtod(s, &end);
+    if (end == s || *end || errno || !isfinite(d) || d != floor(d) || fabs(d) > 1e9) return false;
+    *v = (int64_t)d;
+    return true;
+}
+
+/* csv (and the tokenizer's output): named columns */
+static pb_status read_csv(pb_csv *c, records *r, char *err, size_t errlen) {
+    static const char *const IN[] = {"prompt_len", "input_len", "ContextTokens", NULL};
+    static const char *const OUT[] = {"output_len", "GeneratedTokens", NULL};
+    static const char *const TS[] = {"arrival_s", "timestamp", NULL};
+    if (!pb_csv_next(c)) {
+        snprintf(err, errlen, "%s: empty file", c->path);
+        return PB_ERR_INVALID;
+    }
+    int ci = find_any(c, IN), co = find_any(c, OUT), ct = find_any(c, TS);
+    if (ci < 0 || co < 0) {
+        snprintf(err, errlen, "%s:%d: needs a prompt_len (or input_len, ContextTokens) and an output_len (or "
+                 "GeneratedTokens) column", c->path, c->line);
+        return PB_ERR_INVALID;
+    }
+    int need = PB_MAX(ci, PB_MAX(co, ct)) + 1;
+    r->has_ts = ct >= 0;
+    while (pb_csv_next(c)) {
+        int64_t in, out;
+        double ts = 0;
+        char *end = NULL;
+        if (c->n_fields < need) {
+            snprintf(err, errlen, "%s:%d: %d fields, expected at least %d", c->path, c->line, c->n_fields, need);
+            return PB_ERR_INVALID;
+        }
+        if (!parse_len(c->fields[ci], &in) || !parse_len(c->fields[co], &out)) {
+            snprintf(err, errlen, "%s:%d: a length is not an integer ('%s', '%s')", c->path, c->line, c->fields[ci],
+                     c->fields[co]);
+            return PB_ERR_INVALID;
+        }
+        if (ct >= 0) {
+            ts = strtod(c->fields[ct], &end);
+            if (end == c->fields[ct] || *end || !isfinite(ts) || ts < 0) {
+                snprintf(err, errlen, "%s:%d: arrival '%s' is not a number of seconds >= 0", c->path, c->line,
+                         c->fields[ct]);
+                return PB_ERR_INVALID;
+            }
+        }
+        rec_push(r, in, out, ts);
+    }
+    return PB_OK;
+}
+
+static pb_status read_plain_csv(const char *path, records *r, char *err, size_t errlen) {
+    pb_csv c;
+    pb_status st = pb_csv_open(&c, path, err, errlen);
+    if (st) return st;
+    st = read_csv(&c, r, err, errlen);
+    pb_csv_close(&c);
+    return st;
+}
+
+static pb_status read_azure(const char *path, records *r, char *err, size_t errlen) {
+    double *ts = NULL;
+    int64_t n = 0;
+    pb_status st = pb_arrivals_read_azure(path, &ts, &n, err, errlen);
+    if (st) return st;
+    pb_csv c;
+    if ((st = pb_csv_open(&c, path, err, errlen))) { free(ts); return st; }
+    pb_csv_next(&c);
+    int ci = pb_csv_find(&c, "ContextTokens"), co = pb_csv_find(&c, "GeneratedTokens");
+    if (ci < 0 || co < 0) {
+        snprintf(err, errlen, "%s:%d: needs ContextTokens and GeneratedTokens columns", path, c.line);
+        st = PB_ERR_INVALID;
+    }
+    int64_t k = 0;
+    while (!st && pb_csv_next(&c)) {
+        int64_t in, out;
+        if (c.n_fields <= PB_MAX(ci, co) || !parse_len(c.fields[ci], &in) || !parse_len(c.fields[co], &out)) {
+            snprintf(err, errlen, "%s:%d: ContextTokens / GeneratedTokens not integers", path, c.line);
+            st = PB_ERR_INVALID;
+        } else if (k >= n) {
+            snprintf(err, errlen, "%s:%d: more rows than timestamps", path, c.line);
+            st = PB_ERR_INVALID;
+        } else
+            rec_push(r, in, out, ts[k++]);
+    }
+    r->has_ts = true;
+    pb_csv_close(&c);
+    free(ts);
+    return st;
+}
+
+static bool json_len(json_t *v, int64_t *out) {
+    if (json_is_integer(v)) { *out = json_integer_value(v); return true; }
+    if (json_is_real(v) && json_real_value(v) == floor(json_real_value(v))) {
+        *out = (int64_t)json_real_value(v);
+        return true;
+    }
+    return false;
+}
+
+static pb_status read_vllm_json(const char *path, records *r, char *err, size_t errlen) {
+    json_error_t je;
+    json_t *j = json_load_file(path, 0, &je);
+    if (!j) {
+        bool io = je.line < 0 || strstr(je.text, "unable to open");
+        snprintf(err, errlen, "%s:%d:%d: %s", path, je.line, je.column, je.text);
+        return io ? PB_ERR_IO : PB_ERR_INVALID;
+    }
+    pb_status st = PB_OK;
+    if (json_is_object(j)) {
+        json_t *in = json_object_get(j, "input_lens"), *out = json_object_get(j, "output_lens");
+        if (!json_is_array(in) || !json_is_array(out) || json_array_size(in) != json_array_size(out)) {
+            snprintf(err, errlen, "%s: expected \"input_lens\" and \"output_lens\" arrays of one length "
+                     "(benchmark_serving --save-result)", path);
+            st = PB_ERR_INVALID;
+        }
+        for (size_t i = 0; !st && i < json_array_size(in); i++) {
+            int64_t a, b;
+            if (!json_len(json_array_get(in, i), &a) || !json_len(json_array_get(out, i), &b)) {
+                snprintf(err, errlen, "%s: input_lens/output_lens[%zu]: not an integer", path, i);
+                st = PB_ERR_INVALID;
+            } else
+                rec_push(r, a, b, 0);
+        }
+    } else if (json_is_array(j)) {
+        size_t n = json_array_size(j);
+        for (size_t i = 0; !st && i < n; i++) {
+            json_t *o = json_array_get(j, i), *a = json_object_get(o, "prompt_len"), *t = json_object_get(o, "arrival_s");
+            if (!a) a = json_object_get(o, "input_len");
+            if (!t) t = json_object_get(o, "timestamp");
+            int64_t in, out;
+            if (!json_is_object(o) || !json_len(a, &in) || !json_len(json_object_get(o, "output_len"), &out)) {
+                snprintf(err, errlen, "%s: item %zu: needs integer prompt_len (or input_len) and output_len", path, i);
+                st = PB_ERR_INVALID;
+                break;
+            }
+            if (i == 0) r->has_ts = t != NULL;
+            if ((t != NULL) != r->has_ts || (t && !(json_is_number(t) && json_number_value(t) >= 0))) {
+                snprintf(err, errlen, "%s: item %zu: arrival_s must be a number >= 0 on every item or on none", path, i);
+                st = PB_ERR_INVALID;
+                break;
+            }
+            rec_push(r, in, out, t ? json_number_value(t) : 0);
+        }
+    } else {
+        snprintf(err, errlen, "%s: expected a JSON object or array", path);
+        st = PB_ERR_INVALID;
+    }
+    json_decref(j);
+    return st;
+}
+
+/* sharegpt-json: the tokenizer program writes id,prompt_len,output_len CSV */
+static pb_status read_tokenized(const char *path, const pb_trace_from_opts *o, records *r, char *err, size_t errlen) {
+    if (strchr(path, '\'') || (o->tokenizer && strchr(o->tokenizer, '\''))) {
+        snprintf(err, errlen, "%s: a path with a quote character", path);
+        return PB_ERR_INVALID;
+    }
+    char cmd[4096];
+    if (o->tokenizer)
+        snprintf(cmd, sizeof cmd, "%s '%s' --format %s%s", o->tokenizer, path, o->format, o->bos ? "" : " --no-bos");
+    else
+        snprintf(cmd, sizeof cmd, "python3 '%s/tools/tokenize/pb_tokenize.py' '%s' --format %s%s", PB_SOURCE_DIR,
+                 path, o->format, o->bos ? "" : " --no-bos");
+    FILE *p = popen(cmd, "r");
+    if (!p) {
+        snprintf(err, errlen, "cannot run the tokenizer: %s", strerror(errno));
+        return PB_ERR_IO;
+    }
+    size_t cap = 1 << 16, len = 0, k;
+    char *buf = pb_xmalloc(cap);
+    while ((k = fread(buf + len, 1, cap - len - 1, p)) > 0) {
+        len += k;
+        if (cap - len < 2) { cap *= 2; buf = pb_xrealloc(buf, cap); }
+    }
+    buf[len] = 0;
+    int rc = pclose(p);
+    int code = rc == -1 ? -1 : WIFEXITED(rc) ? WEXITSTATUS(rc) : 128;
+    pb_status st = PB_OK;
+    if (code != 0) {
+        snprintf(err, errlen, "%s: the tokenizer failed (exit %d%s; its message is above)", path, code,
+                 code == 3 ? ": pip install tokenizers" : code == 127 ? ": python3 not found" : "");
+        st = code == 2 ? PB_ERR_INVALID : PB_ERR_IO;
+    } else {
+        pb_csv c;
+        char name[1100];
+        snprintf(name, sizeof name, "%s (tokenized)", path);
+        pb_csv_open_string(&c, name, buf);
+        st = read_csv(&c, r, err, errlen);
+        pb_csv_close(&c);
+    }
+    free(buf);
+    return st;
+}
+
+pb_status pb_trace_from_file(const char *path, const pb_trace_from_opts *o, pb_trace *out, int64_t *dropped,
+                             char *err, size_t errlen) {
+    memset(out, 0, sizeof *out);
+    *dropped = 0;
+    records r = {0};
+    pb_status st;
+    if (!strcmp(o->format, "csv")) st = read_plain_csv(path, &r, err, errlen);
+    else if (!strcmp(o->format, "azure-csv")) st = read_azure(path, &r, err, errlen);
+    else if (!strcmp(o->format, "vllm-json")) st = read_vllm_json(path, &r, err, errlen);
+    else if (!strcmp(o->format, "sharegpt-json")) st = read_tokenized(path, o, &r, err, errlen);
+    else {
+        snprintf(err, errlen, "unknown format '%s' (%s)", o->format, PB_FROM_FORMATS);
+        st = PB_ERR_INVALID;
+    }
+    /* lengths and filter, then num; timestamps must not go back */
+    int64_t k = 0;
+    for (int64_t i = 0; !st && i < r.n; i++) {
+        if (r.has_ts && i > 0 && r.ts[i] < r.ts[i - 1]) {
+            snprintf(err, errlen, "%s: record %lld: timestamp %.17g before the previous one (%.17g)", path,
+                     (long long)i, r.ts[i], r.ts[i - 1]);
+            st = PB_ERR_INVALID;
+            break;
+        }
+        bool keep = r.in[i] >= 1 && r.out[i] >= 1 && r.in[i] <= INT32_MAX && r.out[i] <= INT32_MAX &&
+                    pb_filter_keep(&o->filter, (int32_t)r.in[i], (int32_t)r.out[i]);
+        if (!keep) { (*dropped)++; continue; }
+        if (o->num > 0 && k >= o->num) continue;
+        r.in[k] = r.in[i];
+        r.out[k] = r.out[i];
+        r.ts[k++] = r.ts[i];
+    }
+    if (!st && k == 0) {
+        snprintf(err, errlen, "%s: no request left (%lld dropped by the length checks and the filter)", path,
+                 (long long)*dropped);
+        st = PB_ERR_INVALID;
+    }
+    if (!st && !r.has_ts && !(o->rate > 0)) {
+        snprintf(err, errlen, "%s: the file has no timestamps: give --rate for Poisson arrivals", path);
+        st = PB_ERR_INVALID;
+    }
+    double *times = NULL;
+    int64_t nt = 0;
+    if (!st) {
+        pb_arrival_cfg ac = {r.has_ts ? PB_ARRIVALS_REPLAY : PB_ARRIVALS_POISSON, o->rate, 0, k, 0.01};
+        pb_rng rng;
+        pb_rng_seed(&rng, o->seed, 1);
+        st = pb_arrivals_generate(&ac, &rng, r.has_ts ? r.ts : NULL, r.has_ts ? k : 0, &times, &nt, err, errlen);
+        if (!st && nt != k) {
+            snprintf(err, errlen, "%s: %lld arrivals for %lld requests", path, (long long)nt, (long long)k);
+            st = PB_ERR_INVALID;
+        }
+    }
+    int64_t cap = 0;
+    for (int64_t i = 0; !st && i < k; i++) {
+        pb_request q = pb_request_make(times[i], (int32_t)r.in[i], (int32_t)r.out[i]);
+        pb_trace_push(out, &cap, &q);
+    }
+    free(times);
+    rec_free(&r);
+    if (!st) st = pb_trace_check(out, err, errlen);
+    if (st) pb_trace_free(out);
+    return st;
+}
