@@ -392,7 +392,7 @@ static int run_group(const char *out, const char *figure, pb_experiment **exps, 
     }
     /* a small run (one YAML, a few points) prints vLLM benchmark_serving's block per point */
     pb_runner_opts ro = {o->jobs, o->results, o->fresh, o->summary || total <= 8, o->quiet, o->quick, -1,
-                         pb_system_run_point, NULL, NULL, 0};
+                         pb_system_run_point, NULL, NULL, 0, false, false};
     pb_shard_plan *plan = NULL;
     if (o->n_shards) {
         plan = pb_shard_plan_make(exps, n, o->n_shards);
@@ -533,7 +533,7 @@ static int run_figure(const char *fig, const run_opts *o) {
 }
 
 int pb_cmd_run(int argc, char **argv) {
-    run_opts o = {1, false, false, false, false, false, true, false, false, false, "results", NULL, 0};
+    run_opts o = {1, false, false, false, false, false, true, false, false, false, "results", NULL, 0, false, 0, 0};
     const char **files = pb_xcalloc((size_t)argc + 1, sizeof *files), **figs = pb_xcalloc((size_t)argc + 1, sizeof *figs);
     o.sets = pb_xcalloc((size_t)argc + 1, sizeof *o.sets);
     int nf = 0, ng = 0, all = 0, rc = PB_EXIT_OK;

@@ -373,8 +373,27 @@ pb_status pb_report_figure(const char *figure, const char *ours_csv, const char 
             }
         P(&b, "\nPaper: ShareGPT has 8.4x longer inputs and 5.8x longer outputs than Alpaca on average.\n");
     } else {
-        /* generic: the columns both share, row by row on the first text columns */
-        P(&b, "%d rows of ours in %s", ours.n_rows, ours_csv);
+        /* generic: the experiment's declared columns (the CSV's leading ones, up to the
+           `experiment` column the runner appends), one markdown row per result row */
+        int nc = pb_csv_table_col(&ours, "experiment");
+        if (nc < 0 || nc > 12) nc = ours.n_cols < 12 ? ours.n_cols : 12;
+        for (int c = 0; c < nc; c++) P(&b, "| %s ", ours.cols[c]);
+        P(&b, "|\n");
+        for (int c = 0; c < nc; c++) P(&b, "|---");
+        P(&b, "|\n");
+        for (int r = 0; r < ours.n_rows; r++) {
+            for (int c = 0; c < nc; c++) {
+                char v[32];
+                double x = num(&ours, r, ours.cols[c]);
+                if (isnan(x)) P(&b, "| %s ", ours.rows[r][c]);
+                else {
+                    fmt_v(v, sizeof v, x, "%.4g");
+                    P(&b, "| %s ", v);
+                }
+            }
+            P(&b, "|\n");
+        }
+        P(&b, "\n%d rows of ours in %s", ours.n_rows, ours_csv);
         if (pp) P(&b, "; %d digitized paper rows in %s", pp->n_rows, paper_csv);
         P(&b, ".\n");
     }

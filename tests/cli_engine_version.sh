@@ -23,7 +23,7 @@ workload:
   arrivals: poisson
   rate: 2.5
   duration_s: 120
-columns: [system, kv_blocks, steps, mean_ttft_ms, mean_tpot_ms]
+columns: [system, kv_blocks, steps, ttft_mean_ms, tpot_mean_ms]
 systems:
   - {name: none, type: vllm, max_num_seqs: 1024}
   - {name: v01, type: vllm, engine: v0.1, max_num_seqs: 1024}

@@ -251,7 +251,7 @@ static int run(const char *text, const char *dir, int shard, int n_shards, const
     pb_experiment *e = load(text);
     PB_ASSERT(e);
     pb_shard_plan *plan = n_shards ? pb_shard_plan_make(&e, 1, n_shards) : NULL;
-    pb_runner_opts o = {2, dir, false, false, true, false, 0, toy_point, NULL, plan, shard};
+    pb_runner_opts o = {2, dir, false, false, true, false, 0, toy_point, NULL, plan, shard, false, false};
     pb_runner_stats st;
     int computed = 0;
     for (int round = 0;; round++) {
