@@ -1,0 +1,83 @@
+#!/usr/bin/env bash
+# cli_gpu_verb.sh -- `./run_all.sh gpu`'s no-GPU path (tools/gpu/run_gpu.sh --tiny) and
+# its summary writer, on the C references and the cpu executor:
+#   1. without a GPU it exits 0, prints `SKIP: no GPU (<reason>)` for the GPU kernel
+#      timings, the OPT-13B profile and the cuda engine run, with the reason in plain
+#      words (never the CUDA runtime's "driver version is insufficient");
+#   2. it writes kernels.csv, fig18a.csv, the tiny profile, costmodel_*.csv and a
+#      SUMMARY.md with every section filled from that data;
+#   3. a correctness failure (a pagedbench whose kernel check says INVALID) makes it
+#      exit 1 and the summary say FAILED; summary.sh rejects a malformed steps.tsv.
+# On a machine with a GPU the no-GPU path is forced with --cpu.
+#   bash tests/cli_gpu_verb.sh build/cpu/pagedbench
+set -u
+PB=${1:?usage: cli_gpu_verb.sh path/to/pagedbench}
+PB=$(cd "$(dirname "$PB")" && pwd)/$(basename "$PB")
+T=$(mktemp -d /tmp/pb_cli_gpu.XXXXXX)
+trap 'rm -rf "$T"' EXIT
+pass=0; fail=0
+ok()  { pass=$((pass + 1)); echo "[ok] $1" >&2; }
+bad() { fail=$((fail + 1)); echo "[FAIL] $1" >&2; }
+
+force=()
+probe=$("$PB" kernels --probe 2>/dev/null) && force=(--cpu)
+bash tools/gpu/run_gpu.sh --tiny --bin "$PB" --out "$T/a" "${force[@]}" >"$T/a.out" 2>"$T/a.err"; rc=$?
+[ $rc = 0 ] && ok "no-GPU path exits 0" || bad "no-GPU path exit $rc: $(tail -n 5 "$T/a.err")"
+for what in "kernel benchmarks" "profile OPT-13B" "real engine vs cost model (OPT-13B, cuda)"; do
+    grep -q "^SKIP: no GPU (.*): $what -- " "$T/a.out" && ok "SKIP line for $what" || bad "no SKIP line for $what"
+done
+if [ ${#force[@]} = 0 ]; then   # the reason is the probe's own, in plain words
+    want=$(sed -n 's/^SKIP: no GPU (\(.*\))$/\1/p' <<<"$probe")
+    [ -n "$want" ] && grep -qF "SKIP: no GPU ($want)" "$T/a.out" && ok "reason = the probe's: $want" ||
+        bad "reason differs from the probe's ($probe)"
+fi
+if grep -qi "insufficient\|cudaGetDeviceCount\|cudaError" "$T/a.out" "$T/a/SUMMARY.md" 2>/dev/null; then
+    bad "a raw CUDA error string leaked"
+else
+    ok "no raw CUDA error strings"
+fi
+for f in kernels.csv fig18a.csv profile_tiny_cpu.csv costmodel_steps.csv costmodel_requests.csv \
+         costmodel_summary.csv steps.tsv SUMMARY.md; do
+    [ -s "$T/a/$f" ] || bad "$f missing"
+done
+head -n 1 "$T/a/kernels.csv" | grep -q '^device,name,kind,value' && grep -q '^"cpu-reference",cpu/fig18a/ratio/' "$T/a/kernels.csv" &&
+    ok "kernels.csv holds the C references' grid" || bad "kernels.csv content"
+head -n 1 "$T/a/costmodel_summary.csv" | grep -q '^metric,real,spec,profile,spec_err_pct,profile_err_pct$' &&
+    awk -F, '$1 == "step_abs_err_pct_p50_all" && $3 != "" && $4 != "" { f = 1 } $1 == "finished" && $2 > 0 { g = 1 }
+             END { exit !(f && g) }' "$T/a/costmodel_summary.csv" &&
+    ok "costmodel_summary.csv has spec and profile errors" || bad "costmodel_summary.csv content"
+# requests: the real run and both predictions for every request
+awk -F, 'NR > 1 && ($5 == "" || $7 == "" || $9 == "") { exit 1 } END { exit NR < 2 }' "$T/a/costmodel_requests.csv" &&
+    ok "per-request TTFT for real, spec and profile" || bad "costmodel_requests.csv content"
+S=$T/a/SUMMARY.md
+n=0
+for pat in '^## Steps' '^| kernel grids on the C references | PASS |' '^| fig18a/b8-ctx256 | [0-9.]* | [0-9.]* | [0-9.]* |' \
+           '^| cost_model | vllm | 32 | 256 |' '^| step_abs_err_pct_p50_all |' '^Goal: cost model step time' \
+           '^## Not verified here' '^Correctness: no failure\.' 'SKIP: no GPU'; do
+    grep -q -- "$pat" "$S" && n=$((n + 1)) || bad "SUMMARY.md lacks $pat"
+done
+[ $n = 9 ] && ok "SUMMARY.md sections filled from the C-reference data"
+
+# a correctness failure: the kernel check of this fake pagedbench says INVALID
+cat >"$T/fakepb" <<EOF
+#!/usr/bin/env bash
+if [ "\$1" = kernels ] && [ "\${2:-}" != --probe ]; then echo "Kernel checks FAILED (1): not benchmarking."; echo "Result is : INVALID"; exit 1; fi
+exec "$PB" "\$@"
+EOF
+chmod +x "$T/fakepb"
+bash tools/gpu/run_gpu.sh --tiny --bin "$T/fakepb" --out "$T/b" "${force[@]}" >"$T/b.out" 2>"$T/b.err"; rc=$?
+[ $rc = 1 ] && grep -q '^gpu: FAILED' "$T/b.out" && grep -q '^Correctness: 1 step(s) FAILED' "$T/b/SUMMARY.md" &&
+    grep -q '| FAIL |' "$T/b/SUMMARY.md" && ok "a failed kernel check: exit 1 and FAILED in the summary" ||
+    bad "failed kernel check: rc $rc, $(tail -n 2 "$T/b.out")"
+
+# summary.sh alone: a malformed steps.tsv is an error, missing data files are named
+mkdir -p "$T/c"
+printf 'build\tPASS\t3\n' >"$T/c/steps.tsv"
+bash tools/gpu/summary.sh "$T/c" dev gpu 1 >/dev/null 2>&1 && bad "malformed steps.tsv accepted" || ok "malformed steps.tsv rejected"
+printf 'build\tPASS\t3\tok\n' >"$T/c/steps.tsv"
+out=$(bash tools/gpu/summary.sh "$T/c" "Some GPU" gpu 1); rc=$?
+[ $rc = 0 ] && grep -q 'kernels.csv not produced' <<<"$out" && grep -q 'costmodel_summary.csv not produced' <<<"$out" &&
+    ! grep -q 'Not verified here' <<<"$out" && ok "summary.sh with missing data names what is absent" || bad "summary.sh on an empty run"
+
+echo "$pass passed, $fail failed"
+[ "$fail" = 0 ]
