@@ -79,5 +79,32 @@ out=$(bash tools/gpu/summary.sh "$T/c" "Some GPU" gpu 1); rc=$?
 [ $rc = 0 ] && grep -q 'kernels.csv not produced' <<<"$out" && grep -q 'costmodel_summary.csv not produced' <<<"$out" &&
     ! grep -q 'Not verified here' <<<"$out" && ok "summary.sh with missing data names what is absent" || bad "summary.sh on an empty run"
 
+# summary.sh on GPU-shaped data (names without cpu/, % of HBM, swap modes): the tables a
+# real run fills, checked here because no GPU runs this test
+mkdir -p "$T/d"
+printf 'build\tPASS\t60\tcuda preset built\nkernel benchmarks\tPASS\t90\t9 goals met, 1 missed\n' >"$T/d/steps.tsv"
+cat >"$T/d/kernels.csv" <<'EOF2'
+device,name,kind,value,bytes,gbps,pct_peak,pct_measured
+"NVIDIA H100 80GB HBM3",long/paged/b1-ctx65536-bs16,us,900,2.68e+09,2977,88.9,97.1
+"NVIDIA H100 80GB HBM3",long/contig/b1-ctx65536,us,880,2.68e+09,3045,90.9,99.3
+"NVIDIA H100 80GB HBM3",long/ratio/b1-ctx65536,ratio,1.0227,0,0,-1,-1
+"NVIDIA H100 80GB HBM3",blocksize/ratio/bs16,ratio,1.031,0,0,-1,-1
+"NVIDIA H100 80GB HBM3",cache/copy_blocks/l40-p256,us,500,1.3e+09,2600,77.6,85
+"NVIDIA H100 80GB HBM3",swap/memcpy-d2h,us,4000,2.1e+08,52.4,95.3,-1
+"NVIDIA H100 80GB HBM3",swap/perblock/out/bs16,us,9000,2.1e+08,23.3,42,44.4
+"NVIDIA H100 80GB HBM3",swap/batched-scattered/out/bs16,us,4300,2.1e+08,48.8,88.7,93.1
+"NVIDIA H100 80GB HBM3",swap/batched-runs/out/bs16,us,4100,2.1e+08,51.2,93,97.6
+"NVIDIA H100 80GB HBM3",swap/perblock/in/bs16,us,9100,2.1e+08,23,42,43.5
+"NVIDIA H100 80GB HBM3",swap/batched-scattered/in/bs16,us,4400,2.1e+08,47.7,86.7,91
+"NVIDIA H100 80GB HBM3",swap/batched-runs/in/bs16,us,4200,2.1e+08,50,91,95.2
+EOF2
+printf 'goal G1a long/paged/b1-ctx65536-bs16 >= 80%% HBM (88.9%%)      MET\n' >"$T/d/kernels.log"
+out=$(bash tools/gpu/summary.sh "$T/d" "NVIDIA H100 80GB HBM3" gpu 150); rc=$?
+[ $rc = 0 ] && grep -qF '| long/b1-ctx65536 | 900.00 | 880.00 | 1.023 | 2977.0 | 88.9 |' <<<"$out" &&
+    grep -qF '| 16 | 44% / 44% | 93% / 91% | 98% / 95% |' <<<"$out" && grep -qF 'bs16 1.031;' <<<"$out" &&
+    grep -qF '| copy_blocks/l40-p256 | 500.00 | 2600.0 | 77.6 | 85.0 |' <<<"$out" &&
+    grep -qF 'Goals (PERF-ANCHORS §7): 1 met, 0 missed.' <<<"$out" && ! grep -q 'Not verified here' <<<"$out" &&
+    ok "summary.sh renders GPU-shaped kernel data" || { bad "summary.sh on GPU-shaped data"; echo "$out" | sed -n '/## Kernels/,/## Fig/p' >&2; }
+
 echo "$pass passed, $fail failed"
 [ "$fail" = 0 ]

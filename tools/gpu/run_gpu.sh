@@ -16,7 +16,9 @@
 #      RATE req/s Poisson arrivals for DURATION s) and the cost model's prediction of
 #      the same run from the hardware spec and from the measured profile -> costmodel_*.csv
 # Without a GPU it runs what can run -- the C references (ctest -L kernels), the CUDA
-# kernels through the CPU emulator (kernels/emu), the same grids on the C references,
+# kernels through the CPU emulator (kernels/emu), ptxas's register / spill / shared-memory
+# report against the launchers' assumptions (tools/gpu/ptxas_check.sh, needs nvcc), the
+# same grids on the C references,
 # the profile and the engine-vs-cost-model comparison on the cpu executor (tiny OPT) --
 # and prints `SKIP: no GPU (<reason>)` for the rest.
 # Everything lands in results/gpu/<device>/ (SUMMARY.md, *.csv, *.log); <device> is the
@@ -40,7 +42,7 @@ while [ $# -gt 0 ]; do
         --tiny) TINY=1 ;;
         --cpu) FORCE_CPU=1 ;;
         --jobs) JOBS=$2; shift ;;
-        -h|--help) sed -n '2,32p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+        -h|--help) awk 'NR > 1 && /^#/ { sub(/^# ?/, ""); print; next } NR > 1 { exit }' "$0"; exit 0 ;;
         *) echo "run_gpu.sh: unknown option $1" >&2; exit 2 ;;
     esac
     shift
@@ -142,9 +144,14 @@ else
         record "ctest -L kernels (C references)" FAIL "$t" "$summary (see ctest_kernels.log)"
     t=$SECONDS
     { bash kernels/emu/run.sh --quick && bash kernels/emu/run.sh --long; } >"$OUT/emulator.log" 2>&1; rc=$?
-    if [ $rc = 0 ]; then record "kernel emulator (attention.cu, cache_ops.cu on the CPU)" PASS "$t" "quick set + 8K..64K decode: $(grep -c 'OK (0 failures)' "$OUT/emulator.log") suites OK"
+    if [ $rc = 0 ]; then record "kernel emulator (attention.cu, cache_ops.cu on the CPU)" PASS "$t" "quick set + 8K..64K decode: $(grep -c '^EMU .* OK' "$OUT/emulator.log") suites OK"
     elif [ $rc = 77 ]; then record "kernel emulator" SKIP-TOOLS "$t" "$(head -n 1 "$OUT/emulator.log")"
     else record "kernel emulator" FAIL "$t" "see emulator.log"; fi
+    t=$SECONDS
+    bash tools/gpu/ptxas_check.sh "$OUT/ptxas.log" >"$OUT/ptxas.txt" 2>&1; rc=$?
+    if [ $rc = 0 ]; then record "ptxas resources (sm_80, sm_90)" PASS "$t" "$(grep -c '^ptxas ok' "$OUT/ptxas.txt") rules: $(sed -n 's/^ptxas ok: decode_kernel: //p' "$OUT/ptxas.txt")"
+    elif [ $rc = 77 ]; then record "ptxas resources" SKIP-TOOLS "$t" "$(head -n 1 "$OUT/ptxas.txt")"
+    else record "ptxas resources (sm_80, sm_90)" FAIL "$t" "$(grep -m1 -E 'BROKEN|does not compile' "$OUT/ptxas.txt")"; fi
 fi
 
 # ---- 3. kernel benchmarks ---------------------------------------------------------------
