@@ -7,14 +7,17 @@
 #   2. it writes kernels.csv, fig18a.csv, the tiny profile, costmodel_*.csv and a
 #      SUMMARY.md with every section filled from that data;
 #   3. a correctness failure (a pagedbench whose kernel check says INVALID) makes it
-#      exit 1 and the summary say FAILED; summary.sh rejects a malformed steps.tsv.
+#      exit 1 and the summary say FAILED; summary.sh rejects a malformed steps.tsv;
+#   4. the GPU path's own logic (no build, ctest -L gpu, baseline, fig18a gpu rows,
+#      summary in GPU form) with a pagedbench that claims a device and answers from the
+#      C references: the only check of that path a GPU-less machine can make.
 # On a machine with a GPU the no-GPU path is forced with --cpu.
 #   bash tests/cli_gpu_verb.sh build/cpu/pagedbench
 set -u
 PB=${1:?usage: cli_gpu_verb.sh path/to/pagedbench}
 PB=$(cd "$(dirname "$PB")" && pwd)/$(basename "$PB")
 T=$(mktemp -d /tmp/pb_cli_gpu.XXXXXX)
-trap 'rm -rf "$T"' EXIT
+trap '[ -n "${KEEP:-}" ] || rm -rf "$T"' EXIT
 pass=0; fail=0
 ok()  { pass=$((pass + 1)); echo "[ok] $1" >&2; }
 bad() { fail=$((fail + 1)); echo "[FAIL] $1" >&2; }
@@ -105,6 +108,47 @@ out=$(bash tools/gpu/summary.sh "$T/d" "NVIDIA H100 80GB HBM3" gpu 150); rc=$?
     grep -qF '| copy_blocks/l40-p256 | 500.00 | 2600.0 | 77.6 | 85.0 |' <<<"$out" &&
     grep -qF 'Goals (PERF-ANCHORS §7): 1 met, 0 missed.' <<<"$out" && ! grep -q 'Not verified here' <<<"$out" &&
     ok "summary.sh renders GPU-shaped kernel data" || { bad "summary.sh on GPU-shaped data"; echo "$out" | sed -n '/## Kernels/,/## Fig/p' >&2; }
+
+# the GPU path's shell logic, driven by a pagedbench that says it has a GPU ("Fake GPU")
+# and answers with the C references, a tiny cpu profile and a tiny cpu engine run; its
+# folder holds a ctest file with one `gpu` test (passing, then skipped)
+mkdir -p "$T/g"
+cat >"$T/g/pagedbench" <<EOF
+#!/usr/bin/env bash
+REAL="$PB"
+val() { local k=\$1; shift; while [ \$# -gt 1 ]; do [ "\$1" = "\$k" ] && { echo "\$2"; return; }; shift; done; }
+case "\$1 \${2:-}" in
+"kernels --probe") printf 'gpu: Fake GPU 80GB\nhw: h100-sxm\n'; exit 0 ;;
+"bench costmodel") exec "\$REAL" bench costmodel --executor cpu --model tiny-opt --hardware a100-40gb \
+        --profile "\$(val --profile "\$@")" --rate 4 --duration 1 --length-scale 0.25 --out "\$(val --out "\$@")" ;;
+esac
+case "\$1" in
+kernels) c=\$(val --csv "\$@"); "\$REAL" kernels --cpu --reps 1 --grid fig18a,swap --csv "\$c.cpu" >/dev/null || exit 1
+    echo "All results match. Starting benchmarks."; echo "goal G1d fig18a/ratio/b8-ctx128 <= 1.10 (1.050)  MET"
+    sed 's#,cpu/#,#' "\$c.cpu" >"\$c"; rm -f "\$c.cpu"; echo '{}' >"\$(val --update "\$@")"; echo "Result is : VALID" ;;
+run) "\$REAL" "\$@" || exit; f=\$(val --results "\$@")/fig18a.csv
+    sed -n 's/^cost_model,"[^"]*",/gpu,"Fake GPU 80GB",/p' "\$f" >>"\$f" ;;
+profile) exec "\$REAL" profile --executor cpu --model tiny-opt --hardware a100-40gb --kv-gib 0.01 --batches 1,4 \
+        --contexts 16,128 --prefill 16,64 --reps 1 --warmup 0 --out "\$(val --out "\$@")" ;;
+*) exec "\$REAL" "\$@" ;;
+esac
+EOF
+chmod +x "$T/g/pagedbench"
+printf 'add_test(fake_gpu_test "/bin/true")\nset_tests_properties(fake_gpu_test PROPERTIES LABELS "gpu")\n' >"$T/g/CTestTestfile.cmake"
+bash tools/gpu/run_gpu.sh --bin "$T/g/pagedbench" --out "$T/e" --baselines "$T/bl" >"$T/e.out" 2>"$T/e.err"; rc=$?
+if [ $rc = 0 ] && ! grep -q '^SKIP' "$T/e.out" && [ -f "$T/bl/Fake-GPU-80GB.json" ] &&
+   [ "$(awk -F'\t' '$2 == "PASS"' "$T/e/steps.tsv" | wc -l)" = 6 ] && grep -q '^| ctest -L gpu | PASS |' "$T/e/SUMMARY.md" &&
+   grep -q '^| real engine vs cost model (OPT-13B, cuda) | PASS |' "$T/e/SUMMARY.md" &&
+   grep -q '^| gpu | vllm | 8 | 64 |' "$T/e/SUMMARY.md" && grep -q '^| fig18a/b8-ctx128 |' "$T/e/SUMMARY.md" &&
+   ! grep -q 'Not verified here' "$T/e/SUMMARY.md"; then
+    ok "GPU path (fake device): six steps PASS, baseline written, summary in GPU form"
+else
+    bad "GPU path (fake device): rc $rc; $(cut -f1,2 "$T/e/steps.tsv" 2>/dev/null | tr '\n\t' '; '); $(tail -n 3 "$T/e.err")"
+fi
+printf 'add_test(fake_gpu_test "/bin/sh" "-c" "exit 77")\nset_tests_properties(fake_gpu_test PROPERTIES LABELS "gpu" SKIP_RETURN_CODE 77)\n' >"$T/g/CTestTestfile.cmake"
+bash tools/gpu/run_gpu.sh --bin "$T/g/pagedbench" --out "$T/f" --baselines "$T/bl" >"$T/f.out" 2>"$T/f.err"; rc=$?
+[ $rc = 1 ] && grep -q '^| ctest -L gpu | FAIL |.*1 skipped' "$T/f/SUMMARY.md" && ok "a skipped GPU test on a GPU is a failure" ||
+    bad "skipped GPU test: rc $rc, $(grep 'ctest -L gpu' "$T/f/SUMMARY.md" 2>/dev/null)"
 
 echo "$pass passed, $fail failed"
 [ "$fail" = 0 ]

@@ -26,7 +26,8 @@
 # failed (a missed performance goal is reported, not a failure), 2 usage.
 #
 #   tools/gpu/run_gpu.sh [--bin PATH] [--out DIR] [--tiny] [--cpu] [--jobs N]
-#     --bin PATH  use this pagedbench (no build; without a GPU only)
+#     --bin PATH  use this pagedbench instead of building (its folder must hold its ctest files)
+#     --baselines DIR  where the GPU kernel baseline goes (default bench/baselines)
 #     --cpu       take the no-GPU path even when a GPU is present (tests)
 #     --out DIR   results folder (default results/gpu/<device>)
 #     --tiny      smallest settings, no tests and no emulator (the ctest of this script)
@@ -34,11 +35,12 @@
 set -uo pipefail
 cd "$(dirname "$0")/../.."
 ROOT=$(pwd)
-BIN="" OUT="" TINY=0 FORCE_CPU=0 JOBS=$(nproc 2>/dev/null || echo 2)
+BIN="" OUT="" BASELINES=bench/baselines TINY=0 FORCE_CPU=0 JOBS=$(nproc 2>/dev/null || echo 2)
 while [ $# -gt 0 ]; do
     case "$1" in
         --bin) BIN=$2; shift ;;
         --out) OUT=$2; shift ;;
+        --baselines) BASELINES=$2; shift ;;
         --tiny) TINY=1 ;;
         --cpu) FORCE_CPU=1 ;;
         --jobs) JOBS=$2; shift ;;
@@ -72,21 +74,8 @@ elif ! ls /dev/nvidia0 /dev/nvidiactl >/dev/null 2>&1; then
     REASON="no CUDA driver on this machine: no /dev/nvidia* device files"
 fi
 GPU=0
-if [ -z "$BIN" ] && [ -z "$REASON" ]; then
-    t=$SECONDS
-    export PATH="$(dirname "$NVCC"):$PATH"
-    log "configuring and building the cuda preset (build/cuda)"
-    if cmake --preset cuda >"$ROOT/.gpu-configure.log" 2>&1 &&
-       cmake --build build/cuda -j "$JOBS" >"$ROOT/.gpu-build.log" 2>&1; then
-        BIN=$ROOT/build/cuda/pagedbench
-        BUILD_STATUS="PASS"
-        BUILD_DETAIL="cuda preset built (build/cuda)"
-    else
-        tail -n 30 "$ROOT/.gpu-configure.log" "$ROOT/.gpu-build.log" >&2
-        echo "run_gpu.sh: the cuda preset does not build (logs: .gpu-configure.log, .gpu-build.log)" >&2
-        exit 1
-    fi
-    rm -f "$ROOT/.gpu-configure.log" "$ROOT/.gpu-build.log"
+probe_bin() {   # probe_bin: GPU=1 + DEVICE + HW when $BIN sees a device, else REASON
+    local probe prc
     probe=$("$BIN" kernels --probe 2>/dev/null); prc=$?
     if [ $prc = 0 ]; then
         GPU=1
@@ -96,6 +85,25 @@ if [ -z "$BIN" ] && [ -z "$REASON" ]; then
         REASON=$(sed -n 's/^SKIP: no GPU (\(.*\))$/\1/p' <<<"$probe")
         [ -n "$REASON" ] || REASON="pagedbench kernels --probe failed (exit $prc)"
     fi
+}
+if [ -n "$BIN" ] && [ -z "$REASON" ]; then
+    [ -x "$BIN" ] || { echo "run_gpu.sh: --bin $BIN is not an executable" >&2; exit 2; }
+    BUILD_DETAIL="given binary $BIN (not built here)"
+    probe_bin
+elif [ -z "$REASON" ]; then
+    export PATH="$(dirname "$NVCC"):$PATH"
+    log "configuring and building the cuda preset (build/cuda)"
+    if cmake --preset cuda >"$ROOT/.gpu-configure.log" 2>&1 &&
+       cmake --build build/cuda -j "$JOBS" >"$ROOT/.gpu-build.log" 2>&1; then
+        BIN=$ROOT/build/cuda/pagedbench
+        BUILD_DETAIL="cuda preset built (build/cuda)"
+    else
+        tail -n 30 "$ROOT/.gpu-configure.log" "$ROOT/.gpu-build.log" >&2
+        echo "run_gpu.sh: the cuda preset does not build (logs: .gpu-configure.log, .gpu-build.log)" >&2
+        exit 1
+    fi
+    rm -f "$ROOT/.gpu-configure.log" "$ROOT/.gpu-build.log"
+    probe_bin
 fi
 if [ $GPU = 0 ] && [ -z "$BIN" ]; then   # the C references: the cpu preset is enough
     if [ ! -x build/cpu/pagedbench ] || [ ! -f build/cpu/CMakeCache.txt ]; then
@@ -107,8 +115,6 @@ if [ $GPU = 0 ] && [ -z "$BIN" ]; then   # the C references: the cpu preset is e
     BIN=$ROOT/build/cpu/pagedbench
 fi
 if [ $GPU = 0 ]; then
-    [ -n "$REASON" ] || { REASON=$("$BIN" kernels --probe 2>/dev/null | sed -n 's/^SKIP: no GPU (\(.*\))$/\1/p'); }
-    [ -n "$REASON" ] || { echo "run_gpu.sh: $BIN sees a GPU: run without --bin to build the cuda preset" >&2; exit 2; }
     DEVICE=cpu-reference
     HW=-
 fi
@@ -160,10 +166,10 @@ fi
 # ---- 3. kernel benchmarks ---------------------------------------------------------------
 t=$SECONDS
 if [ $GPU = 1 ]; then
-    mkdir -p bench/baselines
-    "$BIN" kernels "${HWARG[@]}" --csv "$OUT/kernels.csv" --update "bench/baselines/$SLUG.json" >"$OUT/kernels.log" 2>&1; rc=$?
+    mkdir -p "$BASELINES"
+    "$BIN" kernels "${HWARG[@]}" --csv "$OUT/kernels.csv" --update "$BASELINES/$SLUG.json" >"$OUT/kernels.log" 2>&1; rc=$?
     if [ $rc = 0 ] && grep -q '^All results match' "$OUT/kernels.log" && grep -q '^Result is : VALID' "$OUT/kernels.log"; then
-        record "kernel benchmarks" PASS "$t" "$(grep -c ' MET$' "$OUT/kernels.log") goals met, $(grep -c ' MISSED$' "$OUT/kernels.log") missed; baseline bench/baselines/$SLUG.json"
+        record "kernel benchmarks" PASS "$t" "$(grep -c ' MET$' "$OUT/kernels.log") goals met, $(grep -c ' MISSED$' "$OUT/kernels.log") missed; baseline $BASELINES/$SLUG.json"
     else
         record "kernel benchmarks" FAIL "$t" "exit $rc; $(grep -m1 -E 'FAILED|INVALID|failed' "$OUT/kernels.log")"
     fi
@@ -227,12 +233,13 @@ fi
 # ---- summary ----------------------------------------------------------------------------
 printf '%s' "$STEPS" >"$OUT/steps.tsv"
 MODE=gpu; [ $GPU = 1 ] || MODE="no GPU: $REASON"
-if ! bash tools/gpu/summary.sh "$OUT" "$DEVICE" "$MODE" "$((SECONDS - T0))" >"$OUT/SUMMARY.md.tmp"; then
+BL=""; [ $GPU = 1 ] && BL="$BASELINES/$SLUG.json"
+if ! bash tools/gpu/summary.sh "$OUT" "$DEVICE" "$MODE" "$((SECONDS - T0))" "$BL" >"$OUT/SUMMARY.md.tmp"; then
     echo "run_gpu.sh: cannot write $OUT/SUMMARY.md" >&2; FAILED=1
 else
     mv "$OUT/SUMMARY.md.tmp" "$OUT/SUMMARY.md"
 fi
 log "gpu: done in $((SECONDS - T0)) s; summary $OUT/SUMMARY.md"
-[ $GPU = 1 ] && [ $((SECONDS - T0)) -gt 540 ] && log "WARNING: over the 9-minute budget"
+if [ $GPU = 1 ] && [ $((SECONDS - T0)) -gt 540 ]; then log "WARNING: over the 9-minute budget"; fi
 [ $FAILED = 0 ] && echo "gpu: all checks passed" || echo "gpu: FAILED (see $OUT/SUMMARY.md)"
 exit $FAILED

@@ -1,12 +1,12 @@
 #!/usr/bin/env bash
-# summary.sh DIR DEVICE MODE SECONDS -- the markdown summary of a `./run_all.sh gpu` run,
+# summary.sh DIR DEVICE MODE SECONDS [BASELINE] -- the markdown summary of a `./run_all.sh gpu` run,
 # from what tools/gpu/run_gpu.sh left in DIR: steps.tsv (step, status, seconds, detail),
 # kernels.csv / kernels.log (pagedbench kernels), fig18a.csv, costmodel_summary.csv
 # (pagedbench bench costmodel).  Missing files give a "not produced" line, never an
 # error; a malformed steps.tsv is an error (exit 1).  MODE is "gpu" or "no GPU: <reason>".
 set -uo pipefail
 DIR=${1:?usage: summary.sh DIR DEVICE MODE SECONDS}
-DEVICE=${2:?} MODE=${3:?} SECS=${4:-0}
+DEVICE=${2:?} MODE=${3:?} SECS=${4:-0} BASELINE=${5:-}
 cd "$(dirname "$0")/../.." || exit 1
 [ -f "$DIR/steps.tsv" ] || { echo "summary.sh: $DIR/steps.tsv missing" >&2; exit 1; }
 awk -F'\t' 'NF != 4 { exit 1 }' "$DIR/steps.tsv" || { echo "summary.sh: $DIR/steps.tsv: malformed" >&2; exit 1; }
@@ -19,7 +19,7 @@ echo
 echo "- mode: $MODE"
 echo "- git $GIT, $(date -u '+%Y-%m-%d %H:%M UTC'), $SECS s in all"
 if [ $gpu = 1 ]; then
-    echo "- command: \`./run_all.sh gpu\` (tools/gpu/run_gpu.sh); kernel baseline: \`bench/baselines/$(basename "$DIR").json\`"
+    echo "- command: \`./run_all.sh gpu\` (tools/gpu/run_gpu.sh)${BASELINE:+; kernel baseline: \`$BASELINE\`}"
 else
     echo "- command: \`./run_all.sh gpu\` without a GPU: the C references, the CUDA kernels through the CPU"
     echo "  emulator (kernels/emu) and the cpu executor ran; every GPU measurement below is absent."
