@@ -31,7 +31,9 @@
 #     --cpu       take the no-GPU path even when a GPU is present (tests)
 #     --out DIR   results folder (default results/gpu/<device>)
 #     --tiny      smallest settings, no tests and no emulator (the ctest of this script)
-#   env: RATE (default 1 req/s), DURATION (60 s) of the real-engine run on a GPU
+#   env: RATE (default 1 req/s), DURATION (60 s) of the real-engine run on a GPU;
+#        BUDGET (540 s): on a GPU every step after the build gets at most what is left of
+#        it (and its own cap), so that the summary is written even when a step hangs
 set -uo pipefail
 cd "$(dirname "$0")/../.."
 ROOT=$(pwd)
@@ -51,9 +53,17 @@ while [ $# -gt 0 ]; do
 done
 RATE=${RATE:-1}
 DURATION=${DURATION:-60}
+BUDGET=${BUDGET:-540}
 T0=$SECONDS
 log() { printf '==> %s\n' "$*" >&2; }
 STEPS=""                                  # step<TAB>status<TAB>seconds<TAB>detail lines
+capped() {   # capped CAP cmd...: run under timeout: CAP s or what is left of BUDGET (>= 30 s)
+    local cap=$1 left=$((BUDGET - (SECONDS - T0))); shift
+    [ $left -lt 30 ] && left=30
+    [ $cap -lt $left ] && left=$cap
+    timeout --kill-after=10 "$left" "$@"
+}
+why_rc() { [ "$1" = 124 ] || [ "$1" = 137 ] && echo "timed out (BUDGET $BUDGET s)" || echo "exit $1"; }
 FAILED=0
 record() {   # record STEP STATUS T_START DETAIL
     STEPS+="$1"$'\t'"$2"$'\t'"$((SECONDS - $3))"$'\t'"$4"$'\n'
@@ -140,11 +150,11 @@ t=$SECONDS
 if [ $TINY = 1 ]; then
     record tests SKIP-TINY "$t" "--tiny: tests not run (this script is itself a ctest)"
 elif [ $GPU = 1 ]; then
-    (cd "$BUILD_DIR" && ctest -L gpu --output-on-failure --no-tests=error -j 1) >"$OUT/ctest_gpu.log" 2>&1; rc=$?
+    (cd "$BUILD_DIR" && capped 180 ctest -L gpu --output-on-failure --no-tests=error -j 1) >"$OUT/ctest_gpu.log" 2>&1; rc=$?
     nskip=$(grep -c '\*\*\*Skipped\|Not Run' "$OUT/ctest_gpu.log" || true)
     summary=$(grep -E 'tests passed|tests failed' "$OUT/ctest_gpu.log" | tail -n 1)
     if [ $rc = 0 ] && [ "$nskip" = 0 ]; then record "ctest -L gpu" PASS "$t" "$summary"
-    else record "ctest -L gpu" FAIL "$t" "$summary; $nskip skipped (see ctest_gpu.log)"; fi
+    else record "ctest -L gpu" FAIL "$t" "$(why_rc $rc): $summary; $nskip skipped (see ctest_gpu.log)"; fi
 else
     record "ctest -L gpu" SKIP "$t" "the GPU tests (kernels vs C references on the device, cuBLAS layers, cuda executor vs cpu executor)"
     (cd "$BUILD_DIR" && ctest -L kernels -LE gpu --output-on-failure --no-tests=error -j "$JOBS") >"$OUT/ctest_kernels.log" 2>&1; rc=$?
@@ -167,11 +177,11 @@ fi
 t=$SECONDS
 if [ $GPU = 1 ]; then
     mkdir -p "$BASELINES"
-    "$BIN" kernels "${HWARG[@]}" --csv "$OUT/kernels.csv" --update "$BASELINES/$SLUG.json" >"$OUT/kernels.log" 2>&1; rc=$?
+    capped 200 "$BIN" kernels "${HWARG[@]}" --csv "$OUT/kernels.csv" --update "$BASELINES/$SLUG.json" >"$OUT/kernels.log" 2>&1; rc=$?
     if [ $rc = 0 ] && grep -q '^All results match' "$OUT/kernels.log" && grep -q '^Result is : VALID' "$OUT/kernels.log"; then
         record "kernel benchmarks" PASS "$t" "$(grep -c ' MET$' "$OUT/kernels.log") goals met, $(grep -c ' MISSED$' "$OUT/kernels.log") missed; baseline $BASELINES/$SLUG.json"
     else
-        record "kernel benchmarks" FAIL "$t" "exit $rc; $(grep -m1 -E 'FAILED|INVALID|failed' "$OUT/kernels.log")"
+        record "kernel benchmarks" FAIL "$t" "$(why_rc $rc); $(grep -m1 -E 'FAILED|INVALID|failed' "$OUT/kernels.log")"
     fi
 else
     record "kernel benchmarks" SKIP "$t" "GPU kernel timings (Fig. 18a grid, decode 1K..64K with % of HBM, paged vs contiguous, copy_blocks, swap vs pinned PCIe)"
@@ -185,8 +195,8 @@ fi
 
 # ---- 4. Fig. 18a ------------------------------------------------------------------------
 t=$SECONDS
-"$BIN" run --figure fig18a --results "$OUT" --no-report >"$OUT/fig18a.log" 2>&1; rc=$?
-if [ $rc != 0 ]; then record "fig18a" FAIL "$t" "exit $rc (see fig18a.log)"
+capped 120 "$BIN" run --figure fig18a --results "$OUT" --no-report >"$OUT/fig18a.log" 2>&1; rc=$?
+if [ $rc != 0 ]; then record "fig18a" FAIL "$t" "$(why_rc $rc) (see fig18a.log)"
 elif [ $GPU = 1 ] && ! grep -q '^gpu,' "$OUT/fig18a.csv"; then record "fig18a" FAIL "$t" "no measured rows in fig18a.csv"
 elif [ $GPU = 1 ]; then record "fig18a" PASS "$t" "cost model and measured rows in fig18a.csv"
 else record "fig18a" PASS "$t" "cost-model rows; the report says: $(grep -o 'SKIP: no GPU' "$OUT/fig18a_report.md" | head -n 1)"; fi
@@ -195,9 +205,9 @@ else record "fig18a" PASS "$t" "cost-model rows; the report says: $(grep -o 'SKI
 t=$SECONDS
 if [ $GPU = 1 ]; then
     PROFILE=$OUT/profile_opt13b.csv
-    "$BIN" profile --model opt-13b --hardware "$HW" --out "$PROFILE" >"$OUT/profile.log" 2>&1; rc=$?
-    [ $rc = 0 ] && record "profile OPT-13B" PASS "$t" "$(grep -c '^decode,' "$PROFILE") decode + $(grep -c '^prefill,' "$PROFILE") prefill points" ||
-        record "profile OPT-13B" FAIL "$t" "exit $rc (see profile.log)"
+    capped 180 "$BIN" profile --model opt-13b --hardware "$HW" --out "$PROFILE" >"$OUT/profile.log" 2>&1; rc=$?
+    [ $rc = 0 ] && grep -q '^decode,' "$PROFILE" 2>/dev/null && record "profile OPT-13B" PASS "$t" "$(grep -c '^decode,' "$PROFILE") decode + $(grep -c '^prefill,' "$PROFILE") prefill points" ||
+        record "profile OPT-13B" FAIL "$t" "$(why_rc $rc) (see profile.log)"
 else
     record "profile OPT-13B" SKIP "$t" "OPT-13B step latencies on the cuda executor (random weights)"
     PROFILE=$OUT/profile_tiny_cpu.csv
@@ -205,7 +215,7 @@ else
     [ $TINY = 1 ] && g=(--batches 1,4 --contexts 16,128 --prefill 16,64 --reps 1 --warmup 0)
     "$BIN" profile --executor cpu --model tiny-opt --hardware a100-40gb --kv-gib 0.01 "${g[@]}" --out "$PROFILE" \
         >"$OUT/profile.log" 2>&1; rc=$?
-    [ $rc = 0 ] && record "profile tiny-OPT (cpu executor)" PASS "$t" "$(grep -c '^decode,' "$PROFILE") decode + $(grep -c '^prefill,' "$PROFILE") prefill points" ||
+    [ $rc = 0 ] && grep -q '^decode,' "$PROFILE" 2>/dev/null && record "profile tiny-OPT (cpu executor)" PASS "$t" "$(grep -c '^decode,' "$PROFILE") decode + $(grep -c '^prefill,' "$PROFILE") prefill points" ||
         record "profile tiny-OPT (cpu executor)" FAIL "$t" "exit $rc (see profile.log)"
 fi
 
@@ -213,7 +223,7 @@ fi
 t=$SECONDS
 pf=(); [ -f "$PROFILE" ] && pf=(--profile "$PROFILE")
 if [ $GPU = 1 ]; then
-    "$BIN" bench costmodel --executor cuda --model opt-13b --hardware "$HW" "${pf[@]}" --rate "$RATE" \
+    capped 300 "$BIN" bench costmodel --executor cuda --model opt-13b --hardware "$HW" "${pf[@]}" --rate "$RATE" \
         --duration "$DURATION" --out "$OUT" >"$OUT/costmodel.log" 2>&1; rc=$?
     name="real engine vs cost model (OPT-13B, cuda)"
 else
@@ -227,7 +237,7 @@ if [ $rc = 0 ] && grep -q '^Result is : VALID' "$OUT/costmodel.log"; then
     err=$(awk -F, '$1 == "step_abs_err_pct_p50_all" { printf "p50 |step error| spec %.1f%%, profile %s", $3, $4 == "" ? "-" : sprintf("%.1f%%", $4) }' "$OUT/costmodel_summary.csv")
     record "$name" PASS "$t" "$(($(grep -c . "$OUT/costmodel_requests.csv") - 1)) requests; $err"
 else
-    record "$name" FAIL "$t" "exit $rc (see costmodel.log)"
+    record "$name" FAIL "$t" "$(why_rc $rc) (see costmodel.log)"
 fi
 
 # ---- summary ----------------------------------------------------------------------------
