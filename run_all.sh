@@ -9,6 +9,9 @@
 #                             calibration check) plus our kernels measured when a GPU is present
 #   ./run_all.sh all          every table and figure, then rewrite RESULTS.md's generated tables
 #   ./run_all.sh results-md   refill RESULTS.md's generated tables from results/*_report.md
+#   ./run_all.sh gpu          the GPU half: build the cuda preset, GPU tests, kernel benchmarks,
+#                             OPT-13B profile, real engine vs cost model -> results/gpu/<device>/
+#                             (without a GPU: the C references and emulator, SKIP for the rest)
 #   ./run_all.sh list         what can be run
 #   ./run_all.sh clean        remove build/ and scratch outputs (per-point files, quick runs);
 #                             the committed results/*.csv and plots/out/*.png stay
@@ -32,13 +35,13 @@ while [ $# -gt 0 ]; do
         --jobs=*) JOBS=${1#--jobs=} ;;
         --asan) ASAN=1 ;;
         --build) BUILD=$2; shift ;;
-        -h|--help) sed -n '2,18p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+        -h|--help) sed -n '2,21p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
         -*) echo "run_all.sh: unknown option $1" >&2; exit 2 ;;
         *) VERBS+=("$1") ;;
     esac
     shift
 done
-[ ${#VERBS[@]} -gt 0 ] || { sed -n '2,18p' "$0" | sed 's/^# \{0,1\}//'; exit 2; }
+[ ${#VERBS[@]} -gt 0 ] || { sed -n '2,21p' "$0" | sed 's/^# \{0,1\}//'; exit 2; }
 
 log() { printf '==> %s\n' "$*" >&2; }
 
@@ -195,6 +198,7 @@ for verb in "${VERBS[@]}"; do
         all) run_all_figures ;;
         results-md) update_results_md ;;
         clean) rm -rf build results/tmp results/points results/quick plots/out/quick ;;
+        gpu) ensure_deps gpu; bash tools/gpu/run_gpu.sh --jobs "$JOBS" ;;
         *) echo "run_all.sh: unknown verb '$verb' (try: ./run_all.sh list)" >&2; exit 2 ;;
     esac
 done

@@ -8,5 +8,6 @@
 
 int pb_bench_scheduler(int argc, char **argv);   /* bench/bench_scheduler.c */
 int pb_bench_sim(int argc, char **argv);         /* bench/bench_sim.c       */
+int pb_bench_costmodel(int argc, char **argv);   /* bench/bench_costmodel.c */
 
 #endif /* PB_BENCH_H */

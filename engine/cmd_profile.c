@@ -14,7 +14,7 @@
  * that reuses physical blocks across sequences (the bytes read stay the same; the
  * pool is far larger than L2).
  *
- * Without a CUDA device (cuda executor) it prints `SKIP: no CUDA device (<reason>)`
+ * Without a CUDA device (cuda executor) it prints `SKIP: no GPU (<reason>)`
  * and exits 77.  Exit codes otherwise: 0 ok, 1 runtime failure, 2 usage. */
 #include <errno.h>
 #include <stdarg.h>
@@ -71,7 +71,7 @@ static void usage_(FILE *f) {
             "  --seed N              tokens and weights seed                     [0]\n"
             "\n"
             "Contexts and prompt lengths above the model's max_len are clipped.  Without a\n"
-            "CUDA device the cuda executor prints 'SKIP: no CUDA device (<reason>)' and\n"
+            "CUDA device the cuda executor prints 'SKIP: no GPU (<reason>)' and\n"
             "exits 77.  Exit status: 0 ok, 1 runtime failure, 2 usage.\n");
 }
 
@@ -174,7 +174,7 @@ int pb_cmd_profile(int argc, char **argv) {
     bool use_cuda = !strcmp(a.executor, "cuda");
     char why[256];
     if (use_cuda && !pb_cuda_available(why, sizeof why)) {
-        printf("SKIP: no CUDA device (%s)\n", why);
+        printf("SKIP: no GPU (%s)\n", why);
         return 77;
     }
     pb_model m;

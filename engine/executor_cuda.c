@@ -15,17 +15,21 @@
  * Without PB_HAVE_CUDA only pb_cuda_available() (false) and a create() that returns
  * PB_ERR_UNSUPPORTED are compiled. */
 #include "executor_real.h"
+#include "gpu_probe.h"
 
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-#ifndef PB_HAVE_CUDA
-
+/* plain-words reason (gpu_probe.h), with or without a CUDA build */
 bool pb_cuda_available(char *reason, size_t reason_len) {
-    if (reason && reason_len) snprintf(reason, reason_len, "built without CUDA");
-    return false;
+    char why[512];
+    int ok = pb_gpu_probe(why, sizeof why);
+    if (reason && reason_len) snprintf(reason, reason_len, "%s", why);
+    return ok != 0;
 }
+
+#ifndef PB_HAVE_CUDA
 
 pb_status pb_executor_cuda_create(const pb_model *m, const pb_real_exec_params *p,
                                   pb_executor **out) {
@@ -101,16 +105,6 @@ static pb_status nccl_load_(nccl_api *n) {
     return PB_ERR_CUDA; } } while (0)
 #define TRY(call) do { pb_status st_ = (call); if (st_ != PB_OK) return st_; } while (0)
 
-bool pb_cuda_available(char *reason, size_t reason_len) {
-    int n = 0;
-    cudaError_t e = cudaGetDeviceCount(&n);
-    if (e != cudaSuccess || n < 1) {
-        if (reason && reason_len)
-            snprintf(reason, reason_len, "%s", e != cudaSuccess ? cudaGetErrorString(e) : "no device");
-        return false;
-    }
-    return true;
-}
 
 /* ------------------------------------------------------------------------------ */
 /* the cuda backend of pb_model_ops                                                 */
@@ -694,9 +688,9 @@ static const pb_executor_i cuda_iface = {.name = "cuda", .execute = cuda_execute
 pb_status pb_executor_cuda_create(const pb_model *m, const pb_real_exec_params *p,
                                   pb_executor **out) {
     *out = NULL;
-    char why[256];
+    char why[512];
     if (!pb_cuda_available(why, sizeof why)) {
-        pb_log_error("executor cuda: no CUDA device (%s)", why);
+        pb_log_error("executor cuda: no GPU (%s)", why);
         return PB_ERR_UNSUPPORTED;
     }
     int tp = p->tp > 1 ? p->tp : 1, ndev = 0;

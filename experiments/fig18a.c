@@ -133,7 +133,7 @@ static pb_status read_paper(const char *spec_dir, double paper[NK][NB][NC]) {
 static int gpu_measure(double us[NK][NB][NC], char *device, size_t dn, char *status, size_t sn) {
     char why[256] = "";
     if (!pb_kbench_gpu_available(why, sizeof why)) {
-        snprintf(status, sn, "SKIPPED (no CUDA device: %s)", why);
+        snprintf(status, sn, "SKIP: no GPU (%s)", why);
         return 0;
     }
     pb_kbench_opts o;

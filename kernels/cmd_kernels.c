@@ -4,6 +4,7 @@
  *   pagedbench kernels [--grid fig18a|long|blocksize|cache|swap]... [--check FILE]
  *                      [--update FILE] [--csv FILE] [--cpu] [--hw NAME] [--hbm-gbps X]
  *                      [--reps N] [--warmup N] [--tolerance X] [--ratio-tolerance X]
+ *   pagedbench kernels --probe     (GPU name and hardware spec, or SKIP: no GPU (why))
  *
  * With a CUDA device the GPU kernels run (after matching their C references);
  * without one (or with --cpu) the C references run through the same grids and the
@@ -20,6 +21,7 @@
 static void usage(FILE *f) {
     fprintf(f,
             "usage: pagedbench kernels [--grid G]... [--check FILE] [--update FILE] [--csv FILE] [--cpu]\n"
+            "       pagedbench kernels --probe\n"
             "                          [--hw NAME] [--hbm-gbps X] [--reps N] [--warmup N]\n"
             "                          [--tolerance X] [--ratio-tolerance X]\n"
             "  --grid G        fig18a, long, blocksize, cache, swap (repeatable or comma list;\n"
@@ -29,6 +31,8 @@ static void usage(FILE *f) {
             "  --update FILE   write the measured results as a baseline\n"
             "  --csv FILE      write every result (µs, GB/s, %% of peak) as CSV\n"
             "  --cpu           run the C references even when a GPU is present\n"
+            "  --probe         print the GPU's name and hardware spec (exit 0), or\n"
+            "                  'SKIP: no GPU (<reason>)' (exit 77); run nothing\n"
             "  --hw NAME       hardware spec (experiments/hardware/NAME.yaml) for %% of peak;\n"
             "                  default: guessed from the device name\n"
             "  --hbm-gbps X    HBM bandwidth for %% of peak (overrides --hw)\n"
@@ -61,6 +65,17 @@ int pb_cmd_kernels(int argc, char **argv) {
         double x;
         if (!strcmp(a, "-h") || !strcmp(a, "--help")) { usage(stdout); return PB_EXIT_OK; }
         if (!strcmp(a, "--cpu")) { force_cpu = 1; continue; }
+        if (!strcmp(a, "--probe")) {   /* is a GPU usable? (tools/gpu/run_gpu.sh asks) */
+            char why[512], dev[128];
+            if (!pb_kbench_gpu_available(why, sizeof why)) {
+                printf("SKIP: no GPU (%s)\n", why);
+                return 77;
+            }
+            pb_kbench_device_name(dev, sizeof dev);
+            const char *hw = guess_hw(dev);
+            printf("gpu: %s\nhw: %s\n", dev, hw ? hw : "-");
+            return PB_EXIT_OK;
+        }
         if (!v) { fprintf(stderr, "kernels: %s needs a value (or is unknown)\n", a); usage(stderr); return PB_EXIT_USAGE; }
         i++;
         if (!strcmp(a, "--grid")) {
@@ -94,7 +109,7 @@ int pb_cmd_kernels(int argc, char **argv) {
 
     char why[256] = "";
     int gpu = !force_cpu && pb_kbench_gpu_available(why, sizeof why);
-    if (!gpu && !force_cpu) fprintf(stderr, "kernels: no CUDA device (%s): running the C references\n", why);
+    if (!gpu && !force_cpu) fprintf(stderr, "SKIP: no GPU (%s): running the C references instead\n", why);
     if (reps < 0) reps = gpu ? 20 : 15;
     if (reps < 1 || (gpu && reps < 20)) { fprintf(stderr, "kernels: --reps must be >= %d\n", gpu ? 20 : 1); return PB_EXIT_USAGE; }
     const char *mode = gpu ? "gpu" : "cpu-reference";

@@ -9,7 +9,8 @@
  * % of a bandwidth measured in the same run (D2D memcpy; pinned memcpy).
  *   fig18a     batch 8, 32 x context 64, 128, 256; OPT-13B heads (40 x 128), fp16,
  *              block 16: paged vs contiguous (+ ratio)
- *   long       64 x 1K, 16 x 4K, 1 x 64K: paged vs contiguous (+ ratio)
+ *   long       64K tokens of KV per call: 64 x 1K, 16 x 4K, 8 x 8K, 4 x 16K, 2 x 32K,
+ *              1 x 64K: paged vs contiguous (+ ratio), % of HBM
  *   blocksize  block 1..256 at 32 x 1K: paged latency and paged/contiguous ratio
  *   cache      reshape_and_cache (256, 2048 tokens), copy_blocks (40 layers x 64,
  *              256 pairs), D2D memcpy reference
@@ -50,8 +51,8 @@ typedef struct {
 /* grid name ("fig18a", "long", "blocksize", "cache", "swap") -> mask bit, 0 unknown */
 unsigned pb_kbench_grid_bit(const char *name);
 
-/* 1 if a CUDA device is usable; else 0 with the reason (no CUDA build, or the
- * cudaGetDeviceCount error) in why. */
+/* 1 if a CUDA device is usable; else 0 with the reason in plain words in why
+ * (gpu_probe.h: "no CUDA driver on this machine: ...", "this build has no CUDA: ..."). */
 int pb_kbench_gpu_available(char *why, size_t why_len);
 
 /* Run the grids; results are appended to out, one aligned line each to log.
@@ -65,7 +66,7 @@ void pb_kbench_device_name(char *buf, size_t n);
 void pb_kbench_print_context(FILE *f);
 
 /* Goal verdicts (PERF-ANCHORS §7) from GPU results, printed to log:
- * G1a paged decode >= 80% of HBM at 64x1K / 16x4K / 1x64K; G1d paged/contiguous
+ * G1a paged decode >= 80% of HBM at every long-grid point (64K tokens per call); G1d paged/contiguous
  * <= 1.05 at context >= 1K (block 16; block 8: 1.10) and <= 1.10 at 128..1K; G3/G4 reshape_and_cache and
  * copy_blocks >= 70% of measured D2D; G5b batched swap >= 80% of measured pinned
  * bandwidth at block >= 8.  Returns the number of goals missed (report only). */

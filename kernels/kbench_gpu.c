@@ -6,16 +6,15 @@
 
 #include "attn_case.h"
 #include "cache_ops.h"
+#include "gpu_probe.h"
 #include "gpu_timer.h"
 #include "kbench.h"
 #include "kcheck.h"
 
+int pb_kbench_gpu_available(char *why, size_t why_len) { return pb_gpu_probe(why, why_len); }
+
 #ifndef PB_HAVE_CUDA
 
-int pb_kbench_gpu_available(char *why, size_t why_len) {
-    snprintf(why, why_len, "built without CUDA");
-    return 0;
-}
 void pb_kbench_device_name(char *buf, size_t n) { snprintf(buf, n, "cpu-reference"); }
 void pb_kbench_print_context(FILE *f) { fprintf(f, "context: built without CUDA\n"); }
 pb_status pb_kbench_run_gpu(const pb_kbench_opts *o, pb_kb_set *out, FILE *log, int *valid) {
@@ -31,19 +30,6 @@ pb_status pb_kbench_run_gpu(const pb_kbench_opts *o, pb_kb_set *out, FILE *log, 
 #include "devfill.h"
 #include "rng.h"
 
-int pb_kbench_gpu_available(char *why, size_t why_len) {
-    int n = 0;
-    cudaError_t e = cudaGetDeviceCount(&n);
-    if (e != cudaSuccess) {
-        snprintf(why, why_len, "cudaGetDeviceCount: %s", cudaGetErrorString(e));
-        return 0;
-    }
-    if (n <= 0) {
-        snprintf(why, why_len, "no CUDA device");
-        return 0;
-    }
-    return 1;
-}
 
 void pb_kbench_device_name(char *buf, size_t n) {
     struct cudaDeviceProp prop;
@@ -559,8 +545,9 @@ pb_status pb_kbench_run_gpu(const pb_kbench_opts *o, pb_kb_set *out, FILE *log, 
             }
     }
     if (o->grids & PB_KB_GRID_LONG) {
-        static const int32_t bsz[] = {64, 16, 1}, ctxs[] = {1024, 4096, 65536};
-        for (int i = 0; i < 3; i++) {
+        /* 64K tokens of KV per call, context 1K..64K per sequence */
+        static const int32_t bsz[] = {64, 16, 8, 4, 2, 1}, ctxs[] = {1024, 4096, 8192, 16384, 32768, 65536};
+        for (int i = 0; i < 6; i++) {
             double pu = 0, cu = 0;
             char name[96];
             STRY(bench_decode(&g, "long", bsz[i], ctxs[i], 16, 1, &pu, &cu));

@@ -12,6 +12,7 @@
 #include <string.h>
 
 #include "executor_real.h"
+#include "gpu_probe.h"
 #include "kcheck.h"
 #include "kv_dtype.h"
 #include "layers.h"
@@ -22,20 +23,16 @@
 #include <cublas_v2.h>
 #include <cuda_runtime_api.h>
 
-static char gpu_reason_[256];
+static char gpu_reason_[512];
 static int gpu_ok_(void) {
     static int state = -1;
     if (state < 0) {
-        int n = 0;
-        cudaError_t e = cudaGetDeviceCount(&n);
-        if (e != cudaSuccess) snprintf(gpu_reason_, sizeof gpu_reason_, "%s", cudaGetErrorString(e));
-        else if (n < 1) snprintf(gpu_reason_, sizeof gpu_reason_, "no device");
-        state = e == cudaSuccess && n > 0;
-        if (!state) printf("SKIP: no CUDA device (%s)\n", gpu_reason_);
+        state = pb_gpu_probe(gpu_reason_, sizeof gpu_reason_);
+        if (!state) printf("SKIP: no GPU (%s)\n", gpu_reason_);
     }
     return state;
 }
-#define NEED_GPU() do { if (!gpu_ok_()) PB_SKIP("no CUDA device (%s)", gpu_reason_); } while (0)
+#define NEED_GPU() do { if (!gpu_ok_()) PB_SKIP("no GPU (%s)", gpu_reason_); } while (0)
 #define CK(call) do { cudaError_t e_ = (call); if (e_ != cudaSuccess) {                     \
     fprintf(stderr, "%s:%d: %s: %s\n", __FILE__, __LINE__, #call, cudaGetErrorString(e_));  \
     exit(1); } } while (0)
@@ -356,8 +353,10 @@ PB_TEST(cuda_executor_matches_cpu_executor) {
 #else  /* !PB_HAVE_CUDA */
 
 PB_TEST(gpu_layers) {
-    printf("SKIP: no CUDA device (built without CUDA)\n");
-    PB_SKIP("no CUDA device (built without CUDA)");
+    char why[512];
+    pb_gpu_probe(why, sizeof why);
+    printf("SKIP: no GPU (%s)\n", why);
+    PB_SKIP("no GPU (%s)", why);
 }
 
 #endif

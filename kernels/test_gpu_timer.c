@@ -15,7 +15,7 @@
 
 PB_TEST(cupti_spans_copies) {
     char why[256];
-    if (!pb_kbench_gpu_available(why, sizeof why)) PB_SKIP("SKIP: no CUDA device (%s)", why);
+    if (!pb_kbench_gpu_available(why, sizeof why)) PB_SKIP("SKIP: no GPU (%s)", why);
     pb_gpu_timer *t = NULL;
     PB_REQUIRE(pb_gpu_timer_create("pagedbench-test", &t) == PB_OK);
     void *a = NULL, *b = NULL;
@@ -49,7 +49,7 @@ PB_TEST(timer_refuses_without_cuda) {
     double us = 1;
     int n = 1;
     PB_CHECK(pb_gpu_timer_stop(NULL, &us, &n) == PB_ERR_UNSUPPORTED && us == 0 && n == 0);
-    PB_SKIP("SKIP: no CUDA device (built without CUDA)");
+    char why_[512]; pb_kbench_gpu_available(why_, sizeof why_); PB_SKIP("SKIP: no GPU (%s)", why_);
 }
 
 #endif

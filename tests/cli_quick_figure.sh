@@ -42,8 +42,8 @@ if "$PB" run --figure fig18a --results "$T/r" >"$T/out18" 2>"$T/err18"; then
                    END { print n + 0, b + 0 }' "$A")
     [ "$res" = "12 0" ] && ok "12 cost_model rows, paged overhead > 0" || bad "fig18a rows (n, bad) = $res"
     grep -q "CALIBRATION CHECK" "$T/out18" && ok "fig18a report says calibration check" || bad "fig18a report label"
-    if grep -q "GPU measurement SKIPPED" "$T/err18"; then
-        echo "[skip] fig18a GPU half: no usable CUDA device ($(grep -o 'SKIPPED.*' "$T/err18"))" >&2
+    if grep -q "GPU measurement SKIP" "$T/err18"; then
+        echo "[skip] fig18a GPU half: no usable CUDA device ($(grep -o 'SKIP.*' "$T/err18"))" >&2
     else
         [ "$(grep -c '^gpu,' "$A")" = 12 ] && ok "12 gpu rows" || bad "GPU measured but $(grep -c '^gpu,' "$A") gpu rows"
     fi

@@ -1,5 +1,6 @@
 // emu_attention.cpp -- attention.cu decode (V1/V2, paged/contiguous) and prefill kernels,
 // run through cuda_emu.h, against the C references (attention_ref.c).  Built by run.sh.
+// Arguments: --quick (a subset), --long (only the 8K..64K-token decode cases); none = all.
 #include "att_emu.cpp"
 #include "rng.h"
 #include "attn_case.h"
@@ -57,6 +58,21 @@ static int decode_checks(int quick) {
     return fails;
 }
 
+/* long contexts: V2 at 64K tokens (128 partitions; the reduce merges them), two
+   sequences whose partition counts differ, contiguous V2 at 64K, and V1 at its 8K
+   limit with block size 1 (the largest shared-memory request: 8K logits + 8K block
+   ids, above the 48 KiB default).  Few heads keep the emulation to seconds. */
+static int long_checks(void) {
+    int fails = 0;
+    int32_t c64[1] = {65536}, c2[2] = {65536, 40001}, c8[1] = {8192};
+    fails += check(60, 1, c64, 2, 1, 128, 16, PB_KV_F16, PB_ATTN_V2, 1);
+    fails += check(61, 2, c2, 1, 1, 128, 256, PB_KV_F16, PB_ATTN_V2, 1);
+    fails += check(62, 1, c64, 1, 1, 128, 16, PB_KV_F16, PB_ATTN_V2, 0);
+    fails += check(63, 1, c8, 1, 1, 128, 1, PB_KV_F16, PB_ATTN_V1, 1);
+    fails += check(64, 1, c8, 1, 1, 128, 16, PB_KV_BF16, PB_ATTN_AUTO, 1);
+    return fails;
+}
+
 static int prefill_checks(int quick) {
     int fails = 0;
     int32_t cq[5] = {0, 1, 18, 88, 121}, ck[5] = {0, 1, 18, 88, 141};
@@ -98,8 +114,8 @@ static int prefill_checks(int quick) {
 }
 
 int main(int argc, char **argv) {
-    int quick = argc > 1 && !strcmp(argv[1], "--quick");
-    int fails = decode_checks(quick) + prefill_checks(quick);
+    int quick = argc > 1 && !strcmp(argv[1], "--quick"), only_long = argc > 1 && !strcmp(argv[1], "--long");
+    int fails = only_long ? long_checks() : decode_checks(quick) + prefill_checks(quick) + (quick ? 0 : long_checks());
     printf("%s (%d failures)\n", fails ? "EMU ATTENTION FAIL" : "EMU ATTENTION OK", fails);
     return fails != 0;
 }
