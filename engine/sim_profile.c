@@ -229,7 +229,7 @@ static int seg(const double *v, int n, double x) {
 }
 
 static double interp1(const double *x, const double *y, int n, double q) {
-    if (n == 1) return y[0];
+    if (n == 1 || q <= x[0]) return y[0];   /* below the grid: the smallest measurement */
     int i = seg(x, n, q);
     double t = (q - x[i]) / (x[i + 1] - x[i]);
     return y[i] + t * (y[i + 1] - y[i]);
@@ -239,6 +239,7 @@ static double decode_lat(const pb_sim_profile *p, double b, double c) {
     /* interpolate along context for each batch row that matters, then along batch */
     int nb = p->nb, nc = p->nc;
     if (nb == 1) return interp1(p->ctx, p->lat, nc, c);
+    if (b <= p->batch[0]) return interp1(p->ctx, p->lat, nc, c);
     int i = seg(p->batch, nb, b);
     double y0 = interp1(p->ctx, p->lat + (size_t)i * nc, nc, c);
     double y1 = interp1(p->ctx, p->lat + (size_t)(i + 1) * nc, nc, c);

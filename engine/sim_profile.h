@@ -24,8 +24,10 @@
  *
  * Decode rows must form a full grid over their distinct (batch, context) values;
  * decode latency is bilinear in (batch, mean context), linearly extrapolated past the
- * grid's edges.  Prefill latency is piecewise linear in total tokens (rows with equal
- * tokens are averaged), linearly extrapolated.  A mixed step (prefill tokens P plus
+ * grid's upper edges and held at the first row below its lower ones.  Prefill latency is
+ * piecewise linear in total tokens (rows with equal tokens are averaged), linearly
+ * extrapolated above the largest and held at the smallest below it (a 3-token prefill
+ * costs no less than the smallest one measured).  A mixed step (prefill tokens P plus
  * D decode sequences of mean context c) costs
  *   prefill(P + D) + decode(D, c) - decode(D, c_min)
  * i.e. the GEMMs of all tokens plus the decode-attention increment.  At least one
