@@ -291,6 +291,17 @@ static pb_status bm_append(pb_kv_manager *m, pb_seq *s, pb_pair_vec *copies) {
         if (off == 0 || pb_block_alloc_ref(b->gpu, t->blocks[t->n - 1]) > 1) return PB_ERR_NO_SPACE;
     }
     int32_t kv = s->kv_len;
+    int32_t off = b->bs_mask >= 0 ? (kv & b->bs_mask) : kv % b->bs;
+    if (off != 0 && pb_block_alloc_ref(b->gpu, t->blocks[t->n - 1]) == 1) {
+        /* the common case, a private last block with room: written in place, and its
+           share of the reservation (min(empty, to come), both one less) drops by one
+           unless nothing was to come */
+        const pb_group *g = s->group;
+        if (g && g->prompt_len + g->output_len - 1 - kv >= 1) b->reserved--;
+        pb_block_alloc_set_fill(b->gpu, t->blocks[t->n - 1], off + 1);
+        s->kv_len = kv + 1;
+        return PB_OK;
+    }
     last_leave(b, t);
     extend(b, t, &kv, kv + 1, copies);
     s->kv_len = kv;
