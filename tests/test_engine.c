@@ -412,7 +412,7 @@ PB_TEST(beam_synth_select_is_a_top_k) {
         for (int32_t c = 0; c < nf; c++) {
             PB_REQUIRE(b[c].parent >= 0 && b[c].parent < nb);
             PB_REQUIRE(b[c].token >= 0 && b[c].token < vocab);
-            PB_REQUIRE(b[c].logprob < 0);
+            PB_REQUIRE(b[c].logprob <= 0);
             PB_REQUIRE(b[c].score == cum[b[c].parent] + (double)b[c].logprob);
             if (c > 0) PB_REQUIRE(b[c - 1].score >= b[c].score);
             int32_t p = b[c].parent;
@@ -426,40 +426,50 @@ PB_TEST(beam_synth_select_is_a_top_k) {
     PB_CHECK(checked > 50000);
 }
 
-/* The fused path draws lazily but must choose with the law of synth + select: over
- * many seeded calls, how often each beam gets 0..k children and the mean best score
- * agree (a bias, e.g. a wrong gap distribution, shows up far beyond these bounds). */
+/* The fused path draws differently but must choose with the law of synth + select:
+ * over many seeded calls, how often each beam gets 0..k children and the mean best
+ * and k-th scores agree (a bias, e.g. a wrong gap distribution or a wrong pick among
+ * the beams, shows up far beyond these bounds). */
 PB_TEST(beam_synth_select_has_the_law_of_synth_then_select) {
     enum { NB = 4, K = 4, TRIALS = 40000 };
-    const double cum[NB] = {0.0, -0.5, -1.0, -3.0};
-    double hist[2][NB][K + 1] = {{{0}}}, best[2] = {0, 0};
-    pb_rng r;
-    pb_rng_seed(&r, 7, 3);
-    for (int way = 0; way < 2; way++)
-        for (int t = 0; t < TRIALS; t++) {
-            pb_beam_choice ch[K];
-            int32_t n;
-            if (way == 0) {
-                pb_candidates cand[NB];
-                for (int i = 0; i < NB; i++) pb_beam_synth_candidates(&r, 2 * K, 50272, &cand[i]);
-                n = pb_beam_select(cum, cand, NB, K, ch);
-            } else {
-                n = pb_beam_synth_select(&r, cum, NB, 2 * K, 50272, K, ch);
+    /* spread beams with 2k candidates each; tied beams with 2 each (exhaustion) */
+    const struct { double cum[NB]; int32_t nb, n_top; } cases[] = {
+        {{0.0, -0.5, -1.0, -3.0}, 4, 2 * K},
+        {{-1.0, -1.0, -1.2, 0}, 3, 2},
+    };
+    for (size_t ci = 0; ci < PB_ARRAY_LEN(cases); ci++) {
+        const double *cum = cases[ci].cum;
+        int32_t nb = cases[ci].nb, n_top = cases[ci].n_top;
+        double hist[2][NB][K + 1] = {{{0}}}, best[2] = {0, 0}, last[2] = {0, 0};
+        pb_rng r;
+        pb_rng_seed(&r, 7 + ci, 3);
+        for (int way = 0; way < 2; way++)
+            for (int t = 0; t < TRIALS; t++) {
+                pb_beam_choice ch[K];
+                int32_t n;
+                if (way == 0) {
+                    pb_candidates cand[NB];
+                    for (int i = 0; i < nb; i++) pb_beam_synth_candidates(&r, n_top, 50272, &cand[i]);
+                    n = pb_beam_select(cum, cand, nb, K, ch);
+                } else {
+                    n = pb_beam_synth_select(&r, cum, nb, n_top, 50272, K, ch);
+                }
+                PB_REQUIRE(n == K);
+                int kids[NB] = {0};
+                for (int c = 0; c < n; c++) kids[ch[c].parent]++;
+                for (int i = 0; i < nb; i++) hist[way][i][kids[i]] += 1.0 / TRIALS;
+                best[way] += ch[0].score / TRIALS;
+                last[way] += ch[K - 1].score / TRIALS;
             }
-            PB_REQUIRE(n == K);
-            int kids[NB] = {0};
-            for (int c = 0; c < n; c++) kids[ch[c].parent]++;
-            for (int i = 0; i < NB; i++) hist[way][i][kids[i]] += 1.0 / TRIALS;
-            best[way] += ch[0].score / TRIALS;
-        }
-    for (int i = 0; i < NB; i++)
-        for (int c = 0; c <= K; c++) {
-            double p = 0.5 * (hist[0][i][c] + hist[1][i][c]);
-            double sigma = sqrt(2 * p * (1 - p) / TRIALS) + 1e-4;
-            PB_CHECK(fabs(hist[0][i][c] - hist[1][i][c]) < 5 * sigma);
-        }
-    PB_CHECK(fabs(best[0] - best[1]) < 0.02);
-    PB_CHECK(hist[0][0][0] < 0.5 && hist[0][3][0] > 0.5);   /* the law is not trivial */
+        for (int i = 0; i < nb; i++)
+            for (int c = 0; c <= K; c++) {
+                double p = 0.5 * (hist[0][i][c] + hist[1][i][c]);
+                double sigma = sqrt(2 * p * (1 - p) / TRIALS) + 1e-4;
+                PB_CHECK(fabs(hist[0][i][c] - hist[1][i][c]) < 5 * sigma);
+            }
+        PB_CHECK(fabs(best[0] - best[1]) < 0.02);
+        PB_CHECK(fabs(last[0] - last[1]) < 0.02);
+    }
 }
 
 /* ---- metrics invariants ---- */
