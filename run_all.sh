@@ -17,7 +17,10 @@
 #                             the committed results/*.csv and plots/out/*.png stay
 # Options: --quick (short traces, fewer points: results/quick/, plots/out/quick/),
 #          --jobs N (parallel sweep points),
-#          --asan (tests: also the ASan+UBSan build), --build DIR (default build/release).
+#          --asan (tests: also the ASan+UBSan build), --build DIR (default build/release),
+#          --cuda (compile the CUDA kernels and executor; the default only when a GPU is
+#          present: nvidia-smi lists one).  A figure verb builds only the pagedbench
+#          binary (and the CUDA module in a CUDA build); `test` builds everything.
 # Missing Debian packages are named; run as root, they are installed with apt-get.
 set -euo pipefail
 cd "$(dirname "$0")"
@@ -26,6 +29,7 @@ ROOT=$(pwd)
 QUICK=0
 JOBS=$(nproc 2>/dev/null || echo 2)
 ASAN=0
+CUDA=0
 BUILD=${PAGEDBENCH_BUILD:-build/release}
 VERBS=()
 while [ $# -gt 0 ]; do
@@ -34,6 +38,7 @@ while [ $# -gt 0 ]; do
         --jobs) JOBS=$2; shift ;;
         --jobs=*) JOBS=${1#--jobs=} ;;
         --asan) ASAN=1 ;;
+        --cuda) CUDA=1 ;;
         --build) BUILD=$2; shift ;;
         -h|--help) sed -n '2,21p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
         -*) echo "run_all.sh: unknown option $1" >&2; exit 2 ;;
@@ -44,6 +49,15 @@ done
 [ ${#VERBS[@]} -gt 0 ] || { sed -n '2,21p' "$0" | sed 's/^# \{0,1\}//'; exit 2; }
 
 log() { printf '==> %s\n' "$*" >&2; }
+
+# Every verb is checked before anything is built or run.
+for verb in "${VERBS[@]}"; do
+    case "$verb" in
+        test|table1|list|all|results-md|clean) ;;
+        fig1|fig2|fig11|fig12|fig13|fig14|fig15|fig16|fig17|fig18|fig18a|fig18b|fig19|fig19a|fig19b) ;;
+        *) echo "run_all.sh: unknown verb '$verb' (try: ./run_all.sh list)" >&2; exit 2 ;;
+    esac
+done
 
 # ---- dependencies -------------------------------------------------------------------
 need_pkgs() {   # need_pkgs <verb>: list the Debian packages missing for this verb
@@ -84,19 +98,45 @@ ensure_deps() {
 }
 
 # ---- build --------------------------------------------------------------------------
-configure_build() {   # configure_build <dir> [cmake args...]
-    local dir=$1; shift
-    if [ ! -f "$dir/CMakeCache.txt" ]; then
-        log "configuring $dir"
-        cmake -S "$ROOT" -B "$dir" -DCMAKE_BUILD_TYPE=Release "$@" >"$ROOT/.configure.log" 2>&1 ||
-            { cat "$ROOT/.configure.log" >&2; exit 1; }
-        rm -f "$ROOT/.configure.log"
-    fi
-    log "building $dir"
-    cmake --build "$dir" -j "$JOBS" >&2
+# CUDA is compiled when asked (--cuda) or when a GPU is present; a build directory
+# configured without it is reconfigured when --cuda asks for it.
+want_cuda() {
+    [ "$CUDA" = 1 ] && return 0
+    command -v nvidia-smi >/dev/null && nvidia-smi -L 2>/dev/null | grep '^GPU' >/dev/null
 }
 
-build() { ensure_deps "${1:-build}"; configure_build "$BUILD"; PB="$ROOT/$BUILD/pagedbench"; }
+configure_build() {   # configure_build <dir> <targets ("" = all)> [cmake args...]
+    local dir=$1 targets=$2; shift 2
+    local cuda=OFF
+    want_cuda && cuda=ON
+    if [ ! -f "$dir/CMakeCache.txt" ] ||
+       { [ "$CUDA" = 1 ] && ! grep -q '^PB_CUDA:BOOL=ON' "$dir/CMakeCache.txt"; }; then
+        log "configuring $dir (CUDA $cuda)"
+        cmake -S "$ROOT" -B "$dir" -DCMAKE_BUILD_TYPE=Release -DPB_CUDA=$cuda "$@" >"$ROOT/.configure.log" 2>&1 ||
+            { cat "$ROOT/.configure.log" >&2; exit 1; }
+        rm -f "$ROOT/.configure.log"
+        if [ "$CUDA" = 1 ] && ! grep -q '^PB_HAVE_CUDA_BUILD:INTERNAL=ON' "$dir/CMakeCache.txt"; then
+            log "warning: --cuda but no CUDA compiler was found (nvcc): building without CUDA"
+        fi
+    fi
+    # the CUDA module (libpbcuda_exec.so) goes with the binary when the build has CUDA
+    if [ -n "$targets" ] && grep -q '^PB_HAVE_CUDA_BUILD:INTERNAL=ON' "$dir/CMakeCache.txt"; then
+        targets="$targets pbcuda_exec"
+    fi
+    log "building $dir${targets:+ ($targets)}"
+    local t args=()
+    for t in $targets; do args+=(--target "$t"); done
+    cmake --build "$dir" -j "$JOBS" "${args[@]}" >&2
+}
+
+# build <verb>: the test suite needs every target; the others only the binary
+build() {
+    ensure_deps "${1:-build}"
+    local targets=pagedbench
+    [ "${1:-}" = test ] && targets=""
+    configure_build "$BUILD" "$targets"
+    PB="$ROOT/$BUILD/pagedbench"
+}
 
 # ---- verbs --------------------------------------------------------------------------
 run_tests() {

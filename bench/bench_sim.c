@@ -9,11 +9,17 @@
  * simulated tokens (prompt + output) per CPU-second, and engine steps per CPU-second;
  * also the simulated system's own throughput (requests per simulated second), a
  * sanity check of the cost model (saturated vLLM, OPT-13B, ShareGPT).
- * --quick: a 10-minute trace, one repetition.
+ * Beam search against n = 1: a one-hour Alpaca trace at 1 req/s (fig14's vLLM
+ * operating range) replayed once with beam width 6 and once with one sample per
+ * request; CPU microseconds per request of each and their ratio (beam6_cost_ratio).
+ * Peak RSS: the process's maximum resident set (getrusage) at the end, which
+ * includes the traces and one engine at a time.
+ * --quick: 10-minute traces, one repetition.
  * Executor alone: the sim's execute() on a 256-sequence decode batch with 2K-token
  * contexts, ns per call and per sequence (median of 5 runs of 20,000 calls). */
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <time.h>
 
 #include "bench.h"
@@ -45,6 +51,12 @@ typedef struct { pb_model m; pb_hw hw; pb_sim_cost c; } specs;
 /* One replay; returns CPU seconds, or < 0 on error. */
 static double replay(const specs *sp, const pb_trace *t, int64_t *steps, int64_t *tokens, int64_t *finished,
                      double *served) {
+    int64_t unused_i;
+    double unused_d;
+    if (!steps) steps = &unused_i;
+    if (!tokens) tokens = &unused_i;
+    if (!finished) finished = &unused_i;
+    if (!served) served = &unused_d;
     pb_kv_capacity cap;
     if (pb_kv_capacity_compute(&sp->m, &sp->hw, 1, 16, 2560, 0.95, &cap)) return -1;
     pb_paged_params pp;
@@ -124,6 +136,41 @@ static double exec_ns(const specs *sp) {
     return median(runs, 5);
 }
 
+/* CPU microseconds per request of a replay of dataset at rate for duration_s with
+ * beam width `beam` (1 = one sample per request); median of reps; < 0 on error. */
+static double us_per_request(const specs *sp, const char *dataset, double rate, double duration_s,
+                             int32_t beam, int reps) {
+    pb_workload_cfg wc;
+    pb_workload_defaults(&wc);
+    snprintf(wc.dataset, sizeof wc.dataset, "%s", dataset);
+    wc.arrivals.rate = rate;
+    wc.arrivals.duration_s = duration_s;
+    wc.beam_width = beam;
+    pb_trace t = {0};
+    char werr[512];
+    if (pb_workload_generate(&wc, 0, &t, werr, sizeof werr)) {
+        fprintf(stderr, "bench sim: %s\n", werr);
+        return -1;
+    }
+    double secs[3];
+    for (int r = 0; r < reps; r++) {
+        secs[r] = replay(sp, &t, NULL, NULL, NULL, NULL);
+        if (secs[r] < 0) {
+            pb_trace_free(&t);
+            return -1;
+        }
+    }
+    double us = median(secs, reps) / (double)(t.n > 0 ? t.n : 1) * 1e6;
+    pb_trace_free(&t);
+    return us;
+}
+
+static double peak_rss_mib(void) {
+    struct rusage ru;
+    getrusage(RUSAGE_SELF, &ru);
+    return (double)ru.ru_maxrss / 1024.0;   /* ru_maxrss is in KiB on Linux */
+}
+
 int pb_bench_sim(int argc, char **argv) {
     bool csv = false, quick = false;
     for (int i = 1; i < argc; i++) {
@@ -167,6 +214,12 @@ int pb_bench_sim(int argc, char **argv) {
     }
     double s = median(secs, reps);
     double ns = exec_ns(&sp);
+    double us1 = us_per_request(&sp, "alpaca", 1.0, wc.arrivals.duration_s, 1, reps);
+    double us6 = us1 < 0 ? -1 : us_per_request(&sp, "alpaca", 1.0, wc.arrivals.duration_s, 6, reps);
+    if (us6 < 0) {
+        pb_trace_free(&t);
+        return PB_EXIT_RUNTIME;
+    }
     row rows[] = {
         {"sim_requests_per_s", (double)t.n / s, "req/s"},
         {"sim_tokens_per_s", (double)tokens / s, "tok/s"},
@@ -177,6 +230,10 @@ int pb_bench_sim(int argc, char **argv) {
         {"simulated_req_throughput", served, "req/sim-s"},
         {"sim_exec_ns_per_step_256", ns, "ns"},
         {"sim_exec_ns_per_seq", ns / 256, "ns"},
+        {"alpaca_n1_us_per_request", us1, "us"},
+        {"alpaca_beam6_us_per_request", us6, "us"},
+        {"beam6_cost_ratio", us6 / us1, "x"},
+        {"peak_rss_mib", peak_rss_mib(), "MiB"},
     };
     if (csv) {
         printf("metric,value,unit\n");

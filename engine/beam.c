@@ -46,102 +46,43 @@ int32_t pb_beam_select(const double *cum, const pb_candidates *cand, int32_t n_b
 
 /* ---- the fused synthetic path ---- */
 
-/* xoshiro256** and Lemire's bounded draw, exactly as rng.c (pb_rng_u64 /
- * pb_rng_below), inlined on a register copy of the state because the fused loop
- * draws two numbers per candidate; test_engine checks the fused path against
- * synth + select, rng state included. */
-typedef struct { uint64_t a, b, c, d; } beam_xs;
-
-static inline uint64_t beam_rotl(uint64_t x, int k) { return (x << k) | (x >> (64 - k)); }
-
-static inline void beam_advance(beam_xs *s) {
-    uint64_t t = s->b << 17;
-    s->c ^= s->a; s->d ^= s->b; s->b ^= s->c; s->a ^= s->d;
-    s->c ^= t;
-    s->d = beam_rotl(s->d, 45);
-}
-
-static inline uint64_t beam_u64(beam_xs *s) {
-    uint64_t result = beam_rotl(s->b * 5, 7) * 9;
-    beam_advance(s);
-    return result;
-}
-
-/* pb_rng_below(r, n); t = (2^64 - n) % n, precomputed */
-static inline uint64_t beam_below(beam_xs *s, uint64_t n, uint64_t t) {
-    uint64_t x = beam_u64(s);
-    __uint128_t m = (__uint128_t)x * n;
-    uint64_t l = (uint64_t)m;
-    if (l < n) {
-        while (l < t) { x = beam_u64(s); m = (__uint128_t)x * n; l = (uint64_t)m; }
-    }
-    return (uint64_t)(m >> 64);
-}
-
-/* A lower bound of the exponential gap E = fl(-log1p(-u)) for u in [0, 1), without a
- * libm call: the series -log(1 - u) = u + u^2/2 + u^3/3 + ... has positive terms, so
- * its first three are below the true value; the factor (1 - 2^-30) covers the
- * rounding of this sum and of libm's log1p (both within a few ulps). */
-static inline double exp_gap_lower(double u) {
-    return (u + u * u * (0.5 + u * (1.0 / 3.0))) * (1.0 - 0x1.0p-30);
-}
-
-static inline void klist_insert(pb_beam_choice *out, int32_t *n, int32_t k, const pb_beam_choice *c) {
-    int32_t pos = *n < k ? *n : k - 1;
-    while (pos > 0 && better(c, &out[pos - 1])) {
-        out[pos] = out[pos - 1];
-        pos--;
-    }
-    out[pos] = *c;
-    if (*n < k) (*n)++;
-}
-
+/* A k-way merge of the beams' candidate lists, which are sorted (scores never rise
+ * with rank): the best remaining candidate is always one of the beams' heads, so a
+ * beam's rank j + 1 is drawn only once its rank j was chosen.  That draws n_beams +
+ * k - 1 exponential gaps and k tokens, instead of n_beams * n_top of each. */
 int32_t pb_beam_synth_select(pb_rng *r, const double *cum, int32_t n_beams, int32_t n_top,
                              int32_t vocab, int32_t k, pb_beam_choice *out) {
     if (n_top > PB_MAX_TOP) n_top = PB_MAX_TOP;
     if (n_top < 1) n_top = 1;
+    PB_ASSERT(n_beams <= PB_MAX_TOP);
+    if (k <= 0 || n_beams <= 0) return 0;
     uint64_t nv = (uint64_t)(vocab > 0 ? vocab : 1);
-    uint64_t rej = -nv % nv;   /* pb_rng_below's rejection threshold */
-    beam_xs s = {r->s[0], r->s[1], r->s[2], r->s[3]};
-    int32_t n = 0;
-    int32_t live = k > 0 ? PB_MIN(k, n_top) : 0;
+    pb_beam_choice head[PB_MAX_TOP];   /* each beam's best candidate not chosen yet */
+    double lp[PB_MAX_TOP];             /* its log-probability, unrounded            */
+    bool alive[PB_MAX_TOP];            /* the beam has a candidate left (rank < n_top) */
     for (int32_t i = 0; i < n_beams; i++) {
-        double lp = 0;
-        int32_t j = 0;
-        for (; j < live; j++) {   /* ranks >= live can never be chosen (see beam.h) */
-            double u = (double)(beam_u64(&s) >> 11) * 0x1.0p-53;
-            if (n == k) {   /* full: can this rank still beat the k-th choice? */
-                pb_beam_choice ub;
-                ub.parent = i;
-                ub.rank = j;
-                ub.score = cum[i] + (double)(float)(lp - exp_gap_lower(u));
-                if (!better(&ub, &out[k - 1])) {   /* no, nor any later rank */
-                    (void)beam_below(&s, nv, rej);
-                    j++;
-                    break;
-                }
-            }
-            lp -= -log1p(-u);          /* pb_rng_exp(r, 1.0) = -log1p(-u) / 1.0 */
-            pb_beam_choice c;
-            c.parent = i;
-            c.rank = j;
-            c.token = (int32_t)beam_below(&s, nv, rej);
-            c.logprob = (float)lp;
-            c.score = cum[i] + (double)c.logprob;
-            if (n == k && !better(&c, &out[k - 1])) {
-                j++;
-                break;
-            }
-            klist_insert(out, &n, k, &c);
-        }
-        for (; j < n_top; j++) {   /* the rest only advance the generator */
-            beam_advance(&s);                    /* the exponential's uniform */
-            (void)beam_below(&s, nv, rej);       /* the token                 */
-        }
+        lp[i] = -pb_rng_exp(r, 1.0);
+        head[i] = (pb_beam_choice){.parent = i, .rank = 0, .logprob = (float)lp[i]};
+        head[i].score = cum[i] + (double)head[i].logprob;
+        alive[i] = true;
     }
-    r->s[0] = s.a;
-    r->s[1] = s.b;
-    r->s[2] = s.c;
-    r->s[3] = s.d;
+    int32_t n = 0;
+    while (n < k) {
+        int32_t b = -1;
+        for (int32_t i = 0; i < n_beams; i++)
+            if (alive[i] && (b < 0 || better(&head[i], &head[b]))) b = i;
+        if (b < 0) break;   /* every beam exhausted: fewer than k candidates */
+        out[n] = head[b];
+        out[n].token = (int32_t)pb_rng_below(r, nv);
+        if (++n == k) break;
+        if (head[b].rank + 1 >= n_top) {
+            alive[b] = false;
+            continue;
+        }
+        lp[b] -= pb_rng_exp(r, 1.0);
+        head[b].rank++;
+        head[b].logprob = (float)lp[b];
+        head[b].score = cum[b] + (double)head[b].logprob;
+    }
     return n;
 }

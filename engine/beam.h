@@ -50,16 +50,21 @@ typedef struct {
 int32_t pb_beam_select(const double *cum, const pb_candidates *cand, int32_t n_beams, int32_t k,
                        pb_beam_choice *out);
 
-/* The synthetic model and the selection fused (the simulator's hot path): exactly
- * equivalent to
+/* The synthetic model and the selection fused (the simulator's hot path): the same
+ * distribution of choices as
  *     for (i = 0; i < n_beams; i++) pb_beam_synth_candidates(r, n_top, vocab, &cand[i]);
  *     return pb_beam_select(cum, cand, n_beams, k, out);
- * -- same choices, bit for bit, and the same rng state afterwards -- but it only
- * computes the log-probability (a log1p) of candidates that can still enter the top
- * k: rank j >= k of a beam never can (its ranks 0..j-1 all beat it), and once the
- * k-list is full a candidate whose score bound (from a cheap lower bound on its
- * exponential gap) cannot beat the k-th choice ends its beam's search, since later
- * ranks score no higher.  The skipped draws still advance r.  out must hold k. */
+ * but it draws only what can be chosen.  Scores never rise with rank, so the top k
+ * is a k-way merge of the beams' lists: every beam's rank 0 is drawn, then each
+ * time a beam's rank j is chosen its rank j + 1 (its gap Ej) is drawn; a chosen
+ * candidate's token is drawn when it is chosen.  That is n_beams + k - 1 gaps and k
+ * tokens per call instead of n_beams * n_top of each.  The gaps and tokens that are
+ * drawn have the distributions above and the others are never looked at, so the
+ * choices follow the same law; the random stream is consumed differently, so the
+ * draws differ from synth + select (results of beam runs changed bytes when this
+ * replaced a bit-exact fused version, which drew every rank).  Ties break as in
+ * pb_beam_select.  out must hold k; returns min(k, n_beams * n_top) choices sorted
+ * best first. */
 int32_t pb_beam_synth_select(pb_rng *r, const double *cum, int32_t n_beams, int32_t n_top,
                              int32_t vocab, int32_t k, pb_beam_choice *out);
 

@@ -5,7 +5,8 @@
  * ceil(kv_len / bs) blocks; all but the last are full; the last block's fill equals
  * the tokens the sequence has in it (so a shared block is never written: appends
  * copy on write first); reference counts equal the references from tables plus the
- * prefix pool's pins; free + used == total in both pools. */
+ * prefix pool's pins; free + used == total in both pools; the running reservation
+ * counters (below) equal a walk over every live table. */
 #include "block_manager.h"
 
 #include <stdlib.h>
@@ -44,6 +45,13 @@ typedef struct {
     int32_t *map_gpu, *map_cpu;
     uint32_t epoch;
     int64_t logical_gpu;     /* sum of table lengths of GPU-resident tables        */
+    /* usage()'s reserved slots without a walk: the empty slots of each distinct GPU
+       last block that its sequence will still fill (min(empty, tokens to come)).
+       last_refs[blk] = GPU tables whose last block is blk; a block's share is added
+       when its first such table arrives and removed when its last one leaves (the
+       tables sharing a last block are forks at the same length: same share). */
+    int32_t *last_refs;
+    int64_t reserved;
 } bm;
 
 static const pb_kv_manager_i BM_IFACE;
@@ -106,6 +114,28 @@ static uint32_t next_epoch(bm *b) {
         b->epoch = 1;
     }
     return b->epoch;
+}
+
+/* ---- the running reservation (see bm.reserved) ---- */
+
+/* Slots of t's last block that t's sequence will still fill. */
+static int32_t last_share(const bm *b, const bm_table *t) {
+    const pb_seq *s = t->seq;
+    const pb_group *g = s->group;
+    int32_t empty = b->bs - pb_block_alloc_fill(b->gpu, t->blocks[t->n - 1]);
+    int32_t to_come = g ? g->prompt_len + g->output_len - 1 - s->kv_len : 0;
+    return to_come > 0 ? PB_MIN(empty, to_come) : 0;
+}
+
+/* t (GPU) takes part / stops taking part in the reservation: call last_enter after a
+ * change of its last block or length, last_leave before one. */
+static inline void last_enter(bm *b, const bm_table *t) {
+    if (t->on_cpu || t->n == 0) return;
+    if (b->last_refs[t->blocks[t->n - 1]]++ == 0) b->reserved += last_share(b, t);
+}
+static inline void last_leave(bm *b, const bm_table *t) {
+    if (t->on_cpu || t->n == 0) return;
+    if (--b->last_refs[t->blocks[t->n - 1]] == 0) b->reserved -= last_share(b, t);
 }
 
 /* ---- the prefix pool ---- */
@@ -226,6 +256,7 @@ static pb_status bm_allocate(pb_kv_manager *m, pb_group *g, pb_pair_vec *copies)
     }
     extend(b, t0, &kv, s0->len, copies);
     s0->kv_len = kv;
+    last_enter(b, t0);
     /* other waiting sequences (recompute of a multi-sequence group): share the full
        prompt blocks of the first, the rest private */
     int32_t shared = PB_MIN(g->prompt_len / bs, t0->n);
@@ -241,6 +272,7 @@ static pb_status bm_allocate(pb_kv_manager *m, pb_group *g, pb_pair_vec *copies)
         s->n_cached = kl;
         extend(b, t, &kl, s->len, copies);
         s->kv_len = kl;
+        last_enter(b, t);
     }
     return PB_OK;
 }
@@ -259,8 +291,21 @@ static pb_status bm_append(pb_kv_manager *m, pb_seq *s, pb_pair_vec *copies) {
         if (off == 0 || pb_block_alloc_ref(b->gpu, t->blocks[t->n - 1]) > 1) return PB_ERR_NO_SPACE;
     }
     int32_t kv = s->kv_len;
+    int32_t off = b->bs_mask >= 0 ? (kv & b->bs_mask) : kv % b->bs;
+    if (off != 0 && pb_block_alloc_ref(b->gpu, t->blocks[t->n - 1]) == 1) {
+        /* the common case, a private last block with room: written in place, and its
+           share of the reservation (min(empty, to come), both one less) drops by one
+           unless nothing was to come */
+        const pb_group *g = s->group;
+        if (g && g->prompt_len + g->output_len - 1 - kv >= 1) b->reserved--;
+        pb_block_alloc_set_fill(b->gpu, t->blocks[t->n - 1], off + 1);
+        s->kv_len = kv + 1;
+        return PB_OK;
+    }
+    last_leave(b, t);
     extend(b, t, &kv, kv + 1, copies);
     s->kv_len = kv;
+    last_enter(b, t);
     return PB_OK;
 }
 
@@ -280,6 +325,7 @@ static pb_status bm_fork(pb_kv_manager *m, const pb_seq *parent, pb_seq *child) 
     if (!t->on_cpu) b->logical_gpu += t->n;
     child->kv_len = parent->kv_len;
     child->n_cached = parent->n_cached;
+    last_enter(b, t);
     return PB_OK;
 }
 
@@ -288,6 +334,7 @@ static void bm_free(pb_kv_manager *m, pb_seq *s) {
     bm_table *t = s->kv;
     if (!t) return;
     pb_block_alloc *a = t->on_cpu ? b->cpu : b->gpu;
+    last_leave(b, t);
     for (int32_t i = 0; i < t->n; i++) pb_block_alloc_decref(a, t->blocks[i]);
     if (!t->on_cpu) b->logical_gpu -= t->n;
     t->n = 0;
@@ -325,6 +372,8 @@ static pb_status move_group(bm *b, pb_group *g, bool to_cpu, pb_pair_vec *map) {
     int32_t *mp = to_cpu ? b->map_gpu : b->map_cpu;
     int32_t need = distinct_blocks(b, g, !to_cpu);
     if (need > pb_block_alloc_free_count(dst)) return PB_ERR_NO_SPACE;
+    if (to_cpu)
+        for (int32_t i = 0; i < g->n_seqs; i++) last_leave(b, g->seqs[i]->kv);
     uint32_t ep = next_epoch(b);
     for (int32_t i = 0; i < g->n_seqs; i++) {
         bm_table *t = g->seqs[i]->kv;
@@ -348,6 +397,8 @@ static pb_status move_group(bm *b, pb_group *g, bool to_cpu, pb_pair_vec *map) {
         t->on_cpu = to_cpu;
         b->logical_gpu += to_cpu ? -t->n : t->n;
     }
+    if (!to_cpu)
+        for (int32_t i = 0; i < g->n_seqs; i++) last_enter(b, g->seqs[i]->kv);
     return PB_OK;
 }
 
@@ -391,6 +442,13 @@ static void bm_usage(pb_kv_manager *m, pb_kv_usage *u) {
     int64_t allocated = u->physical_blocks * bs;
     u->token_slots = b->gpu->token_slots;
     u->free_slots = u->total_slots - allocated;
+    u->reserved_slots = b->reserved;
+    u->internal_frag_slots = allocated - u->token_slots - b->reserved;
+}
+
+/* The reservation by a walk over every live table (what bm.reserved must equal);
+ * per distinct last block, the share of the first table in live order. */
+static int64_t reserved_walk(bm *b) {
     uint32_t ep = next_epoch(b);
     int64_t reserved = 0;
     for (int32_t i = 0; i < b->n_live; i++) {
@@ -399,14 +457,9 @@ static void bm_usage(pb_kv_manager *m, pb_kv_usage *u) {
         int32_t last = t->blocks[t->n - 1];
         if (b->stamp_gpu[last] == ep) continue;
         b->stamp_gpu[last] = ep;
-        const pb_seq *s = t->seq;
-        const pb_group *g = s->group;
-        int32_t empty = bs - pb_block_alloc_fill(b->gpu, last);
-        int32_t to_come = g ? g->prompt_len + g->output_len - 1 - s->kv_len : 0;
-        if (to_come > 0) reserved += PB_MIN(empty, to_come);
+        reserved += last_share(b, t);
     }
-    u->reserved_slots = reserved;
-    u->internal_frag_slots = allocated - u->token_slots - reserved;
+    return reserved;
 }
 
 static pb_status bm_check(pb_kv_manager *m) {
@@ -416,6 +469,7 @@ static pb_status bm_check(pb_kv_manager *m) {
         return PB_ERR_INVALID;
     int32_t *rg = pb_xcalloc((size_t)b->gpu->n_blocks + 1, sizeof(int32_t));
     int32_t *rc = pb_xcalloc((size_t)b->cpu->n_blocks + 1, sizeof(int32_t));
+    int32_t *rl = pb_xcalloc((size_t)b->gpu->n_blocks + 1, sizeof(int32_t));   /* last-block refs */
     pb_status st = PB_OK;
     int64_t logical = 0;
     int32_t pinned = 0;
@@ -452,6 +506,8 @@ static pb_status bm_check(pb_kv_manager *m) {
         const pb_block_alloc *a = t->on_cpu ? b->cpu : b->gpu;
         int32_t *r = t->on_cpu ? rc : rg;
         if (!t->on_cpu) logical += t->n;
+        if (!t->on_cpu && t->n > 0 && t->blocks[t->n - 1] >= 0 && t->blocks[t->n - 1] < a->n_blocks)
+            rl[t->blocks[t->n - 1]]++;
         for (int32_t k = 0; k < t->n; k++) {
             int32_t blk = t->blocks[k];
             if (blk < 0 || blk >= a->n_blocks) {
@@ -479,6 +535,19 @@ static pb_status bm_check(pb_kv_manager *m) {
             pb_log_error("paged: GPU block %d ref %d but %d references", k, pb_block_alloc_ref(b->gpu, k), rg[k]);
             st = PB_ERR_INVALID;
         }
+    for (int32_t k = 0; k < b->gpu->n_blocks && st == PB_OK; k++)
+        if (rl[k] != b->last_refs[k]) {
+            pb_log_error("paged: GPU block %d is the last block of %d tables but counted %d", k, rl[k],
+                         b->last_refs[k]);
+            st = PB_ERR_INVALID;
+        }
+    if (st == PB_OK) {
+        int64_t walked = reserved_walk(b);
+        if (walked != b->reserved) {
+            pb_log_error("paged: reserved slots %lld != walked %lld", (long long)b->reserved, (long long)walked);
+            st = PB_ERR_INVALID;
+        }
+    }
     for (int32_t k = 0; k < b->cpu->n_blocks && st == PB_OK; k++)
         if (rc[k] != pb_block_alloc_ref(b->cpu, k)) {
             pb_log_error("paged: CPU block %d ref %d but %d references", k, pb_block_alloc_ref(b->cpu, k), rc[k]);
@@ -490,6 +559,7 @@ static pb_status bm_check(pb_kv_manager *m) {
     }
     free(rg);
     free(rc);
+    free(rl);
     return st;
 }
 
@@ -512,6 +582,7 @@ static void bm_destroy(pb_kv_manager *m) {
     free(b->stamp_cpu);
     free(b->map_gpu);
     free(b->map_cpu);
+    free(b->last_refs);
     pb_block_alloc_destroy(b->gpu);
     pb_block_alloc_destroy(b->cpu);
     free(b);
@@ -553,6 +624,7 @@ pb_status pb_paged_kv_create(const pb_paged_params *p, pb_kv_manager **out) {
     b->stamp_cpu = pb_xcalloc((size_t)b->cpu->n_blocks + 1, sizeof(uint32_t));
     b->map_gpu = pb_xcalloc((size_t)p->n_gpu_blocks + 1, sizeof(int32_t));
     b->map_cpu = pb_xcalloc((size_t)b->cpu->n_blocks + 1, sizeof(int32_t));
+    b->last_refs = pb_xcalloc((size_t)p->n_gpu_blocks + 1, sizeof(int32_t));
     b->base.iface = &BM_IFACE;
     b->base.impl = b;
     b->base.block_size = p->block_size;

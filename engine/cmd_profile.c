@@ -24,13 +24,10 @@
 
 #include "commands.h"
 #include "executor_real.h"
+#include "kbench.h"   /* pb_kbench_device_name (through the CUDA module in a CUDA build) */
 #include "pb.h"
 #include "rng.h"
 #include "spec.h"
-
-#ifdef PB_HAVE_CUDA
-#include <cuda_runtime_api.h>
-#endif
 
 #define MAX_GRID 32
 
@@ -235,12 +232,7 @@ int pb_cmd_profile(int argc, char **argv) {
         return PB_EXIT_RUNTIME;
     }
     char devname[256] = "cpu";
-#ifdef PB_HAVE_CUDA
-    if (use_cuda) {
-        struct cudaDeviceProp prop;
-        if (cudaGetDeviceProperties(&prop, 0) == cudaSuccess) snprintf(devname, sizeof devname, "%s", prop.name);
-    }
-#endif
+    if (use_cuda) pb_kbench_device_name(devname, sizeof devname);
     fprintf(stderr, "profile: %s on %s (%s executor, tp %d), KV %s bs %d, %lld token slots "
                     "(%.3g GiB/GPU), git %s\n", m.name, devname, a.executor, a.tp,
             bs ? "paged" : "contiguous", bs, (long long)kv_tokens, a.kv_gib, pb_git_rev());
