@@ -53,7 +53,7 @@ log() { printf '==> %s\n' "$*" >&2; }
 # Every verb is checked before anything is built or run.
 for verb in "${VERBS[@]}"; do
     case "$verb" in
-        test|table1|list|all|results-md|clean) ;;
+        test|table1|list|all|results-md|clean|gpu) ;;
         fig1|fig2|fig11|fig12|fig13|fig14|fig15|fig16|fig17|fig18|fig18a|fig18b|fig19|fig19a|fig19b) ;;
         *) echo "run_all.sh: unknown verb '$verb' (try: ./run_all.sh list)" >&2; exit 2 ;;
     esac
@@ -224,6 +224,14 @@ run_all_figures() {
     "$PB" run --all --jobs "$JOBS" --results "$RES" "${quick[@]}" || rc=$?
     [ "$rc" = 2 ] && exit 2
     for f in fig1 fig2 fig11 fig12 fig13 fig14 fig15 fig16 fig17 fig18 fig19; do plot_figure "$f" || rc=1; done
+    # RESULTS.md's fidelity tables: the cost-model parameters with their sources, and the
+    # cost model against public GPU step measurements (pagedbench validate)
+    if command -v python3 >/dev/null; then
+        python3 experiments/calibrate/param_table.py >"$RES/params_report.md" || rc=1
+    fi
+    if "$PB" validate --csv >"$RES/validate.csv"; then   # every row in validate.csv; the summary in RESULTS.md
+        { echo '```'; grep -E '^# (source|summary)' "$RES/validate.csv" | sed 's/^# //'; echo '```'; } >"$RES/validate_report.md"
+    else rc=1; fi
     [ "$QUICK" = 1 ] || update_results_md
     log "all done in $((SECONDS - t0)) s"
     return "$rc"
