@@ -6,8 +6,14 @@
 #include <string.h>
 #include <unistd.h>
 
-#ifdef PB_HAVE_CUDA
+/* The CUDA runtime is called only inside the CUDA module (libpbcuda_exec.so, built with
+ * PB_CUDA_MODULE): pbcore links no CUDA library, so its copy asks the module through
+ * the loader (engine/cuda_module.c), which also explains a module that will not load. */
+#if defined(PB_HAVE_CUDA) && defined(PB_CUDA_MODULE)
 #include <cuda_runtime_api.h>
+#define PB_PROBE_CALLS_CUDA 1
+#elif defined(PB_HAVE_CUDA)
+int pb_kbench_gpu_available(char *why, size_t why_len);   /* the loader: kbench.h */
 #endif
 
 /* cudaError_t values used below (stable across CUDA 11-13; named here so that this
@@ -90,6 +96,8 @@ void pb_gpu_probe_facts(pb_gpu_facts *f) {
     f->visible = getenv("CUDA_VISIBLE_DEVICES");
 #ifdef PB_HAVE_CUDA
     f->built_with_cuda = 1;
+#endif
+#ifdef PB_PROBE_CALLS_CUDA
     int n = 0;
     f->cuda_error = (int)cudaGetDeviceCount(&n);
     f->device_count = f->cuda_error == CU_OK ? n : 0;
@@ -100,6 +108,9 @@ void pb_gpu_probe_facts(pb_gpu_facts *f) {
 }
 
 int pb_gpu_probe(char *why, size_t why_len) {
+#if defined(PB_HAVE_CUDA) && !defined(PB_PROBE_CALLS_CUDA)
+    return pb_kbench_gpu_available(why, why_len);   /* the module's own probe */
+#endif
     pb_gpu_facts f;
     char reason[512];
     pb_gpu_probe_facts(&f);
