@@ -264,7 +264,9 @@ static pb_status apply_set(pb_config *c, const char *asg, pb_cfg_err *err) {
 /* An axis' set path: a numeric key of the schema it lands in. */
 static bool numeric_key(const pb_key *schema, const char *name) {
     for (const pb_key *k = schema; k->name; k++)
-        if (!strcmp(k->name, name)) return k->type == PB_T_INT || k->type == PB_T_NUM || k->type == PB_T_ENUM;
+        if (!strcmp(k->name, name))
+            return k->type == PB_T_INT || k->type == PB_T_NUM ||
+                   (k->type == PB_T_ENUM && k->choices[0] >= '0' && k->choices[0] <= '9');   /* shots: 1|5 */
     return false;
 }
 static bool set_path_ok(const char *set) {
