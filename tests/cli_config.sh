@@ -126,6 +126,19 @@ rejects "a malformed trace CSV" trbad.yaml "trbad.yaml:6:10: workload.trace: bad
 sed 's/  rate: 2.0/  rate: 1e9/; s/  duration_s: 20/  duration_s: 1e9/' base.yaml >huge.yaml
 rejects "rate x duration above the request cap" huge.yaml "huge.yaml:8:9: workload.rate: 1e+18 requests"
 
+# ---- requests that can never run are rejected and counted, in every policy ----
+printf 'arrival_s,prompt_len,output_len,n\n0,10,20,1\n0.1,10,20,300\n0.2,10,20,2\n' >n300.csv
+sed 's/  dataset: alpaca/  trace: n300.csv/; s/  - {name: vllm, type: vllm}/  - {name: vllm, type: vllm}\n  - {name: orca, type: orca}\n  - {name: ft, type: ft}\n  - {name: spf, type: vllm, policy: spf}/' \
+    base.yaml >n300.yaml
+if runs n300.yaml r_n300; then
+    got=$(paste -d: <(col r_n300/c13.csv system) <(col r_n300/c13.csv n_finished) <(col r_n300/c13.csv n_rejected) | tr '\n' ' ')
+    [ "$got" = "vllm:2:1 orca:2:1 ft:2:1 spf:2:1 " ] && ok "n 300 > max_num_seqs: rejected and counted, the rest finish (every policy)" ||
+        bad "n 300: $got"
+else bad "n 300 stalls: $(grep -i 'stall\|failed' r_n300.err | head -3)"; fi
+printf 'arrival_s,prompt_len,output_len\n0,10,2147483647\n' >ovf.csv
+sed 's/  dataset: alpaca/  trace: ovf.csv/' base.yaml >ovf.yaml
+rejects "a trace length that would overflow a sum" ovf.yaml "ovf.yaml:6:10: workload.trace: ovf.csv:2:"
+
 # ---- names used in paths ----
 sed 's|^name: c13|name: ../../../../tmp/pwned|' base.yaml >n1.yaml
 rejects "experiment name with ../" n1.yaml "n1.yaml:1:7: name: '../../../../tmp/pwned' is used in file names"

@@ -49,8 +49,13 @@ pb_status pb_trace_check(const pb_trace *t, char *err, size_t errlen) {
             FAIL("request %lld: arrival %g before the previous one (%g)", k, r->arrival_s, t->reqs[i - 1].arrival_s);
         if (r->prompt_len < 1) FAIL("request %lld: prompt_len %d < 1", k, r->prompt_len);
         if (r->output_len < 1) FAIL("request %lld: output_len %d < 1", k, r->output_len);
+        if (r->prompt_len > PB_TRACE_MAX_LEN) FAIL("request %lld: prompt_len %d > %d", k, r->prompt_len, PB_TRACE_MAX_LEN);
+        if (r->output_len > PB_TRACE_MAX_LEN) FAIL("request %lld: output_len %d > %d", k, r->output_len, PB_TRACE_MAX_LEN);
         if (r->n < 1) FAIL("request %lld: n %d < 1", k, r->n);
         if (r->beam_width < 1) FAIL("request %lld: beam_width %d < 1", k, r->beam_width);
+        if (r->n > PB_TRACE_MAX_SEQS) FAIL("request %lld: n %d > %d", k, r->n, PB_TRACE_MAX_SEQS);
+        if (r->beam_width > PB_TRACE_MAX_SEQS)
+            FAIL("request %lld: beam_width %d > %d", k, r->beam_width, PB_TRACE_MAX_SEQS);
         if (r->beam_width > 1 && r->n != r->beam_width)
             FAIL("request %lld: beam search needs n == beam_width (n %d, beam_width %d)", k, r->n, r->beam_width);
         if (r->prefix_id < -1) FAIL("request %lld: prefix_id %d < -1", k, r->prefix_id);
