@@ -50,6 +50,7 @@ need_pkgs() {   # need_pkgs <verb>: list the Debian packages missing for this ve
     command -v make >/dev/null || missing+=(make)
     command -v pkg-config >/dev/null || missing+=(pkg-config)
     if ! pkg-config --exists yaml-0.1 2>/dev/null; then missing+=(libyaml-dev); fi
+    [ -e /usr/include/csv.h ] || missing+=(libcsv-dev)
     case "$1" in
         fig*|all) command -v gnuplot >/dev/null || missing+=(gnuplot-nox)
                   # (no grep -q here: fc-list would die of SIGPIPE, which pipefail reports)
