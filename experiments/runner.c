@@ -1,6 +1,7 @@
 /* runner.c -- parallel, resumable sweeps; point files; results table; knee detection. */
 #include "runner.h"
 
+#include <dirent.h>
 #include <errno.h>
 #include <math.h>
 #include <signal.h>
@@ -83,6 +84,25 @@ uint64_t pb_point_hash(const pb_experiment *e, int sys, int point) {
 void pb_point_path(const pb_experiment *e, int sys, int point, const char *results_dir, char *buf, size_t n) {
     snprintf(buf, n, "%s/points/%s/%s-%016llx", results_dir, e->name, e->systems[sys].id,
              (unsigned long long)pb_point_hash(e, sys, point));
+}
+
+/* Temporaries (<file>.tmp.<pid>) left by a killed run: removed when their writer
+   is gone (a live pid is another run writing now). */
+static void remove_stale_tmp(const char *dir) {
+    DIR *d = opendir(dir);
+    if (!d) return;
+    struct dirent *de;
+    while ((de = readdir(d))) {
+        const char *t = strstr(de->d_name, ".tmp.");
+        if (!t) continue;
+        char *end;
+        long pid = strtol(t + 5, &end, 10);
+        if (*end || pid <= 0 || (kill((pid_t)pid, 0) == 0 || errno != ESRCH)) continue;
+        char path[4600];
+        snprintf(path, sizeof path, "%s/%s", dir, de->d_name);
+        if (unlink(path) == 0) pb_log_debug("removed %s, left by an interrupted run", path);
+    }
+    closedir(d);
 }
 
 static int mkdir_p(const char *path) {
@@ -224,13 +244,15 @@ static int run_point_child(pb_experiment *e, int sys, int point, const char *bas
         pb_point_ctx ctx = {e, sys, point, vals, root, pb_node_get(root, sp), o->quick};
         st = o->fn(&ctx, m, err, sizeof err, o->user);
     }
-    if (!st) st = write_point(base, e, sys, point, vals, m, hash);
+    if (!st && (st = write_point(base, e, sys, point, vals, m, hash)))
+        snprintf(err, sizeof err, "cannot write %s.pt: %s", base, strerror(errno));
     if (st) {
         char path[4200];
         snprintf(path, sizeof path, "%s.err", base);
         char msg[2400];
         int l = snprintf(msg, sizeof msg, "%s: %s\n", pb_status_str(st), *err ? err : "(no message)");
-        pb_write_file_atomic(path, msg, (size_t)PB_MIN(l, (int)sizeof msg - 1));
+        if (pb_write_file_atomic(path, msg, (size_t)PB_MIN(l, (int)sizeof msg - 1)))   /* say it here, then */
+            fprintf(stderr, "error: %s (and cannot write %s: %s)\n", msg, path, strerror(errno));
     }
     free(m);
     return st ? 1 : 0;
@@ -279,6 +301,8 @@ pb_status pb_runner_run(pb_experiment *const *exps, int n_exps, const pb_runner_
             free(todo);
             return PB_ERR_IO;
         }
+        remove_stale_tmp(dir);
+        if (x == 0) remove_stale_tmp(o->results_dir);
         for (int sy = 0; sy < e->n_systems; sy++) {
             int np = pb_experiment_n_points(e, sy);
             for (int p = 0; p < np; p++) {
@@ -368,7 +392,8 @@ pb_status pb_runner_run(pb_experiment *const *exps, int n_exps, const pb_runner_
                 if (WIFSIGNALED(status))
                     pb_log_error("%s: worker killed by signal %d", lab, WTERMSIG(status));
                 else
-                    pb_log_error("%s: failed: %s", lab, *msg ? msg : "(no message)\n");
+                    pb_log_error("%s: failed: %s", lab, *msg ? msg : "worker exited with an error and no .err file "
+                                                                 "(its message, if any, is above)\n");
             }
             if (bar) {
                 char lab[512] = "";

@@ -152,5 +152,17 @@ rejects "system name with /" n3.yaml "n3.yaml:12:12: systems.0.name: 'a/b' is us
 if runs base.yaml "$T/deep/er/res" && [ -s "$T/deep/er/res/c13.csv" ]; then ok "--results creates parent folders"
 else bad "--results a/b/c: $(tail -3 res.err)"; fi
 
+# ---- errors never lost: a failed write names the file and errno; stale temporaries go ----
+if runs base.yaml w; then
+    pt=$(ls w/points/c13/*.pt | head -1); base=${pt%.pt}
+    rm -f "$pt"; mkdir "$pt" "$base.err"          # neither the point nor its .err can be written
+    touch w/points/c13/old.pt.tmp.999999999 w/c13.csv.tmp.999999999
+    "$PB" run base.yaml --results w --quiet --no-report >/dev/null 2>w.err
+    grep -q "cannot write $pt: Is a directory" w.err && ok "a failed point write names the file and errno, even without its .err" ||
+        bad "failed write: $(cat w.err)"
+    [ ! -e w/points/c13/old.pt.tmp.999999999 ] && [ ! -e w/c13.csv.tmp.999999999 ] &&
+        ok "temporaries left by a killed run are removed" || bad "stale temporaries kept: $(ls w w/points/c13)"
+else bad "write-error run: $(tail -3 w.err)"; fi
+
 echo "$pass passed, $fail failed"
 [ "$fail" = 0 ]
