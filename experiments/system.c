@@ -223,6 +223,11 @@ static pb_status plan_point(const pb_experiment *e, int si, const pb_node *root,
     P->real = strcmp(P->executor, "sim") != 0;
     const pb_node *exn = pb_node_get(root, "executor");
     if (exn && exn->kind != PB_NODE_MAP) exn = NULL;
+    static const char *const REAL_ONLY[] = {"fixed_latency_s", "kv_mib", "swap_slots"};
+    for (size_t i = 0; !P->real && exn && i < PB_ARRAY_LEN(REAL_ONLY); i++)
+        if (pb_node_has(exn, REAL_ONLY[i]))
+            return pb_cfg_fail(ce, pb_node_get(exn, REAL_ONLY[i]), true,
+                               "executor.%s: only the real executors (cpu, cuda) read it (executor: sim)", REAL_ONLY[i]);
     P->fixed_latency_s = pb_node_num(exn, "fixed_latency_s", 0);
     double kv_mib = P->real ? pb_node_num(exn, "kv_mib", !strcmp(P->executor, "cpu") ? PB_SYSTEM_CPU_KV_MIB : 0) : 0;
     int64_t swap_slots = pb_node_int(exn, "swap_slots", -1);

@@ -95,6 +95,9 @@ if [ $? = 0 ] && grep -q "H100-SXM x1, LLaMA-13B" <<<"$out"; then ok "--set mode
 else bad "--set model=: $out"; fi
 rejects "--set model=unknown lists the specs" base.yaml "model: no spec 'opt-14b'" --set model=opt-14b
 
+sed 's/^hardware: a100-40gb/hardware: a100-40gb\nexecutor: {type: sim, fixed_latency_s: 0.5}/' base.yaml >exsim.yaml
+rejects "a real-executor key under the sim executor" exsim.yaml "exsim.yaml:5:23: executor.fixed_latency_s: only the real executors"
+
 # ---- errors that were found only inside workers ----
 sed 's/  rate: 2.0/  rate: 0/' base.yaml >rate0.yaml
 rejects "rate 0" rate0.yaml "rate0.yaml:8:9: workload.rate: poisson arrivals need a rate > 0"
