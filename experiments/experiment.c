@@ -320,6 +320,11 @@ pb_status pb_experiment_load(const char *path, const char *const *sets, int n_se
         goto fail_e;
     }
     e->figure = pb_node_str(root, "figure", "?");
+    if (!pb_name_ok(e->figure)) {
+        pb_cfg_fail(err, pb_node_get(root, "figure"), false,
+                    "figure: '%s' is used in file names: it must match [A-Za-z0-9][A-Za-z0-9._-]*", e->figure);
+        goto fail_e;
+    }
     e->panel = pb_node_str(root, "panel", "");
     e->title = pb_node_str(root, "title", e->name);
     e->executor = pb_experiment_executor_type(root);

@@ -14,9 +14,9 @@
 #include "executor_sim.h"    /* pb_executor_sim_create */
 #include "kv_contiguous.h"   /* pb_kv_contiguous_create */
 #include "metrics.h"         /* pb_metrics (the engine's), pb_run_summary */
-#include "policy.h"         /* pb_policy_create, pb_policy_find */
+#include "policy.h"          /* pb_policy_create, pb_policy_find */
+#include "sim_profile.h"     /* pb_sim_profile_load (checked up front) */
 #include "spec.h"
-#include "trace_io.h"       /* pb_trace_read_csv */
 #include "workload.h"        /* pb_workload_from_node, pb_workload_generate */
 
 #define GIB (1024.0 * 1024.0 * 1024.0)
@@ -330,14 +330,28 @@ static pb_status plan_point(const pb_experiment *e, int si, const pb_node *root,
 
 static void plan_free(plan *P) { pb_config_destroy(P->tmp); P->tmp = NULL; }
 
-/* Read a trace file for the check (the point reads it again when it runs). */
-static pb_status check_trace(const plan *P, const pb_node *root, pb_cfg_err *ce) {
-    if (!P->wc.trace[0]) return PB_OK;
-    pb_trace t = {0};
+/* Read every file a point would read -- trace, dataset, replay timestamps, step
+   profile -- once per distinct set of files (`seen` remembers the last one). */
+static pb_status check_files(const plan *P, const pb_node *root, const pb_node *sys, char *seen, size_t seen_n,
+                             pb_cfg_err *ce) {
+    char key[4 * PB_WL_PATH + 8];
+    snprintf(key, sizeof key, "%s|%s|%s|%s|%s|%d|%d", P->wc.trace, P->wc.dataset, P->wc.file, P->wc.replay_file,
+             P->real ? "" : P->sp.profile, (int)P->wc.arrivals.kind, P->wc.shots);
+    if (!strcmp(key, seen)) return PB_OK;
     char werr[1024] = "";
-    pb_status st = pb_trace_read_csv(P->wc.trace, &t, werr, sizeof werr);
-    pb_trace_free(&t);
-    if (st) return pb_cfg_fail(ce, pb_node_get(root, "workload.trace"), false, "workload.trace: %s", werr);
+    const pb_node *wn = pb_node_get(root, "workload");
+    if (pb_workload_check_files(&P->wc, werr, sizeof werr)) {
+        const char *k = P->wc.trace[0] ? "trace" : P->wc.arrivals.kind == PB_ARRIVALS_REPLAY && strstr(werr, "TIMESTAMP") ? "replay_file" : "file";
+        const pb_node *at = pb_node_get(wn, k) ? pb_node_get(wn, k) : pb_node_get(wn, "dataset") ? pb_node_get(wn, "dataset") : wn;
+        return pb_cfg_fail(ce, at, false, "workload.%s: %s", k, werr);
+    }
+    if (!P->real && P->sp.profile[0]) {
+        pb_sim_profile *prof = NULL;
+        pb_status st = pb_sim_profile_load(P->sp.profile, &prof, werr, sizeof werr);
+        pb_sim_profile_destroy(prof);
+        if (st) return pb_cfg_fail(ce, pb_node_get(sys, "sim.profile"), false, "sim.profile: %s", werr);
+    }
+    snprintf(seen, seen_n, "%s", key);
     return PB_OK;
 }
 
@@ -359,7 +373,7 @@ static void merge_errors(pb_cfg_err *err, const pb_cfg_err *src) {
 
 pb_status pb_system_check(const pb_experiment *e, pb_cfg_err *err) {
     pb_status all = PB_OK;
-    char last_trace[PB_WL_PATH] = "";
+    char seen[4 * PB_WL_PATH + 8] = "";
     for (int s = 0; s < e->n_systems && err->count <= PB_CFG_MAX_ERRORS; s++) {
         int np = pb_experiment_n_points(e, s);
         for (int p = 0; p < np && err->count <= PB_CFG_MAX_ERRORS; p++) {
@@ -374,10 +388,7 @@ pb_status pb_system_check(const pb_experiment *e, pb_cfg_err *err) {
                 snprintf(sp, sizeof sp, "systems.%d", s);
                 plan P;
                 st = plan_point(e, s, root, pb_node_get(root, sp), &P, &pe);
-                if (!st && strcmp(P.wc.trace, last_trace)) {
-                    st = check_trace(&P, root, &pe);
-                    snprintf(last_trace, sizeof last_trace, "%s", st ? "" : P.wc.trace);
-                }
+                if (!st) st = check_files(&P, root, pb_node_get(root, sp), seen, sizeof seen, &pe);
                 plan_free(&P);
             }
             pb_config_destroy(c);

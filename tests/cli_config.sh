@@ -124,6 +124,13 @@ Y
 rejects "block_size 4096 on the CPU model" cpu.yaml "cpu.yaml:8:42: systems.0.block_size: 4096 is larger than tiny-OPT's longest sequence"
 sed 's/  dataset: alpaca/  trace: missing.csv/' base.yaml >trmiss.yaml
 rejects "a missing workload.trace file" trmiss.yaml "trmiss.yaml:6:10: workload.trace: missing.csv:"
+printf 'input_len,output_len\n5,x\n' >ds.csv
+sed 's/  dataset: alpaca/  dataset: alpaca\n  file: ds.csv/' base.yaml >ds.yaml
+rejects "a malformed dataset file" ds.yaml "ds.yaml:7:9: workload.file: ds.csv:2:3: output_len: not an integer"
+sed 's/  - {name: vllm, type: vllm}/  - {name: vllm, type: vllm, sim: {profile: nope.csv}}/' base.yaml >prof.yaml
+rejects "a missing sim profile" prof.yaml "prof.yaml:12:45: sim.profile: nope.csv:"
+sed 's|^figure: c13|figure: ../x|' base.yaml >fig.yaml
+rejects "a figure name with ../" fig.yaml "fig.yaml:2:9: figure: '../x' is used in file names"
 printf 'arrival_s,prompt_len,output_len\n0,10,abc\n' >badtr.csv
 sed 's/  dataset: alpaca/  trace: badtr.csv/' base.yaml >trbad.yaml
 rejects "a malformed trace CSV" trbad.yaml "trbad.yaml:6:10: workload.trace: badtr.csv:2:"

@@ -173,7 +173,8 @@ pb_status pb_dataset_load_csv(const char *path, const char *in_col, const char *
             goto fail;
         }
         if (!pb_parse_int(c.fields[ci], &a) || !pb_parse_int(c.fields[co], &b)) {
-            snprintf(err, errlen, "%s:%d:%d: %s/%s: not an integer", path, c.line, c.cols[ci], in_col, out_col);
+            snprintf(err, errlen, "%s:%d:%d: %s: not an integer", path, c.line,
+                     pb_parse_int(c.fields[ci], &a) ? c.cols[co] : c.cols[ci], pb_parse_int(c.fields[ci], &a) ? out_col : in_col);
             goto fail;
         }
         if (a < 1 || b < 1 || a > INT32_MAX || b > INT32_MAX) {
