@@ -91,6 +91,7 @@ typedef struct {
     const char *name;
     const char *options;        /* keys of the system's map this policy takes           */
 } policy_opts;
+/* A policy that takes options lists them here; one absent from this table takes none. */
 static const policy_opts POLICIES[] = {
     {"vllm", ""}, {"spf", ""}, {"orca", "max_batch"}, {"ft", "max_batch"},
 };
@@ -179,10 +180,11 @@ static pb_status plan_point(const pb_experiment *e, int si, const pb_node *root,
 
     /* options: each key must be one this type (or its policy) reads */
     P->policy = pb_node_str(sys, "policy", P->type->policy);
-    const policy_opts *po = NULL;
+    static const policy_opts NO_OPTIONS = {"", ""};   /* a registered policy not listed: none */
+    const policy_opts *po = &NO_OPTIONS;
     for (size_t i = 0; i < PB_ARRAY_LEN(POLICIES); i++)
         if (!strcmp(POLICIES[i].name, P->policy)) po = &POLICIES[i];
-    if (!pb_policy_find(P->policy) || !po)
+    if (!pb_policy_find(P->policy))
         return pb_cfg_fail(ce, pb_node_get(sys, "policy"), false, "%s.policy: unknown policy '%s' (known: %s)", kp,
                            P->policy, pb_policy_names());
     P->policy_opts = pb_config_root(P->tmp);
