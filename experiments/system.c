@@ -55,7 +55,11 @@ void pb_system_fit_trace(pb_trace *t, double length_scale, bool clamp, int32_t m
             r->prompt_len = PB_MIN(r->prompt_len, max_len - 1);
             r->output_len = PB_MAX(1, PB_MIN(r->output_len, max_len - r->prompt_len));
         }
-        r->prefix_len = PB_MIN(r->prefix_len, r->prompt_len);
+        /* a prompt cut below its shared prefix no longer shares it (one length per prefix id) */
+        if (r->prefix_id >= 0 && r->prefix_len >= r->prompt_len) {
+            r->prefix_id = -1;
+            r->prefix_len = 0;
+        }
         if (r->prefix_len == 0 && r->prefix_id >= 0 && length_scale != 1.0) r->prefix_id = -1;
     }
 }
@@ -434,6 +438,11 @@ pb_status pb_system_run_point(const pb_point_ctx *pt, pb_point_metrics *out, cha
         return fail(err, err_n, st, "workload: %s%s", werr, "");
     }
     pb_system_fit_trace(&trace, P.length_scale, P.clamp, model.max_len);
+    if ((st = pb_trace_check(&trace, werr, sizeof werr))) {
+        pb_trace_free(&trace);
+        plan_free(&P);
+        return fail(err, err_n, st, "workload: the fitted trace is invalid: %s%s", werr, "");
+    }
 
     /* KV manager */
     pb_kv_manager *kv = NULL;

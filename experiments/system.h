@@ -66,7 +66,9 @@ extern "C" {
 
 /* Scale every request's prompt and output lengths by length_scale (rounded up, >= 1;
  * 1 = unchanged; a shared prefix is scaled and rounded down), then with clamp cut
- * prompts to max_len - 1 and outputs to max_len - prompt. */
+ * prompts to max_len - 1 and outputs to max_len - prompt.  A request whose prompt no
+ * longer holds its whole shared prefix stops sharing it (prefix_id -1), so every
+ * prefix id keeps one length. */
 void pb_system_fit_trace(pb_trace *t, double length_scale, bool clamp, int32_t max_len);
 
 /* Check every point of e before anything runs: each point's resolved config (sweep

@@ -493,6 +493,9 @@ PB_TEST(trace_csv_malformed) {
     expect_bad("arrival_s,prompt_len,output_len,n,beam_width\n0,8,6,2,4\n", "bad.csv:2:1: beam search needs n == beam_width");
     expect_bad("arrival_s,prompt_len,output_len\n0,99999999999,6\n", "bad.csv:2:3: prompt_len: 99999999999 is too large");
     expect_bad("arrival_s,prompt_len,output_len\n0,10,2147483647\n", "bad.csv:2:1: output_len 2147483647 > 16777216");
+    /* fuzz_engine's first finding: one prefix id, two lengths (the block manager asserted) */
+    expect_bad("arrival_s,prompt_len,output_len,prefix_id,prefix_len\n0,100,5,0,16\n1,7,7,0,4\n",
+               "bad.csv:3:9: prefix_len: 4 for prefix_id 0, which line 2 gave 16");
     expect_bad("arrival_s,prompt_len,output_len\n0,\"5,6\n", "bad.csv:3:1: malformed CSV");           /* open quote */
     expect_bad("arrival_s,prompt_len,output_len\n0,5\"x\",6\n", "bad.csv:2:4: malformed CSV");       /* stray quote */
     expect_bad("arrival_s,prompt_len,output_len\r0,5,6\r0,x,6\r", "bad.csv:3:3: prompt_len: not an integer");

@@ -54,7 +54,8 @@ static const int64_t COL_MIN[C_COUNT] = {0, 1, 1, 1, 1, -1, 0, -1, 0};
 
 static pb_status read_csv(pb_csv *c, pb_trace *out, char *err, size_t errlen) {
     pb_trace t = {0};
-    int64_t cap = 0;
+    int64_t cap = 0, lcap = 0;
+    int *lines = NULL, *plen_col = NULL;     /* per request: its line, its prefix_len column */
     int col_of[C_COUNT];
     int n_cols;
     if (!pb_csv_next(c)) BAD("%s:1:1: empty file (expected the header %s)", c->path, PB_TRACE_CSV_HEADER);
@@ -111,13 +112,31 @@ static pb_status read_csv(pb_csv *c, pb_trace *out, char *err, size_t errlen) {
             const char *p = strstr(why, ": ");
             BAD("%s:%d:%d: %s", c->path, c->line, c->cols[0], p ? p + 2 : why);
         }
+        if (t.n == lcap) {
+            lcap = lcap ? 2 * lcap : 1024;
+            lines = pb_xrealloc(lines, (size_t)lcap * sizeof *lines);
+            plen_col = pb_xrealloc(plen_col, (size_t)lcap * sizeof *plen_col);
+        }
+        lines[t.n] = c->line;
+        plen_col[t.n] = col_of[C_PREFIX_LEN] >= 0 ? c->cols[col_of[C_PREFIX_LEN]] : 1;
         pb_trace_push(&t, &cap, &r);
         prev = arrival;
     }
     if (t.n == 0) BAD("%s:%d:1: no requests after the header", c->path, c->line);
+    int64_t first = -1, bad = pb_trace_prefix_conflict(&t, &first);
+    if (bad >= 0)
+        BAD("%s:%d:%d: prefix_len: %d for prefix_id %d, which line %d gave %d (one length per prefix)", c->path,
+            lines[bad], col_of[C_PREFIX_LEN] >= 0 ? plen_col[bad] : 1, t.reqs[bad].prefix_len, t.reqs[bad].prefix_id,
+            lines[first], t.reqs[first].prefix_len);
+    free(lines);
+    free(plen_col);
+    lines = NULL;
+    plen_col = NULL;
     *out = t;
     return PB_OK;
 fail:
+    free(lines);
+    free(plen_col);
     pb_trace_free(&t);
     out->reqs = NULL;
     out->n = 0;
