@@ -261,8 +261,9 @@ static int run_group(const char *out, const char *figure, pb_experiment **exps, 
     snprintf(md, sizeof md, "%s/%s_report.md", o->results, out);
     snprintf(paper, sizeof paper, "%s/paper/%s.csv", pb_spec_dir(), figure);
     int rc = PB_EXIT_OK;
-    if (pb_results_write_csv(&res, csv) || write_sidecar(json, figure, exps, n, o->quick)) {
-        pb_log_error("%s: cannot write results", csv);
+    const char *bad_file = pb_results_write_csv(&res, csv) ? csv : write_sidecar(json, figure, exps, n, o->quick) ? json : NULL;
+    if (bad_file) {
+        pb_log_error("%s: cannot write: %s", bad_file, strerror(errno));
         rc = PB_EXIT_RUNTIME;
     } else {
         fprintf(stderr, "==> %s: wrote %s (%d rows) and %s\n", figure, csv, res.n, json);

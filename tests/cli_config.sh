@@ -174,5 +174,10 @@ if runs base.yaml w; then
         ok "temporaries left by a killed run are removed" || bad "stale temporaries kept: $(ls w w/points/c13)"
 else bad "write-error run: $(tail -3 w.err)"; fi
 
+mkdir -p w2/c13.csv   # the merged CSV cannot be written: say which file and why
+"$PB" run base.yaml --results w2 --quiet --no-report >/dev/null 2>w2.err
+grep -q "w2/c13.csv: cannot write: Is a directory" w2.err && ok "a failed results write names the file and errno" ||
+    bad "results write: $(cat w2.err)"
+
 echo "$pass passed, $fail failed"
 [ "$fail" = 0 ]
