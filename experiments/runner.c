@@ -227,12 +227,8 @@ static int run_point_child(pb_experiment *e, int sys, int point, const char *bas
     pb_cfg_err_clear(&cerr);
     pb_status st = PB_OK;
     for (int a = 0; a < e->n_axes && !st; a++) {
-        char num[64], asg[512];
-        pb_fmt_num(num, sizeof num, vals[a]);
-        if (!strncmp(e->axes[a].set, "system.", 7))
-            snprintf(asg, sizeof asg, "systems.%d.%s=%s", sys, e->axes[a].set + 7, num);
-        else
-            snprintf(asg, sizeof asg, "%s=%s", e->axes[a].set, num);
+        char asg[512];
+        pb_experiment_axis_assignment(e, sys, a, vals[a], asg, sizeof asg);   /* as pb_experiment_resolve */
         st = pb_config_set(e->cfg, asg, &cerr);
         if (st) snprintf(err, sizeof err, "%s", cerr.msg);
     }
