@@ -68,6 +68,7 @@ need_pkgs() {   # need_pkgs <verb>: list the Debian packages missing for this ve
     command -v pkg-config >/dev/null || missing+=(pkg-config)
     if ! pkg-config --exists yaml-0.1 2>/dev/null; then missing+=(libyaml-dev); fi
     if ! pkg-config --exists jansson 2>/dev/null; then missing+=(libjansson-dev); fi
+    [ -e /usr/include/csv.h ] || missing+=(libcsv-dev)
     case "$1" in
         test) if [ "$(id -u)" = 0 ]; then   # optional (tests/cli_slurm.sh, cli_parallel.sh skip without)
                   command -v slurmd >/dev/null || missing+=(slurm-wlm)

@@ -2,6 +2,8 @@
 #define _POSIX_C_SOURCE 200809L
 #include "pb.h"
 
+#include <errno.h>
+
 #include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
@@ -78,11 +80,18 @@ pb_status pb_write_file_atomic(const char *path, const void *data, size_t n) {
     char *tmp = pb_xmalloc(len);
     snprintf(tmp, len, "%s.tmp.%ld", path, (long)getpid());
     FILE *f = fopen(tmp, "wb");
-    if (!f) { free(tmp); return PB_ERR_IO; }
-    int ok = fwrite(data, 1, n, f) == n;
-    ok = (fflush(f) == 0) && ok;
-    ok = (fclose(f) == 0) && ok;
-    if (!ok || rename(tmp, path) != 0) { remove(tmp); free(tmp); return PB_ERR_IO; }
+    if (!f) { int e = errno; free(tmp); errno = e; return PB_ERR_IO; }
+    int e = 0;
+    if (fwrite(data, 1, n, f) != n) e = errno;
+    if (fflush(f) != 0 && !e) e = errno;
+    if (fclose(f) != 0 && !e) e = errno;
+    if (e || rename(tmp, path) != 0) {
+        if (!e) e = errno;
+        remove(tmp);
+        free(tmp);
+        errno = e ? e : EIO;   /* why, for the caller's message */
+        return PB_ERR_IO;
+    }
     free(tmp);
     return PB_OK;
 }

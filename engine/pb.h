@@ -61,7 +61,8 @@ void pb_assert_fail_(const char *expr, const char *file, int line);
 #define PB_CDIV(a, b) (((a) + (b) - 1) / (b))
 
 /* Write a whole file atomically: data goes to path.tmp.<pid>, then rename().
- * Returns PB_OK or PB_ERR_IO (and the target is untouched). */
+ * Returns PB_OK or PB_ERR_IO (the target untouched, the temporary removed, errno
+ * saying why). */
 pb_status pb_write_file_atomic(const char *path, const void *data, size_t n);
 
 /* A growing text buffer: pb_sbuf b = {0}; pb_sbuf_printf(&b, ...); use b.s (NUL-terminated,

@@ -145,7 +145,8 @@ bool pb_sched_preempted_this_step(const pb_sched *s, const pb_group *g);
 /* ---- actions ---- */
 /* Admission check of WAITING g: NEVER when the engine can never run it (prompt
    longer than max_model_len or max_num_batched_tokens, beam width over
-   PB_MAX_TOP/2) or the KV manager says NEVER; else the manager's OK / LATER. */
+   PB_MAX_TOP/2, more sequences than max_num_seqs) or the KV manager says NEVER;
+   else the manager's OK / LATER. */
 pb_alloc_status pb_sched_can_admit(pb_sched *s, const pb_group *g);
 /* Admit WAITING g (any position in the heap): allocate its KV, move it to running
    and schedule its prefill (prompt, or prompt + generated after recompute).

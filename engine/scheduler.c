@@ -297,6 +297,9 @@ pb_alloc_status pb_sched_can_admit(pb_sched *s, const pb_group *g) {
     PB_ASSERT(g->state == PB_GROUP_WAITING);
     if (g->prompt_len > s->p.max_model_len || g->beam_width > PB_MAX_TOP / 2) return PB_ALLOC_NEVER;
     if (g->n_generated == 0 && g->prompt_len > s->p.max_num_batched_tokens) return PB_ALLOC_NEVER;
+    /* more sequences (n samples, beam width) than a step may run: never, in every
+       policy (vLLM would otherwise wait for it forever at the head of the queue) */
+    if (g->max_seqs > s->p.max_num_seqs) return PB_ALLOC_NEVER;
     return pb_kv_can_allocate(s->kv, g);
 }
 

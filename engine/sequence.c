@@ -35,7 +35,7 @@ void pb_group_init(pb_group *g, int32_t id, const pb_request *r, int32_t max_len
     g->req = r;
     g->prompt_len = r->prompt_len;
     g->output_len = r->output_len;
-    if (max_len > 0 && g->prompt_len < max_len && g->prompt_len + g->output_len > max_len)
+    if (max_len > 0 && g->prompt_len < max_len && (int64_t)g->prompt_len + g->output_len > max_len)
         g->output_len = max_len - g->prompt_len;   /* vLLM: FINISHED_LENGTH_CAPPED */
     g->beam_width = r->beam_width > 1 ? r->beam_width : 1;
     g->n = g->beam_width > 1 ? 1 : (r->n > 1 ? r->n : 1);

@@ -74,6 +74,23 @@ static void usage(FILE *f) {
             "Exit status: 0 ok, 1 a point failed, 2 usage or config error.\n");
 }
 
+/* The results folder and its parents (mkdir -p), made only once the configs are valid. */
+static int make_results_dir(const char *dir) {
+    char tmp[4096];
+    snprintf(tmp, sizeof tmp, "%s", dir);
+    for (char *p = tmp + 1; *p; p++)
+        if (*p == '/') {
+            *p = 0;
+            if (mkdir(tmp, 0777) && errno != EEXIST) break;
+            *p = '/';
+        }
+    if (mkdir(tmp, 0777) && errno != EEXIST) {
+        fprintf(stderr, "run: cannot create %s: %s\n", tmp, strerror(errno));
+        return -1;
+    }
+    return 0;
+}
+
 /* ---- finding a figure's experiments ---- */
 typedef struct {
     char path[1024];
@@ -289,6 +306,15 @@ static int load_all(const char *const *paths, int n, const run_opts *o, pb_exper
             bad = 1;
         }
     }
+    /* every point of every experiment, checked before anything runs or is written */
+    for (int i = 0; i < n && !bad; i++) {
+        pb_cfg_err err;
+        pb_cfg_err_clear(&err);
+        if (pb_system_check(exps[i], &err)) {
+            fprintf(stderr, "%s\n", err.msg);
+            bad = 1;
+        }
+    }
     for (int i = 0; i < n && !bad; i++)
         for (int j = 0; j < i; j++)
             if (!strcmp(exps[i]->name, exps[j]->name)) {
@@ -436,9 +462,12 @@ static int run_group(const char *out, const char *figure, pb_experiment **exps, 
     snprintf(md, sizeof md, "%s/%s_report.md", o->results, out);
     snprintf(paper, sizeof paper, "%s/paper/%s.csv", pb_spec_dir(), figure);
     int rc = PB_EXIT_OK;
-    if (pb_results_write_csv(&res, csv) || write_sidecar(json, figure, exps, n, o->quick, &res) ||
-        write_side_csvs(&res, out, o)) {
-        pb_log_error("%s: cannot write results", csv);
+    const char *bad_file = pb_results_write_csv(&res, csv)                                 ? csv
+                           : write_sidecar(json, figure, exps, n, o->quick, &res)          ? json
+                           : write_side_csvs(&res, out, o)                                 ? "the per-request / timeline CSV"
+                                                                                          : NULL;
+    if (bad_file) {
+        pb_log_error("%s: cannot write: %s", bad_file, strerror(errno));
         rc = PB_EXIT_RUNTIME;
     } else {
         fprintf(stderr, "==> %s: wrote %s (%d rows) and %s\n", figure, csv, res.n, json);
@@ -457,6 +486,7 @@ static int run_direct(const char *fig, const run_opts *o) {
     snprintf(md, sizeof md, "%s/%s_report.md", o->results, fig);
     snprintf(paper, sizeof paper, "%s/paper/%s.csv", pb_spec_dir(), fig);
     if (o->check) { printf("%-28s %-10s computed directly (no sweep)\n", fig, fig); return PB_EXIT_OK; }
+    if (make_results_dir(o->results)) return PB_EXIT_RUNTIME;
     fprintf(stderr, "==> %s: computed directly (%s); git %s\n", fig,
             !strcmp(fig, "fig11")    ? "dataset length histograms"
             : !strcmp(fig, "fig18a") ? "cost model, A100-40GB; our kernels when a GPU is present"
@@ -523,7 +553,7 @@ static int run_figure(const char *fig, const run_opts *o) {
     int rc;
     if (load_all(paths, n, o, &exps)) rc = PB_EXIT_USAGE;
     else {
-        rc = run_group(fig, fig, exps, n, o);
+        rc = !o->check && !o->list_points && make_results_dir(o->results) ? PB_EXIT_RUNTIME : run_group(fig, fig, exps, n, o);
         for (int i = 0; i < n; i++) pb_experiment_destroy(exps[i]);
         free(exps);
     }
@@ -595,19 +625,16 @@ int pb_cmd_run(int argc, char **argv) {
         rc = PB_EXIT_USAGE;
     }
     if (rc != PB_EXIT_OK) { ng = 0; all = 0; nf = 0; }
-    if (rc == PB_EXIT_OK && !o.list_points && mkdir(o.results, 0777) && errno != EEXIST) {
-        fprintf(stderr, "run: cannot create %s: %s\n", o.results, strerror(errno));
-        rc = PB_EXIT_RUNTIME;
-        ng = 0;
-        all = 0;
-        nf = 0;
-    }
     if (rc == PB_EXIT_OK && nf) {
         /* explicit files: each on its own, results/<experiment name>.csv (so a single
            panel never overwrites its figure's merged CSV) */
         pb_experiment **exps;
         if (load_all(files, nf, &o, &exps)) rc = PB_EXIT_USAGE;
-        else {
+        else if (!o.check && !o.list_points && make_results_dir(o.results)) {
+            rc = PB_EXIT_RUNTIME;
+            for (int i = 0; i < nf; i++) pb_experiment_destroy(exps[i]);
+            free(exps);
+        } else {
             for (int i = 0; i < nf; i++) {
                 int r = run_group(exps[i]->name, exps[i]->figure, &exps[i], 1, &o);
                 rc = PB_MAX(rc, r);

@@ -59,6 +59,61 @@ void pb_config_destroy(pb_config *c) {
 pb_node *pb_config_root(const pb_config *c) { return c->root; }
 const char *pb_config_path(const pb_config *c) { return c->path; }
 
+pb_config *pb_config_new(const char *name) {
+    pb_config *c = pb_xcalloc(1, sizeof *c);
+    c->path = pb_xstrdup(name);
+    c->root = node_new(c, PB_NODE_MAP, own_str(c, name), 0, 0);
+    return c;
+}
+
+pb_node *pb_config_scalar(pb_config *c, const char *value, const char *file, int line, int col) {
+    pb_node *n = node_new(c, PB_NODE_SCALAR, file, line, col);
+    n->value = own_str(c, value);
+    return n;
+}
+
+pb_node *pb_config_clone_node(pb_config *c, const pb_node *n) {
+    pb_node *k = node_new(c, n->kind, n->file, n->line, n->col);
+    k->key = n->key ? own_str(c, n->key) : NULL;
+    k->key_line = n->key_line;
+    k->key_col = n->key_col;
+    k->value = n->value ? own_str(c, n->value) : NULL;
+    k->quoted = n->quoted;
+    for (int i = 0; i < n->n_kids; i++) node_add(c, k, pb_config_clone_node(c, n->kids[i]));
+    return k;
+}
+
+pb_config *pb_config_clone(const pb_config *src) {
+    pb_config *c = pb_xcalloc(1, sizeof *c);
+    c->path = pb_xstrdup(src->path);
+    /* node file names point into src's strings: the clone must not outlive src */
+    c->root = pb_config_clone_node(c, src->root);
+    return c;
+}
+
+void pb_node_put(pb_config *c, pb_node *map, const char *key, pb_node *v) {
+    v->key = own_str(c, key);
+    for (int i = 0; i < map->n_kids; i++)
+        if (!strcmp(map->kids[i]->key, key)) {
+            if (!v->key_line) { v->key_line = map->kids[i]->key_line; v->key_col = map->kids[i]->key_col; }
+            map->kids[i] = v;
+            v->parent = map;
+            return;
+        }
+    node_add(c, map, v);
+}
+
+void pb_node_overlay(pb_config *c, pb_node *dst, const pb_node *src) {
+    for (int i = 0; i < src->n_kids; i++) {
+        const pb_node *s = src->kids[i];
+        pb_node *d = NULL;
+        for (int j = 0; j < dst->n_kids; j++)
+            if (!strcmp(dst->kids[j]->key, s->key)) d = dst->kids[j];
+        if (d && d->kind == PB_NODE_MAP && s->kind == PB_NODE_MAP) pb_node_overlay(c, d, s);
+        else pb_node_put(c, dst, s->key, pb_config_clone_node(c, s));
+    }
+}
+
 /* ---- errors ---- */
 void pb_cfg_err_clear(pb_cfg_err *e) { e->count = 0; e->msg[0] = 0; }
 
@@ -74,6 +129,13 @@ static void err_vadd(pb_cfg_err *e, const char *file, int line, int col, const c
     if (k > 0 && (size_t)k < room) vsnprintf(p + k, room - (size_t)k, fmt, ap);
     e->count++;
 }
+void pb_cfg_err_add_line(pb_cfg_err *e, const char *line) {
+    if (e->count >= PB_CFG_MAX_ERRORS) { e->count++; return; }
+    size_t used = strlen(e->msg);
+    snprintf(e->msg + used, sizeof e->msg - used, "%s%s", e->count ? "\n" : "", line);
+    e->count++;
+}
+
 static pb_status err_at(pb_cfg_err *e, const char *file, int line, int col, const char *fmt, ...) {
     va_list ap; va_start(ap, fmt); err_vadd(e, file, line, col, fmt, ap); va_end(ap);
     return PB_ERR_INVALID;
@@ -87,10 +149,32 @@ pb_status pb_cfg_fail(pb_cfg_err *e, const pb_node *n, bool at_key, const char *
 }
 
 /* ---- loading ---- */
-static pb_status convert(pb_config *c, yaml_document_t *doc, yaml_node_t *y, const char *file,
-                         pb_node **out, pb_cfg_err *err, int depth) {
+/* Bounds on hostile input (config.h): nesting depth, enforced while parsing (an event
+   pre-scan, before libyaml builds its document), and the number of nodes the tree may
+   hold after aliases are expanded (a "billion laughs" file is a few lines). */
+typedef struct {
+    pb_config *c;
+    yaml_document_t *doc;
+    const char *file;
+    pb_cfg_err *err;
+    int64_t budget;          /* nodes still allowed in the tree */
+} conv_ctx;
+
+static uint64_t str_hash(const char *s) {
+    uint64_t h = 1469598103934665603ULL;
+    for (; *s; s++) { h ^= (unsigned char)*s; h *= 1099511628211ULL; }
+    return h;
+}
+
+static pb_status convert(conv_ctx *x, yaml_node_t *y, pb_node **out, int depth) {
+    pb_config *c = x->c;
+    const char *file = x->file;
+    pb_cfg_err *err = x->err;
     int line = (int)y->start_mark.line + 1, col = (int)y->start_mark.column + 1;
-    if (depth > 64) return err_at(err, file, line, col, "nesting too deep");
+    if (depth > PB_CFG_MAX_DEPTH) return err_at(err, file, line, col, "nesting deeper than %d levels", PB_CFG_MAX_DEPTH);
+    if (--x->budget < 0)
+        return err_at(err, file, line, col, "more than %d nodes after expanding aliases (an alias bomb?)",
+                      PB_CFG_MAX_NODES);
     switch (y->type) {
     case YAML_SCALAR_NODE: {
         pb_node *n = node_new(c, PB_NODE_SCALAR, file, line, col);
@@ -104,7 +188,7 @@ static pb_status convert(pb_config *c, yaml_document_t *doc, yaml_node_t *y, con
         pb_node *n = node_new(c, PB_NODE_SEQ, file, line, col);
         for (yaml_node_item_t *it = y->data.sequence.items.start; it < y->data.sequence.items.top; it++) {
             pb_node *kid;
-            pb_status s = convert(c, doc, yaml_document_get_node(doc, *it), file, &kid, err, depth + 1);
+            pb_status s = convert(x, yaml_document_get_node(x->doc, *it), &kid, depth + 1);
             if (s) return s;
             node_add(c, n, kid);
         }
@@ -114,8 +198,14 @@ static pb_status convert(pb_config *c, yaml_document_t *doc, yaml_node_t *y, con
     case YAML_MAPPING_NODE: {
         pb_node *n = node_new(c, PB_NODE_MAP, file, line, col);
         pb_status st = PB_OK;
+        /* duplicate keys: an open-addressing table of kid indices (hashed, O(n)) */
+        size_t np = (size_t)(y->data.mapping.pairs.top - y->data.mapping.pairs.start);
+        size_t tcap = 16;
+        while (tcap < 2 * np) tcap *= 2;
+        int *table = pb_xmalloc(tcap * sizeof *table);
+        for (size_t i = 0; i < tcap; i++) table[i] = -1;
         for (yaml_node_pair_t *p = y->data.mapping.pairs.start; p < y->data.mapping.pairs.top; p++) {
-            yaml_node_t *k = yaml_document_get_node(doc, p->key);
+            yaml_node_t *k = yaml_document_get_node(x->doc, p->key);
             int kl = (int)k->start_mark.line + 1, kc = (int)k->start_mark.column + 1;
             if (k->type != YAML_SCALAR_NODE) {
                 st = err_at(err, file, kl, kc, "a key must be a plain name");
@@ -126,22 +216,32 @@ static pb_status convert(pb_config *c, yaml_document_t *doc, yaml_node_t *y, con
                 st = err_at(err, file, kl, kc, "merge keys ('<<') are not supported; write the keys out");
                 continue;
             }
+            size_t slot = (size_t)str_hash(key) & (tcap - 1);
             const pb_node *dup = NULL;
-            for (int i = 0; i < n->n_kids; i++)
-                if (strcmp(n->kids[i]->key, key) == 0) dup = n->kids[i];
+            while (table[slot] >= 0) {
+                if (strcmp(n->kids[table[slot]]->key, key) == 0) { dup = n->kids[table[slot]]; break; }
+                slot = (slot + 1) & (tcap - 1);
+            }
             if (dup) {
                 st = err_at(err, file, kl, kc, "duplicate key '%s' (first defined at line %d)", key,
                             dup->key_line);
+                if (err->count > PB_CFG_MAX_ERRORS) break;
                 continue;
             }
             pb_node *kid;
-            pb_status s = convert(c, doc, yaml_document_get_node(doc, p->value), file, &kid, err, depth + 1);
-            if (s) { st = s; continue; }
+            pb_status s = convert(x, yaml_document_get_node(x->doc, p->value), &kid, depth + 1);
+            if (s) {
+                st = s;
+                if (x->budget < 0 || err->count > PB_CFG_MAX_ERRORS) break;
+                continue;
+            }
             kid->key = own_str(c, key);
             kid->key_line = kl;
             kid->key_col = kc;
+            table[slot] = n->n_kids;
             node_add(c, n, kid);
         }
+        free(table);
         *out = n;
         return st;
     }
@@ -150,26 +250,71 @@ static pb_status convert(pb_config *c, yaml_document_t *doc, yaml_node_t *y, con
     }
 }
 
+static void set_input(yaml_parser_t *parser, FILE *f, const char *text) {
+    if (f) yaml_parser_set_input_file(parser, f);
+    else   yaml_parser_set_input_string(parser, (const unsigned char *)text, strlen(text));
+}
+
+static pb_status yaml_problem(yaml_parser_t *parser, const char *file, pb_cfg_err *err) {
+    yaml_mark_t m = parser->problem_mark;
+    return err_at(err, file, (int)m.line + 1, (int)m.column + 1, "malformed YAML: %s%s%s",
+                  parser->problem ? parser->problem : "syntax error", parser->context ? " " : "",
+                  parser->context ? parser->context : "");
+}
+
+/* The event pre-scan: nesting depth and a single document, checked as the parser
+   streams (so 100k nested brackets stop at level PB_CFG_MAX_DEPTH, in microseconds). */
+static pb_status prescan(const char *file, FILE *f, const char *text, pb_cfg_err *err) {
+    yaml_parser_t parser;
+    yaml_parser_initialize(&parser);
+    set_input(&parser, f, text);
+    int depth = 0, docs = 0;
+    pb_status st = PB_OK;
+    for (;;) {
+        yaml_event_t ev;
+        if (!yaml_parser_parse(&parser, &ev)) { st = yaml_problem(&parser, file, err); break; }
+        yaml_event_type_t t = ev.type;
+        int line = (int)ev.start_mark.line + 1, col = (int)ev.start_mark.column + 1;
+        yaml_event_delete(&ev);
+        if (t == YAML_STREAM_END_EVENT) break;
+        if (t == YAML_DOCUMENT_START_EVENT && ++docs > 1) {
+            st = err_at(err, file, line, col, "a second YAML document ('---'): one document per file");
+            break;
+        }
+        if (t == YAML_SEQUENCE_START_EVENT || t == YAML_MAPPING_START_EVENT) {
+            if (++depth > PB_CFG_MAX_DEPTH) {
+                st = err_at(err, file, line, col, "nesting deeper than %d levels", PB_CFG_MAX_DEPTH);
+                break;
+            }
+        } else if (t == YAML_SEQUENCE_END_EVENT || t == YAML_MAPPING_END_EVENT) {
+            depth--;
+        }
+    }
+    yaml_parser_delete(&parser);
+    return st;
+}
+
 /* Parse YAML from a file or a string into a tree owned by c.  Root may be any kind. */
 static pb_status parse_into(pb_config *c, const char *file, FILE *f, const char *text,
                             pb_node **out, pb_cfg_err *err) {
+    pb_status s = prescan(file, f, text, err);
+    if (s) return s;
+    if (f && fseek(f, 0, SEEK_SET) != 0) return err_at(err, file, 0, 0, "cannot rewind: %s", strerror(errno));
     yaml_parser_t parser;
     yaml_document_t doc;
     yaml_parser_initialize(&parser);
-    if (f) yaml_parser_set_input_file(&parser, f);
-    else   yaml_parser_set_input_string(&parser, (const unsigned char *)text, strlen(text));
+    set_input(&parser, f, text);
     if (!yaml_parser_load(&parser, &doc)) {
-        yaml_mark_t m = parser.problem_mark;
-        err_at(err, file, (int)m.line + 1, (int)m.column + 1, "malformed YAML: %s%s%s",
-               parser.problem ? parser.problem : "syntax error", parser.context ? " " : "",
-               parser.context ? parser.context : "");
+        yaml_problem(&parser, file, err);
         yaml_parser_delete(&parser);
         return PB_ERR_INVALID;
     }
     yaml_node_t *root = yaml_document_get_root_node(&doc);
-    pb_status s;
     if (!root) s = err_at(err, file, 0, 0, "empty document");
-    else       s = convert(c, &doc, root, file, out, err, 0);
+    else {
+        conv_ctx x = {c, &doc, file, err, PB_CFG_MAX_NODES};
+        s = convert(&x, root, out, 0);
+    }
     yaml_document_delete(&doc);
     yaml_parser_delete(&parser);
     return s;

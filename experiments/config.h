@@ -3,7 +3,11 @@
  * A config is loaded with libyaml's document API into our own tree of pb_node
  * (maps, sequences, scalars), each node remembering file:line:col (1-based), so
  * every later error can say where it came from.  The loader rejects what libyaml
- * lets through: duplicate keys, merge keys ('<<'), and empty documents.
+ * lets through: duplicate keys (hashed: O(n) for any map size), merge keys ('<<'),
+ * empty documents and a second document in one file.  Hostile input is bounded:
+ * nesting deeper than PB_CFG_MAX_DEPTH is refused while libyaml's event parser streams
+ * (before any tree is built), and a tree that would hold more than PB_CFG_MAX_NODES
+ * nodes once aliases are expanded (a "billion laughs" file) is refused as it is built.
  *
  * Then, in this order:
  *   pb_config_include()  replaces `key: name` by the tree of <dir>/<name>.yaml
@@ -51,6 +55,9 @@ struct pb_node {
 
 typedef struct pb_config pb_config;     /* opaque: owns the tree and its strings */
 
+#define PB_CFG_MAX_DEPTH 64          /* nesting levels of maps and lists            */
+#define PB_CFG_MAX_NODES (1 << 20)   /* nodes of one file, aliases expanded          */
+
 #define PB_CFG_MAX_ERRORS 20
 typedef struct {
     int count;              /* number of errors recorded                         */
@@ -58,6 +65,8 @@ typedef struct {
 } pb_cfg_err;
 
 void pb_cfg_err_clear(pb_cfg_err *e);
+/* Append one ready-made error line (counted like the others). */
+void pb_cfg_err_add_line(pb_cfg_err *e, const char *line);
 /* Record an error at node n (or at its key when at_key).  Returns PB_ERR_INVALID. */
 pb_status pb_cfg_fail(pb_cfg_err *e, const pb_node *n, bool at_key, const char *fmt, ...)
 #ifdef __GNUC__
@@ -73,6 +82,21 @@ pb_status pb_config_load_string(const char *name, const char *text, pb_config **
 void      pb_config_destroy(pb_config *c);           /* NULL is a no-op */
 pb_node  *pb_config_root(const pb_config *c);         /* always a map */
 const char *pb_config_path(const pb_config *c);
+
+/* A config with an empty root map (name: used in messages); never fails. */
+pb_config *pb_config_new(const char *name);
+/* Deep copy of node n (and its subtree), owned by c; positions and keys are kept,
+ * parent is NULL.  A whole experiment is cloned with pb_config_clone. */
+pb_node   *pb_config_clone_node(pb_config *c, const pb_node *n);
+pb_config *pb_config_clone(const pb_config *src);   /* must not outlive src */
+/* Overlay map src onto map dst (both owned by / cloned into c): a key of src whose
+ * value is a map and whose dst value is a map is overlaid recursively; any other key
+ * replaces (or adds) dst's value with a copy of src's.  dst must be a map. */
+void pb_node_overlay(pb_config *c, pb_node *dst, const pb_node *src);
+/* Replace (or add) key `key` of map `map` by node v (owned by c); v->key is set. */
+void pb_node_put(pb_config *c, pb_node *map, const char *key, pb_node *v);
+/* A new scalar node owned by c, at the given position. */
+pb_node *pb_config_scalar(pb_config *c, const char *value, const char *file, int line, int col);
 
 /* If root[key] is a scalar NAME, replace it by the root map of dir/NAME.yaml.
  * A map value is left alone (an inline spec).  Absent key: PB_OK, nothing done.

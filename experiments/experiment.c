@@ -78,11 +78,10 @@ const pb_key pb_system_entry_schema[] = {
      "tokens of the KV rule's activation pass (v0.1: 2048, engine/spec.h; v0.2: max_num_batched_tokens)"},
     {"gpu_mem_util", PB_T_NUM, false, 0.05, 1.0, NULL, NULL, 0, "fraction of GPU memory usable (v0.1: 0.95; v0.2: 0.90)"},
     {"swap_space_gib", PB_T_NUM, false, 0, 4096, NULL, NULL, 0, "CPU swap space per GPU, GiB (default 20)"},
-    {"sharing", PB_T_BOOL, false, 0, 0, NULL, NULL, 0, "vLLM: share KV blocks (prefix, parallel, beam); default true"},
     {"sim", PB_T_MAP, false, 0, 0, NULL, NULL, 0,
      "cost model: {attention_kernel: paged|contiguous, framework: python|cpp, profile: csv}"},
-    {"policy", PB_T_STR, false, 0, 0, NULL, NULL, 0, "scheduler policy by name (default: the type's)"},
-    {"policy_options", PB_T_MAP, false, 0, 0, NULL, NULL, 0, "options of a policy named by `policy` / of vllm"},
+    {"policy", PB_T_STR, false, 0, 0, NULL, NULL, 0,
+     "scheduler policy by name (default: the type's); its options are this map's keys (max_batch)"},
     {"kv_slots", PB_T_INT, false, 0, 1e12, NULL, NULL, 0, "override the KV space, token slots (0 = from the specs)"},
     {"max_clock_s", PB_T_NUM, false, 0, 1e9, NULL, NULL, 0, "stop a run at this simulated time (0 = never)"},
     {NULL, 0, false, 0, 0, NULL, NULL, 0, NULL},
@@ -108,7 +107,8 @@ const pb_key pb_experiment_schema[] = {
     {"knee", PB_T_MAP, false, 0, 0, NULL, KNEE_SCHEMA, 0, "knee detection settings"},
     {"slo", PB_T_MAP, false, 0, 0, NULL, SLO_SCHEMA, 0, "latency SLO for goodput and the slo_met check"},
     {"quick", PB_T_MAP, false, 0, 0, NULL, QUICK_SCHEMA, 0, "what --quick changes"},
-    {"cost_model", PB_T_MAP, false, 0, 0, NULL, NULL, 0, "cost-model overrides (engine/executor_sim.h)"},
+    {"cost_model", PB_T_MAP, false, 0, 0, NULL, NULL, 0,
+     "sim: overrides of the hardware's cost_model: keys for this experiment (engine/executor_sim.h)"},
     {"length_scale", PB_T_NUM, false, 1e-6, 1, NULL, NULL, 0,
      "multiply every prompt and output length (rounded up) -- fits a trace to a tiny model (default 1)"},
     {"clamp_to_max_len", PB_T_BOOL, false, 0, 0, NULL, NULL, 0,
@@ -189,6 +189,110 @@ static int read_tags(const pb_node *m, pb_tag *tags, int max, pb_cfg_err *err) {
     return k;
 }
 
+/* Schema + the sections other modules own (model, hardware, workload, cost model,
+ * each system's sim map), so that a bad value is a config error (exit 2) before any
+ * point runs.  Used on the loaded tree and on every resolved point. */
+pb_status pb_experiment_validate_tree(const pb_node *root, pb_cfg_err *err) {
+    pb_status st = PB_OK;
+    {
+        /* `executor:` is a scalar (sim|cpu|cuda) or a map {type, ...}: validate a map
+           against pb_executor_schema and the rest against the schema with that entry
+           relaxed to "any map" */
+        const pb_node *exn = pb_node_get(root, "executor");
+        if (exn && exn->kind == PB_NODE_MAP) {
+            enum { NK = 64 };
+            pb_key keys[NK];
+            int nk = 0;
+            for (const pb_key *k = pb_experiment_schema; k->name && nk < NK - 1; k++, nk++) {
+                keys[nk] = *k;
+                if (!strcmp(k->name, "executor")) { keys[nk].type = PB_T_MAP; keys[nk].choices = NULL; }
+            }
+            memset(&keys[nk], 0, sizeof keys[nk]);
+            pb_status s1 = pb_config_validate(root, keys, "", err);
+            pb_status s2 = pb_config_validate(exn, pb_executor_schema, "executor", err);
+            if (s1 || s2) return PB_ERR_INVALID;
+        } else if ((st = pb_config_validate(root, pb_experiment_schema, "", err))) return PB_ERR_INVALID;
+    }
+    /* the sections other modules own: validate them now, so that a bad value is a
+       config error (exit 2) before any point runs */
+    {
+        pb_model m;
+        pb_hw h;
+        pb_workload_cfg w;
+        pb_status s1 = pb_model_from_node(pb_node_get(root, "model"), &m, err);
+        pb_status s2 = pb_hw_from_node(pb_node_get(root, "hardware"), &h, err);
+        pb_status s3 = pb_workload_from_node(pb_node_get(root, "workload"), &w, err);
+        pb_status s4 = PB_OK;
+        if (!strcmp(pb_experiment_executor_type(root), "sim")) {
+            pb_sim_cost cost;
+            s4 = pb_sim_cost_from_node(pb_node_get(root, "hardware"), &cost, err);
+        }
+        const pb_node *sy = pb_node_get(root, "systems");
+        for (int i = 0; sy && i < sy->n_kids; i++) {
+            const pb_node *simn = pb_node_get(sy->kids[i], "sim");
+            pb_sim_params sp;
+            if (simn && pb_sim_params_from_node(simn, &sp, err)) s4 = PB_ERR_INVALID;
+        }
+        const pb_node *cm = pb_node_get(root, "cost_model");
+        if (cm && strcmp(pb_experiment_executor_type(root), "sim"))
+            s4 = pb_cfg_fail(err, cm, true, "cost_model: only the sim executor has a cost model (executor: %s)",
+                             pb_experiment_executor_type(root));
+        if (s1 || s2 || s3 || s4) return PB_ERR_INVALID;
+    }
+    return st;
+}
+
+/* Names that become file names (results/points/<experiment>/<system>-...). */
+bool pb_name_ok(const char *s) {
+    if (!s || !((*s >= 'A' && *s <= 'Z') || (*s >= 'a' && *s <= 'z') || (*s >= '0' && *s <= '9'))) return false;
+    for (; *s; s++)
+        if (!((*s >= 'A' && *s <= 'Z') || (*s >= 'a' && *s <= 'z') || (*s >= '0' && *s <= '9') || *s == '.' ||
+              *s == '_' || *s == '-'))
+            return false;
+    return true;
+}
+
+/* One --set.  `model=NAME` / `hardware=NAME` replace the spec as the YAML's
+ * `model: NAME` does (the spec file is included again); `model.name` and
+ * `hardware.name` would relabel a spec without changing it, so they are refused. */
+static pb_status apply_set(pb_config *c, const char *asg, pb_cfg_err *err) {
+    static const char *const SPECS[] = {"model", "hardware"};
+    for (size_t i = 0; i < PB_ARRAY_LEN(SPECS); i++) {
+        size_t l = strlen(SPECS[i]);
+        if (!strncmp(asg, SPECS[i], l) && !strncmp(asg + l, ".name=", 6)) {
+            pb_cfg_fail(err, &(pb_node){.file = "--set", .line = 1, .col = 1}, false,
+                        "%s.name: the name of a spec is a label of its file; choose another spec with "
+                        "--set %s=<name> (experiments/%s%s/)", SPECS[i], SPECS[i], SPECS[i],
+                        i == 0 ? "s" : "");
+            return PB_ERR_INVALID;
+        }
+    }
+    pb_status st = pb_config_set(c, asg, err);
+    if (st) return st;
+    char dir[4096];
+    snprintf(dir, sizeof dir, "%s/models", pb_spec_dir());
+    if ((st = pb_config_include(c, "model", dir, err))) return st;
+    snprintf(dir, sizeof dir, "%s/hardware", pb_spec_dir());
+    return pb_config_include(c, "hardware", dir, err);
+}
+
+/* An axis' set path: a numeric key of the schema it lands in. */
+static bool numeric_key(const pb_key *schema, const char *name) {
+    for (const pb_key *k = schema; k->name; k++)
+        if (!strcmp(k->name, name))
+            return k->type == PB_T_INT || k->type == PB_T_NUM ||
+                   (k->type == PB_T_ENUM && k->choices[0] >= '0' && k->choices[0] <= '9');   /* shots: 1|5 */
+    return false;
+}
+static bool set_path_ok(const char *set) {
+    if (!strcmp(set, "gpus") || !strcmp(set, "seed") || !strcmp(set, "length_scale")) return true;
+    if (!strncmp(set, "system.", 7)) return numeric_key(pb_system_entry_schema, set + 7);
+    if (!strncmp(set, "workload.", 9)) return numeric_key(pb_workload_schema, set + 9);
+    if (!strncmp(set, "executor.", 9)) return numeric_key(pb_executor_schema, set + 9);
+    if (!strncmp(set, "cost_model.", 11)) return set[11] != 0 && !strchr(set + 11, ' ');
+    return false;
+}
+
 /* ---- load ---- */
 pb_status pb_experiment_load(const char *path, const char *const *sets, int n_sets, bool quick,
                              pb_experiment **out, pb_cfg_err *err) {
@@ -211,61 +315,31 @@ pb_status pb_experiment_load(const char *path, const char *const *sets, int n_se
             char **copy = pb_xcalloc((size_t)nq + 1, sizeof *copy);
             for (int i = 0; i < nq; i++)
                 copy[i] = pb_xstrdup(qs->kids[i]->kind == PB_NODE_SCALAR ? qs->kids[i]->value : "");
-            for (int i = 0; i < nq && !st; i++) st = pb_config_set(c, copy[i], err);
+            for (int i = 0; i < nq && !st; i++) st = apply_set(c, copy[i], err);
             for (int i = 0; i < nq; i++) free(copy[i]);
             free(copy);
             if (st) goto fail;
         }
     }
     for (int i = 0; i < n_sets; i++)
-        if ((st = pb_config_set(c, sets[i], err))) goto fail;
-    {
-        /* `executor:` is a scalar (sim|cpu|cuda) or a map {type, ...}: validate a map
-           against pb_executor_schema and the rest against the schema with that entry
-           relaxed to "any map" */
-        const pb_node *exn = pb_node_get(root, "executor");
-        if (exn && exn->kind == PB_NODE_MAP) {
-            enum { NK = 64 };
-            pb_key keys[NK];
-            int nk = 0;
-            for (const pb_key *k = pb_experiment_schema; k->name && nk < NK - 1; k++, nk++) {
-                keys[nk] = *k;
-                if (!strcmp(k->name, "executor")) { keys[nk].type = PB_T_MAP; keys[nk].choices = NULL; }
-            }
-            memset(&keys[nk], 0, sizeof keys[nk]);
-            pb_status s1 = pb_config_validate(root, keys, "", err);
-            pb_status s2 = pb_config_validate(exn, pb_executor_schema, "executor", err);
-            if (s1 || s2) { st = PB_ERR_INVALID; goto fail; }
-        } else if ((st = pb_config_validate(root, pb_experiment_schema, "", err))) goto fail;
-    }
-    /* the sections other modules own: validate them now, so that a bad value is a
-       config error (exit 2) before any point runs */
-    {
-        pb_model m;
-        pb_hw h;
-        pb_workload_cfg w;
-        pb_status s1 = pb_model_from_node(pb_node_get(root, "model"), &m, err);
-        pb_status s2 = pb_hw_from_node(pb_node_get(root, "hardware"), &h, err);
-        pb_status s3 = pb_workload_from_node(pb_node_get(root, "workload"), &w, err);
-        pb_status s4 = PB_OK;
-        if (!strcmp(pb_experiment_executor_type(root), "sim")) {
-            pb_sim_cost cost;
-            s4 = pb_sim_cost_from_node(pb_node_get(root, "hardware"), &cost, err);
-        }
-        const pb_node *sy = pb_node_get(root, "systems");
-        for (int i = 0; sy && i < sy->n_kids; i++) {
-            const pb_node *simn = pb_node_get(sy->kids[i], "sim");
-            pb_sim_params sp;
-            if (simn && pb_sim_params_from_node(simn, &sp, err)) s4 = PB_ERR_INVALID;
-        }
-        if (s1 || s2 || s3 || s4) { st = PB_ERR_INVALID; goto fail; }
-    }
+        if ((st = apply_set(c, sets[i], err))) goto fail;
+    if ((st = pb_experiment_validate_tree(root, err))) goto fail;
 
     pb_experiment *e = pb_xcalloc(1, sizeof *e);
     e->cfg = c;
     e->path = pb_config_path(c);
     e->name = pb_node_str(root, "name", "?");
+    if (!pb_name_ok(e->name)) {
+        pb_cfg_fail(err, pb_node_get(root, "name"), false,
+                    "name: '%s' is used in file names: it must match [A-Za-z0-9][A-Za-z0-9._-]*", e->name);
+        goto fail_e;
+    }
     e->figure = pb_node_str(root, "figure", "?");
+    if (!pb_name_ok(e->figure)) {
+        pb_cfg_fail(err, pb_node_get(root, "figure"), false,
+                    "figure: '%s' is used in file names: it must match [A-Za-z0-9][A-Za-z0-9._-]*", e->figure);
+        goto fail_e;
+    }
     e->panel = pb_node_str(root, "panel", "");
     e->title = pb_node_str(root, "title", e->name);
     e->executor = pb_experiment_executor_type(root);
@@ -304,10 +378,10 @@ pb_status pb_experiment_load(const char *path, const char *const *sets, int n_se
                 pb_cfg_fail(err, pb_node_get(ax, "axis"), false, "sweep.%d.axis: '%s' appears twice", i, a->axis);
                 goto fail_e;
             }
-        if (strncmp(a->set, "system.", 7) && strncmp(a->set, "workload.", 9) && strncmp(a->set, "cost_model.", 11) &&
-            strcmp(a->set, "gpus") && strcmp(a->set, "seed")) {
+        if (!set_path_ok(a->set)) {
             pb_cfg_fail(err, pb_node_get(ax, "set"), false,
-                        "sweep.%d.set: '%s' must start with system., workload. or cost_model. (or be gpus/seed)", i, a->set);
+                        "sweep.%d.set: '%s' must start with system., workload., executor. or cost_model. and name a "
+                        "numeric key (or be gpus, seed or length_scale)", i, a->set);
             goto fail_e;
         }
     }
@@ -323,6 +397,11 @@ pb_status pb_experiment_load(const char *path, const char *const *sets, int n_se
         pb_system_spec *s = &e->systems[e->n_systems++];
         s->node = sn;
         s->id = pb_node_str(sn, "name", "?");
+        if (!pb_name_ok(s->id)) {
+            pb_cfg_fail(err, pb_node_get(sn, "name"), false,
+                        "systems.%d.name: '%s' is used in file names: it must match [A-Za-z0-9][A-Za-z0-9._-]*", i, s->id);
+            goto fail_e;
+        }
         s->label = pb_node_str(sn, "label", s->id);
         const char *t = pb_node_str(sn, "type", "vllm");
         s->type = !strcmp(t, "orca") ? PB_SYS_ORCA : !strcmp(t, "ft") ? PB_SYS_FT : PB_SYS_VLLM;
@@ -349,6 +428,16 @@ pb_status pb_experiment_load(const char *path, const char *const *sets, int n_se
                 pb_cfg_fail(err, v, false, "systems.%d.sweep.%s: expected a number or a list of numbers", i, v->key);
                 goto fail_e;
             }
+            if (v->kind == PB_NODE_SEQ && v->n_kids == 0) {
+                pb_cfg_fail(err, v, false, "systems.%d.sweep.%s: the list is empty", i, v->key);
+                goto fail_e;
+            }
+            for (int j = 0; v->kind == PB_NODE_SEQ && j < v->n_kids; j++)
+                if (v->kids[j]->kind != PB_NODE_SCALAR || v->kids[j]->quoted || !pb_parse_num(v->kids[j]->value, &x)) {
+                    pb_cfg_fail(err, v->kids[j], false, "systems.%d.sweep.%s.%d: expected a number, got '%s'", i,
+                                v->key, j, v->kids[j]->kind == PB_NODE_SCALAR ? v->kids[j]->value : "a map or list");
+                    goto fail_e;
+                }
             free(s->values[a]);
             s->n_values[a] = pb_node_num_list(ov, v->key, &s->values[a]);
             if (s->n_values[a] == 0) {
@@ -413,10 +502,11 @@ int pb_experiment_n_points(const pb_experiment *e, int s) {
     return grid_points(e, s) + (e->n_axes == 1 ? e->systems[s].n_extra : 0);
 }
 
-void pb_experiment_point_values(const pb_experiment *e, int s, int p, double *vals) {
+/* Index of each axis' value for point p (-1: a refinement extra, not in the lists). */
+static void point_indices(const pb_experiment *e, int s, int p, int *idx) {
     int g = grid_points(e, s);
     if (p >= g && e->n_axes == 1) {
-        vals[0] = e->systems[s].extra[p - g];
+        idx[0] = -1;
         return;
     }
     /* the last axis varies fastest */
@@ -424,9 +514,71 @@ void pb_experiment_point_values(const pb_experiment *e, int s, int p, double *va
         const double *v;
         int n = pb_experiment_axis_values(e, s, a, &v);
         int tn = thinned_count(n, e->quick_thin);
-        vals[a] = v[thinned_index(n, e->quick_thin, p % tn)];
+        idx[a] = thinned_index(n, e->quick_thin, p % tn);
         p /= tn;
     }
+}
+
+void pb_experiment_point_values(const pb_experiment *e, int s, int p, double *vals) {
+    int idx[PB_EXP_MAX_AXES];
+    point_indices(e, s, p, idx);
+    for (int a = 0; a < e->n_axes; a++) {
+        const double *v;
+        pb_experiment_axis_values(e, s, a, &v);
+        vals[a] = idx[a] < 0 ? e->systems[s].extra[p - grid_points(e, s)] : v[idx[a]];
+    }
+}
+
+void pb_experiment_axis_assignment(const pb_experiment *e, int s, int a, double v, char *buf, size_t n) {
+    char num[64];
+    pb_fmt_num(num, sizeof num, v);
+    if (!strncmp(e->axes[a].set, "system.", 7)) snprintf(buf, n, "systems.%d.%s=%s", s, e->axes[a].set + 7, num);
+    else snprintf(buf, n, "%s=%s", e->axes[a].set, num);
+}
+
+/* The YAML node a point's axis value came from (for error positions). */
+static const pb_node *value_node(const pb_experiment *e, int s, int a, int idx) {
+    const pb_node *root = pb_config_root(e->cfg);
+    char path[256];
+    const pb_node *v = NULL;
+    if (e->systems[s].values[a]) {
+        snprintf(path, sizeof path, "sweep.%s", e->axes[a].axis);
+        v = pb_node_get(e->systems[s].node, path);
+    }
+    if (!v) {
+        snprintf(path, sizeof path, "sweep.%d.values", a);
+        v = pb_node_get(root, path);
+    }
+    if (v && v->kind == PB_NODE_SEQ && idx >= 0 && idx < v->n_kids) return v->kids[idx];
+    return v;
+}
+
+pb_status pb_experiment_resolve(const pb_experiment *e, int s, int p, pb_config **out, pb_cfg_err *err) {
+    pb_config *c = pb_config_clone(e->cfg);
+    int idx[PB_EXP_MAX_AXES];
+    double vals[PB_EXP_MAX_AXES];
+    point_indices(e, s, p, idx);
+    pb_experiment_point_values(e, s, p, vals);
+    pb_status st = PB_OK;
+    for (int a = 0; a < e->n_axes && !st; a++) {
+        char asg[512];
+        pb_experiment_axis_assignment(e, s, a, vals[a], asg, sizeof asg);
+        const pb_node *src = value_node(e, s, a, idx[a]);
+        pb_cfg_err sub;
+        pb_cfg_err_clear(&sub);
+        if (pb_config_set(c, asg, &sub)) {
+            st = pb_cfg_fail(err, src, false, "sweep axis %s: cannot assign %s (%s)", e->axes[a].axis, asg, sub.msg);
+            break;
+        }
+        /* the assigned value reports errors at the sweep value it came from */
+        char path[512];
+        snprintf(path, sizeof path, "%.*s", (int)(strchr(asg, '=') - asg), asg);
+        pb_node *n = (pb_node *)pb_node_get(pb_config_root(c), path);
+        if (n && src) { n->file = src->file; n->line = src->line; n->col = src->col; }
+    }
+    if (st) { pb_config_destroy(c); *out = NULL; return st; }
+    *out = c;
+    return PB_OK;
 }
 
 pb_status pb_experiment_check(const pb_experiment *e) {

@@ -8,11 +8,12 @@
  * as an independent simulation, so points can run in any order and in parallel.
  *
  * Top-level keys (experiment_schema; `pagedbench list --keys` prints them):
- *   name        unique id; points go to results/points/<name>/
+ *   name        unique id; points go to results/points/<name>/ ([A-Za-z0-9][A-Za-z0-9._-]*,
+ *               as are system names)
  *   figure      figure it belongs to (fig12); results/<figure>.csv merges all its panels
  *   panel       value of the CSV `panel` column;  title: the panel's plot title
  *   description free text (the settings and why, where the paper is silent)
- *   seed        seed of everything random (default 0)
+ *   seed        seed of everything random (default 0; a sweep axis may set it)
  *   model, hardware   spec names (experiments/models/<name>.yaml, hardware/<name>.yaml)
  *   gpus        tensor-parallel degree (default 1)
  *   executor    sim | cpu | cuda  (default sim), or a map (pb_executor_schema):
@@ -22,7 +23,11 @@
  *   workload    the trace to generate (schema in workloads/)
  *   sweep       list of axes {axis, set, values}: `set` is a config path assigned the
  *               value at each point, e.g. {axis: request_rate, set: workload.rate, ...};
- *               a set path "system.X" assigns option X of the point's system
+ *               a set path "system.X" assigns option X of the point's system; a set
+ *               path must be a numeric key (system., workload., executor., cost_model.,
+ *               gpus, seed, length_scale) and each value is checked like that key
+ *   cost_model  sim: overrides of the hardware spec's cost_model keys, for this
+ *               experiment (sweepable: set: cost_model.attn_paged_block_ns)
  *   systems     list of {name, label, type: vllm|orca|ft, tags, sweep, options...}:
  *               `sweep: {request_rate: [...]}` overrides an axis' values for one system
  *   tags        extra CSV columns with constant values (dataset: sharegpt)
@@ -127,6 +132,23 @@ int pb_experiment_n_points(const pb_experiment *e, int s);
 
 /* Decompose point index p of system s into one value per axis (vals[n_axes]). */
 void pb_experiment_point_values(const pb_experiment *e, int s, int p, double *vals);
+
+/* The config assignment of axis a's value v for system s ("systems.<s>.X=v" for a
+ * set path "system.X", else "<set>=v"): what the runner applies at each point. */
+void pb_experiment_axis_assignment(const pb_experiment *e, int s, int a, double v, char *buf, size_t n);
+
+/* Point p of system s as a config of its own: a clone of the experiment's tree with
+ * every axis value assigned, each assigned node placed at the YAML position of the
+ * sweep value it came from.  The caller destroys *out (which must not outlive e). */
+pb_status pb_experiment_resolve(const pb_experiment *e, int s, int p, pb_config **out, pb_cfg_err *err);
+
+/* Validate a whole (resolved) experiment tree: the schema, then the sections other
+ * modules own (model, hardware, workload, the hardware cost model, systems' sim
+ * maps).  Every error is recorded in err, `file:line:col: key.path: message`. */
+pb_status pb_experiment_validate_tree(const pb_node *root, pb_cfg_err *err);
+
+/* Names used in file names: [A-Za-z0-9][A-Za-z0-9._-]* */
+bool pb_name_ok(const char *s);
 
 /* Format a number as the shortest text that reads back exactly (for --set and CSVs). */
 void pb_fmt_num(char *buf, size_t n, double v);

@@ -4,6 +4,7 @@
 #include "point_key.h"
 #include "shard.h"
 
+#include <dirent.h>
 #include <errno.h>
 #include <math.h>
 #include <signal.h>
@@ -45,6 +46,25 @@ static uint64_t point_base(const pb_experiment *e, int sys, int point, const cha
 
 void pb_point_path(const pb_experiment *e, int sys, int point, const char *results_dir, char *buf, size_t n) {
     point_base(e, sys, point, results_dir, buf, n);
+}
+
+/* Temporaries (<file>.tmp.<pid>) left by a killed run: removed when their writer
+   is gone (a live pid is another run writing now). */
+static void remove_stale_tmp(const char *dir) {
+    DIR *d = opendir(dir);
+    if (!d) return;
+    struct dirent *de;
+    while ((de = readdir(d))) {
+        const char *t = strstr(de->d_name, ".tmp.");
+        if (!t) continue;
+        char *end;
+        long pid = strtol(t + 5, &end, 10);
+        if (*end || pid <= 0 || (kill((pid_t)pid, 0) == 0 || errno != ESRCH)) continue;
+        char path[4600];
+        snprintf(path, sizeof path, "%s/%s", dir, de->d_name);
+        if (unlink(path) == 0) pb_log_debug("removed %s, left by an interrupted run", path);
+    }
+    closedir(d);
 }
 
 static int mkdir_p(const char *path) {
@@ -223,12 +243,8 @@ static int run_point_child(pb_experiment *e, int sys, int point, const char *bas
     pb_cfg_err_clear(&cerr);
     pb_status st = PB_OK;
     for (int a = 0; a < e->n_axes && !st; a++) {
-        char num[64], asg[512];
-        pb_fmt_num(num, sizeof num, vals[a]);
-        if (!strncmp(e->axes[a].set, "system.", 7))
-            snprintf(asg, sizeof asg, "systems.%d.%s=%s", sys, e->axes[a].set + 7, num);
-        else
-            snprintf(asg, sizeof asg, "%s=%s", e->axes[a].set, num);
+        char asg[512];
+        pb_experiment_axis_assignment(e, sys, a, vals[a], asg, sizeof asg);   /* as pb_experiment_resolve */
         st = pb_config_set(e->cfg, asg, &cerr);
         if (st) snprintf(err, sizeof err, "%s", cerr.msg);
     }
@@ -242,13 +258,15 @@ static int run_point_child(pb_experiment *e, int sys, int point, const char *bas
         side_paths(base, o, &ctx, req, steps, sizeof req);
         st = o->fn(&ctx, m, err, sizeof err, o->user);
     }
-    if (!st) st = write_point(base, e, sys, point, vals, m, hash);
+    if (!st && (st = write_point(base, e, sys, point, vals, m, hash)))
+        snprintf(err, sizeof err, "cannot write %s.pt: %s", base, strerror(errno));
     if (st) {
         char path[4200];
         snprintf(path, sizeof path, "%s.err", base);
         char msg[2400];
         int l = snprintf(msg, sizeof msg, "%s: %s\n", pb_status_str(st), *err ? err : "(no message)");
-        point_write_atomic(path, msg, (size_t)PB_MIN(l, (int)sizeof msg - 1));
+        if (point_write_atomic(path, msg, (size_t)PB_MIN(l, (int)sizeof msg - 1)))   /* say it here, then */
+            fprintf(stderr, "error: %s (and cannot write %s: %s)\n", msg, path, strerror(errno));
     }
     free(m);
     return st ? 1 : 0;
@@ -299,6 +317,8 @@ pb_status pb_runner_run(pb_experiment *const *exps, int n_exps, const pb_runner_
             free(todo);
             return PB_ERR_IO;
         }
+        remove_stale_tmp(dir);
+        if (x == 0) remove_stale_tmp(o->results_dir);
         for (int sy = 0; sy < e->n_systems; sy++) {
             int np = pb_experiment_n_points(e, sy);
             for (int p = 0; p < np; p++) {
@@ -390,7 +410,8 @@ pb_status pb_runner_run(pb_experiment *const *exps, int n_exps, const pb_runner_
                 if (WIFSIGNALED(status))
                     pb_log_error("%s: worker killed by signal %d", lab, WTERMSIG(status));
                 else
-                    pb_log_error("%s: failed: %s", lab, *msg ? msg : "(no message)\n");
+                    pb_log_error("%s: failed: %s", lab, *msg ? msg : "worker exited with an error and no .err file "
+                                                                 "(its message, if any, is above)\n");
             }
             if (bar) {
                 char lab[512] = "";

@@ -5,6 +5,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "baselines.h"       /* pb_policy_orca_create, pb_policy_ft_create, pb_policy_finalize */
 #include "block_manager.h"   /* pb_paged_kv_create */
@@ -14,6 +15,8 @@
 #include "kv_contiguous.h"   /* pb_kv_contiguous_create */
 #include "metrics.h"         /* pb_metrics (the engine's) */
 #include "point_out.h"       /* pb_point_out_fill */
+#include "policy.h"          /* pb_policy_create, pb_policy_find */
+#include "sim_profile.h"     /* pb_sim_profile_load (checked up front) */
 #include "spec.h"
 #include "vllm_version.h"    /* pb_vllm_knobs: the `engine:` version's defaults */
 #include "workload.h"        /* pb_workload_from_node, pb_workload_generate */
@@ -54,7 +57,11 @@ void pb_system_fit_trace(pb_trace *t, double length_scale, bool clamp, int32_t m
             r->prompt_len = PB_MIN(r->prompt_len, max_len - 1);
             r->output_len = PB_MAX(1, PB_MIN(r->output_len, max_len - r->prompt_len));
         }
-        r->prefix_len = PB_MIN(r->prefix_len, r->prompt_len);
+        /* a prompt cut below its shared prefix no longer shares it (one length per prefix id) */
+        if (r->prefix_id >= 0 && r->prefix_len >= r->prompt_len) {
+            r->prefix_id = -1;
+            r->prefix_len = 0;
+        }
         if (r->prefix_len == 0 && r->prefix_id >= 0 && length_scale != 1.0) r->prefix_id = -1;
     }
 }
@@ -75,86 +82,391 @@ static void system_vllm_knobs(const pb_node *sys, int32_t max_model_len, pb_vllm
     k->kv_profile_tokens = (int32_t)pb_node_int(sys, "kv_profile_tokens", k->kv_profile_tokens);
 }
 
+/* ---- the system types: one table ----
+ * Each type names its KV manager, its default policy and its executor defaults, and
+ * lists the options (keys of the system's map) it reads.  Whatever names the policy
+ * (the type, or `policy:`), the policy gets ONE options node: the keys of the
+ * system's map that the policy takes (POLICIES below), so `type: ft` and
+ * `type: ft, policy: ft` read max_batch the same way. */
+typedef struct {
+    const char *name;
+    pb_system_type type;
+    bool paged;                 /* paged KV manager (else contiguous)                   */
+    const char *policy;         /* default policy (engine/policy_registry.c)            */
+    pb_sim_attn attn;           /* sim defaults                                          */
+    pb_sim_framework fw;
+    const char *options;        /* keys only this type reads, "|"-separated              */
+} sys_type;
+
+static const sys_type TYPES[] = {
+    {"vllm", PB_SYS_VLLM, true, "vllm", PB_SIM_ATTN_PAGED, PB_SIM_FW_PYTHON,
+     "block_size|preemption|watermark|swap_space_gib|engine|step_mode|max_paddings"},
+    {"orca", PB_SYS_ORCA, false, "orca", PB_SIM_ATTN_CONTIGUOUS, PB_SIM_FW_PYTHON, "reservation"},
+    {"ft", PB_SYS_FT, false, "ft", PB_SIM_ATTN_CONTIGUOUS, PB_SIM_FW_CPP, "reservation"},
+};
+/* keys every type reads */
+static const char COMMON_KEYS[] =
+    "name|label|type|tags|sweep|policy|sim|kv_slots|max_clock_s|max_num_batched_tokens|max_num_seqs|"
+    "kv_profile_tokens|gpu_mem_util";
+
+typedef struct {
+    const char *name;
+    const char *options;        /* keys of the system's map this policy takes           */
+} policy_opts;
+/* A policy that takes options lists them here; one absent from this table takes none. */
+static const policy_opts POLICIES[] = {
+    {"vllm", ""}, {"spf", ""}, {"orca", "max_batch"}, {"ft", "max_batch"},
+};
+
+static bool in_list(const char *list, const char *key) {
+    size_t lk = strlen(key);
+    for (const char *p = list; *p;) {
+        const char *bar = strchr(p, '|');
+        size_t l = bar ? (size_t)(bar - p) : strlen(p);
+        if (l == lk && !memcmp(p, key, l)) return true;
+        if (!bar) break;
+        p = bar + 1;
+    }
+    return false;
+}
+
+static const sys_type *type_by_id(pb_system_type t) {
+    for (size_t i = 0; i < PB_ARRAY_LEN(TYPES); i++)
+        if (TYPES[i].type == t) return &TYPES[i];
+    return &TYPES[0];
+}
+
+/* ---- a point's plan: every setting resolved and checked, nothing allocated ---- */
+typedef struct {
+    pb_config *tmp;             /* owns the synthesized nodes below                      */
+    const sys_type *type;
+    pb_model model;
+    pb_hw hw;
+    int32_t tp;
+    uint64_t seed;
+    int32_t block_size, max_tokens, max_seqs, profile_tokens;
+    pb_vllm_knobs knobs;        /* the vLLM version's knobs (vllm_version.h)             */
+    double util, swap_gib, watermark, max_clock_s;
+    pb_preempt_mode pmode;
+    pb_resv_rule rule;
+    bool real;
+    const char *executor;
+    double fixed_latency_s;
+    int64_t n_gpu_blocks, n_cpu_blocks, slots;
+    const char *policy;
+    pb_node *policy_opts;       /* the policy's options (a map, maybe empty)             */
+    pb_workload_cfg wc;
+    double length_scale;
+    bool clamp;
+    pb_sim_cost cost;
+    pb_sim_params sp;
+} plan;
+
+#define PB_SYSTEM_MAX_REQUESTS 10000000.0   /* requests one point may generate */
+
+static double phys_mem_bytes(void) {
+    long pages = sysconf(_SC_PHYS_PAGES), page = sysconf(_SC_PAGE_SIZE);
+    return pages > 0 && page > 0 ? (double)pages * (double)page : 64.0 * GIB;
+}
+
+/* The node to blame for a KV-size problem: the system's kv_slots, the executor's, else gpus. */
+static const pb_node *kv_blame(const pb_node *root, const pb_node *sys) {
+    const pb_node *n = pb_node_get(sys, "kv_slots");
+    if (!n || pb_node_int(sys, "kv_slots", 0) <= 0) n = NULL;
+    const pb_node *x = pb_node_get(root, "executor");
+    if (!n && x && x->kind == PB_NODE_MAP) n = pb_node_get(x, "kv_slots") ? pb_node_get(x, "kv_slots") : pb_node_get(x, "kv_mib");
+    if (!n) n = pb_node_get(sys, "block_size");
+    if (!n) n = pb_node_get(root, "hardware");
+    return n ? n : root;
+}
+
+static pb_status plan_point(const pb_experiment *e, int si, const pb_node *root, const pb_node *sys, plan *P,
+                            pb_cfg_err *ce) {
+    memset(P, 0, sizeof *P);
+    P->tmp = pb_config_new("(system)");
+    const pb_system_spec *spec = &e->systems[si];
+    P->type = type_by_id(spec->type);
+    char kp[64];
+    snprintf(kp, sizeof kp, "systems.%d", si);
+    pb_status st = PB_OK;
+
+    if (pb_model_from_node(pb_node_get(root, "model"), &P->model, ce) ||
+        pb_hw_from_node(pb_node_get(root, "hardware"), &P->hw, ce))
+        return PB_ERR_INVALID;
+    P->tp = (int32_t)pb_node_int(root, "gpus", 1);
+    P->seed = (uint64_t)pb_node_int(root, "seed", 0);
+    const pb_node *gn = pb_node_get(root, "gpus") ? pb_node_get(root, "gpus") : root;
+    if (P->model.n_heads % P->tp || P->model.n_kv_heads % P->tp)
+        return pb_cfg_fail(ce, gn, false,
+                           "gpus: tensor parallelism %d does not divide %s's %d attention heads (%d KV heads)", P->tp,
+                           P->model.name, P->model.n_heads, P->model.n_kv_heads);
+
+    /* options: each key must be one this type (or its policy) reads */
+    P->policy = pb_node_str(sys, "policy", P->type->policy);
+    static const policy_opts NO_OPTIONS = {"", ""};   /* a registered policy not listed: none */
+    const policy_opts *po = &NO_OPTIONS;
+    for (size_t i = 0; i < PB_ARRAY_LEN(POLICIES); i++)
+        if (!strcmp(POLICIES[i].name, P->policy)) po = &POLICIES[i];
+    if (!pb_policy_find(P->policy))
+        return pb_cfg_fail(ce, pb_node_get(sys, "policy"), false, "%s.policy: unknown policy '%s' (known: %s)", kp,
+                           P->policy, pb_policy_names());
+    P->policy_opts = pb_config_root(P->tmp);
+    for (int i = 0; i < sys->n_kids; i++) {
+        const pb_node *k = sys->kids[i];
+        if (in_list(COMMON_KEYS, k->key) || in_list(P->type->options, k->key)) continue;
+        if (in_list(po->options, k->key)) {
+            pb_node_put(P->tmp, P->policy_opts, k->key, pb_config_clone_node(P->tmp, k));
+            continue;
+        }
+        st = pb_cfg_fail(ce, k, true, "%s.%s: a %s system with policy %s does not read '%s'", kp, k->key,
+                         P->type->name, P->policy, k->key);
+    }
+    if (st) return st;
+
+    P->block_size = (int32_t)pb_node_int(sys, "block_size", 16);
+    system_vllm_knobs(sys, P->model.max_len, &P->knobs);
+    P->max_tokens = P->knobs.max_num_batched_tokens;
+    P->max_seqs = P->knobs.max_num_seqs;
+    P->util = P->knobs.gpu_mem_util;
+    P->profile_tokens = pb_vllm_knobs_profile_tokens(&P->knobs);
+    P->swap_gib = pb_node_num(sys, "swap_space_gib", 20.0);
+    P->watermark = pb_node_num(sys, "watermark", 0.01);
+    P->max_clock_s = pb_node_num(sys, "max_clock_s", 0);
+    P->pmode = PB_PREEMPT_AUTO;
+    pb_preempt_mode_parse(pb_node_str(sys, "preemption", "auto"), &P->pmode);   /* validated: an enum */
+    P->rule = PB_RESV_MAX;
+    if (P->type->type == PB_SYS_ORCA) pb_resv_rule_parse(pb_node_str(sys, "reservation", "oracle"), &P->rule);
+    if (P->type->type == PB_SYS_FT && strcmp(pb_node_str(sys, "reservation", "max"), "max"))
+        return pb_cfg_fail(ce, pb_node_get(sys, "reservation"), false,
+                           "%s.reservation: FasterTransformer reserves the maximum length (only `max`)", kp);
+    if (P->block_size > P->model.max_len)
+        return pb_cfg_fail(ce, pb_node_get(sys, "block_size"), false,
+                           "%s.block_size: %d is larger than %s's longest sequence (%d tokens)", kp, P->block_size,
+                           P->model.name, P->model.max_len);
+
+    /* executor (executor: {type, ...}; absent for `executor: sim` etc.) */
+    P->executor = pb_experiment_executor_type(root);
+    P->real = strcmp(P->executor, "sim") != 0;
+    const pb_node *exn = pb_node_get(root, "executor");
+    if (exn && exn->kind != PB_NODE_MAP) exn = NULL;
+    static const char *const REAL_ONLY[] = {"fixed_latency_s", "kv_mib", "swap_slots"};
+    for (size_t i = 0; !P->real && exn && i < PB_ARRAY_LEN(REAL_ONLY); i++)
+        if (pb_node_has(exn, REAL_ONLY[i]))
+            return pb_cfg_fail(ce, pb_node_get(exn, REAL_ONLY[i]), true,
+                               "executor.%s: only the real executors (cpu, cuda) read it (executor: sim)", REAL_ONLY[i]);
+    P->fixed_latency_s = pb_node_num(exn, "fixed_latency_s", 0);
+    double kv_mib = P->real ? pb_node_num(exn, "kv_mib", !strcmp(P->executor, "cpu") ? PB_SYSTEM_CPU_KV_MIB : 0) : 0;
+    int64_t swap_slots = pb_node_int(exn, "swap_slots", -1);
+
+    /* KV space: the paper harness's rule; contiguous managers count slots.  Overrides:
+       the system's kv_slots, else the executor's; real executors cap it at kv_mib. */
+    bool paged = P->type->paged;
+    int32_t unit = paged ? P->block_size : 1;
+    int64_t kv_slots = pb_node_int(sys, "kv_slots", 0);
+    if (kv_slots <= 0) kv_slots = pb_node_int(exn, "kv_slots", 0);
+    pb_kv_capacity cap;
+    memset(&cap, 0, sizeof cap);
+    if (P->knobs.kv_rule == PB_KV_RULE_PROFILE)
+        st = pb_kv_capacity_profile(&P->model, &P->hw, P->tp, unit, P->profile_tokens,
+                                    PB_MIN(P->max_seqs, P->profile_tokens), P->util, &cap);
+    else
+        st = pb_kv_capacity_compute(&P->model, &P->hw, P->tp, unit, P->profile_tokens, P->util, &cap);
+    if (st && kv_slots <= 0)
+        return pb_cfg_fail(ce, pb_node_get(root, "hardware"), true,
+                           "hardware: %s x%d has no memory left for %s's KV cache (weights %.1f GiB per GPU)",
+                           P->hw.name, P->tp, P->model.name, pb_param_bytes(&P->model) / P->tp / GIB);
+    int64_t n_gpu_blocks = kv_slots > 0 ? kv_slots / unit : cap.num_blocks;
+    double bytes_per_token = pb_kv_bytes_per_token(&P->model, P->tp);
+    if (kv_mib > 0) {
+        int64_t max_blocks = (int64_t)floor(kv_mib * 1024.0 * 1024.0 / bytes_per_token) / unit;
+        if (n_gpu_blocks > max_blocks) n_gpu_blocks = max_blocks;
+    }
+    int64_t slots = n_gpu_blocks * unit;
+    double block_bytes_gpu = bytes_per_token * P->block_size;
+    int64_t n_cpu_blocks = (int64_t)floor(P->swap_gib * GIB / block_bytes_gpu);
+    /* a real executor allocates its swap pool: as large as the KV space unless stated */
+    if (P->real) n_cpu_blocks = swap_slots >= 0 ? PB_MIN(n_cpu_blocks, swap_slots / P->block_size)
+                                                : PB_MIN(n_cpu_blocks, n_gpu_blocks);
+    if (!paged) n_cpu_blocks = 0;
+    if (n_gpu_blocks < 1)
+        return pb_cfg_fail(ce, kv_blame(root, sys), false, "%s: the KV space of %s (%lld token slots) holds no %s of %d tokens",
+                           kp, spec->id, (long long)(kv_slots > 0 ? kv_slots : slots), paged ? "block" : "slot", unit);
+    if (slots < P->model.max_len)
+        return pb_cfg_fail(ce, kv_blame(root, sys), false,
+                           "%s: the KV space of %s (%lld token slots) cannot hold one max-length request of %s "
+                           "(%d tokens)", kp, spec->id, (long long)slots, P->model.name, P->model.max_len);
+    if (n_gpu_blocks > INT32_MAX || (!paged && slots > (1 << 30)))
+        return pb_cfg_fail(ce, kv_blame(root, sys), false, "%s: the KV space of %s (%lld blocks) is out of range", kp,
+                           spec->id, (long long)n_gpu_blocks);
+    /* host memory the point would take: the managers' per-block bookkeeping (~64 B a
+       block or slot), plus, for real executors, the KV and swap buffers themselves */
+    double host = 64.0 * (double)(paged ? n_gpu_blocks + n_cpu_blocks : slots);
+    if (P->real) host += bytes_per_token * (double)P->tp * ((double)slots + (double)n_cpu_blocks * P->block_size);
+    if (host > 0.5 * phys_mem_bytes())
+        return pb_cfg_fail(ce, kv_blame(root, sys), false,
+                           "%s: the KV space of %s needs %.1f GiB of host memory, more than half of this machine's "
+                           "%.1f GiB", kp, spec->id, host / GIB, phys_mem_bytes() / GIB);
+    P->n_gpu_blocks = n_gpu_blocks;
+    P->n_cpu_blocks = n_cpu_blocks;
+    P->slots = slots;
+
+    /* workload: generated requests are capped; a trace file is read by the caller */
+    const pb_node *wn = pb_node_get(root, "workload");
+    if (pb_workload_from_node(wn, &P->wc, ce)) return PB_ERR_INVALID;
+    if (!P->wc.trace[0] && P->wc.arrivals.kind != PB_ARRIVALS_REPLAY) {
+        const pb_arrival_cfg *a = &P->wc.arrivals;
+        const pb_node *rn = pb_node_get(wn, "rate") ? pb_node_get(wn, "rate") : wn;
+        if (a->kind != PB_ARRIVALS_BURST && !(a->rate > 0))
+            return pb_cfg_fail(ce, rn, false, "workload.rate: %s arrivals need a rate > 0 (got %g)",
+                               pb_arrival_kind_name(a->kind), a->rate);
+        if (a->num <= 0 && !(a->duration_s > 0))
+            return pb_cfg_fail(ce, pb_node_get(wn, "duration_s") ? pb_node_get(wn, "duration_s") : wn, false,
+                               "workload.duration_s: must be > 0 (or set num_requests)");
+        double expect = a->num > 0 ? (double)a->num : a->rate * a->duration_s;
+        if (expect > PB_SYSTEM_MAX_REQUESTS)
+            return pb_cfg_fail(ce, a->num > 0 ? pb_node_get(wn, "num_requests") : rn, false,
+                               "workload.%s: %.3g requests (rate x duration_s) is above the cap of %.0f per point",
+                               a->num > 0 ? "num_requests" : "rate", expect, PB_SYSTEM_MAX_REQUESTS);
+    }
+    P->length_scale = pb_node_num(root, "length_scale", 1.0);
+    P->clamp = pb_node_bool(root, "clamp_to_max_len", false);
+
+    /* sim executor: the hardware's cost model with the experiment's cost_model: on top */
+    if (!P->real) {
+        pb_node *hwc = pb_config_clone_node(P->tmp, pb_node_get(root, "hardware"));
+        const pb_node *over = pb_node_get(root, "cost_model");
+        if (over) {
+            pb_node *cm = (pb_node *)pb_node_get(hwc, "cost_model");
+            if (cm && cm->kind == PB_NODE_MAP) pb_node_overlay(P->tmp, cm, over);
+        }
+        if (pb_sim_cost_from_node(hwc, &P->cost, ce)) return PB_ERR_INVALID;
+        P->sp = pb_sim_params_default();
+        P->sp.attn = P->type->attn;
+        P->sp.framework = P->type->fw;
+        const pb_node *simn = pb_node_get(sys, "sim");
+        if (simn) {
+            pb_sim_params over2;
+            if (pb_sim_params_from_node(simn, &over2, ce)) return PB_ERR_INVALID;
+            if (pb_node_has(simn, "attention_kernel")) P->sp.attn = over2.attn;
+            if (pb_node_has(simn, "framework")) P->sp.framework = over2.framework;
+            if (pb_node_has(simn, "profile")) memcpy(P->sp.profile, over2.profile, sizeof P->sp.profile);
+        }
+    } else if (pb_node_has(sys, "sim")) {
+        return pb_cfg_fail(ce, pb_node_get(sys, "sim"), true, "%s.sim: only the sim executor reads it (executor: %s)",
+                           kp, P->executor);
+    }
+    return PB_OK;
+}
+
+static void plan_free(plan *P) { pb_config_destroy(P->tmp); P->tmp = NULL; }
+
+/* Read every file a point would read -- trace, dataset, replay timestamps, step
+   profile -- once per distinct set of files (`seen` remembers the last one). */
+static pb_status check_files(const plan *P, const pb_node *root, const pb_node *sys, char *seen, size_t seen_n,
+                             pb_cfg_err *ce) {
+    char key[4 * PB_WL_PATH + 8];
+    snprintf(key, sizeof key, "%s|%s|%s|%s|%s|%d|%d", P->wc.trace, P->wc.dataset, P->wc.file, P->wc.replay_file,
+             P->real ? "" : P->sp.profile, (int)P->wc.arrivals.kind, P->wc.shots);
+    if (!strcmp(key, seen)) return PB_OK;
+    char werr[1024] = "";
+    const pb_node *wn = pb_node_get(root, "workload");
+    if (pb_workload_check_files(&P->wc, werr, sizeof werr)) {
+        const char *k = P->wc.trace[0] ? "trace" : P->wc.arrivals.kind == PB_ARRIVALS_REPLAY && strstr(werr, "TIMESTAMP") ? "replay_file" : "file";
+        const pb_node *at = pb_node_get(wn, k) ? pb_node_get(wn, k) : pb_node_get(wn, "dataset") ? pb_node_get(wn, "dataset") : wn;
+        return pb_cfg_fail(ce, at, false, "workload.%s: %s", k, werr);
+    }
+    if (!P->real && P->sp.profile[0]) {
+        pb_sim_profile *prof = NULL;
+        pb_status st = pb_sim_profile_load(P->sp.profile, &prof, werr, sizeof werr);
+        pb_sim_profile_destroy(prof);
+        if (st) return pb_cfg_fail(ce, pb_node_get(sys, "sim.profile"), false, "sim.profile: %s", werr);
+    }
+    snprintf(seen, seen_n, "%s", key);
+    return PB_OK;
+}
+
+/* Append the lines of src that err does not hold yet (points repeat their errors). */
+static void merge_errors(pb_cfg_err *err, const pb_cfg_err *src) {
+    const char *p = src->msg;
+    while (*p) {
+        const char *nl = strchr(p, '\n');
+        size_t l = nl ? (size_t)(nl - p) : strlen(p);
+        char line[1024];
+        snprintf(line, sizeof line, "%.*s", (int)PB_MIN(l, sizeof line - 1), p);
+        bool seen = false;
+        for (const char *q = err->msg; (q = strstr(q, line)) != NULL; q++)
+            if ((q == err->msg || q[-1] == '\n') && (q[strlen(line)] == 0 || q[strlen(line)] == '\n')) { seen = true; break; }
+        if (!seen) pb_cfg_err_add_line(err, line);
+        p += l + (nl ? 1 : 0);
+    }
+}
+
+pb_status pb_system_check(const pb_experiment *e, pb_cfg_err *err) {
+    pb_status all = PB_OK;
+    char seen[4 * PB_WL_PATH + 8] = "";
+    for (int s = 0; s < e->n_systems && err->count <= PB_CFG_MAX_ERRORS; s++) {
+        int np = pb_experiment_n_points(e, s);
+        for (int p = 0; p < np && err->count <= PB_CFG_MAX_ERRORS; p++) {
+            pb_config *c = NULL;
+            pb_cfg_err pe;
+            pb_cfg_err_clear(&pe);
+            pb_status st = pb_experiment_resolve(e, s, p, &c, &pe);
+            if (!st) st = pb_experiment_validate_tree(pb_config_root(c), &pe);
+            if (!st) {
+                const pb_node *root = pb_config_root(c);
+                char sp[32];
+                snprintf(sp, sizeof sp, "systems.%d", s);
+                plan P;
+                st = plan_point(e, s, root, pb_node_get(root, sp), &P, &pe);
+                if (!st) st = check_files(&P, root, pb_node_get(root, sp), seen, sizeof seen, &pe);
+                plan_free(&P);
+            }
+            pb_config_destroy(c);
+            if (st) {
+                all = PB_ERR_INVALID;
+                merge_errors(err, &pe);
+            }
+        }
+    }
+    return all;
+}
+
 static pb_status fail(char *err, size_t n, pb_status st, const char *fmt, const char *a, const char *b) {
     snprintf(err, n, fmt, a, b);
     return st ? st : PB_ERR_INVALID;
 }
 
 pb_status pb_system_run_point(const pb_point_ctx *pt, pb_point_metrics *out, char *err, size_t err_n, void *user) {
+    (void)user;
     const pb_experiment *e = pt->exp;
     const pb_node *root = pt->root, *sys = pt->system;
     const pb_system_spec *spec = &e->systems[pt->sys];
     pb_cfg_err ce;
     pb_cfg_err_clear(&ce);
     pb_status st;
-
-    pb_model model;
-    pb_hw hw;
-    if ((st = pb_model_from_node(pb_node_get(root, "model"), &model, &ce)) ||
-        (st = pb_hw_from_node(pb_node_get(root, "hardware"), &hw, &ce)))
+    plan P;
+    if ((st = plan_point(e, pt->sys, root, sys, &P, &ce))) {
+        plan_free(&P);
         return fail(err, err_n, st, "%s%s", ce.msg, "");
-    int32_t tp = e->gpus;
-
-    /* options */
-    int32_t block_size = (int32_t)pb_node_int(sys, "block_size", 16);
-    pb_vllm_knobs knobs;
-    system_vllm_knobs(sys, model.max_len, &knobs);
-    int32_t max_tokens = knobs.max_num_batched_tokens;
-    int32_t max_seqs = knobs.max_num_seqs;
-    double util = knobs.gpu_mem_util;
-    int32_t profile_tokens = pb_vllm_knobs_profile_tokens(&knobs);
-    double swap_gib = pb_node_num(sys, "swap_space_gib", 20.0);
-    double watermark = pb_node_num(sys, "watermark", 0.01);
-    pb_preempt_mode pmode = PB_PREEMPT_AUTO;
-    if (!pb_preempt_mode_parse(pb_node_str(sys, "preemption", "auto"), &pmode))
-        return fail(err, err_n, PB_ERR_INVALID, "systems.%s: bad preemption '%s'", spec->id, pb_node_str(sys, "preemption", ""));
-
-    /* executor options (executor: {type, ...}; absent for `executor: sim` etc.) */
-    bool real = strcmp(e->executor, "sim") != 0;
-    const pb_node *exn = pb_node_get(root, "executor");
-    if (exn && exn->kind != PB_NODE_MAP) exn = NULL;
-    double fixed_latency_s = pb_node_num(exn, "fixed_latency_s", 0);
-    double kv_mib = real ? pb_node_num(exn, "kv_mib", !strcmp(e->executor, "cpu") ? PB_SYSTEM_CPU_KV_MIB : 0) : 0;
-    int64_t swap_slots = pb_node_int(exn, "swap_slots", -1);
-
-    /* KV space: the paper harness's rule; contiguous managers count slots.  Overrides:
-       the system's kv_slots, else the executor's; real executors cap it at kv_mib. */
-    bool paged = spec->type == PB_SYS_VLLM;
-    int32_t unit = paged ? block_size : 1;
-    pb_kv_capacity cap;
-    if (knobs.kv_rule == PB_KV_RULE_PROFILE)
-        st = pb_kv_capacity_profile(&model, &hw, tp, unit, profile_tokens, PB_MIN(max_seqs, profile_tokens), util, &cap);
-    else
-        st = pb_kv_capacity_compute(&model, &hw, tp, unit, profile_tokens, util, &cap);
-    if (st) return fail(err, err_n, st, "%s on %s: no memory left for the KV cache", model.name, hw.name);
-    int64_t kv_slots = pb_node_int(sys, "kv_slots", 0);
-    if (kv_slots <= 0) kv_slots = pb_node_int(exn, "kv_slots", 0);
-    int64_t n_gpu_blocks = kv_slots > 0 ? kv_slots / unit : cap.num_blocks;
-    double bytes_per_token = pb_kv_bytes_per_token(&model, tp);
-    if (kv_mib > 0) {
-        int64_t max_blocks = (int64_t)floor(kv_mib * 1024.0 * 1024.0 / bytes_per_token) / unit;
-        if (n_gpu_blocks > max_blocks) n_gpu_blocks = max_blocks;
     }
-    int64_t slots = n_gpu_blocks * unit;
-    double block_bytes_gpu = bytes_per_token * block_size;
-    int64_t n_cpu_blocks = (int64_t)floor(swap_gib * GIB / block_bytes_gpu);
-    /* a real executor allocates its swap pool: as large as the KV space unless stated */
-    if (real) n_cpu_blocks = swap_slots >= 0 ? PB_MIN(n_cpu_blocks, swap_slots / block_size)
-                                             : PB_MIN(n_cpu_blocks, n_gpu_blocks);
-    if (!paged) n_cpu_blocks = 0;
-    if (n_gpu_blocks < 1 || n_gpu_blocks > INT32_MAX)
-        return fail(err, err_n, PB_ERR_INVALID, "KV space of %s on %s is out of range", model.name, hw.name);
+    bool paged = P.type->paged, real = P.real;
+    int32_t block_size = P.block_size, tp = P.tp;
+    int64_t n_gpu_blocks = P.n_gpu_blocks, n_cpu_blocks = P.n_cpu_blocks, slots = P.slots;
+    pb_model model = P.model;
 
     /* trace */
-    pb_workload_cfg wc;
-    if ((st = pb_workload_from_node(pb_node_get(root, "workload"), &wc, &ce)))
-        return fail(err, err_n, st, "%s%s", ce.msg, "");
     pb_trace trace = {0};
     char werr[1024] = "";
-    if ((st = pb_workload_generate(&wc, e->seed, &trace, werr, sizeof werr)))
+    if ((st = pb_workload_generate(&P.wc, P.seed, &trace, werr, sizeof werr))) {
+        plan_free(&P);
         return fail(err, err_n, st, "workload: %s%s", werr, "");
-    pb_system_fit_trace(&trace, pb_node_num(root, "length_scale", 1.0), pb_node_bool(root, "clamp_to_max_len", false),
-                        model.max_len);
+    }
+    pb_system_fit_trace(&trace, P.length_scale, P.clamp, model.max_len);
+    if ((st = pb_trace_check(&trace, werr, sizeof werr))) {
+        pb_trace_free(&trace);
+        plan_free(&P);
+        return fail(err, err_n, st, "workload: the fitted trace is invalid: %s%s", werr, "");
+    }
 
     /* KV manager */
     pb_kv_manager *kv = NULL;
@@ -164,55 +476,35 @@ pb_status pb_system_run_point(const pb_point_ctx *pt, pb_point_metrics *out, cha
         pp.block_size = block_size;
         pp.n_gpu_blocks = (int32_t)n_gpu_blocks;
         pp.n_cpu_blocks = (int32_t)PB_MIN(n_cpu_blocks, (int64_t)INT32_MAX);
-        pp.watermark = watermark;
+        pp.watermark = P.watermark;
         st = pb_paged_kv_create(&pp, &kv);
     } else {
         pb_kv_contiguous_params cp;
         cp.num_slots = slots;
         cp.max_len = model.max_len;
-        cp.rule = PB_RESV_MAX;
-        if (spec->type == PB_SYS_ORCA && !pb_resv_rule_parse(pb_node_str(sys, "reservation", "oracle"), &cp.rule))
-            st = PB_ERR_INVALID;
-        if (!st) st = pb_kv_contiguous_create(&cp, &kv);
+        cp.rule = P.rule;
+        st = pb_kv_contiguous_create(&cp, &kv);
     }
     if (st) {
         pb_trace_free(&trace);
+        plan_free(&P);
         return fail(err, err_n, st, "systems.%s: cannot create the KV manager (%s)", spec->id, pb_status_str(st));
     }
 
-    /* policy */
+    /* policy: one options node, whatever named it */
     pb_policy *policy = NULL;
-    const char *pname = pb_node_str(sys, "policy", NULL);
-    const pb_node *popts = pb_node_get(sys, "policy_options");
-    if (pname) st = pb_policy_create(pname, popts, &policy, &ce);
-    else if (spec->type == PB_SYS_VLLM) st = pb_policy_vllm_create(popts, &policy, &ce);
-    else if (spec->type == PB_SYS_ORCA) st = pb_policy_orca_create(sys, &policy, &ce);
-    else st = pb_policy_ft_create(sys, &policy, &ce);
+    st = pb_policy_create(P.policy, P.policy_opts->n_kids ? P.policy_opts : NULL, &policy, &ce);
     if (st) {
         pb_kv_destroy(kv);
         pb_trace_free(&trace);
+        plan_free(&P);
         return fail(err, err_n, st, "%s%s", ce.msg, "");
     }
 
     /* executor */
     pb_executor *ex = NULL;
-    if (!strcmp(e->executor, "sim")) {
-        pb_sim_cost cost;
-        pb_sim_params sp = pb_sim_params_default();
-        if (spec->type != PB_SYS_VLLM) sp.attn = PB_SIM_ATTN_CONTIGUOUS;
-        if (spec->type == PB_SYS_FT) sp.framework = PB_SIM_FW_CPP;
-        const pb_node *simn = pb_node_get(sys, "sim");
-        st = pb_sim_cost_from_node(pb_node_get(root, "hardware"), &cost, &ce);
-        if (!st && simn) {
-            pb_sim_params over;
-            st = pb_sim_params_from_node(simn, &over, &ce);
-            if (!st) {
-                if (pb_node_has(simn, "attention_kernel")) sp.attn = over.attn;
-                if (pb_node_has(simn, "framework")) sp.framework = over.framework;
-                if (pb_node_has(simn, "profile")) memcpy(sp.profile, over.profile, sizeof sp.profile);
-            }
-        }
-        if (!st && !(ex = pb_executor_sim_create(&model, &hw, &cost, tp, &sp, &ce))) st = PB_ERR_INVALID;
+    if (!real) {
+        if (!(ex = pb_executor_sim_create(&model, &P.hw, &P.cost, tp, &P.sp, &ce))) st = PB_ERR_INVALID;
     } else {
         pb_real_exec_params rp;
         pb_real_exec_params_default(&rp);
@@ -220,36 +512,37 @@ pb_status pb_system_run_point(const pb_point_ctx *pt, pb_point_metrics *out, cha
         rp.num_gpu_blocks = paged ? (int32_t)n_gpu_blocks : 0;
         rp.num_slots = paged ? 0 : slots;
         rp.num_cpu_blocks = (int32_t)PB_MIN(n_cpu_blocks, (int64_t)INT32_MAX);   /* = the manager's */
-        rp.fixed_latency_s = fixed_latency_s;
-        rp.weight_seed = e->seed;
-        rp.sample_seed = e->seed;
-        rp.max_tokens_hint = max_tokens;
+        rp.fixed_latency_s = P.fixed_latency_s;
+        rp.weight_seed = P.seed;
+        rp.sample_seed = P.seed;
+        rp.max_tokens_hint = P.max_tokens;
         rp.tp = tp;
-        st = !strcmp(e->executor, "cpu") ? pb_executor_cpu_create(&model, &rp, &ex)
-                                         : pb_executor_cuda_create(&model, &rp, &ex);
-        if (st) snprintf(ce.msg, sizeof ce.msg, "executor %s: %s", e->executor, pb_status_str(st));
+        st = !strcmp(P.executor, "cpu") ? pb_executor_cpu_create(&model, &rp, &ex)
+                                        : pb_executor_cuda_create(&model, &rp, &ex);
+        if (st) snprintf(ce.msg, sizeof ce.msg, "executor %s: %s", P.executor, pb_status_str(st));
     }
     if (st) {
         pb_policy_destroy(policy);
         pb_kv_destroy(kv);
         pb_trace_free(&trace);
+        plan_free(&P);
         return fail(err, err_n, st, "%s%s", ce.msg, "");
     }
 
     /* engine */
     pb_engine_params ep;
     pb_engine_params_default(&ep);
-    ep.max_num_batched_tokens = max_tokens;
-    ep.max_num_seqs = max_seqs;
+    ep.max_num_batched_tokens = P.max_tokens;
+    ep.max_num_seqs = P.max_seqs;
     ep.max_model_len = model.max_len;
-    ep.preemption = pmode;
-    ep.step_mode = knobs.step_mode;
-    ep.max_paddings = knobs.max_paddings;
-    ep.seed = e->seed;
+    ep.preemption = P.pmode;
+    ep.step_mode = P.knobs.step_mode;
+    ep.max_paddings = P.knobs.max_paddings;
+    ep.seed = P.seed;
     ep.kv_bytes_per_token = pb_kv_bytes_per_token(&model, tp) * tp;
     ep.store_tokens = real;
     if (real) ep.vocab_size = model.vocab;   /* token ids must be inside the real model's vocabulary */
-    ep.max_clock_s = pb_node_num(sys, "max_clock_s", 0);
+    ep.max_clock_s = P.max_clock_s;
     pb_engine *eng = NULL;
     pb_metrics *m = pb_metrics_create(pt->timeline_path != NULL);
     st = pb_engine_create(&ep, kv, policy, ex, &eng);
@@ -271,5 +564,6 @@ pb_status pb_system_run_point(const pb_point_ctx *pt, pb_point_metrics *out, cha
     pb_policy_destroy(policy);
     pb_kv_destroy(kv);
     pb_trace_free(&trace);
+    plan_free(&P);
     return st;
 }

@@ -2,12 +2,16 @@
  * run one point: the runner's point function for serving experiments.
  *
  * From the point's resolved config (runner.h pb_point_ctx):
- *   model, hardware      pb_model / pb_hw / the hardware's cost_model (sim executor)
- *   gpus                 tensor-parallel degree
+ *   model, hardware      pb_model / pb_hw / the hardware's cost_model (sim executor),
+ *                        overlaid with the experiment's top-level cost_model: map
+ *   gpus                 tensor-parallel degree (must divide the attention heads)
+ *   seed                 read from the resolved config (so a seed sweep axis works)
  *   workload             workloads/workload.h: generate the trace with the experiment
  *                        seed -- every system of an experiment replays the same trace
  *   the system's map     type vllm | orca | ft and its options (experiment.c
- *                        pb_system_entry_schema):
+ *                        pb_system_entry_schema; system.c's TYPES table says which
+ *                        keys each type reads, POLICIES which keys each policy takes:
+ *                        any other key is an error, never ignored):
  *     vllm  paged KV manager (block_size, watermark, swap_space_gib), policy "vllm"
  *           (FCFS, all-or-nothing preemption: preemption auto | swap | recompute)
  *     orca  contiguous KV manager over a buddy allocator with reservation
@@ -64,8 +68,19 @@ extern "C" {
 
 /* Scale every request's prompt and output lengths by length_scale (rounded up, >= 1;
  * 1 = unchanged; a shared prefix is scaled and rounded down), then with clamp cut
- * prompts to max_len - 1 and outputs to max_len - prompt. */
+ * prompts to max_len - 1 and outputs to max_len - prompt.  A request whose prompt no
+ * longer holds its whole shared prefix stops sharing it (prefix_id -1), so every
+ * prefix id keeps one length. */
 void pb_system_fit_trace(pb_trace *t, double length_scale, bool clamp, int32_t max_len);
+
+/* Check every point of e before anything runs: each point's resolved config (sweep
+ * values checked like the key they set, at the sweep value's file:line:col), the
+ * system's options against its type and policy (experiment.c's one table), model /
+ * hardware / tensor-parallel compatibility, the KV space (at least one block and one
+ * max-length request; bookkeeping + buffers under half of physical memory), the
+ * workload (rate and duration > 0, at most 1e7 generated requests) and the trace file
+ * (read and parsed).  Errors go to err; one per system (its first failing point). */
+pb_status pb_system_check(const pb_experiment *e, pb_cfg_err *err);
 
 /* pb_point_fn for serving experiments (user unused).  Errors: PB_ERR_INVALID (bad
  * option, with file:line:col), the engine's or executor's status. */

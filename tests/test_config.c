@@ -269,4 +269,82 @@ PB_TEST(edit_distance) {
     PB_CHECK_EQ_INT(pb_edit_distance("same", "same"), 0);
 }
 
+/* ---- hostile input: bounded work, a clear error at the right place ---- */
+static pb_status load_only(const char *text, pb_cfg_err *err) {
+    pb_config *c = NULL;
+    pb_cfg_err_clear(err);
+    pb_status s = pb_config_load_string("h.yaml", text, &c, err);
+    pb_config_destroy(c);
+    return s;
+}
+
+PB_TEST(alias_bomb_is_refused) {
+    /* nine levels of ten aliases each: 10^9 nodes once expanded */
+    pb_sbuf b = {0};
+    pb_sbuf_printf(&b, "l0: &l0 [x, x, x, x, x, x, x, x, x, x]\n");
+    for (int i = 1; i <= 9; i++)
+        pb_sbuf_printf(&b, "l%d: &l%d [*l%d, *l%d, *l%d, *l%d, *l%d, *l%d, *l%d, *l%d, *l%d, *l%d]\n", i, i, i - 1,
+                       i - 1, i - 1, i - 1, i - 1, i - 1, i - 1, i - 1, i - 1, i - 1);
+    pb_cfg_err e;
+    PB_CHECK(load_only(b.s, &e) == PB_ERR_INVALID);
+    PB_CHECK_STR_CONTAINS(e.msg, "nodes after expanding aliases");
+    PB_CHECK_STR_CONTAINS(e.msg, "h.yaml:");
+    free(b.s);
+}
+
+PB_TEST(deep_nesting_is_refused_while_parsing) {
+    size_t n = 100000;
+    char *t = malloc(2 * n + 16);
+    memcpy(t, "a: ", 3);
+    memset(t + 3, '[', n);
+    memset(t + 3 + n, ']', n);
+    t[3 + 2 * n] = '\n';
+    t[4 + 2 * n] = 0;
+    pb_cfg_err e;
+    PB_CHECK(load_only(t, &e) == PB_ERR_INVALID);
+    PB_CHECK_STR_CONTAINS(e.msg, "h.yaml:1:67: nesting deeper than 64 levels");
+    free(t);
+}
+
+PB_TEST(many_keys_load_and_a_late_duplicate_is_found) {
+    pb_sbuf b = {0};
+    int n = 200000;
+    for (int i = 0; i < n; i++) pb_sbuf_printf(&b, "k%d: %d\n", i, i);
+    pb_cfg_err e;
+    pb_config *c = NULL;
+    pb_cfg_err_clear(&e);
+    PB_CHECK(pb_config_load_string("h.yaml", b.s, &c, &e) == PB_OK);
+    PB_CHECK(c && pb_config_root(c)->n_kids == n && pb_node_int(pb_config_root(c), "k199999", 0) == 199999);
+    pb_config_destroy(c);
+    pb_sbuf_printf(&b, "k7: again\n");
+    PB_CHECK(load_only(b.s, &e) == PB_ERR_INVALID);
+    PB_CHECK_STR_CONTAINS(e.msg, "h.yaml:200001:1: duplicate key 'k7' (first defined at line 8)");
+    free(b.s);
+}
+
+PB_TEST(a_second_document_is_an_error) {
+    pb_cfg_err e;
+    PB_CHECK(load_only("a: 1\n---\nb: 2\n", &e) == PB_ERR_INVALID);
+    PB_CHECK_STR_CONTAINS(e.msg, "h.yaml:2:1: a second YAML document");
+    PB_CHECK(load_only("a: 1\n---\nb: [\n", &e) == PB_ERR_INVALID);   /* malformed, not ignored */
+    PB_CHECK_STR_CONTAINS(e.msg, "h.yaml:");
+}
+
+PB_TEST(clone_and_overlay) {
+    pb_cfg_err e;
+    pb_config *c = NULL;
+    pb_cfg_err_clear(&e);
+    PB_CHECK(pb_config_load_string("o.yaml", "hw: {cm: {a: 1, b: {x: 1, y: 2}}}\nover: {b: {y: 5}, c: 3}\n", &c, &e) == PB_OK);
+    pb_config *k = pb_config_clone(c);
+    pb_node *cm = (pb_node *)pb_node_get(pb_config_root(k), "hw.cm");
+    pb_node_overlay(k, cm, pb_node_get(pb_config_root(k), "over"));
+    const pb_node *r = pb_config_root(k);
+    PB_CHECK(pb_node_int(r, "hw.cm.a", 0) == 1 && pb_node_int(r, "hw.cm.b.x", 0) == 1);
+    PB_CHECK(pb_node_int(r, "hw.cm.b.y", 0) == 5 && pb_node_int(r, "hw.cm.c", 0) == 3);
+    PB_CHECK_EQ_INT(pb_node_get(r, "hw.cm.b.y")->line, 2);                 /* positions kept */
+    PB_CHECK(pb_node_int(pb_config_root(c), "hw.cm.b.y", 0) == 2);          /* source untouched */
+    pb_config_destroy(k);
+    pb_config_destroy(c);
+}
+
 PB_TEST_MAIN()

@@ -210,15 +210,15 @@ PB_TEST(dataset_csv_errors) {
     char *p = write_tmp("input_len,output_len\n5,6\n7,x\n");
     PB_REQUIRE(p);
     PB_CHECK(pb_dataset_load_csv(p, "input_len", "output_len", &d, err, sizeof err) == PB_ERR_INVALID);
-    PB_CHECK_STR_CONTAINS(err, ":3: ");
+    PB_CHECK_STR_CONTAINS(err, ":3:3: output_len: not an integer");
     unlink(p);
     p = write_tmp("a,output_len\n5,6\n");
     PB_CHECK(pb_dataset_load_csv(p, "input_len", "output_len", &d, err, sizeof err) == PB_ERR_INVALID);
-    PB_CHECK_STR_CONTAINS(err, ":1: missing column 'input_len'");
+    PB_CHECK_STR_CONTAINS(err, ":1:1: missing column 'input_len'");
     unlink(p);
     p = write_tmp("input_len,output_len\r\n5,0\r\n");
     PB_CHECK(pb_dataset_load_csv(p, "input_len", "output_len", &d, err, sizeof err) == PB_ERR_INVALID);
-    PB_CHECK_STR_CONTAINS(err, ":2: lengths must be");
+    PB_CHECK_STR_CONTAINS(err, ":2:1: lengths must be");
     unlink(p);
     PB_CHECK(pb_dataset_load_csv("/nonexistent/x.csv", "a", "b", &d, err, sizeof err) == PB_ERR_IO);
 }
@@ -413,11 +413,11 @@ PB_TEST(azure_timestamps) {
     unlink(p);
     p = write_tmp("TIMESTAMP,ContextTokens,GeneratedTokens\n2023-11-16 10:00:00.0,1,1\n2023-11-16 09:00:00,1,1\n");
     PB_CHECK(pb_arrivals_read_azure(p, &ts, &n, err, sizeof err) == PB_ERR_INVALID);
-    PB_CHECK_STR_CONTAINS(err, ":3: TIMESTAMP out of order");
+    PB_CHECK_STR_CONTAINS(err, ":3:1: TIMESTAMP out of order");
     unlink(p);
     p = write_tmp("TIMESTAMP,x\nyesterday,1\n");
     PB_CHECK(pb_arrivals_read_azure(p, &ts, &n, err, sizeof err) == PB_ERR_INVALID);
-    PB_CHECK_STR_CONTAINS(err, ":2: TIMESTAMP");
+    PB_CHECK_STR_CONTAINS(err, ":2:1: TIMESTAMP");
     unlink(p);
 }
 
@@ -474,24 +474,51 @@ static void expect_bad(const char *text, const char *msg) {
     PB_CHECK_STR_CONTAINS(err, msg);
 }
 PB_TEST(trace_csv_malformed) {
-    expect_bad("", "bad.csv:1: empty file");
-    expect_bad("\n\n", "bad.csv:1: empty file");
-    expect_bad("arrival_s,prompt_len\n0,5\n", "bad.csv:1: missing column 'output_len'");
-    expect_bad("arrival_s,prompt_len,output_len\n", "bad.csv:1: no requests");
-    expect_bad("arrival_s,prompt_len,output_len\n0,5,6\n0.1,-3,6\n", "bad.csv:3: prompt_len: negative");
-    expect_bad("arrival_s,prompt_len,output_len\n0,5,-6\n", "bad.csv:2: output_len: negative");
-    expect_bad("arrival_s,prompt_len,output_len\n0,5,0\n", "bad.csv:2: output_len: 0 is below the minimum 1");
-    expect_bad("arrival_s,prompt_len,output_len\n0,abc,6\n", "bad.csv:2: prompt_len: not an integer: 'abc'");
-    expect_bad("arrival_s,prompt_len,output_len\n0,5.5,6\n", "bad.csv:2: prompt_len: not an integer");
-    expect_bad("arrival_s,prompt_len,output_len\nsoon,5,6\n", "bad.csv:2: arrival_s: not a number");
-    expect_bad("arrival_s,prompt_len,output_len\n-1,5,6\n", "bad.csv:2: arrival_s: negative");
-    expect_bad("arrival_s,prompt_len,output_len\r\n2,5,6\r\n1,5,6\r\n", "bad.csv:3: arrivals out of order");
-    expect_bad("arrival_s,prompt_len,output_len\n0,5\n", "bad.csv:2: 2 fields, the header has 3");
-    expect_bad("arrival_s,prompt_len,output_len,colour\n0,5,6,red\n", "bad.csv:1: unknown column 'colour'");
-    expect_bad("arrival_s,prompt_len,output_len,prompt_len\n0,5,6,5\n", "bad.csv:1: duplicate column");
-    expect_bad("arrival_s,prompt_len,output_len,prefix_id,prefix_len\n0,80,6,0,80\n", "bad.csv:2: prefix_len 80 not in");
-    expect_bad("arrival_s,prompt_len,output_len,n,beam_width\n0,8,6,2,4\n", "bad.csv:2: beam search needs n == beam_width");
-    expect_bad("arrival_s,prompt_len,output_len\n0,99999999999,6\n", "bad.csv:2: prompt_len: 99999999999 is too large");
+    expect_bad("", "bad.csv:1:1: empty file");
+    expect_bad("\n\n", "bad.csv:1:1: empty file");
+    expect_bad("arrival_s,prompt_len\n0,5\n", "bad.csv:1:1: missing column 'output_len'");
+    expect_bad("arrival_s,prompt_len,output_len\n", "bad.csv:1:1: no requests");
+    expect_bad("arrival_s,prompt_len,output_len\n0,5,6\n0.1,-3,6\n", "bad.csv:3:5: prompt_len: negative");
+    expect_bad("arrival_s,prompt_len,output_len\n0,5,-6\n", "bad.csv:2:5: output_len: negative");
+    expect_bad("arrival_s,prompt_len,output_len\n0,5,0\n", "bad.csv:2:5: output_len: 0 is below the minimum 1");
+    expect_bad("arrival_s,prompt_len,output_len\n0,abc,6\n", "bad.csv:2:3: prompt_len: not an integer: 'abc'");
+    expect_bad("arrival_s,prompt_len,output_len\n0,5.5,6\n", "bad.csv:2:3: prompt_len: not an integer");
+    expect_bad("arrival_s,prompt_len,output_len\nsoon,5,6\n", "bad.csv:2:1: arrival_s: not a number");
+    expect_bad("arrival_s,prompt_len,output_len\n-1,5,6\n", "bad.csv:2:1: arrival_s: negative");
+    expect_bad("arrival_s,prompt_len,output_len\r\n2,5,6\r\n1,5,6\r\n", "bad.csv:3:1: arrivals out of order");
+    expect_bad("arrival_s,prompt_len,output_len\n0,5\n", "bad.csv:2:1: 2 fields, the header has 3");
+    expect_bad("arrival_s,prompt_len,output_len,colour\n0,5,6,red\n", "bad.csv:1:33: unknown column 'colour'");
+    expect_bad("arrival_s,prompt_len,output_len,prompt_len\n0,5,6,5\n", "bad.csv:1:33: duplicate column");
+    expect_bad("arrival_s,prompt_len,output_len,prefix_id,prefix_len\n0,80,6,0,80\n", "bad.csv:2:1: prefix_len 80 not in");
+    expect_bad("arrival_s,prompt_len,output_len,n,beam_width\n0,8,6,2,4\n", "bad.csv:2:1: beam search needs n == beam_width");
+    expect_bad("arrival_s,prompt_len,output_len\n0,99999999999,6\n", "bad.csv:2:3: prompt_len: 99999999999 is too large");
+    expect_bad("arrival_s,prompt_len,output_len\n0,10,2147483647\n", "bad.csv:2:1: output_len 2147483647 > 16777216");
+    /* fuzz_engine's first finding: one prefix id, two lengths (the block manager asserted) */
+    expect_bad("arrival_s,prompt_len,output_len,prefix_id,prefix_len\n0,100,5,0,16\n1,7,7,0,4\n",
+               "bad.csv:3:9: prefix_len: 4 for prefix_id 0, which line 2 gave 16");
+    expect_bad("arrival_s,prompt_len,output_len\n0,\"5,6\n", "bad.csv:3:1: malformed CSV");           /* open quote */
+    expect_bad("arrival_s,prompt_len,output_len\n0,5\"x\",6\n", "bad.csv:2:4: malformed CSV");       /* stray quote */
+    expect_bad("arrival_s,prompt_len,output_len\r0,5,6\r0,x,6\r", "bad.csv:3:3: prompt_len: not an integer");
+}
+
+/* CSV like the rest of the world (libcsv): quoted fields, a UTF-8 BOM, CR-only and
+   CRLF line ends, a quoted field over two lines (lines still counted right) */
+PB_TEST(trace_csv_dialects) {
+    const char *ok[] = {
+        "\xEF\xBB\xBF" "arrival_s,prompt_len,output_len\n0,5,6\n0.5,7,8\n",
+        "arrival_s,prompt_len,output_len\r0,5,6\r0.5,7,8\r",
+        "arrival_s,prompt_len,output_len\r\n0,5,6\r\n0.5,7,8\r\n",
+        "\"arrival_s\",\"prompt_len\",\"output_len\"\n\"0\",\"5\",6\n0.5, 7 ,\"8\"\n",
+    };
+    for (size_t i = 0; i < sizeof ok / sizeof *ok; i++) {
+        pb_trace t = {0};
+        char err[512] = "";
+        PB_CHECK(pb_trace_read_string("d.csv", ok[i], &t, err, sizeof err) == PB_OK);
+        if (*err) fprintf(stderr, "  dialect %zu: %s\n", i, err);
+        PB_CHECK(t.n == 2 && t.reqs[0].prompt_len == 5 && t.reqs[1].output_len == 8 && t.reqs[1].arrival_s == 0.5);
+        pb_trace_free(&t);
+    }
+    expect_bad("arrival_s,prompt_len,output_len,id\n0,5,6,\"a\nb\"\n1,x,6,2\n", "bad.csv:4:3: prompt_len: not an integer");
 }
 
 PB_TEST(trace_check_catches) {

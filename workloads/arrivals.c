@@ -7,7 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "csv.h"
+#include "csv_reader.h"
 
 static const char *const KIND_NAMES[] = {"poisson", "exponential", "burst", "replay"};
 
@@ -123,26 +123,27 @@ pb_status pb_arrivals_read_azure(const char *path, double **ts, int64_t *n, char
     tvec v = {0};
     int col;
     double first = 0;
-    if (!pb_csv_next(&c)) { snprintf(err, errlen, "%s:1: empty file", path); goto fail; }
+    if (!pb_csv_next(&c)) { snprintf(err, errlen, "%s:1:1: empty file", path); goto fail; }
     if ((col = pb_csv_find(&c, "TIMESTAMP")) < 0) {
-        snprintf(err, errlen, "%s:%d: missing column 'TIMESTAMP' in the header", path, c.line);
+        snprintf(err, errlen, "%s:%d:1: missing column 'TIMESTAMP' in the header", path, c.line);
         goto fail;
     }
     while (pb_csv_next(&c)) {
         double t;
         if (col >= c.n_fields || !parse_timestamp(c.fields[col], &t)) {
-            snprintf(err, errlen, "%s:%d: TIMESTAMP: not a 'YYYY-MM-DD hh:mm:ss.f' time", path, c.line);
+            snprintf(err, errlen, "%s:%d:%d: TIMESTAMP: not a 'YYYY-MM-DD hh:mm:ss.f' time", path, c.line,
+                     col < c.n_fields ? c.cols[col] : 1);
             goto fail;
         }
         if (v.n == 0) first = t;
         t -= first;
         if (v.n > 0 && t < v.t[v.n - 1]) {
-            snprintf(err, errlen, "%s:%d: TIMESTAMP out of order", path, c.line);
+            snprintf(err, errlen, "%s:%d:%d: TIMESTAMP out of order", path, c.line, c.cols[col]);
             goto fail;
         }
         tpush(&v, t);
     }
-    if (v.n == 0) { snprintf(err, errlen, "%s:%d: no rows after the header", path, c.line); goto fail; }
+    if (v.n == 0) { snprintf(err, errlen, "%s:%d:1: no rows after the header", path, c.line); goto fail; }
     pb_csv_close(&c);
     *ts = v.t;
     *n = v.n;

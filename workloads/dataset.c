@@ -6,7 +6,7 @@
 #include <string.h>
 
 #include "config.h"
-#include "csv.h"
+#include "csv_reader.h"
 #include "dist_tables.h"
 
 /* ---- filters ---- */
@@ -158,27 +158,28 @@ pb_status pb_dataset_load_csv(const char *path, const char *in_col, const char *
     int64_t n = 0, cap = 0;
     int32_t *in = NULL, *ou = NULL;
     int ci, co, nf;
-    if (!pb_csv_next(&c)) { snprintf(err, errlen, "%s:1: empty file", path); goto fail; }
+    if (!pb_csv_next(&c)) { snprintf(err, errlen, "%s:1:1: empty file", path); goto fail; }
     ci = pb_csv_find(&c, in_col);
     co = pb_csv_find(&c, out_col);
     nf = c.n_fields;
     if (ci < 0 || co < 0) {
-        snprintf(err, errlen, "%s:%d: missing column '%s' in the header", path, c.line, ci < 0 ? in_col : out_col);
+        snprintf(err, errlen, "%s:%d:1: missing column '%s' in the header", path, c.line, ci < 0 ? in_col : out_col);
         goto fail;
     }
     while (pb_csv_next(&c)) {
         int64_t a, b;
         if (c.n_fields != nf) {
-            snprintf(err, errlen, "%s:%d: %d fields, the header has %d", path, c.line, c.n_fields, nf);
+            snprintf(err, errlen, "%s:%d:1: %d fields, the header has %d", path, c.line, c.n_fields, nf);
             goto fail;
         }
         if (!pb_parse_int(c.fields[ci], &a) || !pb_parse_int(c.fields[co], &b)) {
-            snprintf(err, errlen, "%s:%d: %s/%s: not an integer", path, c.line, in_col, out_col);
+            snprintf(err, errlen, "%s:%d:%d: %s: not an integer", path, c.line,
+                     pb_parse_int(c.fields[ci], &a) ? c.cols[co] : c.cols[ci], pb_parse_int(c.fields[ci], &a) ? out_col : in_col);
             goto fail;
         }
         if (a < 1 || b < 1 || a > INT32_MAX || b > INT32_MAX) {
-            snprintf(err, errlen, "%s:%d: lengths must be in [1, %d] (got %lld, %lld)", path, c.line,
-                     INT32_MAX, (long long)a, (long long)b);
+            snprintf(err, errlen, "%s:%d:%d: lengths must be in [1, %d] (got %lld, %lld)", path, c.line,
+                     c.cols[ci], INT32_MAX, (long long)a, (long long)b);
             goto fail;
         }
         if (n == cap) {
@@ -190,7 +191,7 @@ pb_status pb_dataset_load_csv(const char *path, const char *in_col, const char *
         ou[n] = (int32_t)b;
         n++;
     }
-    if (n == 0) { snprintf(err, errlen, "%s:%d: no rows after the header", path, c.line); goto fail; }
+    if (n == 0) { snprintf(err, errlen, "%s:%d:1: no rows after the header", path, c.line); goto fail; }
     pb_csv_close(&c);
     pb_dataset *d = pb_xcalloc(1, sizeof *d);
     d->name = pb_xstrdup(path);

@@ -38,6 +38,28 @@ pb_request pb_request_make(double arrival_s, int32_t prompt_len, int32_t output_
 
 #define FAIL(...) do { if (err) snprintf(err, errlen, __VA_ARGS__); return PB_ERR_INVALID; } while (0)
 
+/* Requests sharing a prefix_id share one prefix: one prefix_len per id.  Returns the
+   index of the first request that disagrees with an earlier one (*first: that one's
+   index), or -1.  A hashed table of ids: O(n). */
+int64_t pb_trace_prefix_conflict(const pb_trace *t, int64_t *first) {
+    size_t cap = 16;
+    while (cap < 2 * (size_t)(t->n > 0 ? t->n : 1)) cap *= 2;
+    int64_t *slot = malloc(cap * sizeof *slot);
+    PB_ASSERT(slot);
+    for (size_t i = 0; i < cap; i++) slot[i] = -1;
+    int64_t bad = -1;
+    for (int64_t i = 0; i < t->n && bad < 0; i++) {
+        const pb_request *r = &t->reqs[i];
+        if (r->prefix_id < 0) continue;
+        size_t h = ((uint64_t)(uint32_t)r->prefix_id * 0x9E3779B97F4A7C15ULL) >> 20 & (cap - 1);
+        while (slot[h] >= 0 && t->reqs[slot[h]].prefix_id != r->prefix_id) h = (h + 1) & (cap - 1);
+        if (slot[h] < 0) slot[h] = i;
+        else if (t->reqs[slot[h]].prefix_len != r->prefix_len) { bad = i; *first = slot[h]; }
+    }
+    free(slot);
+    return bad;
+}
+
 pb_status pb_trace_check(const pb_trace *t, char *err, size_t errlen) {
     if (t->n < 0 || (t->n > 0 && !t->reqs)) FAIL("trace: bad array (n = %lld)", (long long)t->n);
     for (int64_t i = 0; i < t->n; i++) {
@@ -49,8 +71,13 @@ pb_status pb_trace_check(const pb_trace *t, char *err, size_t errlen) {
             FAIL("request %lld: arrival %g before the previous one (%g)", k, r->arrival_s, t->reqs[i - 1].arrival_s);
         if (r->prompt_len < 1) FAIL("request %lld: prompt_len %d < 1", k, r->prompt_len);
         if (r->output_len < 1) FAIL("request %lld: output_len %d < 1", k, r->output_len);
+        if (r->prompt_len > PB_TRACE_MAX_LEN) FAIL("request %lld: prompt_len %d > %d", k, r->prompt_len, PB_TRACE_MAX_LEN);
+        if (r->output_len > PB_TRACE_MAX_LEN) FAIL("request %lld: output_len %d > %d", k, r->output_len, PB_TRACE_MAX_LEN);
         if (r->n < 1) FAIL("request %lld: n %d < 1", k, r->n);
         if (r->beam_width < 1) FAIL("request %lld: beam_width %d < 1", k, r->beam_width);
+        if (r->n > PB_TRACE_MAX_SEQS) FAIL("request %lld: n %d > %d", k, r->n, PB_TRACE_MAX_SEQS);
+        if (r->beam_width > PB_TRACE_MAX_SEQS)
+            FAIL("request %lld: beam_width %d > %d", k, r->beam_width, PB_TRACE_MAX_SEQS);
         if (r->beam_width > 1 && r->n != r->beam_width)
             FAIL("request %lld: beam search needs n == beam_width (n %d, beam_width %d)", k, r->n, r->beam_width);
         if (r->prefix_id < -1) FAIL("request %lld: prefix_id %d < -1", k, r->prefix_id);
@@ -61,6 +88,11 @@ pb_status pb_trace_check(const pb_trace *t, char *err, size_t errlen) {
         if (r->conversation_id < -1) FAIL("request %lld: conversation_id %d < -1", k, r->conversation_id);
         if (r->turn < 0) FAIL("request %lld: turn %d < 0", k, r->turn);
     }
+    int64_t first = -1, bad = pb_trace_prefix_conflict(t, &first);
+    if (bad >= 0)
+        FAIL("request %lld: prefix_id %d with prefix_len %d, but request %lld gave it %d (one length per prefix)",
+             (long long)bad, t->reqs[bad].prefix_id, t->reqs[bad].prefix_len, (long long)first,
+             t->reqs[first].prefix_len);
     return PB_OK;
 }
 

@@ -54,11 +54,20 @@ void pb_trace_push(pb_trace *t, int64_t *cap, const pb_request *r);
  * conversation. */
 pb_request pb_request_make(double arrival_s, int32_t prompt_len, int32_t output_len);
 
-/* Invariants: ids 0..n-1, arrivals finite, >= 0 and non-decreasing, lengths >= 1,
- * n >= 1, beam_width >= 1, beam requests have n == beam_width, prefix_id >= -1,
+/* Bounds of one request: lengths (prompt_len + output_len stays far below 2^31, so
+ * no sum of two lengths overflows), and the sequences of one group (n, beam_width). */
+#define PB_TRACE_MAX_LEN (1 << 24)
+#define PB_TRACE_MAX_SEQS 4096
+
+/* Invariants: ids 0..n-1, arrivals finite, >= 0 and non-decreasing, lengths in
+ * [1, PB_TRACE_MAX_LEN], n and beam_width in [1, PB_TRACE_MAX_SEQS], beam requests have n == beam_width, prefix_id >= -1,
  * 0 <= prefix_len < prompt_len (0 when prefix_id == -1), conversation_id >= -1,
- * turn >= 0.  Returns PB_OK or PB_ERR_INVALID with "request i: what" in err. */
+ * turn >= 0, and one prefix_len per prefix_id (requests sharing an id share one
+ * prefix).  Returns PB_OK or PB_ERR_INVALID with "request i: what" in err. */
 pb_status pb_trace_check(const pb_trace *t, char *err, size_t errlen);
+/* The first request whose prefix_len differs from an earlier request's with the same
+ * prefix_id (*first: that earlier one), or -1. */
+int64_t pb_trace_prefix_conflict(const pb_trace *t, int64_t *first);
 
 typedef struct {
     int64_t n;

@@ -10,7 +10,7 @@
 #include <sys/wait.h>
 
 #include "arrivals.h"
-#include "csv.h"
+#include "csv_reader.h"
 #include "rng.h"
 
 /* the records as read: lengths and (when the file has them) timestamps */
@@ -236,9 +236,11 @@ static pb_status read_tokenized(const char *path, const pb_trace_from_opts *o, r
         pb_csv c;
         char name[1100];
         snprintf(name, sizeof name, "%s (tokenized)", path);
-        pb_csv_open_string(&c, name, buf);
-        st = read_csv(&c, r, err, errlen);
-        pb_csv_close(&c);
+        st = pb_csv_open_string(&c, name, buf, err, errlen);
+        if (!st) {
+            st = read_csv(&c, r, err, errlen);
+            pb_csv_close(&c);
+        }
     }
     free(buf);
     return st;

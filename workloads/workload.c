@@ -208,6 +208,45 @@ const char *pb_workload_resolve_replay_file(const pb_workload_cfg *cfg, char *bu
     return find_file(replay_name(cfg), buf, n);
 }
 
+pb_status pb_workload_check_files(const pb_workload_cfg *cfg, char *err, size_t errlen) {
+    if (cfg->trace[0]) {
+        pb_trace t = {0};
+        pb_status st = pb_trace_read_csv(cfg->trace, &t, err, errlen);
+        pb_trace_free(&t);
+        return st;
+    }
+    const ds_spec *sp = find_spec(cfg->dataset);
+    if (!sp) return PB_OK;   /* pb_workload_from_node reported it */
+    char path[PB_WL_PATH];
+    const char *file = pb_workload_resolve_file(cfg, path, sizeof path);
+    if (file) {
+        bool five = !strcmp(sp->name, "translation") && cfg->shots == 5;
+        const char *ic = cfg->input_column[0] ? cfg->input_column : five ? sp->in_col5 : sp->in_col;
+        const char *oc = cfg->output_column[0] ? cfg->output_column : sp->out_col;
+        pb_dataset *d = NULL;
+        pb_status st = pb_dataset_load_csv(file, ic, oc, &d, err, errlen);
+        pb_dataset_destroy(d);
+        if (st) return st;
+    }
+    if (cfg->arrivals.kind == PB_ARRIVALS_REPLAY) {
+        const char *rf = cfg->replay_file;
+        const char *dflt = !strncmp(sp->name, "azure_", 6) ? sp->file : "azure_llm_trace/AzureLLMInferenceTrace_conv.csv";
+        if (!rf[0] || !strcmp(rf, "auto")) rf = dflt;
+        char rpath[PB_WL_PATH];
+        const char *rp = find_file(rf, rpath, sizeof rpath);
+        if (!rp) {
+            snprintf(err, errlen, "replay needs the timestamps file %s (not found here or under ../shared/data)", rf);
+            return PB_ERR_IO;
+        }
+        double *ts = NULL;
+        int64_t n = 0;
+        pb_status st = pb_arrivals_read_azure(rp, &ts, &n, err, errlen);
+        free(ts);
+        if (st) return st;
+    }
+    return PB_OK;
+}
+
 /* ---- generation ---- */
 #define BAD(...) do { snprintf(err, errlen, __VA_ARGS__); st = PB_ERR_INVALID; goto done; } while (0)
 

@@ -103,6 +103,12 @@ pb_status pb_workload_from_node(const pb_node *n, pb_workload_cfg *out, pb_cfg_e
 pb_status pb_workload_generate(const pb_workload_cfg *cfg, uint64_t seed, pb_trace *out,
                                char *err, size_t errlen);
 
+/* Read and parse every file the workload would read -- the trace, the exact-lengths
+ * dataset file, the replay timestamps -- without generating anything, so a config
+ * check finds a missing or malformed file before any point runs.  PB_OK, or the
+ * reader's error ("file:line:col: message", or "path: reason") in err. */
+pb_status pb_workload_check_files(const pb_workload_cfg *cfg, char *err, size_t errlen);
+
 /* The exact-lengths file `cfg` would use (resolved path), or NULL when the built-in
  * distribution would be used.  buf receives the path. */
 const char *pb_workload_resolve_file(const pb_workload_cfg *cfg, char *buf, size_t n);

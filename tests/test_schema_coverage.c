@@ -1,0 +1,467 @@
+/* test_schema_coverage.c -- one truth per key: every key of every schema takes effect.
+ *
+ * The test walks every schema an experiment YAML can reach (the experiment's, a
+ * system's, `executor:`, `workload:` and its `chat:`, a system's `sim:`, the model and
+ * hardware specs, the cost model with its frameworks, knee, quick, sweep axes) and
+ * needs, for every key, a case below that shows it:
+ *   EFFECT  setting it (to the case's value) changes the metrics of a run (point 0 of
+ *           system 0, run in-process through pb_system_run_point);
+ *   POINTS  setting it changes the points of the sweep (their number or values);
+ *   LABEL   it is a label: documented as one (its schema doc, or the reason below), and
+ *           setting it leaves every metric unchanged.
+ * A key with no case fails ("nothing shows that it is read"), as does a case whose
+ * setting changes nothing.  Keys whose effect needs ../shared/data are skipped, and
+ * said so, when the data is absent.
+ *   build/cpu/test_schema_coverage */
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "executor_sim.h"
+#include "experiment.h"
+#include "pbtest.h"
+#include "runner.h"
+#include "spec.h"
+#include "system.h"
+#include "workload.h"
+
+#define PB_CHECK_MSG(cond, ...) do { if (!(cond)) {                                    \
+    fprintf(stderr, "  [FAIL] "); fprintf(stderr, __VA_ARGS__); fputc('\n', stderr);    \
+    pb_cur_failed_++; } } while (0)
+
+/* ---- the base configs (variants) ---- */
+typedef struct { const char *id, *yaml; } variant;
+static const variant VARIANTS[] = {
+    /* vLLM under memory pressure: parallel sampling (n 2) swaps, single groups recompute */
+    {"sim", "name: cov\nfigure: cov\nmodel: opt-13b\nhardware: a100-40gb\n"
+            "workload: {dataset: alpaca, arrivals: poisson, rate: 20, num_requests: 80, n: 2}\n"
+            "systems:\n  - {name: s, type: vllm, kv_slots: 4096}\n"},
+    /* the KV space from the specs (no kv_slots) */
+    {"spec", "name: cov\nfigure: cov\nmodel: opt-13b\nhardware: a100-40gb\n"
+             "workload: {dataset: alpaca, arrivals: poisson, rate: 20, num_requests: 40}\n"
+             "systems:\n  - {name: s, type: vllm}\n"},
+    {"orca", "name: cov\nfigure: cov\nmodel: opt-13b\nhardware: a100-40gb\n"
+             "workload: {dataset: sharegpt, arrivals: poisson, rate: 20, num_requests: 60}\n"
+             "systems:\n  - {name: s, type: orca, kv_slots: 8192}\n"},
+    {"ft", "name: cov\nfigure: cov\nmodel: opt-13b\nhardware: a100-40gb\n"
+           "workload: {dataset: sharegpt, arrivals: poisson, rate: 20, num_requests: 60}\n"
+           "systems:\n  - {name: s, type: ft, kv_slots: 8192}\n"},
+    {"tp2", "name: cov\nfigure: cov\nmodel: opt-13b\nhardware: a100-40gb\ngpus: 2\n"
+            "workload: {dataset: alpaca, arrivals: poisson, rate: 20, num_requests: 40}\n"
+            "systems:\n  - {name: s, type: vllm}\n"},
+    {"long", "name: cov\nfigure: cov\nmodel: opt-13b\nhardware: a100-40gb\n"
+             "workload: {dataset: sharegpt, filter: none, arrivals: poisson, rate: 5, num_requests: 300}\n"
+             "systems:\n  - {name: s, type: vllm}\n"},
+    {"sweep", "name: cov\nfigure: cov\nmodel: opt-13b\nhardware: a100-40gb\n"
+              "workload: {dataset: alpaca, arrivals: poisson, rate: 2, num_requests: 20}\n"
+              "sweep: [{axis: r, set: workload.rate, values: [1, 2, 3, 4]}]\n"
+              "systems:\n  - {name: s, type: vllm}\n"},
+    {"quick", "name: cov\nfigure: cov\nmodel: opt-13b\nhardware: a100-40gb\n"
+              "workload: {dataset: alpaca, arrivals: poisson, rate: 2, num_requests: 20}\n"
+              "sweep: [{axis: r, set: workload.num_requests, values: [10, 20, 30, 40]}]\n"
+              "quick: {set: [\"workload.rate=5\"], thin: 3}\n"
+              "systems:\n  - {name: s, type: vllm}\n"},
+    {"fttp2", "name: cov\nfigure: cov\nmodel: opt-13b\nhardware: a100-40gb\ngpus: 2\n"
+              "workload: {dataset: sharegpt, arrivals: poisson, rate: 20, num_requests: 60}\n"
+              "systems:\n  - {name: s, type: ft, kv_slots: 8192}\n"},
+    {"cpu", "name: cov\nfigure: cov\nseed: 5\nmodel: tiny-opt\nhardware: a100-40gb\n"
+            "executor: {type: cpu, fixed_latency_s: 0.02, kv_slots: 768}\nlength_scale: 0.25\nclamp_to_max_len: true\n"
+            "workload: {dataset: sharegpt, arrivals: poisson, rate: 32, num_requests: 12, n: 2}\n"
+            "systems:\n  - {name: s, type: vllm}\n"},
+    {"cpukv", "name: cov\nfigure: cov\nseed: 5\nmodel: tiny-opt\nhardware: a100-40gb\n"
+              "executor: {type: cpu, kv_slots: 768}\nlength_scale: 0.25\nclamp_to_max_len: true\n"
+              "workload: {dataset: sharegpt, arrivals: poisson, rate: 32, num_requests: 4}\n"
+              "systems:\n  - {name: s, type: vllm}\n"},
+    {"cpumib", "name: cov\nfigure: cov\nseed: 5\nmodel: tiny-opt\nhardware: a100-40gb\n"
+               "executor: {type: cpu, fixed_latency_s: 0.02}\nlength_scale: 0.25\nclamp_to_max_len: true\n"
+               "workload: {dataset: sharegpt, arrivals: poisson, rate: 32, num_requests: 4}\n"
+               "systems:\n  - {name: s, type: vllm}\n"},
+    {"translation", "name: cov\nfigure: cov\nmodel: llama-13b\nhardware: a100-40gb\n"
+                    "workload: {dataset: translation, arrivals: poisson, rate: 20, num_requests: 40}\n"
+                    "systems:\n  - {name: s, type: vllm}\n"},
+    {"chat", "name: cov\nfigure: cov\nmodel: opt-13b\nhardware: a100-40gb\n"
+             "workload: {dataset: chatbot, arrivals: poisson, rate: 20, num_requests: 60}\n"
+             "systems:\n  - {name: s, type: vllm}\n"},
+    {"file", "name: cov\nfigure: cov\nmodel: opt-13b\nhardware: a100-40gb\n"
+             "workload: {dataset: sharegpt, file: auto, arrivals: poisson, rate: 20, num_requests: 40}\n"
+             "systems:\n  - {name: s, type: vllm}\n"},
+    {"replay", "name: cov\nfigure: cov\nmodel: opt-13b\nhardware: a100-40gb\n"
+               "workload: {dataset: azure_conv, arrivals: replay, rate: 20, num_requests: 40}\n"
+               "systems:\n  - {name: s, type: vllm}\n"},
+};
+
+typedef enum { EFFECT, POINTS, LABEL, QUICK } expect_k;
+typedef struct {
+    const char *path;       /* schema path: systems[].x, workload.chat.x, sweep[].x        */
+    const char *variant;
+    const char *set1, *set2;
+    expect_k ex;
+    const char *why;        /* LABEL: what it labels; others: optional note             */
+} kcase;
+
+#define PCIE_WHY "datasheet PCIe figure: `pagedbench kernels` reports its swap copies against it; the sim's swap costs are cost_model.swap_*"
+#define E(p, v, s) {p, v, s, NULL, EFFECT, NULL}
+#define E2(p, v, s, t) {p, v, s, t, EFFECT, NULL}
+#define L(p, w) {p, "sim", NULL, NULL, LABEL, w}
+
+static const kcase CASES[] = {
+    /* experiment */
+    L("name", "the experiment id: file names"), L("figure", "the figure id: results/<figure>.csv"),
+    L("panel", "the CSV panel column"), L("title", "the plot title"), L("description", "free text"),
+    L("tags", "constant CSV columns"), L("columns", "CSV column order"),
+    E("seed", "sim", "seed=7"),
+    E("model", "sim", "model=llama-13b"),
+    E("hardware", "sim", "hardware=a100-80gb"),
+    E("gpus", "spec", "gpus=2"),
+    E("executor", "cpu", "executor=sim"),
+    E("workload", "sim", "workload={dataset: sharegpt, rate: 5, num_requests: 10}"),
+    {"sweep", "sweep", "sweep=[{axis: r, set: workload.rate, values: [1, 2]}]", NULL, POINTS, NULL},
+    E("systems", "sim", "systems=[{name: o, type: orca}]"),
+    E("cost_model", "sim", "cost_model={attn_paged_block_ns: 2000}"),
+    E("length_scale", "sim", "length_scale=0.5"),
+    E("clamp_to_max_len", "long", "clamp_to_max_len=true"),
+    L("knee", "how the report finds each series' knee"),
+    L("knee.metric", "the metric the report's knee is read from"),
+    L("knee.threshold", "the report's knee threshold"), L("knee.axis", "the axis the report's knee is read along"),
+    {"knee.refine", "sweep", "knee={refine: 1}", NULL, LABEL,
+     "rounds of extra points the runner adds after the grid (tests/test_runner.c: knee refinement)"},
+    /* quick: what --quick changes -- the "quick" variant run with and without --quick */
+    {"quick", "quick", NULL, NULL, QUICK, NULL},
+    {"quick.set", "quick", NULL, NULL, QUICK, NULL},
+    {"quick.thin", "quick", NULL, NULL, QUICK, NULL},
+    L("sweep[].axis", "the CSV column of the axis"),
+    {"sweep[].set", "sweep", "sweep.0.set=workload.num_requests", NULL, EFFECT, "point 0"},
+    {"sweep[].values", "sweep", "sweep.0.values=[3, 4]", NULL, POINTS, NULL},
+    /* a system */
+    L("systems[].name", "the CSV system column and file names"), L("systems[].label", "the legend label"),
+    L("systems[].tags", "constant CSV columns of the series"),
+    E("systems[].type", "sim", "systems.0.type=orca"),
+    {"systems[].sweep", "sweep", "systems.0.sweep={r: [1, 2]}", NULL, POINTS, NULL},
+    E("systems[].block_size", "sim", "systems.0.block_size=32"),
+    E("systems[].preemption", "sim", "systems.0.preemption=recompute"),
+    E("systems[].reservation", "orca", "systems.0.reservation=max"),
+    E("systems[].max_batch", "orca", "systems.0.max_batch=2"),
+    E("systems[].watermark", "sim", "systems.0.watermark=0.3"),
+    E("systems[].max_num_batched_tokens", "sim", "systems.0.max_num_batched_tokens=64"),
+    E("systems[].max_num_seqs", "sim", "systems.0.max_num_seqs=4"),
+    E("systems[].kv_profile_tokens", "spec", "systems.0.kv_profile_tokens=40000"),
+    E("systems[].gpu_mem_util", "spec", "systems.0.gpu_mem_util=0.8"),
+    E("systems[].swap_space_gib", "sim", "systems.0.swap_space_gib=0.01"),
+    E("systems[].sim", "sim", "systems.0.sim={attention_kernel: contiguous}"),
+    E("systems[].policy", "sim", "systems.0.policy=spf"),
+    E("systems[].kv_slots", "sim", "systems.0.kv_slots=8192"),
+    E("systems[].max_clock_s", "sim", "systems.0.max_clock_s=2"),
+    E("systems[].sim.attention_kernel", "sim", "systems.0.sim={attention_kernel: contiguous}"),
+    E("systems[].sim.framework", "sim", "systems.0.sim={framework: cpp}"),
+    E("systems[].sim.profile", "sim", "systems.0.sim={profile: PROFILE}"),
+    /* executor: as a map */
+    E("executor.type", "cpukv", "executor.type=sim"),
+    E("executor.fixed_latency_s", "cpu", "executor.fixed_latency_s=0.05"),
+    E("executor.kv_slots", "cpu", "executor.kv_slots=1024"),
+    E("executor.kv_mib", "cpumib", "executor.kv_mib=0.75"),
+    E("executor.swap_slots", "cpu", "executor.swap_slots=0"),
+    /* workload */
+    E("workload.dataset", "sim", "workload.dataset=sharegpt"),
+    E("workload.file", "spec", "workload.file=auto"),
+    E("workload.input_column", "file", "workload.input_column=output_len"),
+    E("workload.output_column", "file", "workload.output_column=input_len"),
+    E("workload.filter", "long", "workload.filter=paper"),
+    E("workload.arrivals", "sim", "workload.arrivals=exponential"),
+    E("workload.rate", "sim", "workload.rate=5"),
+    E("workload.duration_s", "sim", "workload.duration_s=1"),
+    E("workload.num_requests", "sim", "workload.num_requests=40"),
+    E("workload.quantum_s", "sim", "workload.quantum_s=0.5"),
+    E("workload.replay_file", "replay", "workload.replay_file=azure_llm_trace/AzureLLMInferenceTrace_code.csv"),
+    E("workload.n", "spec", "workload.n=3"),
+    E("workload.beam_width", "spec", "workload.beam_width=3"),
+    E("workload.shots", "translation", "workload.shots=5"),
+    E("workload.prefix_len", "spec", "workload.prefix_len=64"),
+    E("workload.chat", "chat", "workload.chat={max_prompt: 256}"),
+    E("workload.chat.max_prompt", "chat", "workload.chat.max_prompt=256"),
+    E("workload.chat.max_output", "chat", "workload.chat.max_output=64"),
+    E("workload.chat.mean_turns", "chat", "workload.chat.mean_turns=10"),
+    E("workload.chat.new_conversation_prob", "chat", "workload.chat.new_conversation_prob=0.9"),
+    E("workload.trace", "sim", "workload.trace=TRACE"),
+    /* model spec */
+    {"model.name", "sim", NULL, NULL, LABEL, "the model's display name (--set model.name is refused: it would relabel)"},
+    E("model.arch", "sim", "model.arch=llama"),
+    E("model.n_layers", "sim", "model.n_layers=20"),
+    E2("model.hidden", "sim", "model.hidden=2560", "model.head_size=64"),
+    E2("model.n_heads", "sim", "model.n_heads=20", "model.head_size=256"),
+    E("model.n_kv_heads", "sim", "model.n_kv_heads=8"),
+    E2("model.head_size", "sim", "model.head_size=256", "model.n_heads=20"),
+    E("model.ffn", "sim", "model.ffn=10240"),
+    E("model.vocab", "sim", "model.vocab=250000"),
+    E("model.max_len", "long", "model.max_len=1024"),
+    E("model.n_params", "spec", "model.n_params=6.5e9"),
+    E("model.dtype", "sim", "model.dtype=fp32"),
+    L("model.sources", "provenance of each number"),
+    /* hardware spec */
+    {"hardware.name", "sim", NULL, NULL, LABEL, "the GPU's display name"},
+    E("hardware.memory_bytes", "spec", "hardware.memory_bytes=60000000000"),
+    E("hardware.hbm_bandwidth_GBps", "sim", "hardware.hbm_bandwidth_GBps=800"),
+    E("hardware.fp16_tflops", "sim", "hardware.fp16_tflops=100"),
+    {"hardware.pcie_h2d_GBps", "sim", "hardware.pcie_h2d_GBps=1", NULL, LABEL, PCIE_WHY},
+    {"hardware.pcie_d2h_GBps", "sim", "hardware.pcie_d2h_GBps=1", NULL, LABEL, PCIE_WHY},
+    {"hardware.pcie_copy_latency_us", "sim", "hardware.pcie_copy_latency_us=500", NULL, LABEL, PCIE_WHY},
+    E("hardware.nvlink_GBps", "tp2", "hardware.nvlink_GBps=10"),
+    {"hardware.l2_MB", "sim", "hardware.l2_MB=4", NULL, LABEL,
+     "datasheet L2 size: `pagedbench kernels` flushes this much between repetitions; the sim's GEMM model uses "
+     "cost_model.l2_bandwidth_GBps"},
+    E("hardware.n_sms", "sim", "hardware.n_sms=20"),
+    L("hardware.sources", "provenance of each number"),
+    E("hardware.cost_model", "sim", "hardware.cost_model.attn_paged_block_ns=2000"),
+    /* cost model (top-level overrides; the same keys as hardware.cost_model) */
+    L("cost_model.sources", "provenance of each number"),
+    E("cost_model.gemm_tiles", "sim", "cost_model.gemm_tiles=[\"32x32\"]"),
+    E("cost_model.framework", "sim", "cost_model.framework={python: {step_us: 20000}}"),
+    E("cost_model.framework.python", "sim", "cost_model.framework.python={step_us: 20000}"),
+    E("cost_model.framework.cpp", "ft", "cost_model.framework.cpp={step_us: 20000}"),
+    L("cost_model.framework.python.sources", "provenance of each number"),
+    L("cost_model.framework.cpp.sources", "provenance of each number"),
+    E("cost_model.framework.cpp.step_us", "ft", "cost_model.framework.cpp.step_us=20000"),
+    E("cost_model.framework.cpp.seq_us", "ft", "cost_model.framework.cpp.seq_us=2000"),
+    E("cost_model.framework.cpp.launch_us", "ft", "cost_model.framework.cpp.launch_us=100"),
+    E("cost_model.framework.cpp.worker_us", "fttp2", "cost_model.framework.cpp.worker_us=5000"),
+    E("cost_model.framework.python.worker_us", "tp2", "cost_model.framework.python.worker_us=50000"),
+    E("cost_model.allreduce_hop_us", "tp2", "cost_model.allreduce_hop_us=500"),
+    E("cost_model.nvlink_efficiency", "tp2", "cost_model.nvlink_efficiency=0.05"),
+    E("cost_model.swap_h2d_GBps", "sim", "cost_model.swap_h2d_GBps=0.1"),
+    E("cost_model.swap_d2h_GBps", "sim", "cost_model.swap_d2h_GBps=0.1"),
+    E("cost_model.swap_h2d_copy_us", "sim", "cost_model.swap_h2d_copy_us=1000"),
+    E("cost_model.swap_d2h_copy_us", "sim", "cost_model.swap_d2h_copy_us=1000"),
+};
+/* cost_model.<numeric key> and cost_model.framework.python.<key> not listed above:
+   EFFECT on "sim" with the value multiplied by 5 (generic_alt). */
+
+/* ---- running a point ---- */
+static char g_dir[256];
+static bool g_have_data;
+
+typedef struct { int n_points; double first_value; int n_metrics; double v[PB_MAX_METRICS]; char name[PB_MAX_METRICS][40]; } outcome;
+
+static const char *write_file(const char *name, const char *text) {
+    static char path[512];
+    snprintf(path, sizeof path, "%s/%s", g_dir, name);
+    FILE *f = fopen(path, "w");
+    PB_ASSERT(f);
+    fputs(text, f);
+    fclose(f);
+    return path;
+}
+
+/* Load variant + sets (quick when the case is about --quick), check every point, run
+   point 0 of system 0.  Returns PB_OK and the outcome, or the config error in msg. */
+static pb_status run_case(const char *vid, const char *set1, const char *set2, bool quick, outcome *o,
+                          char *msg, size_t msgn) {
+    const variant *v = NULL;
+    for (size_t i = 0; i < PB_ARRAY_LEN(VARIANTS); i++)
+        if (!strcmp(VARIANTS[i].id, vid)) v = &VARIANTS[i];
+    PB_ASSERT(v);
+    char fname[64];
+    snprintf(fname, sizeof fname, "%s.yaml", vid);
+    const char *path = write_file(fname, v->yaml);
+    char s1[512] = "", s2[512] = "";
+    const char *sets[2];
+    int ns = 0;
+    const char *raw[2] = {set1, set2};
+    char *dst[2] = {s1, s2};
+    for (int i = 0; i < 2; i++) {
+        if (!raw[i]) continue;
+        /* PROFILE / TRACE stand for files the test writes */
+        const char *tok = strstr(raw[i], "PROFILE") ? "PROFILE" : strstr(raw[i], "TRACE") ? "TRACE" : NULL;
+        if (tok) {
+            const char *at = strstr(raw[i], tok);
+            char file[300];
+            snprintf(file, sizeof file, "%s/%s.csv", g_dir, tok);
+            snprintf(dst[i], 512, "%.*s%s%s", (int)(at - raw[i]), raw[i], file, at + strlen(tok));
+        } else {
+            snprintf(dst[i], 512, "%s", raw[i]);
+        }
+        sets[ns++] = dst[i];
+    }
+    pb_experiment *e = NULL;
+    pb_cfg_err err;
+    pb_cfg_err_clear(&err);
+    pb_status st = pb_experiment_load(path, sets, ns, quick, &e, &err);
+    if (!st) st = pb_system_check(e, &err);
+    if (st) {
+        snprintf(msg, msgn, "%s", err.msg);
+        pb_experiment_destroy(e);
+        return st;
+    }
+    memset(o, 0, sizeof *o);
+    o->n_points = pb_experiment_n_points(e, 0);
+    double vals[PB_EXP_MAX_AXES] = {0};
+    pb_experiment_point_values(e, 0, 0, vals);
+    o->first_value = vals[0];
+    pb_config *c = NULL;
+    PB_ASSERT(pb_experiment_resolve(e, 0, 0, &c, &err) == PB_OK);
+    const pb_node *root = pb_config_root(c);
+    pb_point_ctx ctx = {e, 0, 0, vals, root, pb_node_get(root, "systems.0"), quick, NULL, NULL};
+    pb_point_metrics *m = pb_xcalloc(1, sizeof *m);
+    char perr[2048] = "";
+    st = pb_system_run_point(&ctx, m, perr, sizeof perr, NULL);
+    if (st) snprintf(msg, msgn, "run failed: %s", perr);
+    o->n_metrics = m->n;
+    for (int i = 0; i < m->n; i++) { o->v[i] = m->value[i]; memcpy(o->name[i], m->name[i], 40); }
+    free(m);
+    pb_config_destroy(c);
+    pb_experiment_destroy(e);
+    return st;
+}
+
+static bool same(const outcome *a, const outcome *b) {
+    if (a->n_points != b->n_points || a->first_value != b->first_value || a->n_metrics != b->n_metrics) return false;
+    for (int i = 0; i < a->n_metrics; i++)
+        if (strcmp(a->name[i], b->name[i]) || !(a->v[i] == b->v[i] || (isnan(a->v[i]) && isnan(b->v[i])))) return false;
+    return true;
+}
+static bool same_metrics(const outcome *a, const outcome *b) {
+    outcome x = *a, y = *b;
+    x.n_points = y.n_points = 0;
+    x.first_value = y.first_value = 0;
+    return same(&x, &y);
+}
+
+static bool needs_data(const char *vid, const char *set) {
+    return !strcmp(vid, "file") || !strcmp(vid, "replay") || (set && strstr(set, "file=auto"));
+}
+
+/* ---- the schema walk ---- */
+typedef struct { char path[160]; const pb_key *key; } kref;
+static kref g_keys[512];
+static int g_nkeys;
+
+static void walk(const pb_key *schema, const char *prefix) {
+    for (const pb_key *k = schema; k->name; k++) {
+        PB_ASSERT(g_nkeys < (int)PB_ARRAY_LEN(g_keys));
+        kref *r = &g_keys[g_nkeys++];
+        snprintf(r->path, sizeof r->path, "%s%s", prefix, k->name);
+        r->key = k;
+        if (k->sub && (k->type == PB_T_MAP || k->type == PB_T_LIST)) {
+            char p[200];
+            snprintf(p, sizeof p, "%s%s%s.", prefix, k->name, k->type == PB_T_LIST ? "[]" : "");
+            walk(k->sub, p);
+        }
+    }
+}
+
+static const kcase *find_case(const char *path) {
+    for (size_t i = 0; i < PB_ARRAY_LEN(CASES); i++)
+        if (!strcmp(CASES[i].path, path)) return &CASES[i];
+    return NULL;
+}
+
+/* The generic case of a numeric cost-model key: 5 x the A100-40GB value. */
+static bool generic_alt(const char *path, const pb_key *k, char *set, size_t n) {
+    if (strncmp(path, "cost_model.", 11) || (k->type != PB_T_NUM && k->type != PB_T_INT)) return false;
+    pb_config *hw = NULL;
+    pb_cfg_err err;
+    pb_cfg_err_clear(&err);
+    char file[512];
+    snprintf(file, sizeof file, "%s/hardware/a100-40gb.yaml", pb_spec_dir());
+    if (pb_config_load(file, &hw, &err)) return false;
+    double v = pb_node_num(pb_config_root(hw), path, NAN);
+    pb_config_destroy(hw);
+    if (isnan(v)) return false;
+    double alt = v * 5;
+    if (k->lo < k->hi && alt > k->hi) alt = v / 5;
+    char num[64];
+    pb_fmt_num(num, sizeof num, k->type == PB_T_INT ? round(alt) : alt);
+    snprintf(set, n, "%s=%s", path, num);
+    return true;
+}
+
+PB_TEST(every_schema_key_takes_effect_or_is_a_label) {
+    snprintf(g_dir, sizeof g_dir, "/tmp/pb_cov.XXXXXX");
+    PB_REQUIRE(mkdtemp(g_dir));
+    g_have_data = pb_workload_data_dir() != NULL;
+    write_file("TRACE.csv", "arrival_s,prompt_len,output_len\n0,100,200\n0.1,300,50\n0.2,30,500\n");
+    /* a step profile 3x slower than the analytic model's order of magnitude */
+    write_file("PROFILE.csv", "phase,batch,tokens,context,latency_us\n"
+                              "decode,1,1,16,90000\ndecode,1,1,2048,95000\ndecode,64,64,16,120000\ndecode,64,64,2048,180000\n"
+                              "prefill,1,16,0,90000\nprefill,1,4096,0,400000\n");
+    walk(pb_experiment_schema, "");
+    walk(pb_system_entry_schema, "systems[].");
+    walk(pb_executor_schema, "executor.");
+    walk(pb_workload_schema, "workload.");
+    walk(pb_sim_system_schema, "systems[].sim.");
+    walk(pb_model_schema, "model.");
+    walk(pb_hardware_schema, "hardware.");
+    walk(pb_sim_cost_schema, "cost_model.");
+
+    outcome base[PB_ARRAY_LEN(VARIANTS)];
+    bool have_base[PB_ARRAY_LEN(VARIANTS)] = {0};
+    int checked = 0, skipped = 0;
+    for (int i = 0; i < g_nkeys; i++) {
+        const char *path = g_keys[i].path;
+        /* keys of the same map reached twice (hardware.cost_model's are cost_model.'s) */
+        if (!strncmp(path, "hardware.cost_model.", 20)) continue;
+        const kcase *kc = find_case(path);
+        kcase gen = {0};
+        char gset[256];
+        if (!kc && generic_alt(path, g_keys[i].key, gset, sizeof gset)) {
+            gen = (kcase){path, "sim", gset, NULL, EFFECT, NULL};
+            kc = &gen;
+        }
+        if (!kc) {
+            PB_CHECK_MSG(false, "%s: no case shows that it is read (add one, or remove the key)", path);
+            continue;
+        }
+        if (needs_data(kc->variant, kc->set1) && !g_have_data) {
+            fprintf(stderr, "  [skip] %s: needs ../shared/data\n", path);
+            skipped++;
+            continue;
+        }
+        size_t vi = 0;
+        while (strcmp(VARIANTS[vi].id, kc->variant)) vi++;
+        bool quick = false;
+        char msg[4096] = "";
+        outcome b, o;
+        if (quick) {
+            PB_REQUIRE(run_case(kc->variant, NULL, NULL, true, &b, msg, sizeof msg) == PB_OK);
+        } else {
+            if (!have_base[vi]) {
+                PB_CHECK_MSG(run_case(kc->variant, NULL, NULL, false, &base[vi], msg, sizeof msg) == PB_OK,
+                             "variant %s: %s", kc->variant, msg);
+                have_base[vi] = true;
+            }
+            b = base[vi];
+        }
+        if (kc->ex == QUICK) {   /* the variant with --quick against without */
+            PB_CHECK_MSG(run_case(kc->variant, NULL, NULL, true, &o, msg, sizeof msg) == PB_OK, "%s: %s", path, msg);
+            bool changed = strcmp(path, "quick.thin") ? !same_metrics(&b, &o) : b.n_points != o.n_points;
+            if (!strcmp(path, "quick")) changed = !same(&b, &o);
+            PB_CHECK_MSG(changed, "%s: --quick with it changes nothing", path);
+            checked++;
+            continue;
+        }
+        if (!kc->set1) {   /* a label nothing can set here (a spec's name): documented only */
+            PB_CHECK_MSG(kc->ex == LABEL && kc->why, "%s: no setting to try", path);
+            checked++;
+            continue;
+        }
+        pb_status st = run_case(kc->variant, kc->set1, kc->set2, quick, &o, msg, sizeof msg);
+        PB_CHECK_MSG(st == PB_OK, "%s: setting %s failed: %s", path, kc->set1, msg);
+        if (st) continue;
+        if (kc->ex == EFFECT)
+            PB_CHECK_MSG(!same_metrics(&b, &o), "%s: setting %s (variant %s) changes no metric: nothing reads it", path,
+                         kc->set1, kc->variant);
+        else if (kc->ex == POINTS)
+            PB_CHECK_MSG(b.n_points != o.n_points || b.first_value != o.first_value,
+                         "%s: setting %s does not change the points", path, kc->set1);
+        else
+            PB_CHECK_MSG(same_metrics(&b, &o), "%s: a label (%s), yet setting %s changes the metrics", path,
+                         kc->why, kc->set1);
+        checked++;
+    }
+    fprintf(stderr, "  %d keys of %d checked, %d skipped (no ../shared/data)\n", checked, g_nkeys, skipped);
+    char cmd[300];
+    snprintf(cmd, sizeof cmd, "rm -rf %s", g_dir);
+    PB_CHECK(system(cmd) == 0);
+}
+
+PB_TEST_MAIN()
