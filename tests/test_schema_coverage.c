@@ -51,6 +51,21 @@ static const variant VARIANTS[] = {
     {"tp2", "name: cov\nfigure: cov\nmodel: opt-13b\nhardware: a100-40gb\ngpus: 2\n"
             "workload: {dataset: alpaca, arrivals: poisson, rate: 20, num_requests: 40}\n"
             "systems:\n  - {name: s, type: vllm}\n"},
+    {"tp4", "name: cov\nfigure: cov\nmodel: opt-13b\nhardware: a100-40gb\ngpus: 4\n"
+            "workload: {dataset: alpaca, arrivals: poisson, rate: 20, num_requests: 40}\n"
+            "systems:\n  - {name: s, type: vllm}\n"},
+    {"tp8", "name: cov\nfigure: cov\nmodel: opt-13b\nhardware: a100-40gb\ngpus: 8\n"
+            "workload: {dataset: alpaca, arrivals: poisson, rate: 20, num_requests: 40}\n"
+            "systems:\n  - {name: s, type: vllm}\n"},
+    /* vLLM v0.2: padded prompt-only steps */
+    {"v02", "name: cov\nfigure: cov\nmodel: opt-13b\nhardware: a100-40gb\n"
+            "workload: {dataset: sharegpt, arrivals: poisson, rate: 20, num_requests: 60}\n"
+            "systems:\n  - {name: s, type: vllm, engine: v0.2, kv_slots: 8192}\n"},
+    /* an SLO: goodput and the slo_met check */
+    {"slo", "name: cov\nfigure: cov\nmodel: opt-13b\nhardware: a100-40gb\n"
+            "slo: {ttft_ms: 100000, tpot_ms: 100000}\n"
+            "workload: {dataset: alpaca, arrivals: poisson, rate: 20, num_requests: 40}\n"
+            "systems:\n  - {name: s, type: vllm, kv_slots: 4096}\n"},
     {"long", "name: cov\nfigure: cov\nmodel: opt-13b\nhardware: a100-40gb\n"
              "workload: {dataset: sharegpt, filter: none, arrivals: poisson, rate: 5, num_requests: 300}\n"
              "systems:\n  - {name: s, type: vllm}\n"},
@@ -147,6 +162,12 @@ static const kcase CASES[] = {
     E("systems[].max_num_batched_tokens", "sim", "systems.0.max_num_batched_tokens=64"),
     E("systems[].max_num_seqs", "sim", "systems.0.max_num_seqs=4"),
     E("systems[].kv_profile_tokens", "spec", "systems.0.kv_profile_tokens=40000"),
+    E("systems[].engine", "spec", "systems.0.engine=v0.2"),
+    E("systems[].step_mode", "sim", "systems.0.step_mode=alternate"),
+    E("systems[].max_paddings", "v02", "systems.0.max_paddings=0"),
+    E("slo", "sim", "slo={ttft_ms: 1, tpot_ms: 1}"),
+    E("slo.ttft_ms", "slo", "slo.ttft_ms=1"),
+    E("slo.tpot_ms", "slo", "slo.tpot_ms=1"),
     E("systems[].gpu_mem_util", "spec", "systems.0.gpu_mem_util=0.8"),
     E("systems[].swap_space_gib", "sim", "systems.0.swap_space_gib=0.01"),
     E("systems[].sim", "sim", "systems.0.sim={attention_kernel: contiguous}"),
@@ -206,7 +227,8 @@ static const kcase CASES[] = {
     {"hardware.pcie_h2d_GBps", "sim", "hardware.pcie_h2d_GBps=1", NULL, LABEL, PCIE_WHY},
     {"hardware.pcie_d2h_GBps", "sim", "hardware.pcie_d2h_GBps=1", NULL, LABEL, PCIE_WHY},
     {"hardware.pcie_copy_latency_us", "sim", "hardware.pcie_copy_latency_us=500", NULL, LABEL, PCIE_WHY},
-    E("hardware.nvlink_GBps", "tp2", "hardware.nvlink_GBps=10"),
+    {"hardware.nvlink_GBps", "tp2", "hardware.nvlink_GBps=10", NULL, LABEL,
+     "datasheet NVLink figure; the sim's all-reduces use the measured NCCL fits cost_model.allreduce_tpN_*"},
     {"hardware.l2_MB", "sim", "hardware.l2_MB=4", NULL, LABEL,
      "datasheet L2 size: `pagedbench kernels` flushes this much between repetitions; the sim's GEMM model uses "
      "cost_model.l2_bandwidth_GBps"},
@@ -226,8 +248,17 @@ static const kcase CASES[] = {
     E("cost_model.framework.cpp.launch_us", "ft", "cost_model.framework.cpp.launch_us=100"),
     E("cost_model.framework.cpp.worker_us", "fttp2", "cost_model.framework.cpp.worker_us=5000"),
     E("cost_model.framework.python.worker_us", "tp2", "cost_model.framework.python.worker_us=50000"),
-    E("cost_model.allreduce_hop_us", "tp2", "cost_model.allreduce_hop_us=500"),
-    E("cost_model.nvlink_efficiency", "tp2", "cost_model.nvlink_efficiency=0.05"),
+    E("cost_model.framework.python.worker_seq_us", "tp2", "cost_model.framework.python.worker_seq_us=5000"),
+    E("cost_model.framework.cpp.worker_seq_us", "fttp2", "cost_model.framework.cpp.worker_seq_us=5000"),
+    E("cost_model.allreduce_tp2_us", "tp2", "cost_model.allreduce_tp2_us=500"),
+    E("cost_model.allreduce_tp2_GBps", "tp2", "cost_model.allreduce_tp2_GBps=1"),
+    E("cost_model.allreduce_tp4_us", "tp4", "cost_model.allreduce_tp4_us=500"),
+    E("cost_model.allreduce_tp4_GBps", "tp4", "cost_model.allreduce_tp4_GBps=1"),
+    E("cost_model.allreduce_tp8_us", "tp8", "cost_model.allreduce_tp8_us=500"),
+    E("cost_model.allreduce_tp8_GBps", "tp8", "cost_model.allreduce_tp8_GBps=1"),
+    /* the L2 feed binds only when slow; prefill attention matters on long prompts */
+    E("cost_model.l2_bandwidth_GBps", "sim", "cost_model.l2_bandwidth_GBps=700"),
+    E("cost_model.prefill_attn_flops_efficiency", "long", "cost_model.prefill_attn_flops_efficiency=0.01"),
     E("cost_model.swap_h2d_GBps", "sim", "cost_model.swap_h2d_GBps=0.1"),
     E("cost_model.swap_d2h_GBps", "sim", "cost_model.swap_d2h_GBps=0.1"),
     E("cost_model.swap_h2d_copy_us", "sim", "cost_model.swap_h2d_copy_us=1000"),
