@@ -138,6 +138,16 @@ double pb_kv_bytes_per_token(const pb_model *m, int32_t tp) {
 
 double pb_param_bytes(const pb_model *m) { return m->n_params * m->dtype_bytes; }
 
+/* The KV space left on each GPU (out->kv_bytes_per_gpu) cut into blocks: both rules end here. */
+static pb_status kv_blocks(const pb_model *m, int32_t tp, int32_t block_size, pb_kv_capacity *out) {
+    if (out->kv_bytes_per_gpu <= 0) return PB_ERR_NO_SPACE;
+    double block_bytes = pb_kv_bytes_per_token(m, tp) * block_size;
+    out->num_blocks = (int64_t)floor(out->kv_bytes_per_gpu / block_bytes);
+    out->num_slots = out->num_blocks * block_size;
+    out->kv_bytes_total = out->kv_bytes_per_gpu * tp;
+    return PB_OK;
+}
+
 pb_status pb_kv_capacity_compute(const pb_model *m, const pb_hw *hw, int32_t tp, int32_t block_size,
                                  int32_t max_batched_tokens, double gpu_mem_util, pb_kv_capacity *out) {
     if (tp < 1 || block_size < 1 || max_batched_tokens < 1 || gpu_mem_util <= 0 || gpu_mem_util > 1 ||
@@ -153,12 +163,7 @@ pb_status pb_kv_capacity_compute(const pb_model *m, const pb_hw *hw, int32_t tp,
     out->act_bytes = fmax(act, logits) * m->dtype_bytes;
     out->workspace_bytes = 1024.0 * 1024.0 * 1024.0;
     out->kv_bytes_per_gpu = out->usable_bytes - out->param_bytes_per_gpu - out->act_bytes - out->workspace_bytes;
-    if (out->kv_bytes_per_gpu <= 0) return PB_ERR_NO_SPACE;
-    double block_bytes = pb_kv_bytes_per_token(m, tp) * block_size;
-    out->num_blocks = (int64_t)floor(out->kv_bytes_per_gpu / block_bytes);
-    out->num_slots = out->num_blocks * block_size;
-    out->kv_bytes_total = out->kv_bytes_per_gpu * tp;
-    return PB_OK;
+    return kv_blocks(m, tp, block_size, out);
 }
 
 double pb_weight_bytes_per_gpu(const pb_model *m, int32_t tp) {
@@ -195,10 +200,5 @@ pb_status pb_kv_capacity_profile(const pb_model *m, const pb_hw *hw, int32_t tp,
     out->peak_bytes = out->param_bytes_per_gpu + out->act_bytes;
     out->usable_bytes = gpu_mem_util * hw->mem_bytes;
     out->kv_bytes_per_gpu = out->usable_bytes - out->peak_bytes;
-    if (out->kv_bytes_per_gpu <= 0) return PB_ERR_NO_SPACE;
-    double block_bytes = pb_kv_bytes_per_token(m, tp) * block_size;
-    out->num_blocks = (int64_t)floor(out->kv_bytes_per_gpu / block_bytes);
-    out->num_slots = out->num_blocks * block_size;
-    out->kv_bytes_total = out->kv_bytes_per_gpu * tp;
-    return PB_OK;
+    return kv_blocks(m, tp, block_size, out);
 }
