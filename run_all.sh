@@ -70,10 +70,13 @@ need_pkgs() {   # need_pkgs <verb>: list the Debian packages missing for this ve
     if ! pkg-config --exists jansson 2>/dev/null; then missing+=(libjansson-dev); fi
     [ -e /usr/include/csv.h ] || missing+=(libcsv-dev)
     case "$1" in
-        test) if [ "$(id -u)" = 0 ]; then   # optional (tests/cli_slurm.sh, cli_parallel.sh skip without)
-                  command -v slurmd >/dev/null || missing+=(slurm-wlm)
+        test) if [ "$(id -u)" = 0 ]; then   # optional: the tests that need them skip (77) without
+                  command -v slurmd >/dev/null || missing+=(slurm-wlm)       # cli_slurm
                   command -v munged >/dev/null || missing+=(munge)
-                  command -v parallel >/dev/null || missing+=(parallel)
+                  command -v parallel >/dev/null || missing+=(parallel)      # cli_parallel
+                  command -v gnuplot >/dev/null || missing+=(gnuplot-nox)    # cli_plot, cli_quick_figure
+                  command -v clang >/dev/null || missing+=(clang)            # cli_fuzz: libFuzzer
+                  { dpkg -s libclang-rt-dev >/dev/null 2>&1; } || missing+=(libclang-rt-dev)
               fi ;;
         fig*|all) command -v gnuplot >/dev/null || missing+=(gnuplot-nox)
                   # (no grep -q here: fc-list would die of SIGPIPE, which pipefail reports)
