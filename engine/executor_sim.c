@@ -382,6 +382,10 @@ pb_status pb_sim_check(const pb_sim *s) {
         return PB_ERR_INVALID;
     if (!(s->c.swap_h2d_bw > 0 && s->c.swap_d2h_bw > 0)) return PB_ERR_INVALID;
     if (s->tp > 1 && !(s->ar_inv_bw > 0 && s->ar_lat >= 0)) return PB_ERR_INVALID;
+    if (!(s->c.gemm_fixed_s >= 0 && s->c.elem_fixed_s >= 0 && s->c.prefill_attn_fixed_s >= 0)) return PB_ERR_INVALID;
+    for (int f = 0; f < 2; f++)
+        if (!(s->c.fw[f].step_s >= 0 && s->c.fw[f].seq_s >= 0 && s->c.fw[f].worker_s >= 0 && s->c.fw[f].worker_seq_s >= 0))
+            return PB_ERR_INVALID;
     if (!(s->hq >= 1 && s->hkv >= 1 && s->d >= 1 && s->m.n_layers >= 1)) return PB_ERR_INVALID;
     if (s->profile && pb_sim_profile_check(s->profile)) return PB_ERR_INVALID;
     if (s->hw.n_sms < 1 || s->c.n_tiles < 1 || s->c.n_tiles > PB_SIM_MAX_TILES || s->m_unit < 1) return PB_ERR_INVALID;
