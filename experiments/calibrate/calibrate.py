@@ -380,11 +380,23 @@ def main():
     g = ap.add_mutually_exclusive_group()
     g.add_argument("--write", action="store_true", help="rewrite the fitted keys in the hardware YAMLs")
     g.add_argument("--check", action="store_true", help="exit 1 if a committed value is off by more than 1%%")
+    ap.add_argument("--gemm-sample", metavar="CSV",
+                    help="also write every 180th profiled A100 GEMM (M,K,N,TP,measured_us) for the C test")
     ap.add_argument("hardware", nargs="*", default=sorted(TARGETS))
     a = ap.parse_args()
     if not os.path.isdir(os.path.join(a.profiles, "vidur")):
         print("SKIP: no GPU profiles at %s (they sit in ../shared/data/gpu-profiles beside a checkout)" % a.profiles)
         return 77
+    if a.gemm_sample:
+        files, gemms, _ = mlp_rows(a.profiles, "a100")
+        with open(a.gemm_sample + ".tmp", "w") as f:
+            f.write("# every 180th GEMM row of data/gpu-profiles/vidur/compute/a100/*/*/mlp.csv (median kernel time),\n"
+                    "# written by experiments/calibrate/calibrate.py --gemm-sample; tests/test_calibration.c checks the\n"
+                    "# C cost model's GEMM time against it (the same residual as the fit's)\n")
+            f.write("M,K,N,measured_us\n")
+            for M, K, N, m in gemms[::180]:
+                f.write("%d,%d,%d,%.3f\n" % (M, K, N, m * 1e6))
+        os.replace(a.gemm_sample + ".tmp", a.gemm_sample)
     bad = 0
     for hw in a.hardware:
         if hw not in TARGETS:
