@@ -3,8 +3,12 @@
  * Every step the engine (engine.c) first moves arrived requests into the WAITING
  * queue, then calls the policy's schedule().  The policy builds the step's batch
  * ONLY through the pb_sched_* actions below, which apply the KV-manager operations,
- * move groups between queues, record metrics, and add batch entries -- so a policy
- * cannot corrupt engine state and is typically 30-100 lines.
+ * move groups between queues, record metrics, and add batch entries; a policy is
+ * typically 30-100 lines.  The groups it reads are handed out writable (pb_group *)
+ * so that it can keep g->policy_data; every other field is the engine's and a policy
+ * must treat it as read-only.  Nothing enforces this: a policy that writes group
+ * fields or the KV manager directly can corrupt engine state, which the engine's
+ * invariant checker (pb_engine_check, run by the tests) may or may not catch.
  *
  * Queues the engine keeps (all O(1) or O(log n) per operation):
  *   waiting  a priority heap ordered by (wait_key, arrival_s, id); wait_key comes
