@@ -27,6 +27,8 @@
  *         while anything is swapped, watermark, token and sequence budgets; step
  *         structure v0.1.x mixed or v0.2.x alternating (params->step_mode).
  *   spf   (policy_spf.c)   the same, but the waiting queue ordered by prompt length.
+ *   priority (policy_priority.c) the same, ordered by an aged priority (SJF with
+ *         aging: options priority_by, aging_rate).
  *   orca  iteration-level FCFS admission while pb_sched_can_admit() == OK (the
  *         contiguous manager's reservation), decode all running, no preemption.
  *   ft    request-level: admit up to B waiting groups only when nothing runs; the
@@ -119,6 +121,7 @@ pb_status pb_policy_create(const char *name, const pb_node *opts, pb_policy **ou
 /* The shipped policies' constructors. */
 pb_status pb_policy_vllm_create(const pb_node *opts, pb_policy **out, pb_cfg_err *err);
 pb_status pb_policy_spf_create(const pb_node *opts, pb_policy **out, pb_cfg_err *err);
+pb_status pb_policy_priority_create(const pb_node *opts, pb_policy **out, pb_cfg_err *err);
 
 /* ---- what a policy may read ---- */
 double pb_sched_now(const pb_sched *s);                 /* simulated clock, seconds  */

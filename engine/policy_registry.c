@@ -9,6 +9,7 @@
 const pb_policy_entry pb_policy_registry[] = {
     {"vllm", pb_policy_vllm_create, "vLLM (paper §4.5): FCFS, preempt latest, swapped before waiting"},
     {"spf", pb_policy_spf_create, "vLLM scheduling with shortest-prompt-first admission"},
+    {"priority", pb_policy_priority_create, "vLLM scheduling, smallest aged priority first (SJF with aging; no starvation)"},
     {"orca", pb_policy_orca_create, "Orca: iteration-level FCFS, contiguous buddy reservations, no preemption"},
     {"ft", pb_policy_ft_create, "FasterTransformer: request-level batches of up to B earliest requests"},
     {NULL, NULL, NULL},
