@@ -34,8 +34,9 @@
  *   ft    request-level: admit up to B waiting groups only when nothing runs; the
  *         batch decodes until its last group finishes.
  *
- * Adding a policy: one file with a pb_policy_create_fn, plus one line in
- * engine/policy_registry.c.  The YAML names it (system.policy: <name>). */
+ * Adding a policy: one file with a pb_policy_create_fn, plus one X(...) line in
+ * engine/policy_registry.c (README "A scheduling policy").  The YAML names it
+ * (system.policy: <name>). */
 #ifndef PB_POLICY_H
 #define PB_POLICY_H
 
