@@ -12,8 +12,8 @@
  *                          with the contiguous KV manager, reservation max.
  *
  * Registry lines (engine/policy_registry.c):
- *   {"orca", pb_policy_orca_create, "Orca: iteration-level FCFS, contiguous reservations, no preemption"},
- *   {"ft",   pb_policy_ft_create,   "FasterTransformer: request-level batches of up to B requests"},
+ *   X("orca", pb_policy_orca_create, "Orca: iteration-level FCFS, ...")
+ *   X("ft",   pb_policy_ft_create,   "FasterTransformer: request-level batches ...")
  *
  * Options are read from the system's YAML map (other keys are ignored):
  *   max_batch  int >= 0: groups per batch; 0 (default) = as many as the KV space

@@ -497,28 +497,3 @@ void pb_kv_contiguous_stats_get(const pb_kv_manager *m, pb_kv_contiguous_stats *
     out->n_extra_regions = c->n_extra;
 }
 
-const pb_key pb_kv_contiguous_schema[] = {
-    {"reservation", PB_T_ENUM, false, 0, 0, PB_RESV_RULE_CHOICES, NULL, 0,
-     "output-space reservation rule: oracle (true length), pow2 (next power of two), "
-     "max (model max length)"},
-    {NULL, 0, false, 0, 0, NULL, NULL, 0, NULL},
-};
-
-pb_status pb_kv_contiguous_from_node(const pb_node *opts, int64_t num_slots, int32_t max_len,
-                                     pb_resv_rule dflt_rule, pb_kv_manager **out,
-                                     pb_cfg_err *err) {
-    *out = NULL;
-    pb_kv_contiguous_params p = {num_slots, dflt_rule, max_len};
-    if (opts) {
-        const pb_node *r = pb_node_get(opts, "reservation");
-        if (r && !pb_resv_rule_parse(r->value, &p.rule))
-            return pb_cfg_fail(err, r, false, "reservation: '%s' is not one of %s",
-                               r->value ? r->value : "", PB_RESV_RULE_CHOICES);
-    }
-    pb_status st = pb_kv_contiguous_create(&p, out);
-    if (st != PB_OK && err && opts)
-        return pb_cfg_fail(err, opts, false,
-                           "contiguous KV manager: bad capacity %lld slots or max_len %d",
-                           (long long)num_slots, max_len);
-    return st;
-}

@@ -49,7 +49,7 @@
  * Swapping is not supported (the swap ops are NULL): the baselines never preempt.
  * batch_info gives kv_offset = the region's first slot (block_table NULL).
  * Fork copies are not reported as pb_pair_vec pairs (the fork op has no pair vector);
- * pb_kv_contiguous_stats() counts the copied slots. */
+ * pb_kv_contiguous_stats_get() counts the copied slots. */
 #ifndef PB_KV_CONTIGUOUS_H
 #define PB_KV_CONTIGUOUS_H
 
@@ -83,14 +83,6 @@ int32_t pb_kv_contiguous_reservation(pb_resv_rule rule, int32_t prompt_len, int3
 
 /* Create.  PB_ERR_INVALID for num_slots outside [1, 2^30] or max_len < 1. */
 pb_status pb_kv_contiguous_create(const pb_kv_contiguous_params *p, pb_kv_manager **out);
-
-/* From YAML options (the system's map; keys in pb_kv_contiguous_schema:
- * `reservation: oracle|pow2|max`).  num_slots and max_len come from the model and
- * hardware (the caller).  dflt_rule applies when the key is absent. */
-extern const pb_key pb_kv_contiguous_schema[];
-pb_status pb_kv_contiguous_from_node(const pb_node *opts, int64_t num_slots, int32_t max_len,
-                                     pb_resv_rule dflt_rule, pb_kv_manager **out,
-                                     pb_cfg_err *err);
 
 bool pb_kv_is_contiguous(const pb_kv_manager *m);
 

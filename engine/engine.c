@@ -47,7 +47,6 @@ pb_status pb_engine_create(const pb_engine_params *p, pb_kv_manager *kv, pb_poli
     e->s.kv = kv;
     e->s.policy = policy;
     e->s.ex = ex;
-    pb_sched_init(&e->s);
     *out = e;
     return PB_OK;
 }
@@ -90,7 +89,6 @@ pb_status pb_engine_begin(pb_engine *e, const pb_trace *t, pb_metrics *m) {
             return PB_ERR_INVALID;
         }
     }
-    s->trace = t;
     s->metrics = m;
     s->n_groups = t->n;
     s->groups = pb_xcalloc((size_t)(t->n > 0 ? t->n : 1), sizeof *s->groups);
@@ -153,7 +151,7 @@ static pb_status beam_step(pb_sched *s, pb_group *g, bool has_tokens) {
     }
     pb_beam_choice ch[PB_MAX_TOP / 2];
     int32_t nc;
-    if (!has_tokens) {   /* all synthetic: the fused path (same choices, see beam.h) */
+    if (!has_tokens) {   /* all synthetic: the fused k-way merge (same law of choices, other draws; beam.h) */
         nc = pb_beam_synth_select(&g->rng, cum, nb, 2 * k, s->p.vocab_size, k, ch);
     } else {
         for (int32_t i = 0; i < nb; i++) {

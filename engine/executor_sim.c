@@ -538,10 +538,6 @@ void pb_sim_step(const pb_sim *s, const pb_batch *b, pb_step_result *res) {
 }
 
 double pb_sim_decode_time(const pb_sim *s, int32_t n_seqs, int32_t ctx, int32_t block_size) {
-    pb_batch b;
-    memset(&b, 0, sizeof b);
-    b.block_size = block_size;
-    b.n_top = 1;
     if (n_seqs <= 0) return 0;
     /* build the sums directly: n_seqs identical sequences */
     step_sums q;

@@ -3,8 +3,12 @@
  * Every step the engine (engine.c) first moves arrived requests into the WAITING
  * queue, then calls the policy's schedule().  The policy builds the step's batch
  * ONLY through the pb_sched_* actions below, which apply the KV-manager operations,
- * move groups between queues, record metrics, and add batch entries -- so a policy
- * cannot corrupt engine state and is typically 30-100 lines.
+ * move groups between queues, record metrics, and add batch entries; a policy is
+ * typically 30-100 lines.  The groups it reads are handed out writable (pb_group *)
+ * so that it can keep g->policy_data; every other field is the engine's and a policy
+ * must treat it as read-only.  Nothing enforces this: a policy that writes group
+ * fields or the KV manager directly can corrupt engine state, which the engine's
+ * invariant checker (pb_engine_check, run by the tests) may or may not catch.
  *
  * Queues the engine keeps (all O(1) or O(log n) per operation):
  *   waiting  a priority heap ordered by (wait_key, arrival_s, id); wait_key comes
@@ -23,13 +27,16 @@
  *         while anything is swapped, watermark, token and sequence budgets; step
  *         structure v0.1.x mixed or v0.2.x alternating (params->step_mode).
  *   spf   (policy_spf.c)   the same, but the waiting queue ordered by prompt length.
+ *   priority (policy_priority.c) the same, ordered by an aged priority (SJF with
+ *         aging: options priority_by, aging_rate).
  *   orca  iteration-level FCFS admission while pb_sched_can_admit() == OK (the
  *         contiguous manager's reservation), decode all running, no preemption.
  *   ft    request-level: admit up to B waiting groups only when nothing runs; the
  *         batch decodes until its last group finishes.
  *
- * Adding a policy: one file with a pb_policy_create_fn, plus one line in
- * engine/policy_registry.c.  The YAML names it (system.policy: <name>). */
+ * Adding a policy: one file with a pb_policy_create_fn, plus one X(...) line in
+ * engine/policy_registry.c (README "A scheduling policy").  The YAML names it
+ * (system.policy: <name>). */
 #ifndef PB_POLICY_H
 #define PB_POLICY_H
 
@@ -115,6 +122,7 @@ pb_status pb_policy_create(const char *name, const pb_node *opts, pb_policy **ou
 /* The shipped policies' constructors. */
 pb_status pb_policy_vllm_create(const pb_node *opts, pb_policy **out, pb_cfg_err *err);
 pb_status pb_policy_spf_create(const pb_node *opts, pb_policy **out, pb_cfg_err *err);
+pb_status pb_policy_priority_create(const pb_node *opts, pb_policy **out, pb_cfg_err *err);
 
 /* ---- what a policy may read ---- */
 double pb_sched_now(const pb_sched *s);                 /* simulated clock, seconds  */

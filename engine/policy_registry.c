@@ -1,16 +1,29 @@
 /* policy_registry.c -- scheduler policies by name (YAML `policy: <name>`).
- * Adding a policy = one file with a pb_policy_create_fn + one line below. */
+ * Adding a policy = one file with a pb_policy_create_fn + one X(...) line below
+ * (README "A scheduling policy"; tests/walkthrough/ builds one exactly so). */
 #include <stdio.h>
 #include <string.h>
 
 #include "baselines.h"   /* pb_policy_orca_create, pb_policy_ft_create */
 #include "policy.h"
 
+/* X(name, constructor, one-line summary for `pagedbench list`) */
+#define PB_POLICY_LIST(X)                                                                                    \
+    X("vllm", pb_policy_vllm_create, "vLLM (paper §4.5): FCFS, preempt latest, swapped before waiting")      \
+    X("spf", pb_policy_spf_create, "vLLM scheduling with shortest-prompt-first admission")                   \
+    X("priority", pb_policy_priority_create,                                                                 \
+      "vLLM scheduling, smallest aged priority first (SJF with aging; no starvation)")                       \
+    X("orca", pb_policy_orca_create, "Orca: iteration-level FCFS, contiguous buddy reservations, no preemption") \
+    X("ft", pb_policy_ft_create, "FasterTransformer: request-level batches of up to B earliest requests")    \
+    /* end of the list */
+
+/* each constructor's prototype, so that a new policy needs no header line */
+#define PB_POLICY_DECLARE(name, fn, summary) pb_status fn(const pb_node *opts, pb_policy **out, pb_cfg_err *err);
+PB_POLICY_LIST(PB_POLICY_DECLARE)
+
+#define PB_POLICY_ENTRY(name, fn, summary) {name, fn, summary},
 const pb_policy_entry pb_policy_registry[] = {
-    {"vllm", pb_policy_vllm_create, "vLLM (paper §4.5): FCFS, preempt latest, swapped before waiting"},
-    {"spf", pb_policy_spf_create, "vLLM scheduling with shortest-prompt-first admission"},
-    {"orca", pb_policy_orca_create, "Orca: iteration-level FCFS, contiguous buddy reservations, no preemption"},
-    {"ft", pb_policy_ft_create, "FasterTransformer: request-level batches of up to B earliest requests"},
+    PB_POLICY_LIST(PB_POLICY_ENTRY)
     {NULL, NULL, NULL},
 };
 

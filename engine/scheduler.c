@@ -172,8 +172,6 @@ void pb_sched_enqueue_waiting(pb_sched *s, pb_group *g) {
 
 /* ---- lifecycle ---- */
 
-void pb_sched_init(pb_sched *s) { (void)s; }
-
 void pb_sched_free(pb_sched *s) {
     free(s->heap);
     free(s->bseq);
@@ -183,11 +181,6 @@ void pb_sched_free(pb_sched *s) {
     pb_pair_vec_free(&s->swap_in);
     pb_pair_vec_free(&s->swap_out);
     free(s->cand);
-    free(s->bcand);
-    free(s->bcum);
-    free(s->bchoice);
-    free(s->bcount);
-    free(s->bseqs);
     free(s->prompt_tok);
 }
 

@@ -22,7 +22,6 @@ struct pb_sched {
     pb_policy *policy;
     pb_executor *ex;
     pb_metrics *metrics;
-    const pb_trace *trace;
     pb_group *groups;             /* [n_groups], one per request                   */
     int64_t n_groups;
     int64_t next_arrival;         /* first request not yet in the waiting queue    */
@@ -54,19 +53,11 @@ struct pb_sched {
     pb_batch batch;
     pb_candidates *cand;
     int32_t cap_cand;
-    /* post-processing scratch (beam search) */
-    pb_candidates *bcand;
-    double *bcum;
-    pb_beam_choice *bchoice;
-    int32_t *bcount;
-    pb_seq **bseqs;
-    int32_t cap_beam;
     int32_t *prompt_tok;          /* scratch for synthetic prompt tokens           */
     int32_t cap_prompt_tok;
 };
 
 /* scheduler.c */
-void pb_sched_init(pb_sched *s);
 void pb_sched_free(pb_sched *s);
 void pb_sched_begin_step(pb_sched *s);
 void pb_sched_enqueue_waiting(pb_sched *s, pb_group *g);   /* PENDING/new -> WAITING */

@@ -53,10 +53,6 @@ void pb_group_init(pb_group *g, int32_t id, const pb_request *r, int32_t max_len
     pb_rng_seed(&g->rng, seed, 0x5e9000ULL + (uint64_t)id);
 }
 
-void pb_group_init_id(pb_group *g, int32_t id, const pb_request *r, int32_t max_len, uint64_t seed) {
-    pb_group_init(g, id, r, max_len, seed);
-}
-
 void pb_group_release(pb_group *g) {
     free(g->seqs);
     g->seqs = NULL;

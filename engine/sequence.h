@@ -116,8 +116,6 @@ struct pb_group {
  * index; state PENDING, no sequences).  max_len is the engine's max model length;
  * seed the engine seed (the group's rng stream is derived from id). */
 void pb_group_init(pb_group *g, int32_t id, const pb_request *r, int32_t max_len, uint64_t seed);
-/* Same as pb_group_init (kept: an earlier draft of this header named it so). */
-void pb_group_init_id(pb_group *g, int32_t id, const pb_request *r, int32_t max_len, uint64_t seed);
 /* Free what pb_group_init and the seqs allocated (does not touch KV). */
 void pb_group_release(pb_group *g);
 

@@ -44,7 +44,7 @@ static pb_group *rig_group(rig *r, int i, int32_t prompt, int32_t output, int32_
     q->prefix_id = -1;
     q->conversation_id = -1;
     pb_group *g = &r->groups[i];
-    pb_group_init_id(g, i, q, 2048, 1);
+    pb_group_init(g, i, q, 2048, 1);
     g->state = PB_GROUP_WAITING;
     pb_seq_new(r->pool, g);
     return g;
@@ -399,18 +399,11 @@ PB_TEST(breakdown_matches_direct_count) {
     }
 }
 
-PB_TEST(from_yaml_options) {
+PB_TEST(policy_options) {
     pb_config *c = NULL;
     pb_cfg_err e;
     pb_cfg_err_clear(&e);
-    PB_REQUIRE(pb_config_load_string("sys.yaml", "reservation: pow2\nmax_batch: 3\n", &c, &e) == PB_OK);
-    pb_kv_manager *m = NULL;
-    PB_REQUIRE(pb_kv_contiguous_from_node(pb_config_root(c), 15728, 2048, PB_RESV_MAX, &m, &e) == PB_OK);
-    PB_CHECK(pb_kv_is_contiguous(m));
-    pb_kv_contiguous_stats st;
-    pb_kv_contiguous_stats_get(m, &st);
-    PB_CHECK(st.rule == PB_RESV_POW2);
-    pb_kv_destroy(m);
+    PB_REQUIRE(pb_config_load_string("sys.yaml", "max_batch: 3\n", &c, &e) == PB_OK);
     pb_policy *p = NULL;
     PB_REQUIRE(pb_policy_ft_create(pb_config_root(c), &p, &e) == PB_OK);
     PB_CHECK(pb_policy_is_ft(p));
@@ -419,20 +412,6 @@ PB_TEST(from_yaml_options) {
     PB_CHECK(!pb_policy_is_ft(p));
     pb_policy_destroy(p);
     pb_config_destroy(c);
-    /* a bad rule names the file, line and column */
-    PB_REQUIRE(pb_config_load_string("bad.yaml", "reservation: pow3\n", &c, &e) == PB_OK);
-    pb_cfg_err_clear(&e);
-    PB_CHECK(pb_kv_contiguous_from_node(pb_config_root(c), 15728, 2048, PB_RESV_MAX, &m, &e) ==
-             PB_ERR_INVALID);
-    PB_CHECK(m == NULL);
-    PB_CHECK_STR_CONTAINS(e.msg, "bad.yaml:1:");
-    PB_CHECK_STR_CONTAINS(e.msg, "pow3");
-    pb_config_destroy(c);
-    /* defaults: no options -> the caller's rule */
-    PB_REQUIRE(pb_kv_contiguous_from_node(NULL, 15728, 2048, PB_RESV_ORACLE, &m, &e) == PB_OK);
-    pb_kv_contiguous_stats_get(m, &st);
-    PB_CHECK(st.rule == PB_RESV_ORACLE);
-    pb_kv_destroy(m);
 }
 
 

@@ -3,7 +3,8 @@
  * swap bound, no admission while anything is swapped, recompute re-prefills prompt +
  * generated tokens in one step, never-fitting prompts rejected, token and sequence
  * budgets, the v0.2 alternating step structure and its padded prompt batches
- * (max_paddings, n_padded_tokens), a second policy (spf), the policy registry. */
+ * (max_paddings, n_padded_tokens), a second policy (spf), the priority policy's order
+ * and aging (no starvation), the policy registry. */
 #include <stdlib.h>
 #include <string.h>
 
@@ -455,6 +456,102 @@ PB_TEST(spf_policy_admits_shortest_prompt_first) {
     /* FCFS: arrival order; SPF: 10, 20, 40, 50 */
     PB_CHECK(first[0][0] < first[0][1] && first[0][1] < first[0][2] && first[0][2] < first[0][3]);
     PB_CHECK(first[1][1] < first[1][3] && first[1][3] < first[1][2] && first[1][2] < first[1][0]);
+}
+
+/* The scheduler with policy `priority` and its options given as YAML text. */
+static void sys_init_prio(sys *s, const pb_engine_params *ep, const char *opts_yaml) {
+    pb_config *c = NULL;
+    pb_cfg_err e;
+    pb_cfg_err_clear(&e);
+    PB_ASSERT(pb_config_load_string("prio.yaml", opts_yaml, &c, &e) == PB_OK);
+    sys_init(s, 16, 1000, 0, ep, "vllm");
+    pb_engine_destroy(s->e);
+    pb_policy_destroy(s->pol);
+    PB_ASSERT(pb_policy_create("priority", pb_config_root(c), &s->pol, &e) == PB_OK);
+    PB_ASSERT(pb_engine_create(ep, s->kv, s->pol, s->ex, &s->e) == PB_OK);
+    pb_config_destroy(c);
+}
+
+PB_TEST(priority_policy_orders_by_aged_priority) {
+    /* four requests queue behind r0 (max_num_seqs 1), 1 ms apart:
+       A prompt 50 out 5, B 10/5, C 40/5, D 20/100 */
+    const int32_t prompts[4] = {50, 10, 40, 20}, outs[4] = {5, 5, 5, 100};
+    const char *opts[3] = {"aging_rate: 0\n",                           /* prompt: B D C A */
+                           "aging_rate: 0\npriority_by: total\n",        /* 15 45 55 120: B C A D */
+                           "aging_rate: 1000000\n"};                     /* 1000/ms: FCFS A B C D */
+    const int want[3][4] = {{1, 3, 2, 0}, {1, 2, 0, 3}, {0, 1, 2, 3}};
+    for (int c = 0; c < 3; c++) {
+        pb_engine_params ep = params(PB_PREEMPT_AUTO, PB_STEP_MIXED);
+        ep.max_num_seqs = 1;
+        sys s;
+        sys_init_prio(&s, &ep, opts[c]);
+        pb_request r[5];
+        r[0] = req(0, 0, 5, 5, 1, 1);
+        for (int i = 0; i < 4; i++) r[i + 1] = req(i + 1, 0.001 * (i + 1), prompts[i], outs[i], 1, 1);
+        pb_trace t = {r, 5};
+        PB_REQUIRE(pb_engine_run(s.e, &t, s.m) == PB_OK);
+        int64_t n;
+        const pb_req_metrics *rm = pb_metrics_requests(s.m, &n);
+        for (int k = 0; k + 1 < 4; k++)
+            PB_CHECK(rm[want[c][k] + 1].first_token_s < rm[want[c][k + 1] + 1].first_token_s);
+        sys_free(&s);
+    }
+    /* bad options are config errors at their line */
+    pb_config *cfg = NULL;
+    pb_cfg_err e;
+    pb_cfg_err_clear(&e);
+    PB_REQUIRE(pb_config_load_string("p.yaml", "priority_by: longest\n", &cfg, &e) == PB_OK);
+    pb_policy *p = NULL;
+    PB_CHECK(pb_policy_create("priority", pb_config_root(cfg), &p, &e) == PB_ERR_INVALID && p == NULL);
+    PB_CHECK_STR_CONTAINS(e.msg, "p.yaml:1:");
+    pb_config_destroy(cfg);
+    PB_REQUIRE(pb_config_load_string("q.yaml", "aging_rate: -1\n", &cfg, &e) == PB_OK);
+    pb_cfg_err_clear(&e);
+    PB_CHECK(pb_policy_create("priority", pb_config_root(cfg), &p, &e) == PB_ERR_INVALID && p == NULL);
+    PB_CHECK_STR_CONTAINS(e.msg, "aging_rate");
+    pb_config_destroy(cfg);
+}
+
+/* A long prompt (500 tokens) arrives at 0.5 ms into a steady stream of short ones
+   (10 tokens, every 5 ms, each needing ~11 ms of a one-sequence server, so the queue
+   only grows).  Without aging the long one waits for the whole stream; with aging
+   1000/s it ranks ahead of every short arriving after 0.5 ms + 490 / 1000 s. */
+PB_TEST(priority_aging_prevents_starvation) {
+    enum { NS = 300 };
+    double long_first[2], last_short_first[2];
+    int64_t shorts_after[2];   /* shorts arriving after 0.5 s that got their first token before the long one */
+    const char *opts[2] = {"aging_rate: 0\n", "aging_rate: 1000\n"};
+    for (int c = 0; c < 2; c++) {
+        pb_engine_params ep = params(PB_PREEMPT_AUTO, PB_STEP_MIXED);
+        ep.max_num_seqs = 1;
+        ep.check_every_step = false;
+        sys s;
+        sys_init_prio(&s, &ep, opts[c]);
+        pb_request r[NS + 1];
+        r[0] = req(0, 0, 10, 10, 1, 1);              /* short 0 at 0, then the long one */
+        r[1] = req(1, 0.0005, 500, 10, 1, 1);
+        for (int i = 1; i < NS; i++) r[i + 1] = req(i + 1, 0.005 * i, 10, 10, 1, 1);
+        pb_trace t = {r, NS + 1};
+        PB_REQUIRE(pb_engine_run(s.e, &t, s.m) == PB_OK);
+        int64_t n;
+        const pb_req_metrics *rm = pb_metrics_requests(s.m, &n);
+        PB_REQUIRE(n == NS + 1);
+        long_first[c] = rm[1].first_token_s;
+        last_short_first[c] = 0;
+        shorts_after[c] = 0;
+        for (int64_t i = 0; i < n; i++) {
+            if (i == 1) continue;
+            if (rm[i].first_token_s > last_short_first[c]) last_short_first[c] = rm[i].first_token_s;
+            if (r[i].arrival_s > 0.5 && rm[i].first_token_s < long_first[c]) shorts_after[c]++;
+        }
+        sys_free(&s);
+    }
+    /* no aging: starved until the stream has been served */
+    PB_CHECK(long_first[0] > last_short_first[0]);
+    /* aging: served in the stream, ahead of everything that arrived after 0.5 s */
+    PB_CHECK(long_first[1] < last_short_first[1]);
+    PB_CHECK_EQ_INT(shorts_after[1], 0);
+    PB_CHECK(long_first[1] < 0.5 * long_first[0]);
 }
 
 PB_TEST(policy_registry_lookup) {
