@@ -8,8 +8,9 @@
  *
  * With a CUDA device the GPU kernels run (after matching their C references);
  * without one (or with --cpu) the C references run through the same grids and the
- * same check, against bench/baselines/cpu-reference.json.  Exit: 0 ok, 1 regression
- * or runtime failure, 2 usage / bad baseline file. */
+ * same check, against bench/baselines/cpu-reference.json.  The last lines of stdout are
+ * named checks (docs/outputs.md): `Check complete|correct|timer|no_regression: PASS|FAIL|n/a
+ * (why)`.  Exit: 0 ok, 1 regression or runtime failure, 2 usage / bad baseline file. */
 #include <stdlib.h>
 #include <string.h>
 
