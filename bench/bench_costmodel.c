@@ -479,7 +479,8 @@ int pb_bench_costmodel(int argc, char **argv) {
             if (rc == PB_EXIT_OK) fprintf(stderr, "costmodel: wrote %s/costmodel_{steps,requests,summary}.csv\n", a.out);
         }
         bool valid = sum[0].n_finished == sum[0].n_requests && sum[0].n_requests > 0;
-        printf("Result is : %s\n", valid ? "VALID" : "INVALID (unfinished or rejected requests in the real run)");
+        printf("Check complete: %s (%lld of %lld requests finished in the real run)\n", valid ? "PASS" : "FAIL",
+               (long long)sum[0].n_finished, (long long)sum[0].n_requests);
         if (!valid) rc = PB_EXIT_RUNTIME;
         free(sb.s); free(qb.s); free(yb.s);
         for (int k = 0; k <= N_SIM; k++) { free(v[k][0]); free(v[k][1]); }

@@ -6,6 +6,8 @@
  * Reads the YAMLs under the spec directory (pb_spec_dir(): $PAGEDBENCH_SPECS or
  * <source>/experiments). */
 #include <dirent.h>
+#include <getopt.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -43,13 +45,44 @@ static void print_keys(const pb_key *k, const char *prefix) {
     }
 }
 
+static void usage(FILE *f) {
+    fprintf(f,
+            "usage: pagedbench list [--keys]\n\n"
+            "Figures (with their experiments), experiments, models, hardware and policies,\n"
+            "one line each, from the YAMLs under the spec directory.\n"
+            "  --keys      the experiment YAML keys instead (each entry of systems and executor too)\n"
+            "  --version   print the revision and exit\n"
+            "  -h, --help  this text\n"
+            "Output columns: docs/outputs.md.  Exit: 0 ok, 2 bad usage.\n");
+}
+
 int pb_cmd_list(int argc, char **argv) {
-    if (pb_wants_help(argc, argv)) {
-        printf("usage: pagedbench list [--keys]\n  figures, experiments, models, hardware and policies, one line each;\n"
-               "  --keys: the experiment YAML keys\n");
-        return PB_EXIT_OK;
+    enum { O_KEYS = 256, O_VERSION };
+    static const struct option LONG[] = {{"keys", no_argument, NULL, O_KEYS},
+                                         {"version", no_argument, NULL, O_VERSION},
+                                         {"help", no_argument, NULL, 'h'},
+                                         {NULL, 0, NULL, 0}};
+    bool keys = false;
+    int ch;
+    optind = 0;   /* a fresh scan */
+    opterr = 0;
+    while ((ch = getopt_long(argc, argv, ":h", LONG, NULL)) != -1) {
+        switch (ch) {
+        case 'h': usage(stdout); return PB_EXIT_OK;
+        case O_VERSION: printf("pagedbench %s\n", pb_git_rev()); return PB_EXIT_OK;
+        case O_KEYS: keys = true; break;
+        default:
+            fprintf(stderr, "pagedbench list: %s '%s' (see --help)\n",
+                    strchr(argv[optind - 1], '=') ? "an option that takes no value:" : "unknown option",
+                    argv[optind - 1]);
+            return PB_EXIT_USAGE;
+        }
     }
-    if (argc > 1 && !strcmp(argv[1], "--keys")) {
+    if (optind < argc) {
+        fprintf(stderr, "pagedbench list: unexpected argument '%s' (see --help)\n", argv[optind]);
+        return PB_EXIT_USAGE;
+    }
+    if (keys) {
         printf("experiment YAML keys:\n");
         print_keys(pb_experiment_schema, "");
         printf("keys of each entry of systems:\n");
@@ -57,10 +90,6 @@ int pb_cmd_list(int argc, char **argv) {
         printf("keys of executor when it is a map (executor: {type: cpu, ...}):\n");
         print_keys(pb_executor_schema, "executor.");
         return PB_EXIT_OK;
-    }
-    if (argc > 1) {
-        fprintf(stderr, "list: unknown argument '%s' (try --help)\n", argv[1]);
-        return PB_EXIT_USAGE;
     }
     const char *dir = pb_spec_dir();
     char **files;

@@ -222,7 +222,14 @@ static json_t *machine_json(void) {
     return m;
 }
 
-/* Every point of the results table: experiment, system, axes, metrics (NaN -> null). */
+/* The sweep axis that sets `seed`, or -1 (the experiment's seed holds for every point). */
+static int seed_axis(const pb_experiment *e) {
+    for (int k = 0; k < e->n_axes; k++)
+        if (!strcmp(e->axes[k].set, "seed")) return k;
+    return -1;
+}
+
+/* Every point of the results table: experiment, system, seed, axes, metrics (NaN -> null). */
 static json_t *points_json(const pb_results *r) {
     json_t *a = json_array();
     for (int i = 0; i < r->n; i++) {
@@ -232,6 +239,8 @@ static json_t *points_json(const pb_results *r) {
         json_object_set_new(p, "experiment", json_string(e->name));
         json_object_set_new(p, "system", json_string(e->systems[row->sys].id));
         json_object_set_new(p, "label", json_string(e->systems[row->sys].label));
+        int sk = seed_axis(e);   /* the point's own seed: the axis value when seed is swept */
+        json_object_set_new(p, "seed", json_integer(sk < 0 ? (json_int_t)e->seed : (json_int_t)row->axis[sk]));
         for (int k = 0; k < e->n_axes; k++) json_object_set_new(ax, e->axes[k].axis, json_real(row->axis[k]));
         for (int k = 0; k < row->m.n; k++)
             json_object_set_new(m, row->m.name[k], isfinite(row->m.value[k]) ? json_real(row->m.value[k]) : json_null());
@@ -261,7 +270,9 @@ static pb_status write_sidecar(const char *path, const char *figure, pb_experime
         json_t *x = json_object();
         json_object_set_new(x, "name", json_string(e->name));
         json_object_set_new(x, "file", json_string(base ? base + 1 : e->path));
-        json_object_set_new(x, "seed", json_integer((json_int_t)e->seed));
+        int sk = seed_axis(e);   /* swept: null here, the axis named, each point's own in points[] */
+        json_object_set_new(x, "seed", sk < 0 ? json_integer((json_int_t)e->seed) : json_null());
+        json_object_set_new(x, "seed_swept_by", sk < 0 ? json_null() : json_string(e->axes[sk].axis));
         json_object_set_new(x, "executor", json_string(e->executor));
         json_object_set_new(x, "device", json_string(desc));
         json_object_set_new(x, "knee_threshold", json_real(e->knee_threshold));

@@ -62,9 +62,10 @@ int main(int argc, char **argv) {
                 printf("pagedbench %s\n", pb_git_rev());
                 return PB_EXIT_OK;
             }
-        /* `--opt=value` for every command: run, trace and plot parse with getopt_long;
-           for the others it is split into `--opt value` here */
-        if (!strcmp(argv[1], "run") || !strcmp(argv[1], "trace") || !strcmp(argv[1], "plot"))
+        /* `--opt=value` for every command: run, trace, plot, table1 and list parse with
+           getopt_long; for the others it is split into `--opt value` here */
+        if (!strcmp(argv[1], "run") || !strcmp(argv[1], "trace") || !strcmp(argv[1], "plot") ||
+            !strcmp(argv[1], "table1") || !strcmp(argv[1], "list"))
             return COMMANDS[i].fn(argc - 1, argv + 1);
         char **av = pb_xcalloc((size_t)(2 * argc + 1), sizeof *av);
         int n = 0;

@@ -8,8 +8,9 @@
  *
  * With a CUDA device the GPU kernels run (after matching their C references);
  * without one (or with --cpu) the C references run through the same grids and the
- * same check, against bench/baselines/cpu-reference.json.  Exit: 0 ok, 1 regression
- * or runtime failure, 2 usage / bad baseline file. */
+ * same check, against bench/baselines/cpu-reference.json.  The last lines of stdout are
+ * named checks (docs/outputs.md): `Check complete|correct|timer|no_regression: PASS|FAIL|n/a
+ * (why)`.  Exit: 0 ok, 1 regression or runtime failure, 2 usage / bad baseline file. */
 #include <stdlib.h>
 #include <string.h>
 
@@ -21,22 +22,37 @@
 static void usage(FILE *f) {
     fprintf(f,
             "usage: pagedbench kernels [--grid G]... [--check FILE] [--update FILE] [--csv FILE] [--cpu]\n"
-            "       pagedbench kernels --probe\n"
             "                          [--hw NAME] [--hbm-gbps X] [--reps N] [--warmup N]\n"
             "                          [--tolerance X] [--ratio-tolerance X]\n"
-            "  --grid G        fig18a, long, blocksize, cache, swap (repeatable or comma list;\n"
-            "                  default: all)\n"
-            "  --check FILE    compare with a baseline; exit 1 when a latency grew by more than\n"
-            "                  its tolerance (10%% on GPU baselines) or a paged/contiguous ratio grew\n"
-            "  --update FILE   write the measured results as a baseline\n"
-            "  --csv FILE      write every result (µs, GB/s, %% of peak) as CSV\n"
-            "  --cpu           run the C references even when a GPU is present\n"
-            "  --probe         print the GPU's name and hardware spec (exit 0), or\n"
-            "                  'SKIP: no GPU (<reason>)' (exit 77); run nothing\n"
-            "  --hw NAME       hardware spec (experiments/hardware/NAME.yaml) for %% of peak;\n"
-            "                  default: guessed from the device name\n"
-            "  --hbm-gbps X    HBM bandwidth for %% of peak (overrides --hw)\n"
-            "  --reps N        timed runs per config, median (GPU >= 20; default 20 GPU, 15 CPU)\n");
+            "       pagedbench kernels --probe\n"
+            "  --grid G              fig18a, long, blocksize, cache, swap (repeatable or comma list;\n"
+            "                        default: all)\n"
+            "  --check FILE          compare with a baseline: 'Check no_regression' fails (exit 1) when\n"
+            "                        a latency grew by more than its tolerance or a paged/contiguous\n"
+            "                        ratio grew by more than its ratio tolerance\n"
+            "  --update FILE         write the measured results as a baseline\n"
+            "  --csv FILE            write every result (µs, GB/s, %% of peak) as CSV\n"
+            "  --cpu                 run the C references even when a GPU is present\n"
+            "  --probe               print the GPU's name and hardware spec (exit 0), or\n"
+            "                        'SKIP: no GPU (<reason>)' (exit 77); run nothing\n"
+            "  --hw NAME             hardware spec (experiments/hardware/NAME.yaml) for %% of peak;\n"
+            "                        default: guessed from the device name\n"
+            "  --hbm-gbps X          HBM bandwidth in GB/s for %% of peak (overrides --hw)\n"
+            "  --reps N              timed runs per config, median on GPU (>= 20), best on CPU\n"
+            "                        (default 20 GPU, 15 CPU)\n"
+            "  --warmup N            untimed runs before the timed ones (default 3)\n"
+            "  --tolerance X         latency growth (a fraction) that the baseline written by\n"
+            "                        --update allows (default 0.10 on GPU, 1.0 on CPU)\n"
+            "  --ratio-tolerance X   paged/contiguous ratio growth (a fraction) that the baseline\n"
+            "                        written by --update allows (default 0.05 on GPU, 0.25 on CPU)\n"
+            "  -h, --help            this text\n"
+            "Checks (stdout, at the end; docs/outputs.md):\n"
+            "  Check complete        every grid ran to the end\n"
+            "  Check correct         every GPU kernel matched its C reference (n/a on the C references)\n"
+            "  Check timer           CUPTI dropped no timing record (n/a on the C references)\n"
+            "  Check no_regression   no result regressed against the --check baseline (n/a without)\n"
+            "Exit: 0 ok; 1 a run failure (a kernel mismatch included) or a regression;\n"
+            "2 usage or a bad baseline file.  A failed timer check alone leaves the exit at 0.\n");
 }
 
 static int parse_num(const char *s, double lo, double *out) {
@@ -173,7 +189,6 @@ int pb_cmd_kernels(int argc, char **argv) {
         fprintf(stderr, "kernels: benchmark failed: %s\n", pb_status_str(st));
         rc = PB_EXIT_RUNTIME;
     }
-    printf("Result is : %s\n", st == PB_OK && valid ? "VALID" : "INVALID");
     if (rc == PB_EXIT_OK && csv) {
         if (pb_kbench_write_csv(csv, &cur) != PB_OK) {
             fprintf(stderr, "%s: cannot write CSV\n", csv);
@@ -188,19 +203,40 @@ int pb_cmd_kernels(int argc, char **argv) {
             fprintf(stderr, "kernels: wrote %d entries to %s\n", cur.n, update);
         }
     }
-    if (rc == PB_EXIT_OK && check) {
-        int n = 0, bad = pb_kb_compare(&base, &cur, stdout, &n);
-        if (n == 0) {
-            fprintf(stderr, "%s: no baseline entry matches this run's results\n", check);
-            rc = PB_EXIT_RUNTIME;
-        } else if (bad) {
-            printf("kernels check: %d of %d regressed (tolerance %.0f%%, ratios %.0f%%) -> FAIL\n", bad, n,
-                   100 * base.tolerance, 100 * base.ratio_tolerance);
-            rc = PB_EXIT_RUNTIME;
-        } else {
-            printf("kernels check: %d compared, none regressed -> PASS\n", n);
-        }
+    /* The regression comparison runs only on a complete run. */
+    int n_cmp = 0, n_bad = 0, compared = 0;
+    if (st == PB_OK && check) {
+        n_bad = pb_kb_compare(&base, &cur, stdout, &n_cmp);
+        compared = 1;
+        if (n_cmp == 0) fprintf(stderr, "%s: no baseline entry matches this run's results\n", check);
+        if (n_cmp == 0 || n_bad) rc = PB_EXIT_RUNTIME;
     }
+
+    /* Named checks (docs/outputs.md), last on stdout. */
+    printf("Check complete: %s (%d results", st == PB_OK ? "PASS" : "FAIL", cur.n);
+    if (st != PB_OK) printf("; the run stopped: %s", pb_status_str(st));
+    printf(")\n");
+    if (!gpu)
+        printf("Check correct: n/a (the C references ran; no GPU kernel to compare)\n");
+    else if (st == PB_OK)
+        printf("Check correct: PASS (every GPU kernel matched its C reference)\n");
+    else
+        printf("Check correct: FAIL (the run stopped before the checks ended or a kernel did not match its "
+               "C reference: see 'Kernel checks' above)\n");
+    if (!gpu)
+        printf("Check timer: n/a (thread CPU time, no CUPTI)\n");
+    else
+        printf("Check timer: %s (CUPTI %s)\n", st == PB_OK && valid ? "PASS" : "FAIL",
+               st != PB_OK ? "timing did not finish" : valid ? "dropped no record" : "dropped records: timings unreliable");
+    if (!check)
+        printf("Check no_regression: n/a (no --check baseline)\n");
+    else if (!compared)
+        printf("Check no_regression: FAIL (not compared: the run did not complete)\n");
+    else if (n_cmp == 0)
+        printf("Check no_regression: FAIL (no entry of %s matches this run's results)\n", check);
+    else
+        printf("Check no_regression: %s (%d of %d regressed against %s; tolerance %.0f%%, ratios %.0f%%)\n",
+               n_bad ? "FAIL" : "PASS", n_bad, n_cmp, check, 100 * base.tolerance, 100 * base.ratio_tolerance);
     pb_kb_set_free(&cur);
     pb_kb_set_free(&base);
     return rc;

@@ -34,7 +34,7 @@ pb_status pb_gpu_timer_start(pb_gpu_timer *t, const char *name);
 /* Close the range, synchronize, flush; *span_us = device span of the run's records,
  * *n_records = how many (0 -> PB_ERR_CUDA: nothing was recorded). */
 pb_status pb_gpu_timer_stop(pb_gpu_timer *t, double *span_us, int *n_records);
-/* Records CUPTI reported dropped since create (must stay 0 for a VALID result). */
+/* Records CUPTI reported dropped since create (must stay 0 for `Check timer: PASS`). */
 uint64_t pb_gpu_timer_dropped(const pb_gpu_timer *t);
 
 /* NVTX range in the timer's domain around non-measured phases (setup, checks). */

@@ -6,7 +6,7 @@
 #      words (never the CUDA runtime's "driver version is insufficient");
 #   2. it writes kernels.csv, fig18a.csv, the tiny profile, costmodel_*.csv and a
 #      SUMMARY.md with every section filled from that data;
-#   3. a correctness failure (a pagedbench whose kernel check says INVALID) makes it
+#   3. a correctness failure (a pagedbench whose `Check correct` says FAIL) makes it
 #      exit 1 and the summary say FAILED; summary.sh rejects a malformed steps.tsv;
 #   4. the GPU path's own logic (no build, ctest -L gpu, baseline, fig18a gpu rows,
 #      summary in GPU form) with a pagedbench that claims a device and answers from the
@@ -61,10 +61,10 @@ for pat in '^## Steps' '^| kernel grids on the C references | PASS |' '^| fig18a
 done
 [ $n = 9 ] && ok "SUMMARY.md sections filled from the C-reference data"
 
-# a correctness failure: the kernel check of this fake pagedbench says INVALID
+# a correctness failure: the kernel check of this fake pagedbench says FAIL
 cat >"$T/fakepb" <<EOF
 #!/usr/bin/env bash
-if [ "\$1" = kernels ] && [ "\${2:-}" != --probe ]; then echo "Kernel checks FAILED (1): not benchmarking."; echo "Result is : INVALID"; exit 1; fi
+if [ "\$1" = kernels ] && [ "\${2:-}" != --probe ]; then echo "Kernel checks FAILED (1): not benchmarking."; echo "Check correct: FAIL (a kernel did not match its C reference)"; exit 1; fi
 exec "$PB" "\$@"
 EOF
 chmod +x "$T/fakepb"
@@ -125,7 +125,7 @@ esac
 case "\$1" in
 kernels) c=\$(val --csv "\$@"); "\$REAL" kernels --cpu --reps 1 --grid fig18a,swap --csv "\$c.cpu" >/dev/null || exit 1
     echo "All results match. Starting benchmarks."; echo "goal G1d fig18a/ratio/b8-ctx128 <= 1.10 (1.050)  MET"
-    sed 's#,cpu/#,#' "\$c.cpu" >"\$c"; rm -f "\$c.cpu"; echo '{}' >"\$(val --update "\$@")"; echo "Result is : VALID" ;;
+    sed 's#,cpu/#,#' "\$c.cpu" >"\$c"; rm -f "\$c.cpu"; echo '{}' >"\$(val --update "\$@")"; printf 'Check complete: PASS (2 results)\\nCheck correct: PASS (fake)\\nCheck timer: PASS (fake)\\n' ;;
 run) "\$REAL" "\$@" || exit; f=\$(val --results "\$@")/fig18a.csv
     sed -n 's/^cost_model,"[^"]*",/gpu,"Fake GPU 80GB",/p' "\$f" >>"\$f" ;;
 profile) exec "\$REAL" profile --executor cpu --model tiny-opt --hardware a100-40gb --kv-gib 0.01 --batches 1,4 \

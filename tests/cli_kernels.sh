@@ -27,8 +27,10 @@ awk '{
 "$BIN" kernels --cpu --check "$TMP/loose.json" > "$TMP/ok.out" 2> "$TMP/ok.err"
 rc=$?
 [ $rc -eq 0 ] || { cat "$TMP/ok.out" "$TMP/ok.err"; fail "check against a loosened $BASE exited $rc"; }
-grep -q "none regressed -> PASS" "$TMP/ok.out" || fail "no PASS line"
-grep -q "Result is : VALID" "$TMP/ok.out" || fail "no VALID verdict"
+grep -q "^Check no_regression: PASS (0 of [1-9][0-9]* regressed" "$TMP/ok.out" || { cat "$TMP/ok.out"; fail "no no_regression PASS"; }
+grep -q "^Check complete: PASS" "$TMP/ok.out" || fail "no complete PASS"
+grep -q "^Check correct: n/a" "$TMP/ok.out" || fail "no correct n/a on the C references"
+grep -q "Result is" "$TMP/ok.out" && fail "the old LoadGen verdict is still printed"
 echo "ok: kernels --check $BASE passes"
 
 awk '{
@@ -43,6 +45,8 @@ rc=$?
 [ $rc -eq 1 ] || { cat "$TMP/tight.out"; fail "tightened baseline: exit $rc, expected 1"; }
 grep -q "REGRESSION" "$TMP/tight.out" || fail "no REGRESSION line"
 grep -q "cpu/blocksize/ratio/bs16 .*REGRESSION" "$TMP/tight.out" || fail "ratio regression not reported"
+grep -q "^Check no_regression: FAIL ([1-9][0-9]* of [1-9][0-9]* regressed" "$TMP/tight.out" || fail "no no_regression FAIL"
+grep -q "^Check complete: PASS" "$TMP/tight.out" || fail "no complete PASS on the tightened run"
 echo "ok: tightened baseline fails with exit 1"
 
 printf '{\n  "mode": "cpu-reference",\n  "tolerance": oops\n}\n' > "$TMP/bad.json"
@@ -55,4 +59,13 @@ sed 's/"mode": "cpu-reference"/"mode": "gpu"/' "$BASE" > "$TMP/gpu.json"
 rc=$?
 [ $rc -eq 2 ] || fail "gpu baseline in cpu mode: exit $rc, expected 2"
 echo "ok: bad baselines exit 2"
+
+# --help lists every option the parser takes
+"$BIN" kernels --help > "$TMP/help.out" 2>&1 || fail "kernels --help exited non-zero"
+for o in $(grep -o '!strcmp(a, "-[-a-z]*")' kernels/cmd_kernels.c | sed 's/.*"\(.*\)".*/\1/' | sort -u); do
+    grep -q -- "$o\b" "$TMP/help.out" || fail "kernels --help does not list $o"
+done
+"$BIN" kernels --cpu --grid swap --reps 1 > "$TMP/nocheck.out" 2>/dev/null || fail "kernels without --check failed"
+grep -q "^Check no_regression: n/a" "$TMP/nocheck.out" || fail "no no_regression n/a without --check"
+echo "ok: --help complete, checks without a baseline"
 echo "cli_kernels: all passed"

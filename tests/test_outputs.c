@@ -7,6 +7,8 @@
  *   - <exp>.json parses with jansson and holds the resolved config as an object
  *     (the slo map, the systems list, the axis value assigned), every point's
  *     metrics, and the machine;
+ *   - each point's JSON entry carries the seed it ran with: the YAML's seed, or, when a
+ *     sweep axis sets `seed`, that axis' value (and the experiment says it is swept);
  *   - the checks are printed (`Check complete:`, `Check slo_met:`), no "VALID";
  *   - --jobs 1 and --jobs 2 give byte-identical CSVs, per-request and per-step files.
  * Runs the real binary (PAGEDBENCH_BIN, set by ctest) on the sim executor. */
@@ -199,11 +201,16 @@ PB_TEST(requests_csv_recomputes_point_percentiles_and_json_holds_config) {
     PB_CHECK(json_is_object(json_object_get(j, "machine")));
     const char *rev = json_string_value(json_object_get(j, "git_revision"));
     PB_CHECK(rev && *rev);
+    json_t *x0 = json_array_get(json_object_get(j, "experiments"), 0);
+    PB_CHECK(json_is_integer(json_object_get(x0, "seed")) && json_integer_value(json_object_get(x0, "seed")) == 0);
+    PB_CHECK(json_is_null(json_object_get(x0, "seed_swept_by")));
     json_t *pts = json_object_get(j, "points");
     PB_CHECK_EQ_INT(json_array_size(pts), res.n_rows);
     for (int r = 0; r < res.n_rows && r < (int)json_array_size(pts); r++) {
         json_t *m = json_object_get(json_array_get(pts, r), "metrics");
         PB_CHECK(json_real_value(json_object_get(m, "ttft_p99_ms")) == numv(&res, r, "ttft_p99_ms"));
+        json_t *ps = json_object_get(json_array_get(pts, r), "seed");
+        PB_CHECK(json_is_integer(ps) && json_integer_value(ps) == 0);
     }
     json_decref(j);
     pb_csv_table_free(&res);
@@ -219,6 +226,51 @@ PB_TEST(requests_csv_recomputes_point_percentiles_and_json_holds_config) {
     snprintf(cmd, sizeof cmd, "grep -q '^Check complete: PASS' '%s/out' && grep -q '^Check slo_met: ' '%s/out' && "
              "! grep -q 'Result is' '%s/out'", dir, dir, dir);
     PB_CHECK(run_cmd(cmd) == 0);
+    snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);
+    run_cmd(cmd);
+}
+
+/* A seed sweep: each point's JSON entry says the seed it ran with (the axis value, not
+ * the YAML's base seed 11), the experiment says it is swept, and the seeds change the run. */
+PB_TEST(json_seed_of_a_seed_sweep_is_each_points_own) {
+    const char *bin = getenv("PAGEDBENCH_BIN");
+    if (!bin || !*bin) PB_SKIP("PAGEDBENCH_BIN not set (run through ctest)");
+    if (!pb_test_shared_data()) PB_SKIP("../shared/data absent (alpaca lengths)");
+    char dir[] = "/tmp/pb_seed_XXXXXX";
+    PB_REQUIRE(mkdtemp(dir));
+    char path[512], cmd[2048];
+    snprintf(path, sizeof path, "%s/s.yaml", dir);
+    FILE *f = fopen(path, "w");
+    PB_REQUIRE(f);
+    fputs("name: seed_t\nfigure: seed_t\nmodel: opt-13b\nhardware: a100-40gb\nseed: 11\n"
+          "workload: {dataset: alpaca, arrivals: poisson, rate: 4, duration_s: 20}\n"
+          "sweep:\n  - {axis: seed_value, set: seed, values: [3, 7]}\n"
+          "systems:\n  - {name: vllm, label: vLLM, type: vllm}\n", f);
+    fclose(f);
+    snprintf(cmd, sizeof cmd, "'%s' run '%s' --results '%s/r' >'%s/out' 2>'%s/err'", bin, path, dir, dir, dir);
+    PB_REQUIRE(run_cmd(cmd) == 0);
+    snprintf(path, sizeof path, "%s/r/seed_t.json", dir);
+    json_error_t je;
+    json_t *j = json_load_file(path, 0, &je);
+    PB_REQUIRE(j);
+    json_t *x0 = json_array_get(json_object_get(j, "experiments"), 0);
+    PB_CHECK(json_is_null(json_object_get(x0, "seed")));
+    const char *by = json_string_value(json_object_get(x0, "seed_swept_by"));
+    PB_CHECK(by && !strcmp(by, "seed_value"));
+    json_t *pts = json_object_get(j, "points");
+    PB_CHECK_EQ_INT(json_array_size(pts), 2);
+    double e2e[2] = {0, 0};
+    for (size_t r = 0; r < json_array_size(pts) && r < 2; r++) {
+        json_t *p = json_array_get(pts, r);
+        json_t *ps = json_object_get(p, "seed");
+        double ax = json_number_value(json_object_get(json_object_get(p, "axes"), "seed_value"));
+        PB_CHECK(json_is_integer(ps));
+        PB_CHECK(ax == 3 || ax == 7);
+        PB_CHECK_EQ_INT(json_integer_value(ps), (long long)ax);
+        e2e[r] = json_number_value(json_object_get(json_object_get(p, "metrics"), "e2e_mean_s"));
+    }
+    PB_CHECK(e2e[0] > 0 && e2e[1] > 0 && e2e[0] != e2e[1]);   /* two seeds, two runs */
+    json_decref(j);
     snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);
     run_cmd(cmd);
 }

@@ -178,17 +178,18 @@ t=$SECONDS
 if [ $GPU = 1 ]; then
     mkdir -p "$BASELINES"
     capped 200 "$BIN" kernels "${HWARG[@]}" --csv "$OUT/kernels.csv" --update "$BASELINES/$SLUG.json" >"$OUT/kernels.log" 2>&1; rc=$?
-    if [ $rc = 0 ] && grep -q '^All results match' "$OUT/kernels.log" && grep -q '^Result is : VALID' "$OUT/kernels.log"; then
+    if [ $rc = 0 ] && grep -q '^All results match' "$OUT/kernels.log" &&
+       grep -q '^Check correct: PASS' "$OUT/kernels.log" && grep -q '^Check timer: PASS' "$OUT/kernels.log"; then
         record "kernel benchmarks" PASS "$t" "$(grep -c ' MET$' "$OUT/kernels.log") goals met, $(grep -c ' MISSED$' "$OUT/kernels.log") missed; baseline $BASELINES/$SLUG.json"
     else
-        record "kernel benchmarks" FAIL "$t" "$(why_rc $rc); $(grep -m1 -E 'FAILED|INVALID|failed' "$OUT/kernels.log")"
+        record "kernel benchmarks" FAIL "$t" "$(why_rc $rc); $(grep -m1 -E 'FAILED|: FAIL|failed' "$OUT/kernels.log")"
     fi
 else
     record "kernel benchmarks" SKIP "$t" "GPU kernel timings (Fig. 18a grid, decode 1K..64K with % of HBM, paged vs contiguous, copy_blocks, swap vs pinned PCIe)"
     reps=5; grids=()
     [ $TINY = 1 ] && { reps=1; grids=(--grid fig18a,swap); }
     "$BIN" kernels --cpu --reps $reps "${grids[@]}" --csv "$OUT/kernels.csv" >"$OUT/kernels.log" 2>&1; rc=$?
-    [ $rc = 0 ] && grep -q '^Result is : VALID' "$OUT/kernels.log" &&
+    [ $rc = 0 ] && grep -q '^Check complete: PASS' "$OUT/kernels.log" &&
         record "kernel grids on the C references" PASS "$t" "$(grep -c '^cpu/' "$OUT/kernels.log") results, reps $reps" ||
         record "kernel grids on the C references" FAIL "$t" "exit $rc (see kernels.log)"
 fi
@@ -233,7 +234,7 @@ else
         --length-scale 0.25 --out "$OUT" >"$OUT/costmodel.log" 2>&1; rc=$?
     name="real engine vs cost model (tiny-OPT, cpu executor)"
 fi
-if [ $rc = 0 ] && grep -q '^Result is : VALID' "$OUT/costmodel.log"; then
+if [ $rc = 0 ] && grep -q '^Check complete: PASS' "$OUT/costmodel.log"; then
     err=$(awk -F, '$1 == "step_abs_err_pct_p50_all" { printf "p50 |step error| spec %.1f%%, profile %s", $3, $4 == "" ? "-" : sprintf("%.1f%%", $4) }' "$OUT/costmodel_summary.csv")
     record "$name" PASS "$t" "$(($(grep -c . "$OUT/costmodel_requests.csv") - 1)) requests; $err"
 else
