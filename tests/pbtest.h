@@ -73,6 +73,20 @@ static inline int pb_test_main(void) {
 #define PB_TEST_MAIN() int main(void) { return pb_test_main(); }
 
 /* Path of the shared data folder (../shared/data beside the checkout), or NULL. */
+/* The whole file at path, NUL-terminated (free it); NULL if it cannot be read. */
+static inline char *pb_test_slurp(const char *path) {
+    FILE *f = fopen(path, "rb");
+    if (!f) return NULL;
+    fseek(f, 0, SEEK_END);
+    long n = ftell(f);
+    fseek(f, 0, SEEK_SET);
+    char *s = malloc((size_t)(n > 0 ? n : 0) + 1);
+    size_t r = fread(s, 1, (size_t)(n > 0 ? n : 0), f);
+    s[r] = 0;
+    fclose(f);
+    return s;
+}
+
 static inline const char *pb_test_shared_data(void) {
     static char buf[4096];
     const char *env = getenv("PAGEDBENCH_SHARED_DATA");

@@ -41,19 +41,6 @@ static const char *write_yaml(const char *name, const char *text) {
     return path;
 }
 
-static char *slurp(const char *path) {
-    FILE *f = fopen(path, "rb");
-    if (!f) return NULL;
-    fseek(f, 0, SEEK_END);
-    long n = ftell(f);
-    fseek(f, 0, SEEK_SET);
-    char *s = malloc((size_t)n + 1);
-    size_t r = fread(s, 1, (size_t)n, f);
-    s[r] = 0;
-    fclose(f);
-    return s;
-}
-
 static const char *EXP =
     "name: toy\n"
     "figure: figtoy\n"
@@ -244,7 +231,7 @@ PB_TEST(parallel_runs_are_byte_identical_and_resume) {
     PB_REQUIRE(e);
     PB_REQUIRE(run_to(e, d2, 3, &st, c2, sizeof c2) == PB_OK);
     pb_experiment_destroy(e);
-    char *a = slurp(c1), *b = slurp(c2);
+    char *a = pb_test_slurp(c1), *b = pb_test_slurp(c2);
     PB_REQUIRE(a && b);
     PB_CHECK(strcmp(a, b) == 0);
     PB_CHECK(strncmp(a, "panel,system,request_rate,normalized_latency,", 45) == 0);
@@ -326,7 +313,7 @@ PB_TEST(failed_points_leave_err_files_and_keep_the_rest) {
     char base[600];
     pb_point_path(e, 1, 0, d, base, sizeof base);
     strcat(base, ".err");
-    char *msg = slurp(base);
+    char *msg = pb_test_slurp(base);
     PB_CHECK_STR_CONTAINS(msg, "toy failure at rate 1");
     free(msg);
     pb_results r;
@@ -368,7 +355,7 @@ PB_TEST(report_compares_knees_with_the_paper) {
     char md[512];
     snprintf(md, sizeof md, "%s/rep.md", tmpdir());
     PB_REQUIRE(pb_report_figure("fig12", op, pp, 0.2, NULL, md) == PB_OK);
-    char *t = slurp(md);
+    char *t = pb_test_slurp(md);
     PB_REQUIRE(t);
     /* ours: oracle 1.0 + 0.1/0.9*0.5 = 1.0556, vllm 2.5 -> 2.37x; paper (a): 1.86x */
     PB_CHECK_STR_CONTAINS(t, "| a | Orca (Oracle) | 1.06 | 1 | 1.05x |");
@@ -470,7 +457,7 @@ PB_TEST(fig18a_cost_model_is_a_calibration_check) {
     snprintf(csv, sizeof csv, "%s/fig18a.csv", tmpdir());
     char gpu[256] = "";
     PB_REQUIRE(pb_fig18a_write(pb_spec_dir(), csv, false, NULL, gpu, sizeof gpu) == PB_OK);
-    char *text = slurp(csv);
+    char *text = pb_test_slurp(csv);
     PB_REQUIRE(text);
     PB_CHECK_STR_CONTAINS(text, "source,device,kernel,batch,context_len,latency_us,paper_us,vs_paper_pct,overhead_pct\n");
     PB_CHECK_STR_CONTAINS(text, "cost_model,\"A100-40GB (cost model)\",vllm,8,64,");

@@ -39,19 +39,6 @@ static const char *write_file(const char *name, const char *text) {
     return p;
 }
 
-static char *slurp(const char *path) {
-    FILE *f = fopen(path, "rb");
-    if (!f) return NULL;
-    fseek(f, 0, SEEK_END);
-    long n = ftell(f);
-    fseek(f, 0, SEEK_SET);
-    char *s = malloc((size_t)n + 1);
-    size_t r = fread(s, 1, (size_t)n, f);
-    s[r] = 0;
-    fclose(f);
-    return s;
-}
-
 static pb_experiment *load_sets(const char *text, const char *const *sets, int n_sets) {
     pb_cfg_err err;
     pb_cfg_err_clear(&err);
@@ -283,7 +270,7 @@ PB_TEST(shards_then_merge_equal_one_run) {
         snprintf(csv1, sizeof csv1, "%s/one%d.csv", tmpdir(), variant);
         int all = run(text, d, 0, 0, csv1);
         PB_CHECK(all > 17);   /* variant 0: refinement added points */
-        char *want = slurp(csv1);
+        char *want = pb_test_slurp(csv1);
         PB_REQUIRE(want);
         for (int ns = 1; ns <= 4; ns++) {
             snprintf(d, sizeof d, "%s/sh%d_%d", tmpdir(), variant, ns);
@@ -292,7 +279,7 @@ PB_TEST(shards_then_merge_equal_one_run) {
             PB_CHECK_EQ_INT(sum, all);             /* every point once, refinement included */
             snprintf(csv2, sizeof csv2, "%s/sh%d_%d.csv", tmpdir(), variant, ns);
             run(text, d, 0, 0, csv2);              /* nothing left to compute */
-            char *got = slurp(csv2);
+            char *got = pb_test_slurp(csv2);
             PB_REQUIRE(got);
             PB_CHECK(strcmp(want, got) == 0);
             free(got);
@@ -312,7 +299,7 @@ PB_TEST(a_point_file_cut_short_is_computed_again) {
     PB_REQUIRE(e);
     pb_point_path(e, 1, 2, d, base, sizeof base);
     strcat(base, ".pt");
-    char *text = slurp(base);
+    char *text = pb_test_slurp(base);
     PB_REQUIRE(text);
     PB_CHECK_STR_CONTAINS(text, "\ntoy summary\nrate ");
     PB_CHECK_STR_CONTAINS(text, "\nsummary ");

@@ -152,6 +152,19 @@ static void print_summary(const char *what, const pb_trace *t) {
             s.mean_prompt, s.mean_output, s.max_prompt, s.max_output);
 }
 
+/* Write t to output (stdout when NULL) and free it: the exit status of a trace command. */
+static int emit_trace(pb_trace *t, const char *output) {
+    char err[1024] = "";
+    pb_status st = output ? pb_trace_write_file(output, t, err, sizeof err) : pb_trace_write_csv(stdout, t);
+    pb_trace_free(t);
+    if (st) {
+        fprintf(stderr, "pagedbench trace: %s\n", output ? err : "cannot write to stdout");
+        return PB_EXIT_RUNTIME;
+    }
+    return PB_EXIT_OK;
+}
+
+
 /* `trace --from FILE --format F`: a trace from a real dataset or log (trace_from.h) */
 static int trace_from(const char *file, const pb_trace_from_opts *o, const char *output) {
     pb_trace t = {0};
@@ -166,14 +179,7 @@ static int trace_from(const char *file, const pb_trace_from_opts *o, const char 
     snprintf(what, sizeof what, "%s (%s, %lld records dropped by the length checks and filter)", file, o->format,
              (long long)dropped);
     print_summary(what, &t);
-    if (output) st = pb_trace_write_file(output, &t, err, sizeof err);
-    else st = pb_trace_write_csv(stdout, &t);
-    pb_trace_free(&t);
-    if (st) {
-        fprintf(stderr, "pagedbench trace: %s\n", output ? err : "cannot write to stdout");
-        return PB_EXIT_RUNTIME;
-    }
-    return PB_EXIT_OK;
+    return emit_trace(&t, output);
 }
 
 int pb_cmd_trace(int argc, char **argv) {
@@ -360,12 +366,5 @@ int pb_cmd_trace(int argc, char **argv) {
     char desc[2048];
     pb_workload_describe(&c, desc, sizeof desc);
     print_summary(desc, &t);
-    if (output) st = pb_trace_write_file(output, &t, err, sizeof err);
-    else st = pb_trace_write_csv(stdout, &t);
-    pb_trace_free(&t);
-    if (st) {
-        fprintf(stderr, "pagedbench trace: %s\n", output ? err : "cannot write to stdout");
-        return PB_EXIT_RUNTIME;
-    }
-    return PB_EXIT_OK;
+    return emit_trace(&t, output);
 }
