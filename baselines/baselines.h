@@ -11,7 +11,7 @@
  *                          of a batch completes when the batch completes.  Pair it
  *                          with the contiguous KV manager, reservation max.
  *
- * Registry lines (engine/policy_registry.c):
+ * Registry lines (experiments/policy_registry.c):
  *   X("orca", pb_policy_orca_create, "Orca: iteration-level FCFS, ...")
  *   X("ft",   pb_policy_ft_create,   "FasterTransformer: request-level batches ...")
  *

@@ -337,6 +337,7 @@ pb_status pb_engine_step(pb_engine *e, bool *done) {
         return PB_ERR_INVALID;
     }
     s->now += res.latency_s;
+    for (int32_t i = 0; i < s->n_bseq; i++) pb_kv_computed(s->kv, s->bseq_seq[i], s->bseq[i].context_len);
     sm.latency_s = res.latency_s;
     sm.swap_s = res.swap_s;
     sm.copy_s = res.copy_s;

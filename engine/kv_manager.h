@@ -130,6 +130,11 @@ typedef struct {
        forks), in the order they must run; the engine passes them to the executor
        in the next batch.  *out stays valid until the next call.  Returns the count. */
     int32_t (*take_slot_copies)(pb_kv_manager *m, const pb_slot_copy **out);
+    /* (optional) s's first n tokens now hold computed KV: called after every executed
+       step for each sequence of the batch with n = its context_len.  A caching manager
+       (automatic prefix caching) publishes the blocks that became full and computed;
+       NULL = nothing to do. */
+    void (*computed)(pb_kv_manager *m, pb_seq *s, int32_t n);
     /* Memory breakdown now (O(live sequences) at most). */
     void (*usage)(pb_kv_manager *m, pb_kv_usage *out);
     /* Full invariant check (may be O(everything)); PB_OK or PB_ERR_INVALID with the
@@ -182,6 +187,9 @@ static inline void pb_kv_batch_info(pb_kv_manager *m, const pb_seq *s, pb_batch_
 static inline int32_t pb_kv_take_slot_copies(pb_kv_manager *m, const pb_slot_copy **out) {
     *out = NULL;
     return m->iface->take_slot_copies ? m->iface->take_slot_copies(m, out) : 0;
+}
+static inline void pb_kv_computed(pb_kv_manager *m, pb_seq *s, int32_t n) {
+    if (m->iface->computed) m->iface->computed(m, s, n);
 }
 static inline void pb_kv_usage_get(pb_kv_manager *m, pb_kv_usage *u) { m->iface->usage(m, u); }
 static inline pb_status pb_kv_check(pb_kv_manager *m) { return m->iface->check(m); }

@@ -35,7 +35,7 @@
  *         batch decodes until its last group finishes.
  *
  * Adding a policy: one file with a pb_policy_create_fn, plus one X(...) line in
- * engine/policy_registry.c (README "A scheduling policy").  The YAML names it
+ * experiments/policy_registry.c (README "A scheduling policy").  The YAML names it
  * (system.policy: <name>). */
 #ifndef PB_POLICY_H
 #define PB_POLICY_H
@@ -102,7 +102,7 @@ struct pb_policy {
 
 static inline void pb_policy_destroy(pb_policy *p) { if (p) p->iface->destroy(p); }
 
-/* ---- registry (engine/policy_registry.c) ---- */
+/* ---- registry (experiments/policy_registry.c) ---- */
 /* Create a policy.  opts: the policy's own YAML map (NULL = defaults); errors are
    recorded in err (file:line:col when opts is given). */
 typedef pb_status (*pb_policy_create_fn)(const pb_node *opts, pb_policy **out, pb_cfg_err *err);

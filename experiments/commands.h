@@ -5,11 +5,11 @@
  * --help, and lives with the module it belongs to:
  *   run      experiments/cmd_run.c      run an experiment YAML (sweeps, results CSV)
  *   merge    experiments/cmd_merge.c    assemble the shards of a sweep (run --shard I/N)
- *   trace    workloads/cmd_trace.c      write a request trace as CSV
+ *   trace    experiments/cmd_trace.c      write a request trace as CSV
  *   table1   experiments/cmd_table1.c   the paper's Table 1 from the spec files
  *   list     experiments/cmd_list.c     experiments, models, hardware, policies
- *   kernels  kernels/cmd_kernels.c      kernel checks, benchmarks, regression baselines
- *   profile  engine/cmd_profile.c       measure step latencies on a GPU for the sim
+ *   kernels  experiments/cmd_kernels.c      kernel checks, benchmarks, regression baselines
+ *   profile  experiments/cmd_profile.c       measure step latencies on a GPU for the sim
  *   bench    bench/cmd_bench.c          micro-benchmarks (scheduler, sim, ...)
  *   validate experiments/cmd_validate.c the sim against public GPU step measurements
  *   plot     experiments/cmd_plot.c     a figure of any results CSV (gnuplot, plots/style.gp) */

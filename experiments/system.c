@@ -92,7 +92,7 @@ typedef struct {
     const char *name;
     pb_system_type type;
     bool paged;                 /* paged KV manager (else contiguous)                   */
-    const char *policy;         /* default policy (engine/policy_registry.c)            */
+    const char *policy;         /* default policy (experiments/policy_registry.c)            */
     pb_sim_attn attn;           /* sim defaults                                          */
     pb_sim_framework fw;
     const char *options;        /* keys only this type reads, "|"-separated              */

@@ -62,7 +62,7 @@ echo "ok: bad baselines exit 2"
 
 # --help lists every option the parser takes
 "$BIN" kernels --help > "$TMP/help.out" 2>&1 || fail "kernels --help exited non-zero"
-for o in $(grep -o '!strcmp(a, "-[-a-z]*")' kernels/cmd_kernels.c | sed 's/.*"\(.*\)".*/\1/' | sort -u); do
+for o in $(grep -o '!strcmp(a, "-[-a-z]*")' experiments/cmd_kernels.c | sed 's/.*"\(.*\)".*/\1/' | sort -u); do
     grep -q -- "$o\b" "$TMP/help.out" || fail "kernels --help does not list $o"
 done
 "$BIN" kernels --cpu --grid swap --reps 1 > "$TMP/nocheck.out" 2>/dev/null || fail "kernels without --check failed"

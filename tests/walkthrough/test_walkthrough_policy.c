@@ -1,7 +1,7 @@
 /* test_walkthrough_policy.c -- README's "A scheduling policy" walk-through, followed
  * literally.  CMake (tests/walkthrough/CMakeLists.txt) takes the policy file and the
  * registry line out of README.md, writes the file, adds the line to a copy of
- * engine/policy_registry.c and links both with this test; so the README's text is what
+ * experiments/policy_registry.c and links both with this test; so the README's text is what
  * is built.  Checks: the registry knows `lifo`, it admits newest first through the
  * engine, and an experiment YAML with `policy: lifo` runs a point in the simulator. */
 #include <stdio.h>
