@@ -130,6 +130,11 @@ typedef struct {
        forks), in the order they must run; the engine passes them to the executor
        in the next batch.  *out stays valid until the next call.  Returns the count. */
     int32_t (*take_slot_copies)(pb_kv_manager *m, const pb_slot_copy **out);
+    /* (optional) Tokens of each sequence of WAITING g whose KV allocate(g) would find
+       already computed (automatic prefix caching: whole cached blocks; at most
+       g->len - 1, so the last token is always computed).  No side effects.  NULL = 0.
+       Schedulers charge a prefill's token budget for g->len minus these. */
+    int32_t (*cached_tokens)(pb_kv_manager *m, const pb_group *g);
     /* (optional) s's first n tokens now hold computed KV: called after every executed
        step for each sequence of the batch with n = its context_len.  A caching manager
        (automatic prefix caching) publishes the blocks that became full and computed;
@@ -187,6 +192,9 @@ static inline void pb_kv_batch_info(pb_kv_manager *m, const pb_seq *s, pb_batch_
 static inline int32_t pb_kv_take_slot_copies(pb_kv_manager *m, const pb_slot_copy **out) {
     *out = NULL;
     return m->iface->take_slot_copies ? m->iface->take_slot_copies(m, out) : 0;
+}
+static inline int32_t pb_kv_cached_tokens(pb_kv_manager *m, const pb_group *g) {
+    return m->iface->cached_tokens ? m->iface->cached_tokens(m, g) : 0;
 }
 static inline void pb_kv_computed(pb_kv_manager *m, pb_seq *s, int32_t n) {
     if (m->iface->computed) m->iface->computed(m, s, n);

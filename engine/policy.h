@@ -93,6 +93,9 @@ typedef struct {
     /* Optional: g finished or was rejected (policy-private bookkeeping). */
     void (*on_group_done)(pb_policy *p, pb_sched *s, pb_group *g);
     void (*destroy)(pb_policy *p);
+    /* The paged KV manager keeps computed full blocks cached by content (automatic
+       prefix caching, block_manager.h) for this policy's systems. */
+    bool prefix_caching;
 } pb_policy_i;
 
 struct pb_policy {
