@@ -576,7 +576,7 @@ static pb_status lazy_schedule(pb_policy *p, pb_sched *s) {
 static void lazy_destroy(pb_policy *p) { (void)p; }
 
 PB_TEST(stalled_policy_is_an_error_not_a_hang) {
-    static const pb_policy_i LAZY = {"lazy", NULL, lazy_schedule, NULL, lazy_destroy};
+    static const pb_policy_i LAZY = {.name = "lazy", .schedule = lazy_schedule, .destroy = lazy_destroy};
     pb_policy lazy = {&LAZY, NULL};
     pb_engine_params ep = params(PB_PREEMPT_AUTO, PB_STEP_MIXED);
     sys s;
