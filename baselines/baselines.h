@@ -59,16 +59,6 @@ void pb_policy_ft_finalize(pb_policy *p, pb_metrics *m);
 /* pb_policy_ft_finalize for FT policies, nothing for the others. */
 void pb_policy_finalize(pb_policy *p, pb_metrics *m);
 
-/* ---- shared by the two policies ---- */
-/* Decode every running group (call before admitting); PB_ERR_INVALID if a group
- * cannot decode inside its reservation. */
-pb_status pb_baseline_decode_all(pb_sched *s);
-/* Admit waiting groups in priority order while the head fits: stops at the first
- * LATER (strict FCFS), rejects NEVER, keeps max_num_seqs and, with token_budget,
- * max_num_batched_tokens; at most max_groups running groups (0 = no limit). */
-pb_status pb_baseline_admit_fcfs(pb_sched *s, int32_t max_groups, bool token_budget,
-                                 int32_t *n_admitted);
-
 #ifdef __cplusplus
 }
 #endif

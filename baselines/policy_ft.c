@@ -47,10 +47,11 @@ static void note_batch(ft_policy *f, int64_t id, int64_t batch) {
 
 static pb_status ft_schedule(pb_policy *p, pb_sched *s) {
     ft_policy *f = p->impl;
-    if (pb_sched_n_running(s) > 0) return pb_baseline_decode_all(s);   /* batch runs on */
+    if (pb_sched_n_running(s) > 0) return pb_sched_decode_running(s, NULL, NULL);   /* batch runs on */
     if (pb_sched_n_waiting(s) == 0) return PB_OK;
     int32_t n = 0;
-    pb_status st = pb_baseline_admit_fcfs(s, f->max_batch, false, &n);
+    pb_admit_rule r = {.token_budget = INT64_MAX, .max_groups = f->max_batch};   /* no token budget */
+    pb_status st = pb_sched_admit_waiting(s, &r, &n);
     if (st != PB_OK || n == 0) return st;
     int64_t b = f->n_batches++;
     for (pb_group *g = pb_sched_running_head(s); g; g = g->next) note_batch(f, g->id, b);

@@ -1,6 +1,7 @@
 /* policy_orca.c -- the Orca baseline's scheduler (paper §6.1; Yu et al., OSDI'22).
  *
- * Iteration-level scheduling without paging: every step
+ * Iteration-level scheduling without paging, built from the building blocks of
+ * policy.h (decode without a victim rule, then admission).  Every step
  *   1. every running group decodes one token (its contiguous reservation, made at
  *      admission by the contiguous KV manager, covers its whole output, so a decode
  *      never runs out of space and nothing is ever preempted);
@@ -28,67 +29,19 @@ typedef struct {
     int32_t max_batch;       /* groups per batch, 0 = unlimited */
 } orca_policy;
 
-/* Admit waiting groups FCFS while they fit; shared with the FT policy. */
-pb_status pb_baseline_admit_fcfs(pb_sched *s, int32_t max_groups, bool token_budget,
-                                 int32_t *n_admitted) {
-    const pb_engine_params *ep = pb_sched_params(s);
-    int32_t admitted = 0;
-    pb_group *g;
-    while ((g = pb_sched_waiting_peek(s)) != NULL) {
-        if (max_groups > 0 && pb_sched_n_running(s) >= max_groups) break;
-        pb_alloc_status a = pb_sched_can_admit(s, g);
-        if (a == PB_ALLOC_NEVER) {
-            pb_sched_reject(s, g);
-            continue;
-        }
-        if (a != PB_ALLOC_OK) break;
-        int32_t seqs = g->max_seqs > g->n_seqs ? g->max_seqs : g->n_seqs;
-        if (pb_sched_running_seqs(s) + seqs > ep->max_num_seqs) break;
-        int64_t tokens = pb_sched_batch_tokens(s);       /* vLLM v0.1 token budget check */
-        if (token_budget && tokens > 0 && tokens + g->len > ep->max_num_batched_tokens) break;
-        pb_status st = pb_sched_admit(s, g);
-        if (st == PB_ERR_NO_SPACE) break;
-        if (st != PB_OK) return st;
-        admitted++;
-    }
-    if (n_admitted) *n_admitted = admitted;
-    return PB_OK;
-}
-
-/* Decode every running group (call before admitting anything this step); a group
- * that cannot decode means its reservation was too small: a bug under the
- * baselines' rules (no preemption). */
-pb_status pb_baseline_decode_all(pb_sched *s) {
-    for (pb_group *g = pb_sched_running_head(s); g; g = g->next) {
-        if (!pb_sched_can_decode(s, g)) {
-            pb_log_error("baseline policy: group %d cannot decode within its reservation", g->id);
-            return PB_ERR_INVALID;
-        }
-        pb_status st = pb_sched_decode(s, g);
-        if (st != PB_OK) return st;
-    }
-    return PB_OK;
-}
-
 static pb_status orca_schedule(pb_policy *p, pb_sched *s) {
-    orca_policy *o = p->impl;
-    pb_status st = pb_baseline_decode_all(s);
+    const orca_policy *o = p->impl;
+    pb_admit_rule r = {.token_budget = pb_sched_params(s)->max_num_batched_tokens, .max_groups = o->max_batch};
+    pb_status st = pb_sched_decode_running(s, NULL, NULL);   /* no preemption */
     if (st != PB_OK) return st;
-    return pb_baseline_admit_fcfs(s, o->max_batch, true, NULL);
-}
-
-static void orca_destroy(pb_policy *p) {
-    if (!p) return;
-    free(p->impl);
-    free(p);
+    return pb_sched_admit_waiting(s, &r, NULL);
 }
 
 static const pb_policy_i orca_iface = {
     .name = "orca",
     .waiting_key = NULL,          /* FCFS */
     .schedule = orca_schedule,
-    .on_group_done = NULL,
-    .destroy = orca_destroy,
+    .destroy = pb_policy_plain_destroy,
 };
 
 pb_status pb_policy_orca_create(const pb_node *opts, pb_policy **out, pb_cfg_err *err) {

@@ -204,55 +204,59 @@ static pb_status parallel_fork(pb_sched *s, pb_group *g, bool has_tokens) {
     return PB_OK;
 }
 
-static pb_status postprocess(pb_sched *s, bool has_tokens) {
-    for (int32_t gi = 0; gi < s->n_bgroups; gi++) {
-        pb_group *g = s->bgroups[gi];
-        g->prefill = false;
-        bool first = g->n_generated == 0;
-        pb_status st = PB_OK;
-        if (g->beam_width > 1) {
-            st = beam_step(s, g, has_tokens);
-        } else if (first && g->n > 1 && g->n_seqs == 1) {
-            st = parallel_fork(s, g, has_tokens);
-        } else {
-            for (int32_t i = 0; i < g->n_seqs; i++) {
-                pb_seq *q = g->seqs[i];
-                int32_t tok = 0;
-                float lp = 0;
-                if (has_tokens && q->batch_idx >= 0 && s->cand[q->batch_idx].n > 0) {
-                    tok = s->cand[q->batch_idx].token[0];
-                    lp = s->cand[q->batch_idx].logprob[0];
-                } else if (s->p.store_tokens) {
-                    tok = (int32_t)pb_rng_below(&g->rng, (uint64_t)s->p.vocab_size);
-                }
-                pb_seq_append_token(s->pool, q, tok, lp);
-            }
-        }
-        if (st != PB_OK) return st;
+/* g's next token(s) after a step that ran it; nothing while its prefill is partial
+   (only the completing chunk samples: first token, parallel forks). */
+static pb_status group_token(pb_sched *s, pb_group *g, bool has_tokens) {
+    if (g->prefill && g->seqs[0]->n_computed < g->len) {   /* a partial prefill */
         for (int32_t i = 0; i < g->n_seqs; i++) g->seqs[i]->batch_idx = -1;
-        g->n_generated++;
-        g->len++;
-        pb_metrics_token(s->metrics, g->id, s->now);
-        if (first) {
-            g->first_token_s = s->now;
-            pb_metrics_req(s->metrics, g->id)->first_token_s = s->now;
-        }
-        if (g->n_generated >= g->output_len) finish_group(s, g);
+        return PB_OK;
     }
+    g->prefill = false;
+    bool first = g->n_generated == 0;
+    pb_status st = PB_OK;
+    if (g->beam_width > 1) {
+        st = beam_step(s, g, has_tokens);
+    } else if (first && g->n > 1 && g->n_seqs == 1) {
+        st = parallel_fork(s, g, has_tokens);
+    } else {
+        for (int32_t i = 0; i < g->n_seqs; i++) {
+            pb_seq *q = g->seqs[i];
+            int32_t tok = 0;
+            float lp = 0;
+            if (has_tokens && q->batch_idx >= 0 && s->cand[q->batch_idx].n > 0) {
+                tok = s->cand[q->batch_idx].token[0];
+                lp = s->cand[q->batch_idx].logprob[0];
+            } else if (s->p.store_tokens) {
+                tok = (int32_t)pb_rng_below(&g->rng, (uint64_t)s->p.vocab_size);
+            }
+            pb_seq_append_token(s->pool, q, tok, lp);
+        }
+    }
+    if (st != PB_OK) return st;
+    for (int32_t i = 0; i < g->n_seqs; i++) g->seqs[i]->batch_idx = -1;
+    g->n_generated++;
+    g->len++;
+    pb_metrics_token(s->metrics, g->id, s->now);
+    if (first) {
+        g->first_token_s = s->now;
+        pb_metrics_req(s->metrics, g->id)->first_token_s = s->now;
+    }
+    if (g->n_generated >= g->output_len) finish_group(s, g);
     return PB_OK;
 }
 
-/* ---- one step ---- */
+/* ---- one step: schedule, execute, postprocess ---- */
 
-pb_status pb_engine_step(pb_engine *e, bool *done) {
-    pb_sched *s = &e->s;
-    *done = false;
-    if (!s->running_run) return PB_ERR_INVALID;
-    if (s->n_done == s->n_groups || (s->p.max_steps > 0 && s->step >= s->p.max_steps) ||
-        (s->p.max_clock_s > 0 && s->now > s->p.max_clock_s)) {
-        *done = true;
-        return PB_OK;
-    }
+static bool run_over(const pb_sched *s) {
+    return s->n_done == s->n_groups || (s->p.max_steps > 0 && s->step >= s->p.max_steps) ||
+           (s->p.max_clock_s > 0 && s->now > s->p.max_clock_s);
+}
+
+/* Arrivals, then the policy's schedule.  *ready: a batch (or memory operations) to
+   run; otherwise the clock jumped to the next arrival, or the state moved without
+   anything to execute (a step of preemptions or rejections only). */
+static pb_status schedule(pb_sched *s, bool *ready) {
+    *ready = false;
     while (s->next_arrival < s->n_groups && s->groups[s->next_arrival].arrival_s <= s->now)
         pb_sched_enqueue_waiting(s, &s->groups[s->next_arrival++]);
     if (s->n_waiting + s->n_running + s->n_swapped == 0) {   /* idle: jump */
@@ -264,29 +268,31 @@ pb_status pb_engine_step(pb_engine *e, bool *done) {
     int64_t done0 = s->n_done;
     pb_status st = s->policy->iface->schedule(s->policy, s);
     if (st != PB_OK) return st;
-    /* fork copies of a contiguous manager; taken after batch_info, which may still
-       give a forked sequence its region (and queue its copy) */
-    const pb_slot_copy *slot_copies = NULL;
-    int32_t n_slot_copies = 0;
-    if (s->n_bseq == 0) n_slot_copies = pb_kv_take_slot_copies(s->kv, &slot_copies);
-    if (s->n_bseq == 0 && s->copies.n == 0 && s->swap_in.n == 0 && s->swap_out.n == 0 &&
-        n_slot_copies == 0) {
-        if (s->n_preempted > 0 || s->n_done != done0) {   /* state moved, nothing to run */
-            s->step++;
-            return PB_OK;
-        }
-        if (s->next_arrival < s->n_groups) {
-            s->now = PB_MAX(s->now, s->groups[s->next_arrival].arrival_s);
-            return PB_OK;
-        }
-        pb_log_error("engine: policy '%s' scheduled nothing with %d waiting, %d running, %d swapped "
-                     "and no arrivals left (stalled)", s->policy->iface->name, s->n_waiting,
-                     s->n_running, s->n_swapped);
-        return PB_ERR_INVALID;
+    /* fork copies of a contiguous manager; with a batch they are taken after
+       batch_info, which may still give a forked sequence its region (execute) */
+    s->batch.n_slot_copies = s->n_bseq == 0 ? pb_kv_take_slot_copies(s->kv, &s->batch.slot_copies) : 0;
+    *ready = s->n_bseq > 0 || s->copies.n > 0 || s->swap_in.n > 0 || s->swap_out.n > 0 ||
+             s->batch.n_slot_copies > 0;
+    if (*ready) return PB_OK;
+    if (s->n_preempted > 0 || s->n_done != done0) {   /* state moved, nothing to run */
+        s->step++;
+        return PB_OK;
     }
+    if (s->next_arrival < s->n_groups) {
+        s->now = PB_MAX(s->now, s->groups[s->next_arrival].arrival_s);
+        return PB_OK;
+    }
+    pb_log_error("engine: policy '%s' scheduled nothing with %d waiting, %d running, %d swapped "
+                 "and no arrivals left (stalled)", s->policy->iface->name, s->n_waiting,
+                 s->n_running, s->n_swapped);
+    return PB_ERR_INVALID;
+}
+
+/* The scheduler's state -> the executor's batch. */
+static void batch_fill(pb_sched *s) {
     for (int32_t i = 0; i < s->n_bseq; i++) pb_kv_batch_info(s->kv, s->bseq_seq[i], &s->bseq[i]);
-    if (s->n_bseq > 0) n_slot_copies = pb_kv_take_slot_copies(s->kv, &slot_copies);
     pb_batch *b = &s->batch;
+    if (s->n_bseq > 0) b->n_slot_copies = pb_kv_take_slot_copies(s->kv, &b->slot_copies);
     b->n_seqs = s->n_bseq;
     b->seqs = s->bseq;
     b->n_prefill_tokens = s->b_prefill_tokens;
@@ -300,25 +306,32 @@ pb_status pb_engine_step(pb_engine *e, bool *done) {
     b->n_swap_in = s->swap_in.n;
     b->swap_out = s->swap_out.v;
     b->n_swap_out = s->swap_out.n;
-    b->slot_copies = slot_copies;
-    b->n_slot_copies = n_slot_copies;
-    pb_step_metrics sm;
-    memset(&sm, 0, sizeof sm);
-    sm.t_s = s->now;
-    sm.n_groups = s->n_bgroups;
-    sm.n_seqs = s->n_bseq;
-    sm.n_prefill_seqs = s->b_prefill_seqs;
-    sm.prefill_tokens = s->b_prefill_tokens;
-    sm.decode_tokens = s->b_decode;
-    sm.n_preempted = s->n_preempted;
-    sm.n_swap_in_groups = s->n_swap_in_groups;
-    sm.n_copies = s->copies.n;
-    sm.n_swap_in = s->swap_in.n;
-    sm.n_swap_out = s->swap_out.n;
-    sm.n_running = s->n_running;
-    sm.n_waiting = s->n_waiting;
-    sm.n_swapped = s->n_swapped;
-    pb_kv_usage_get(s->kv, &sm.mem);
+}
+
+/* The step's row of the timeline, as scheduled (before the executor runs). */
+static void step_metrics_begin(pb_sched *s, pb_step_metrics *sm) {
+    memset(sm, 0, sizeof *sm);
+    sm->t_s = s->now;
+    sm->n_groups = s->n_bgroups;
+    sm->n_seqs = s->n_bseq;
+    sm->n_prefill_seqs = s->b_prefill_seqs;
+    sm->prefill_tokens = s->b_prefill_tokens;
+    sm->decode_tokens = s->b_decode;
+    sm->n_preempted = s->n_preempted;
+    sm->n_swap_in_groups = s->n_swap_in_groups;
+    sm->n_copies = s->copies.n;
+    sm->n_swap_in = s->swap_in.n;
+    sm->n_swap_out = s->swap_out.n;
+    sm->n_running = s->n_running;
+    sm->n_waiting = s->n_waiting;
+    sm->n_swapped = s->n_swapped;
+    pb_kv_usage_get(s->kv, &sm->mem);
+}
+
+/* Run the batch, advance the clock, record what became computed. */
+static pb_status execute(pb_sched *s, pb_step_metrics *sm, bool *has_tokens) {
+    batch_fill(s);
+    step_metrics_begin(s, sm);
     if (s->cap_cand < s->n_bseq) {
         s->cap_cand = PB_MAX(s->n_bseq, 2 * s->cap_cand);
         s->cand = pb_xrealloc(s->cand, (size_t)s->cap_cand * sizeof *s->cand);
@@ -326,7 +339,7 @@ pb_status pb_engine_step(pb_engine *e, bool *done) {
     for (int32_t i = 0; i < s->n_bseq; i++) s->cand[i].n = 0;
     pb_step_result res;
     memset(&res, 0, sizeof res);
-    st = pb_executor_execute(s->ex, b, &res, s->cand);
+    pb_status st = pb_executor_execute(s->ex, &s->batch, &res, s->cand);
     if (st != PB_OK) {
         pb_log_error("engine: executor '%s' failed at step %lld: %s", s->ex->iface->name,
                      (long long)s->step, pb_status_str(st));
@@ -337,16 +350,45 @@ pb_status pb_engine_step(pb_engine *e, bool *done) {
         return PB_ERR_INVALID;
     }
     s->now += res.latency_s;
-    for (int32_t i = 0; i < s->n_bseq; i++) pb_kv_computed(s->kv, s->bseq_seq[i], s->bseq[i].context_len);
-    sm.latency_s = res.latency_s;
-    sm.swap_s = res.swap_s;
-    sm.copy_s = res.copy_s;
-    st = postprocess(s, res.has_tokens);
-    if (st != PB_OK) return st;
-    pb_metrics_add_step(s->metrics, &sm);
-    s->step++;
-    if (s->p.check_every_step) return pb_engine_check(e);
+    for (int32_t i = 0; i < s->n_bseq; i++) {
+        s->bseq_seq[i]->n_computed = s->bseq[i].context_len;
+        pb_kv_computed(s->kv, s->bseq_seq[i], s->bseq[i].context_len);
+    }
+    sm->latency_s = res.latency_s;
+    sm->swap_s = res.swap_s;
+    sm->copy_s = res.copy_s;
+    *has_tokens = res.has_tokens;
     return PB_OK;
+}
+
+/* Next tokens of the groups whose prefill is complete or that decoded; forks,
+   beam selection, finished groups; the step's metrics. */
+static pb_status postprocess(pb_sched *s, bool has_tokens, const pb_step_metrics *sm) {
+    for (int32_t gi = 0; gi < s->n_bgroups; gi++) {
+        pb_group *g = s->bgroups[gi];
+        pb_status st = group_token(s, g, has_tokens);
+        if (st != PB_OK) return st;
+    }
+    pb_metrics_add_step(s->metrics, sm);
+    return PB_OK;
+}
+
+pb_status pb_engine_step(pb_engine *e, bool *done) {
+    pb_sched *s = &e->s;
+    *done = false;
+    if (!s->running_run) return PB_ERR_INVALID;
+    if (run_over(s)) {
+        *done = true;
+        return PB_OK;
+    }
+    bool ready = false, has_tokens = false;
+    pb_step_metrics sm;
+    pb_status st = schedule(s, &ready);
+    if (st == PB_OK && ready) st = execute(s, &sm, &has_tokens);
+    if (st == PB_OK && ready) st = postprocess(s, has_tokens, &sm);
+    if (st != PB_OK || !ready) return st;
+    s->step++;
+    return s->p.check_every_step ? pb_engine_check(e) : PB_OK;
 }
 
 pb_status pb_engine_end(pb_engine *e) {

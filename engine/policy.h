@@ -21,18 +21,32 @@
  * Walk the lists with g->next / g->prev from pb_sched_*_head / _tail.  A group that
  * an action removes from a list must not be used as a cursor afterwards.
  *
- * Expressible policies (examples):
- *   vllm  (policy_vllm.c)  paper §4.5 / VLLM-DESIGN §3: running first, preempt the
- *         latest-arrived groups all-or-nothing, swapped before waiting, no admission
- *         while anything is swapped, watermark, token and sequence budgets; step
- *         structure v0.1.x mixed or v0.2.x alternating (params->step_mode).
- *   spf   (policy_spf.c)   the same, but the waiting queue ordered by prompt length.
- *   priority (policy_priority.c) the same, ordered by an aged priority (SJF with
- *         aging: options priority_by, aging_rate).
+ * Most policies are short compositions of the BUILDING BLOCKS below (decode the
+ * running groups with a victim rule, continue partial prefills, swap in, admit from
+ * the waiting queue's head under an admission rule).  The shipped ones:
+ *   vllm-v0.1 (policy_vllm_v01.c)  paper §4.5 / VLLM-DESIGN §3: running first,
+ *         preempt the latest-arrived groups all-or-nothing, swapped before waiting,
+ *         no admission while anything is swapped, watermark, token and sequence
+ *         budgets; prompts and decodes share a step.
+ *   vllm-v0.2 (policy_vllm_v02.c)  the same rules in v0.2.x's alternating steps
+ *         (prompt-only or decode-only), prompt steps padded under max_paddings.
+ *   vllm  (policy_vllm.c)  v0.1 or v0.2 as the system's engine says
+ *         (params->step_mode).
+ *   sarathi (policy_sarathi.c)  Sarathi-Serve: decodes first, then chunks of
+ *         partial prefills and new prompts under a per-step token budget.
+ *   spf   (policy_spf.c)   vllm with the waiting queue ordered by prompt length.
+ *   priority (policy_priority.c) vllm ordered by an aged priority (SJF with aging:
+ *         options priority_by, aging_rate).
  *   orca  iteration-level FCFS admission while pb_sched_can_admit() == OK (the
  *         contiguous manager's reservation), decode all running, no preemption.
  *   ft    request-level: admit up to B waiting groups only when nothing runs; the
  *         batch decodes until its last group finishes.
+ *
+ * Prefill phase: an admitted group is in its prefill phase (g->prefill) until the
+ * step that computes the last of its prefill tokens; a chunking policy spreads a
+ * single-sequence prefill over several steps (pb_sched_admit / pb_sched_prefill
+ * with max_tokens below the prompt), and only the completing step samples (the
+ * group's first token).  KV is allocated for the whole prompt at admission.
  *
  * Adding a policy: one file with a pb_policy_create_fn, plus one X(...) line in
  * experiments/policy_registry.c (README "A scheduling policy").  The YAML names it
@@ -124,8 +138,17 @@ pb_status pb_policy_create(const char *name, const pb_node *opts, pb_policy **ou
 
 /* The shipped policies' constructors. */
 pb_status pb_policy_vllm_create(const pb_node *opts, pb_policy **out, pb_cfg_err *err);
+pb_status pb_policy_vllm_v01_create(const pb_node *opts, pb_policy **out, pb_cfg_err *err);
+pb_status pb_policy_vllm_v02_create(const pb_node *opts, pb_policy **out, pb_cfg_err *err);
+pb_status pb_policy_sarathi_create(const pb_node *opts, pb_policy **out, pb_cfg_err *err);
 pb_status pb_policy_spf_create(const pb_node *opts, pb_policy **out, pb_cfg_err *err);
 pb_status pb_policy_priority_create(const pb_node *opts, pb_policy **out, pb_cfg_err *err);
+
+/* A policy without options or state (policy.c): fails with "policy <name> takes
+   no options" (file:line:col in err) when opts has keys; else *out = {iface, NULL}. */
+pb_status pb_policy_plain_create(const pb_policy_i *iface, const pb_node *opts, pb_policy **out,
+                                 pb_cfg_err *err);
+void pb_policy_plain_destroy(pb_policy *p);   /* frees p->impl and p (NULL: nothing) */
 
 /* ---- what a policy may read ---- */
 double pb_sched_now(const pb_sched *s);                 /* simulated clock, seconds  */
@@ -159,10 +182,16 @@ bool pb_sched_preempted_this_step(const pb_sched *s, const pb_group *g);
    PB_MAX_TOP/2, more sequences than max_num_seqs) or the KV manager says NEVER;
    else the manager's OK / LATER. */
 pb_alloc_status pb_sched_can_admit(pb_sched *s, const pb_group *g);
-/* Admit WAITING g (any position in the heap): allocate its KV, move it to running
-   and schedule its prefill (prompt, or prompt + generated after recompute).
+/* Admit WAITING g (any position in the heap): allocate its KV (all len tokens), move
+   it to running and schedule its prefill (prompt, or prompt + generated after
+   recompute) from its cached tokens on, at most max_tokens of them this step
+   (>= 1; INT32_MAX = the whole prefill; a multi-sequence group -- recompute of
+   parallel samples or beams -- is never split: max_tokens >= g->len).
    PB_ERR_NO_SPACE if the manager refuses (g stays waiting). */
-pb_status pb_sched_admit(pb_sched *s, pb_group *g);
+pb_status pb_sched_admit(pb_sched *s, pb_group *g, int32_t max_tokens);
+/* Schedule the next chunk, at most max_tokens >= 1 tokens, of RUNNING g in its
+   prefill phase and not yet in this step's batch. */
+pb_status pb_sched_prefill(pb_sched *s, pb_group *g, int32_t max_tokens);
 /* Drop g (WAITING or SWAPPED) as never-fitting: frees any KV, counts it rejected. */
 void pb_sched_reject(pb_sched *s, pb_group *g);
 /* Can RUNNING g decode this step (one more slot for each of its sequences)? */
@@ -172,15 +201,64 @@ bool pb_sched_can_decode(pb_sched *s, const pb_group *g);
 pb_status pb_sched_decode(pb_sched *s, pb_group *g);
 /* Preempt RUNNING g (not already in this step's batch) all-or-nothing.  AUTO picks
    recompute for max_seqs == 1, else swap; SWAP falls back to RECOMPUTE when the
-   manager cannot swap or the CPU space is full.  Returns the mode used. */
+   manager cannot swap or the CPU space is full, and for a group in its prefill
+   phase (no token yet: it restarts its prefill).  Returns the mode used. */
 pb_preempt_mode pb_sched_preempt(pb_sched *s, pb_group *g, pb_preempt_mode mode);
 /* Swap-in check of SWAPPED g (manager's answer; one spare block per sequence). */
 pb_alloc_status pb_sched_can_swap_in(pb_sched *s, const pb_group *g);
 /* Swap SWAPPED g back in, move it to running AND schedule its decode this step. */
 pb_status pb_sched_swap_in(pb_sched *s, pb_group *g);
 
+/* ---- building blocks of a step (sched_step.c) ---- */
+
+/* Victim rule: the RUNNING group to preempt so that RUNNING `needy` (not yet in this
+   step's batch) can get its decode slots: needy itself, or a group not in this
+   step's batch. */
+typedef pb_group *(*pb_victim_fn)(pb_sched *s, pb_group *needy, void *user);
+/* vLLM (paper §4.5): the latest arrival (the running list's tail); needy when the
+   tail is already in the batch. */
+pb_group *pb_victim_latest(pb_sched *s, pb_group *needy, void *user);
+
+/* Decode every RUNNING group that is neither in its prefill phase nor in the batch,
+   in running order (FCFS): while a group cannot get a slot per sequence, preempt
+   victim(s, g, user) (params->preemption); a preempted group is skipped.  victim
+   NULL = never preempt: a group that cannot decode is an error (PB_ERR_INVALID). */
+pb_status pb_sched_decode_running(pb_sched *s, pb_victim_fn victim, void *user);
+/* Next chunks of the RUNNING groups in their prefill phase, in running order, while
+   pb_sched_batch_tokens() < token_budget: each gets at most the budget left. */
+pb_status pb_sched_continue_prefills(pb_sched *s, int64_t token_budget);
+/* Swap in SWAPPED groups FCFS (each decodes this step) while can_swap_in == OK and
+   max_num_seqs allows; NEVER => rejected; stops at a group preempted this step. */
+pb_status pb_sched_swap_in_fcfs(pb_sched *s);
+
+/* How pb_sched_admit_waiting fits prefills into the step. */
+typedef struct {
+    int64_t token_budget;   /* tokens of the step, decodes included; a prefill costs
+                               its uncached tokens, g->len - pb_kv_cached_tokens()   */
+    int32_t chunk;          /* 0: whole prefills only -- a head over the budget waits,
+                               or runs alone when the step has no tokens yet (vLLM);
+                               > 0: chunked prefill -- a single-sequence prefill is
+                               admitted with min(chunk, budget left) tokens this
+                               step, and prompts longer than max_num_batched_tokens
+                               are admissible                                        */
+    bool padded;            /* v0.2.2+ padded prompt batch: rows x longest <=
+                               token_budget and padding <= params->max_paddings,
+                               instead of the token sum (chunk must be 0)            */
+    int32_t max_groups;     /* running groups at most, 0 = no limit (Orca, FT)      */
+} pb_admit_rule;
+/* Admit from the head of the waiting queue (waiting_key order) while the manager
+   says OK (NEVER => rejected), the rule's budgets and max_num_seqs allow; stops at
+   the first head that does not fit (no skipping) or was preempted this step.
+   Under chunking, a group also waits while another group with its shared prefix
+   (prefix_id) is in its prefill phase.  *n_admitted (may be NULL): groups admitted. */
+pb_status pb_sched_admit_waiting(pb_sched *s, const pb_admit_rule *r, int32_t *n_admitted);
+
 /* The vLLM scheduling step (paper §4.5, VLLM-DESIGN §3) on whatever waiting order
-   the policy's waiting_key gives; used by policy_vllm.c and policy_spf.c. */
+   the policy's waiting_key gives: v0.1.x mixed steps (decode, swap in, admit), or
+   v0.2.x alternating ones (prompt-only steps, padded when params->max_paddings >=
+   0), or the one params->step_mode names. */
+pb_status pb_sched_vllm_v01_step(pb_sched *s);
+pb_status pb_sched_vllm_v02_step(pb_sched *s);
 pb_status pb_sched_vllm_step(pb_sched *s);
 
 #ifdef __cplusplus

@@ -1,6 +1,7 @@
-/* policy_priority.c -- priority scheduling with aging: the vLLM scheduler
- * (pb_sched_vllm_step) with the waiting queue ordered by an aged priority, so a
- * request's standing improves the longer it waits and nothing starves.
+/* policy_priority.c -- priority scheduling with aging: the vLLM scheduler of the
+ * system's engine (pb_sched_vllm_step) with the waiting queue ordered by an aged
+ * priority, so a request's standing improves the longer it waits and nothing
+ * starves.
  *
  * Semantics.  Every request has a priority p (smaller = more urgent).  At time t a
  * waiting request that arrived at a has the effective priority
@@ -51,18 +52,11 @@ static pb_status prio_schedule(pb_policy *p, pb_sched *s) {
     return pb_sched_vllm_step(s);
 }
 
-static void prio_destroy(pb_policy *p) {
-    if (!p) return;
-    free(p->impl);
-    free(p);
-}
-
 static const pb_policy_i PRIO_IFACE = {
     .name = "priority",
     .waiting_key = prio_key,
     .schedule = prio_schedule,
-    .on_group_done = NULL,
-    .destroy = prio_destroy,
+    .destroy = pb_policy_plain_destroy,
 };
 
 pb_status pb_policy_priority_create(const pb_node *opts, pb_policy **out, pb_cfg_err *err) {

@@ -1,28 +1,10 @@
-/* scheduler.c -- queues, the pb_sched_* actions of policy.h, and the vLLM step.
+/* scheduler.c -- the queues and the pb_sched_* actions of policy.h.  The building
+ * blocks of a step and the vLLM step are in sched_step.c.
  *
- * vLLM step (pb_sched_vllm_step), paper §4.5 and VLLM-DESIGN §3:
- *   mixed (v0.1.x, default):
- *     1. running groups in FCFS order; while a group cannot get a slot for each of
- *        its sequences, preempt the LATEST-arrived running group (all-or-nothing),
- *        the group itself when it is the latest; survivors decode;
- *     2. if nothing was swapped out this step: swap in swapped groups in FCFS order
- *        while can_swap_in == OK and the sequence budget allows;
- *     3. only if no group is swapped: admit waiting groups from the head while the
- *        manager says OK and the token (max_num_batched_tokens, counting this step's
- *        decodes) and sequence (max_num_seqs) budgets allow; NEVER => rejected.
- *   alternate (v0.2.x): if no group is swapped, try 3 first (prefill tokens only); if
- *     anything was admitted the step is prompt-only; otherwise 1, then 2 if nothing
- *     was preempted.  With params max_paddings >= 0 (v0.2.2+) the prompt step is a
- *     padded [rows, longest] batch: 3 admits while rows x longest <=
- *     max_num_batched_tokens and rows x longest - sum of lengths <= max_paddings
- *     (instead of the summed-token budget), and the batch carries n_padded_tokens.
- *   In both modes a prompt longer than min(max_model_len, max_num_batched_tokens)
- *   is rejected (v0.2: FINISHED_IGNORED), and the sequence budget counts a group's
- *   future running sequences, max(n_seqs, n / beam width).
- * Deviations from vLLM, on purpose: a recompute-resumed group whose prompt +
- * generated tokens exceed max_num_batched_tokens is admitted alone rather than
- * dropped; swap falls back to recompute when the CPU space is full instead of
- * aborting the server. */
+ * A prefill is scheduled from n_computed (n_cached at admission) for at most the
+ * caller's max_tokens tokens; the batch entry samples only when it completes the
+ * sequence (context_len == len).  A group preempted in its prefill phase is always
+ * recomputed: it has no token yet and a swapped group resumes by decoding. */
 #include "scheduler.h"
 
 #include <stdlib.h>
@@ -229,26 +211,28 @@ static void batch_add_group(pb_sched *s, pb_group *g) {
     s->bgroups[s->n_bgroups++] = g;
 }
 
-static void batch_add_seq(pb_sched *s, pb_seq *q, bool prefill) {
+/* A prefill entry computes min(max_new, len - n_computed) tokens, a decode one. */
+static void batch_add_seq(pb_sched *s, pb_seq *q, bool prefill, int32_t max_new) {
     pb_batch_seq *b = &s->bseq[s->n_bseq];
     const pb_group *g = q->group;
     b->seq_id = q->id;
     b->group_id = g->id;
     b->is_prefill = prefill;
+    b->n_cached = q->n_computed;
     if (prefill) {
-        b->n_cached = q->n_cached;
-        b->n_new = q->kv_len - q->n_cached;
+        PB_ASSERT(q->kv_len == q->len && q->n_computed < q->len && max_new >= 1);
+        b->n_new = PB_MIN(max_new, q->len - q->n_computed);
         s->b_prefill_tokens += b->n_new;
         s->b_prefill_seqs++;
-        s->b_prefill_max_len = PB_MAX(s->b_prefill_max_len, q->kv_len);
-        s->b_prefill_len_sum += q->kv_len;
+        s->b_prefill_max_len = PB_MAX(s->b_prefill_max_len, q->n_computed + b->n_new);
+        s->b_prefill_len_sum += q->n_computed + b->n_new;
     } else {
-        b->n_cached = q->kv_len - 1;
+        PB_ASSERT(q->n_computed == q->kv_len - 1 && q->kv_len == q->len);
         b->n_new = 1;
         s->b_decode++;
     }
-    b->context_len = q->kv_len;
-    b->sample = true;
+    b->context_len = b->n_cached + b->n_new;
+    b->sample = b->context_len == q->len;
     b->block_table = NULL;
     b->n_blocks = 0;
     b->kv_offset = 0;
@@ -257,8 +241,10 @@ static void batch_add_seq(pb_sched *s, pb_seq *q, bool prefill) {
     s->bseq_seq[s->n_bseq++] = q;
     int32_t top = g->beam_width > 1 ? 2 * g->beam_width
                   : (prefill && g->n_generated == 0 ? PB_MIN(g->n, PB_MAX_TOP) : 1);
-    if (top > s->b_n_top) s->b_n_top = top;
+    if (b->sample && top > s->b_n_top) s->b_n_top = top;
 }
+
+bool pb_sched_in_batch(const pb_group *g) { return g->n_seqs > 0 && g->seqs[0]->batch_idx >= 0; }
 
 /* ---- what a policy reads ---- */
 
@@ -287,9 +273,14 @@ bool pb_sched_preempted_this_step(const pb_sched *s, const pb_group *g) {
 /* ---- actions ---- */
 
 pb_alloc_status pb_sched_can_admit(pb_sched *s, const pb_group *g) {
+    return pb_sched_admit_status(s, g, false);
+}
+
+pb_alloc_status pb_sched_admit_status(pb_sched *s, const pb_group *g, bool chunked) {
     PB_ASSERT(g->state == PB_GROUP_WAITING);
     if (g->prompt_len > s->p.max_model_len || g->beam_width > PB_MAX_TOP / 2) return PB_ALLOC_NEVER;
-    if (g->n_generated == 0 && g->prompt_len > s->p.max_num_batched_tokens) return PB_ALLOC_NEVER;
+    if (!chunked && g->n_generated == 0 && g->prompt_len > s->p.max_num_batched_tokens)
+        return PB_ALLOC_NEVER;
     /* more sequences (n samples, beam width) than a step may run: never, in every
        policy (vLLM would otherwise wait for it forever at the head of the queue) */
     if (g->max_seqs > s->p.max_num_seqs) return PB_ALLOC_NEVER;
@@ -315,8 +306,8 @@ static void synth_prompt(pb_sched *s, pb_group *g, pb_seq *q) {
     pb_seq_set_tokens(s->pool, q, s->prompt_tok, g->prompt_len);
 }
 
-pb_status pb_sched_admit(pb_sched *s, pb_group *g) {
-    PB_ASSERT(g->state == PB_GROUP_WAITING);
+pb_status pb_sched_admit(pb_sched *s, pb_group *g, int32_t max_tokens) {
+    PB_ASSERT(g->state == PB_GROUP_WAITING && max_tokens >= 1 && (g->n_seqs == 1 || max_tokens >= g->len));
     int32_t nc0 = s->copies.n;
     pb_status st = pb_kv_allocate(s->kv, g, &s->copies);
     if (st != PB_OK) {
@@ -327,8 +318,14 @@ pb_status pb_sched_admit(pb_sched *s, pb_group *g) {
     running_add(s, g);
     g->prefill = true;
     g->admitted_step = s->step;
+    for (int32_t i = 0; i < g->n_seqs; i++) g->seqs[i]->n_computed = g->seqs[i]->n_cached;
+    return pb_sched_prefill(s, g, max_tokens);
+}
+
+pb_status pb_sched_prefill(pb_sched *s, pb_group *g, int32_t max_tokens) {
+    PB_ASSERT(g->state == PB_GROUP_RUNNING && g->prefill && !pb_sched_in_batch(g));
     batch_reserve(s, g->n_seqs);
-    for (int32_t i = 0; i < g->n_seqs; i++) batch_add_seq(s, g->seqs[i], true);
+    for (int32_t i = 0; i < g->n_seqs; i++) batch_add_seq(s, g->seqs[i], true, max_tokens);
     batch_add_group(s, g);
     return PB_OK;
 }
@@ -364,7 +361,7 @@ pb_status pb_sched_decode(pb_sched *s, pb_group *g) {
         PB_ASSERT(q->batch_idx < 0 && q->kv_len == q->len - 1);
         pb_status st = pb_kv_append(s->kv, q, &s->copies);
         if (st != PB_OK) return st;
-        batch_add_seq(s, q, false);
+        batch_add_seq(s, q, false, 1);
     }
     batch_add_group(s, g);
     return PB_OK;
@@ -374,7 +371,7 @@ pb_preempt_mode pb_sched_preempt(pb_sched *s, pb_group *g, pb_preempt_mode mode)
     PB_ASSERT(g->state == PB_GROUP_RUNNING);
     for (int32_t i = 0; i < g->n_seqs; i++) PB_ASSERT(g->seqs[i]->batch_idx < 0);
     if (mode == PB_PREEMPT_AUTO) mode = g->max_seqs > 1 ? PB_PREEMPT_SWAP : PB_PREEMPT_RECOMPUTE;
-    if (mode == PB_PREEMPT_SWAP && !pb_kv_can_swap_out(s->kv, g)) mode = PB_PREEMPT_RECOMPUTE;
+    if (mode == PB_PREEMPT_SWAP && (g->prefill || !pb_kv_can_swap_out(s->kv, g))) mode = PB_PREEMPT_RECOMPUTE;
     pb_sched_running_remove(s, g);
     pb_req_metrics *r = pb_metrics_req(s->metrics, g->id);
     if (mode == PB_PREEMPT_SWAP) {
@@ -394,8 +391,9 @@ pb_preempt_mode pb_sched_preempt(pb_sched *s, pb_group *g, pb_preempt_mode mode)
     } else {
         for (int32_t i = 0; i < g->n_seqs; i++) {
             pb_kv_free(s->kv, g->seqs[i]);
-            g->seqs[i]->n_cached = 0;
+            g->seqs[i]->n_cached = g->seqs[i]->n_computed = 0;
         }
+        g->prefill = false;
         g->n_recompute++;
         r->n_recompute++;
         pb_sched_enqueue_waiting(s, g);
@@ -426,103 +424,6 @@ pb_status pb_sched_swap_in(pb_sched *s, pb_group *g) {
     g->admitted_step = s->step;
     s->n_swap_in_groups++;
     return pb_sched_decode(s, g);
-}
-
-/* ---- the vLLM step ---- */
-
-static pb_status vllm_decode_running(pb_sched *s) {
-    pb_preempt_mode mode = s->p.preemption;
-    pb_group *g = s->run_head;
-    while (g) {
-        if (g->prefill) { g = g->next; continue; }   /* admitted this step */
-        bool self = false;
-        while (!pb_sched_can_decode(s, g)) {
-            pb_group *victim = s->run_tail;
-            if (victim != g && !victim->prefill) {
-                pb_sched_preempt(s, victim, mode);
-            } else {
-                pb_sched_preempt(s, g, mode);
-                self = true;
-                break;
-            }
-        }
-        if (self) break;   /* g was the latest: nothing after it remains */
-        pb_status st = pb_sched_decode(s, g);
-        if (st != PB_OK) return st;
-        g = g->next;
-    }
-    return PB_OK;
-}
-
-static pb_status vllm_swap_in(pb_sched *s) {
-    pb_group *g;
-    while ((g = s->swp_head) != NULL) {
-        if (pb_sched_preempted_this_step(s, g)) break;
-        pb_alloc_status st = pb_sched_can_swap_in(s, g);
-        if (st == PB_ALLOC_NEVER) { pb_sched_reject(s, g); continue; }
-        if (st == PB_ALLOC_LATER) break;
-        if (s->running_seqs + PB_MAX(g->n_seqs, g->max_seqs) > s->p.max_num_seqs) break;
-        pb_status e = pb_sched_swap_in(s, g);
-        if (e != PB_OK) return e;
-    }
-    return PB_OK;
-}
-
-/* Would adding WAITING g's sequences as rows of this step's padded prompt batch
-   break a budget (v0.2.2+ scheduler.py: len(seq_lens) * max(seq_lens) <=
-   max_num_batched_tokens and num_paddings <= max_paddings)?  A row is a whole
-   sequence (prompt + generated after recompute). */
-static bool padded_batch_full(const pb_sched *s, const pb_group *g) {
-    int64_t rows = s->b_prefill_seqs + g->n_seqs, longest = s->b_prefill_max_len;
-    int64_t sum = s->b_prefill_len_sum;
-    for (int32_t i = 0; i < g->n_seqs; i++) {
-        longest = PB_MAX(longest, g->seqs[i]->len);
-        sum += g->seqs[i]->len;
-    }
-    return rows * longest > s->p.max_num_batched_tokens || rows * longest - sum > s->p.max_paddings;
-}
-
-static pb_status vllm_admit(pb_sched *s, bool padded, int32_t *admitted) {
-    pb_group *g;
-    *admitted = 0;
-    while ((g = pb_sched_waiting_peek(s)) != NULL) {
-        if (pb_sched_preempted_this_step(s, g)) break;
-        pb_alloc_status st = pb_sched_can_admit(s, g);
-        if (st == PB_ALLOC_NEVER) { pb_sched_reject(s, g); continue; }
-        if (st == PB_ALLOC_LATER) break;
-        int64_t tokens = pb_sched_batch_tokens(s);
-        if (padded ? tokens > 0 && padded_batch_full(s, g)
-                   : tokens + g->len > s->p.max_num_batched_tokens && tokens > 0)
-            break;
-        if (s->running_seqs + PB_MAX(g->n_seqs, g->max_seqs) > s->p.max_num_seqs) break;
-        pb_status e = pb_sched_admit(s, g);
-        if (e == PB_ERR_NO_SPACE) break;
-        if (e != PB_OK) return e;
-        (*admitted)++;
-    }
-    return PB_OK;
-}
-
-pb_status pb_sched_vllm_step(pb_sched *s) {
-    pb_status st;
-    int32_t admitted = 0;
-    if (s->p.step_mode == PB_STEP_ALTERNATE) {
-        if (s->n_swapped == 0) {
-            bool padded = s->p.max_paddings >= 0;
-            if ((st = vllm_admit(s, padded, &admitted)) != PB_OK) return st;
-            if (admitted > 0) {   /* prompt-only step */
-                s->b_padded = padded;
-                return PB_OK;
-            }
-        }
-        if ((st = vllm_decode_running(s)) != PB_OK) return st;
-        if (s->n_preempted == 0 && (st = vllm_swap_in(s)) != PB_OK) return st;
-        return PB_OK;
-    }
-    if ((st = vllm_decode_running(s)) != PB_OK) return st;
-    if (s->n_swapped_out_now == 0 && (st = vllm_swap_in(s)) != PB_OK) return st;
-    if (s->n_swapped == 0 && (st = vllm_admit(s, false, &admitted)) != PB_OK) return st;
-    return PB_OK;
 }
 
 /* ---- invariants ---- */
@@ -557,6 +458,23 @@ pb_status pb_sched_check(pb_sched *s) {
                          s->b_prefill_seqs, s->b_prefill_max_len, s->b_decode);
             return PB_ERR_INVALID;
         }
+    }
+    int64_t pf = 0;
+    for (int32_t i = 0; i < s->n_bseq; i++) {   /* the last batch's entries */
+        const pb_batch_seq *b = &s->bseq[i];
+        if (b->n_new < 1 || b->n_cached < 0 || b->context_len != b->n_cached + b->n_new ||
+            (!b->is_prefill && (b->n_new != 1 || !b->sample))) {
+            pb_log_error("sched: batch entry %d (seq %d): %s of %d new over %d cached, context %d, sample %d", i,
+                         b->seq_id, b->is_prefill ? "prefill" : "decode", b->n_new, b->n_cached, b->context_len,
+                         (int)b->sample);
+            return PB_ERR_INVALID;
+        }
+        if (b->is_prefill) pf += b->n_new;
+    }
+    if (pf != s->b_prefill_tokens) {
+        pb_log_error("sched: batch prefill tokens %lld, entries sum to %lld", (long long)s->b_prefill_tokens,
+                     (long long)pf);
+        return PB_ERR_INVALID;
     }
     for (int32_t i = 0; i < s->n_waiting; i++) {
         pb_group *g = s->heap[i];

@@ -6,7 +6,9 @@
  * running / swapped = doubly linked lists sorted by (arrival_s, id) with sorted
  * insertion from the tail (O(1) in the common case of the latest arrival).
  * The batch: parallel arrays bseq (what the executor sees) and bseq_seq (the
- * sequences), plus the groups in the batch (bgroups) and the memory-op pair vectors. */
+ * sequences), plus the groups in the batch (bgroups) and the memory-op pair vectors.
+ * scheduler.c holds the queues and the actions of policy.h, sched_step.c the
+ * building blocks of a step and the vLLM step. */
 #ifndef PB_SCHEDULER_H
 #define PB_SCHEDULER_H
 
@@ -59,6 +61,10 @@ struct pb_sched {
 
 /* scheduler.c */
 void pb_sched_free(pb_sched *s);
+/* pb_sched_can_admit; chunked: the prompt may exceed max_num_batched_tokens (a
+   chunked prefill splits it) */
+pb_alloc_status pb_sched_admit_status(pb_sched *s, const pb_group *g, bool chunked);
+bool pb_sched_in_batch(const pb_group *g);                 /* scheduled this step      */
 void pb_sched_begin_step(pb_sched *s);
 void pb_sched_enqueue_waiting(pb_sched *s, pb_group *g);   /* PENDING/new -> WAITING */
 void pb_sched_running_remove(pb_sched *s, pb_group *g);    /* for finishing groups   */

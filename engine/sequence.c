@@ -136,6 +136,7 @@ pb_seq *pb_seq_clone(pb_seq_pool *p, const pb_seq *parent) {
     pb_seq *s = seq_take(p);
     s->len = parent->len;
     s->n_generated = parent->n_generated;
+    s->n_computed = parent->n_computed;
     s->cum_logprob = parent->cum_logprob;
     s->parent_id = parent->id;
     if (p->store_tokens && parent->tokens) {
@@ -210,12 +211,31 @@ pb_status pb_group_check(const pb_group *g) {
         pb_log_error("group %d: %d sequences > max %d", g->id, g->n_seqs, g->max_seqs);
         return PB_ERR_INVALID;
     }
-    if (g->state == PB_GROUP_RUNNING)
-        for (int32_t i = 0; i < g->n_seqs; i++)
-            if (g->seqs[i]->kv_len != g->len - 1 && g->seqs[i]->kv_len != g->len) {
-                pb_log_error("group %d: running seq %d kv_len %d vs len %d", g->id, g->seqs[i]->id,
-                             g->seqs[i]->kv_len, g->len);
-                return PB_ERR_INVALID;
-            }
+    if ((g->n_generated > 0) != (g->first_token_s >= 0)) {
+        pb_log_error("group %d: %d tokens generated, first token time %g", g->id, g->n_generated,
+                     g->first_token_s);
+        return PB_ERR_INVALID;
+    }
+    if (g->prefill && (g->state != PB_GROUP_RUNNING || g->n_seqs != 1)) {
+        pb_log_error("group %d: a prefill in progress while %s with %d sequences", g->id,
+                     pb_group_state_str(g->state), g->n_seqs);
+        return PB_ERR_INVALID;
+    }
+    for (int32_t i = 0; i < g->n_seqs; i++) {
+        const pb_seq *s = g->seqs[i];
+        bool ok;
+        if (g->state == PB_GROUP_RUNNING && g->prefill)   /* mid-prefill */
+            ok = s->kv_len == g->len && s->n_computed >= s->n_cached && s->n_computed < g->len;
+        else if (g->state == PB_GROUP_RUNNING || g->state == PB_GROUP_SWAPPED)   /* decoding */
+            ok = s->kv_len == g->len - 1 && s->n_computed == s->kv_len;
+        else
+            ok = s->n_computed == 0;
+        if (!ok) {
+            pb_log_error("group %d (%s%s): seq %d kv_len %d n_computed %d n_cached %d vs len %d", g->id,
+                         pb_group_state_str(g->state), g->prefill ? ", mid-prefill" : "", s->id, s->kv_len,
+                         s->n_computed, s->n_cached, g->len);
+            return PB_ERR_INVALID;
+        }
+    }
     return PB_OK;
 }

@@ -16,10 +16,17 @@
  *   len     tokens in the sequence (prompt + generated so far);
  *   kv_len  token slots the KV manager holds for it (maintained BY THE MANAGER:
  *           allocate sets it to len, append adds 1, free/swap keep it);
- *   While a sequence is RUNNING between steps, kv_len == len - 1: the last sampled
- *   token's KV is written by the next (decode) step, whose append gives it a slot.
+ *   n_computed  tokens whose KV has been computed (the engine's; n_cached at
+ *           admission, then context_len after every step that ran the sequence).
  *   A prefill (first admission, or re-admission after recompute preemption)
- *   computes the KV of all len tokens (minus n_cached, see below) in one step.
+ *   computes the KV of tokens [n_cached, len): in one step, or -- under a chunking
+ *   policy (chunked prefill) -- in chunks [n_computed, n_computed + n_new) over
+ *   several steps.  KV slots are allocated for all len tokens at admission.  Only
+ *   the step that completes the prefill samples (the group's first token).
+ *   Between steps a RUNNING sequence is either decoding, kv_len == n_computed ==
+ *   len - 1 (the last sampled token's KV is written by the next step, whose append
+ *   gives it a slot), or -- its group in the prefill phase (g->prefill) -- mid-prefill,
+ *   kv_len == len > n_computed.
  *
  * Ownership: the engine creates and destroys groups and sequences (sequence.c);
  * KV managers may write only the fields marked (kv) and policies only (policy).
@@ -60,6 +67,7 @@ struct pb_seq {
                               before the prefill (cached shared prefix, or blocks a
                               sibling of the same group computes earlier in the same
                               batch -- executors run prefills in batch order)        */
+    int32_t n_computed;    /* tokens whose KV is computed (see above)                 */
     double cum_logprob;    /* beam search score (sum of chosen tokens' logprobs)      */
     int32_t *tokens;       /* token ids [len] when the engine stores tokens, else NULL*/
     int32_t tokens_cap;
@@ -98,7 +106,9 @@ struct pb_group {
     double wait_key;       /* policy priority key in the waiting heap (smaller first) */
     int64_t preempted_step;/* engine step index of the last preemption (-1 = never)   */
     int64_t admitted_step; /* step it was last admitted / swapped in                  */
-    bool prefill;          /* scheduled for a prefill this step                       */
+    bool prefill;          /* in the prefill phase: admitted, prefill not complete
+                              (set at admission, cleared by the step that completes
+                              it; only chunking policies leave it set between steps) */
     /* metrics */
     int32_t n_recompute;   /* times preempted by recompute                            */
     int32_t n_swap_out;    /* times preempted by swapping                             */
@@ -126,8 +136,8 @@ pb_seq_pool *pb_seq_pool_create(bool store_tokens);
 void pb_seq_pool_destroy(pb_seq_pool *p);
 /* New sequence in group g (appended to g->seqs): len = g->len, no KV, tokens empty. */
 pb_seq *pb_seq_new(pb_seq_pool *p, pb_group *g);
-/* New sequence as a copy of parent's logical state (len, n_generated, cum_logprob,
- * tokens); NO KV: the caller forks it through the KV manager. */
+/* New sequence as a copy of parent's logical state (len, n_generated, n_computed,
+ * cum_logprob, tokens); NO KV: the caller forks it through the KV manager. */
 pb_seq *pb_seq_clone(pb_seq_pool *p, const pb_seq *parent);
 /* Remove s from its group (swap-remove in g->seqs) and recycle it.  Its KV must have
  * been freed already (s->kv == NULL is not required: managers may keep kv set). */
@@ -139,7 +149,9 @@ void pb_seq_set_tokens(pb_seq_pool *p, pb_seq *s, const int32_t *tok, int32_t n)
 bool pb_seq_pool_stores_tokens(const pb_seq_pool *p);
 int32_t pb_seq_pool_live(const pb_seq_pool *p);     /* sequences not deleted */
 
-/* Invariants of a group: seqs[i]->idx == i, ->group == g, equal len == g->len, ... */
+/* Invariants of a group between steps: seqs[i]->idx == i, ->group == g, equal len ==
+ * g->len, the lengths above by state (a mid-prefill group: RUNNING, one sequence,
+ * kv_len == len > n_computed), a first token time exactly when a token exists. */
 pb_status pb_group_check(const pb_group *g);
 
 const char *pb_group_state_str(pb_group_state s);

@@ -9,7 +9,10 @@
 
 /* X(name, constructor, one-line summary for `pagedbench list`) */
 #define PB_POLICY_LIST(X)                                                                                    \
-    X("vllm", pb_policy_vllm_create, "vLLM (paper §4.5): FCFS, preempt latest, swapped before waiting")      \
+    X("vllm", pb_policy_vllm_create, "vLLM of the system's engine (v0.1 | v0.2): FCFS, preempt latest")      \
+    X("vllm-v0.1", pb_policy_vllm_v01_create, "vLLM v0.1 (paper §4.5): mixed steps, preempt latest, swapped first") \
+    X("vllm-v0.2", pb_policy_vllm_v02_create, "vLLM v0.2: prompt-only / decode-only steps, padded prompt batches") \
+    X("sarathi", pb_policy_sarathi_create, "Sarathi-Serve: decodes first, chunked prefills under a token budget") \
     X("spf", pb_policy_spf_create, "vLLM scheduling with shortest-prompt-first admission")                   \
     X("priority", pb_policy_priority_create,                                                                 \
       "vLLM scheduling, smallest aged priority first (SJF with aging; no starvation)")                       \

@@ -115,7 +115,8 @@ typedef struct {
 } policy_opts;
 /* A policy that takes options lists them here; one absent from this table takes none. */
 static const policy_opts POLICIES[] = {
-    {"vllm", ""}, {"spf", ""}, {"priority", "priority_by|aging_rate"}, {"orca", "max_batch"}, {"ft", "max_batch"},
+    {"vllm", ""}, {"spf", ""}, {"priority", "priority_by|aging_rate"}, {"sarathi", "token_budget"},
+    {"orca", "max_batch"}, {"ft", "max_batch"},
 };
 
 static bool in_list(const char *list, const char *key) {

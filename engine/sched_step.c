@@ -1,0 +1,194 @@
+/* sched_step.c -- the building blocks of a scheduling step (policy.h) and the vLLM
+ * step composed of them.
+ *
+ * Blocks, each one loop over one queue:
+ *   decode_running     running groups in FCFS order, not in their prefill phase;
+ *                      while a group cannot get a slot for each of its sequences,
+ *                      preempt the victim rule's choice (all-or-nothing; vLLM: the
+ *                      LATEST-arrived running group, the group itself when it is the
+ *                      latest); survivors decode;
+ *   continue_prefills  running groups in their prefill phase (chunked prefill), FCFS,
+ *                      each the next chunk within the token budget left;
+ *   swap_in_fcfs       swapped groups in FCFS order while can_swap_in == OK and the
+ *                      sequence budget allows;
+ *   admit_waiting      waiting groups from the head while the manager says OK and the
+ *                      token budget (counting this step's decodes; a prefill costs
+ *                      its uncached tokens), the sequence budget (max_num_seqs,
+ *                      counting a group's future sequences, max(n_seqs, n / beam
+ *                      width)) and the rule's group cap allow; NEVER => rejected.
+ *
+ * vLLM step (pb_sched_vllm_step), paper §4.5 and VLLM-DESIGN §3:
+ *   mixed (v0.1.x, default): decode_running; if nothing was swapped out this step
+ *     swap_in_fcfs; only if no group is swapped admit_waiting
+ *     (max_num_batched_tokens).
+ *   alternate (v0.2.x): if no group is swapped, admit_waiting first (prefill tokens
+ *     only); if anything was admitted the step is prompt-only; otherwise
+ *     decode_running, then swap_in_fcfs if nothing was preempted.  With params
+ *     max_paddings >= 0 (v0.2.2+) the prompt step is a padded [rows, longest] batch:
+ *     admission continues while rows x longest <= max_num_batched_tokens and rows x
+ *     longest - sum of lengths <= max_paddings (instead of the summed-token budget),
+ *     and the batch carries n_padded_tokens.
+ *   In both modes a prompt longer than min(max_model_len, max_num_batched_tokens)
+ *   is rejected (v0.2: FINISHED_IGNORED).
+ * Deviations from vLLM, on purpose: a recompute-resumed group whose prompt +
+ * generated tokens exceed max_num_batched_tokens is admitted alone rather than
+ * dropped; swap falls back to recompute when the CPU space is full instead of
+ * aborting the server. */
+#include "scheduler.h"
+
+#include "kv_manager.h"
+
+/* ---- decode ---- */
+
+pb_group *pb_victim_latest(pb_sched *s, pb_group *needy, void *user) {
+    (void)user;
+    pb_group *v = s->run_tail;
+    return pb_sched_in_batch(v) ? needy : v;
+}
+
+pb_status pb_sched_decode_running(pb_sched *s, pb_victim_fn victim, void *user) {
+    for (pb_group *g = s->run_head, *next; g; g = next) {
+        next = g->next;
+        if (g->prefill || pb_sched_in_batch(g)) continue;
+        bool self = false;
+        while (!self && !pb_sched_can_decode(s, g)) {
+            if (!victim) {
+                pb_log_error("policy %s: group %d cannot decode and the policy never preempts",
+                             s->policy->iface->name, g->id);
+                return PB_ERR_INVALID;
+            }
+            pb_group *v = victim(s, g, user);
+            PB_ASSERT(v && v->state == PB_GROUP_RUNNING && (v == g || !pb_sched_in_batch(v)));
+            self = v == g;
+            if (self) next = g->next;
+            pb_sched_preempt(s, v, s->p.preemption);
+        }
+        if (self) continue;
+        pb_status st = pb_sched_decode(s, g);
+        if (st != PB_OK) return st;
+        next = g->next;   /* victims may have been g's successors */
+    }
+    return PB_OK;
+}
+
+/* ---- chunked prefill ---- */
+
+pb_status pb_sched_continue_prefills(pb_sched *s, int64_t token_budget) {
+    for (pb_group *g = s->run_head; g; g = g->next) {
+        if (!g->prefill || pb_sched_in_batch(g)) continue;
+        int64_t room = token_budget - pb_sched_batch_tokens(s);
+        if (room <= 0) break;
+        pb_status st = pb_sched_prefill(s, g, (int32_t)PB_MIN(room, INT32_MAX));
+        if (st != PB_OK) return st;
+    }
+    return PB_OK;
+}
+
+/* ---- swap in ---- */
+
+pb_status pb_sched_swap_in_fcfs(pb_sched *s) {
+    pb_group *g;
+    while ((g = s->swp_head) != NULL) {
+        if (pb_sched_preempted_this_step(s, g)) break;
+        pb_alloc_status st = pb_sched_can_swap_in(s, g);
+        if (st == PB_ALLOC_NEVER) { pb_sched_reject(s, g); continue; }
+        if (st == PB_ALLOC_LATER) break;
+        if (s->running_seqs + PB_MAX(g->n_seqs, g->max_seqs) > s->p.max_num_seqs) break;
+        pb_status e = pb_sched_swap_in(s, g);
+        if (e != PB_OK) return e;
+    }
+    return PB_OK;
+}
+
+/* ---- admission ---- */
+
+/* Would adding WAITING g's sequences as rows of this step's padded prompt batch
+   break a budget (v0.2.2+ scheduler.py: len(seq_lens) * max(seq_lens) <=
+   max_num_batched_tokens and num_paddings <= max_paddings)?  A row is a whole
+   sequence (prompt + generated after recompute). */
+static bool padded_batch_full(const pb_sched *s, const pb_group *g, int64_t token_budget) {
+    int64_t rows = s->b_prefill_seqs + g->n_seqs, longest = s->b_prefill_max_len;
+    int64_t sum = s->b_prefill_len_sum;
+    for (int32_t i = 0; i < g->n_seqs; i++) {
+        longest = PB_MAX(longest, g->seqs[i]->len);
+        sum += g->seqs[i]->len;
+    }
+    return rows * longest > token_budget || rows * longest - sum > s->p.max_paddings;
+}
+
+/* Does WAITING g fit this step's token budget?  *max_tokens: its prefill tokens
+   this step (a chunk, or INT32_MAX for the whole prefill). */
+static bool admit_fits(pb_sched *s, const pb_admit_rule *r, const pb_group *g, int32_t *max_tokens) {
+    int64_t tokens = pb_sched_batch_tokens(s);
+    *max_tokens = INT32_MAX;
+    if (r->padded) return tokens == 0 || !padded_batch_full(s, g, r->token_budget);
+    if (r->chunk > 0 && g->n_seqs == 1) {
+        int64_t room = PB_MIN(r->token_budget - tokens, (int64_t)r->chunk);
+        *max_tokens = (int32_t)PB_MIN(room, INT32_MAX);
+        return room > 0;
+    }
+    int64_t need = g->len - pb_kv_cached_tokens(s->kv, g);
+    return tokens == 0 || tokens + need <= r->token_budget;
+}
+
+/* The paged manager's shared-prefix pool gives a later user of a prefix its KV as
+   computed by the first user (block_manager.h): under chunked prefill, a group
+   waits while another group with its prefix is still in its prefill phase. */
+static bool prefix_being_prefilled(const pb_sched *s, const pb_group *g) {
+    if (g->prefix_id < 0) return false;
+    for (const pb_group *o = s->run_head; o; o = o->next)
+        if (o->prefill && o->prefix_id == g->prefix_id) return true;
+    return false;
+}
+
+pb_status pb_sched_admit_waiting(pb_sched *s, const pb_admit_rule *r, int32_t *n_admitted) {
+    int32_t n = 0;
+    pb_group *g;
+    while ((g = pb_sched_waiting_peek(s)) != NULL) {
+        if (pb_sched_preempted_this_step(s, g)) break;
+        if (r->max_groups > 0 && s->n_running >= r->max_groups) break;
+        pb_alloc_status a = pb_sched_admit_status(s, g, r->chunk > 0);
+        if (a == PB_ALLOC_NEVER) { pb_sched_reject(s, g); continue; }
+        if (a == PB_ALLOC_LATER) break;
+        int32_t max_tokens;
+        if (!admit_fits(s, r, g, &max_tokens)) break;
+        if (r->chunk > 0 && prefix_being_prefilled(s, g)) break;
+        if (s->running_seqs + PB_MAX(g->n_seqs, g->max_seqs) > s->p.max_num_seqs) break;
+        pb_status e = pb_sched_admit(s, g, max_tokens);
+        if (e == PB_ERR_NO_SPACE) break;
+        if (e != PB_OK) return e;
+        n++;
+    }
+    if (n_admitted) *n_admitted = n;
+    return PB_OK;
+}
+
+/* ---- the vLLM step ---- */
+
+pb_status pb_sched_vllm_v01_step(pb_sched *s) {
+    pb_admit_rule r = {.token_budget = s->p.max_num_batched_tokens};
+    pb_status st = pb_sched_decode_running(s, pb_victim_latest, NULL);
+    if (st == PB_OK && s->n_swapped_out_now == 0) st = pb_sched_swap_in_fcfs(s);
+    if (st == PB_OK && s->n_swapped == 0) st = pb_sched_admit_waiting(s, &r, NULL);
+    return st;
+}
+
+pb_status pb_sched_vllm_v02_step(pb_sched *s) {
+    pb_admit_rule r = {.token_budget = s->p.max_num_batched_tokens, .padded = s->p.max_paddings >= 0};
+    if (s->n_swapped == 0) {
+        int32_t admitted = 0;
+        pb_status st = pb_sched_admit_waiting(s, &r, &admitted);
+        if (st != PB_OK) return st;
+        if (admitted > 0) {   /* prompt-only step */
+            s->b_padded = r.padded;
+            return PB_OK;
+        }
+    }
+    pb_status st = pb_sched_decode_running(s, pb_victim_latest, NULL);
+    if (st == PB_OK && s->n_preempted == 0) st = pb_sched_swap_in_fcfs(s);
+    return st;
+}
+
+pb_status pb_sched_vllm_step(pb_sched *s) {
+    return s->p.step_mode == PB_STEP_ALTERNATE ? pb_sched_vllm_v02_step(s) : pb_sched_vllm_v01_step(s);
+}
