@@ -48,6 +48,9 @@ static const variant VARIANTS[] = {
     {"prio", "name: cov\nfigure: cov\nmodel: opt-13b\nhardware: a100-40gb\n"
              "workload: {dataset: sharegpt, arrivals: poisson, rate: 20, num_requests: 60}\n"
              "systems:\n  - {name: s, type: vllm, policy: priority, kv_slots: 8192}\n"},
+    {"sarathi", "name: cov\nfigure: cov\nmodel: opt-13b\nhardware: a100-40gb\n"
+                "workload: {dataset: sharegpt, arrivals: poisson, rate: 20, num_requests: 60}\n"
+                "systems:\n  - {name: s, type: vllm, policy: sarathi, kv_slots: 8192}\n"},
     {"ft", "name: cov\nfigure: cov\nmodel: opt-13b\nhardware: a100-40gb\n"
            "workload: {dataset: sharegpt, arrivals: poisson, rate: 20, num_requests: 60}\n"
            "systems:\n  - {name: s, type: ft, kv_slots: 8192}\n"},
@@ -163,6 +166,7 @@ static const kcase CASES[] = {
     E("systems[].max_batch", "orca", "systems.0.max_batch=2"),
     E("systems[].priority_by", "prio", "systems.0.priority_by=total"),
     E("systems[].aging_rate", "prio", "systems.0.aging_rate=1e9"),
+    E("systems[].token_budget", "sarathi", "systems.0.token_budget=64"),
     E("systems[].watermark", "sim", "systems.0.watermark=0.3"),
     E("systems[].max_num_batched_tokens", "sim", "systems.0.max_num_batched_tokens=64"),
     E("systems[].max_num_seqs", "sim", "systems.0.max_num_seqs=4"),

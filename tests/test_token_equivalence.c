@@ -14,7 +14,9 @@
  *   - shared prefixes (vLLM shares blocks, Orca recomputes them) give equal tokens;
  *   - vLLM v0.2 semantics (prompt-only / decode-only steps, padded prompt batches
  *     under a padding cap) give the tokens of v0.1's mixed steps, also under
- *     recompute preemption.
+ *     recompute preemption;
+ *   - Sarathi-Serve's chunked prefill under token budgets of 5, 7 and 33 gives the
+ *     tokens of vLLM v0.1, with parallel samples, beams, swap and recompute.
  * Paged vs contiguous equality is bit for bit: the cpu model computes every token
  * row as one query over the cache (model.h), and tokens AND log-probabilities are
  * compared exactly.
@@ -89,8 +91,16 @@ typedef struct {
 
 typedef struct {
     int64_t n_recompute, n_swap, n_finished, n_steps;
+    int64_t n_partial;          /* batch entries of a prefill chunk that did not sample */
     pb_real_exec_stats ex;      /* the executor's counters */
 } run_info;
+
+/* How a vLLM system schedules: the policy (NULL = "vllm") with its options as YAML
+   text (NULL = none), and v0.2 steps when v02_max_paddings > 0. */
+typedef struct {
+    const char *policy, *options;
+    int32_t v02_max_paddings;
+} sched_cfg;
 
 static pb_model model_(const char *name) {
     pb_model m;
@@ -100,13 +110,31 @@ static pb_model model_(const char *name) {
     return m;
 }
 
-/* v02_max_paddings > 0: vLLM v0.2 steps (alternate, padded prompt batches, this cap) */
+/* Run the engine step by step, counting the prefill chunks that did not sample. */
+static pb_status engine_run_(pb_engine *e, const pb_trace *t, pb_metrics *met, run_info *info) {
+    pb_status st = pb_engine_begin(e, t, met);
+    bool done = false;
+    int64_t steps = 0;
+    while (st == PB_OK && !done) {
+        st = pb_engine_step(e, &done);
+        if (st != PB_OK || pb_engine_steps(e) == steps) continue;
+        steps = pb_engine_steps(e);
+        const pb_batch *b = pb_engine_last_batch(e);
+        for (int32_t i = 0; i < b->n_seqs; i++) info->n_partial += !b->seqs[i].sample;
+    }
+    pb_status st2 = pb_engine_end(e);
+    return st != PB_OK ? st : st2;
+}
+
 static pb_status run_steps_(const pb_model *m, const sys_cfg *c, const pb_trace *t, outputs *o,
-                            run_info *info, int32_t v02_max_paddings) {
+                            run_info *info, const sched_cfg *sc) {
+    static const sched_cfg VLLM = {NULL, NULL, 0};
+    if (!sc) sc = &VLLM;
     memset(o, 0, sizeof *o);
     memset(info, 0, sizeof *info);
     pb_kv_manager *kv = NULL;
     pb_policy *pol = NULL;
+    pb_config *opts = NULL;
     pb_cfg_err err;
     memset(&err, 0, sizeof err);
     pb_real_exec_params xp;
@@ -125,7 +153,9 @@ static pb_status run_steps_(const pb_model *m, const sys_cfg *c, const pb_trace 
         pp.n_gpu_blocks = c->gpu_blocks;
         pp.n_cpu_blocks = c->cpu_blocks;
         st = pb_paged_kv_create(&pp, &kv);
-        if (st == PB_OK) st = pb_policy_vllm_create(NULL, &pol, &err);
+        if (st == PB_OK && sc->options) st = pb_config_load_string("options", sc->options, &opts, &err);
+        if (st == PB_OK)
+            st = pb_policy_create(sc->policy ? sc->policy : "vllm", opts ? pb_config_root(opts) : NULL, &pol, &err);
         xp.block_size = c->block_size;
         xp.num_gpu_blocks = c->gpu_blocks;
         xp.num_cpu_blocks = c->cpu_blocks;
@@ -143,6 +173,7 @@ static pb_status run_steps_(const pb_model *m, const sys_cfg *c, const pb_trace 
         xp.block_size = 0;
         xp.num_slots = c->slots;
     }
+    pb_config_destroy(opts);
     if (st != PB_OK) {
         fprintf(stderr, "  setup: %s %s\n", pb_status_str(st), err.msg);
         pb_kv_destroy(kv);
@@ -156,9 +187,9 @@ static pb_status run_steps_(const pb_model *m, const sys_cfg *c, const pb_trace 
     ep.max_model_len = m->max_len;
     ep.max_num_batched_tokens = 512;
     ep.preemption = c->preempt;
-    if (v02_max_paddings > 0) {
+    if (sc->v02_max_paddings > 0) {
         ep.step_mode = PB_STEP_ALTERNATE;
-        ep.max_paddings = v02_max_paddings;
+        ep.max_paddings = sc->v02_max_paddings;
     }
     ep.store_tokens = true;
     ep.vocab_size = m->vocab;
@@ -169,7 +200,7 @@ static pb_status run_steps_(const pb_model *m, const sys_cfg *c, const pb_trace 
     pb_engine *e = NULL;
     pb_metrics *met = pb_metrics_create(false);
     if (st == PB_OK) st = pb_engine_create(&ep, kv, pol, ex, &e);
-    if (st == PB_OK) st = pb_engine_run(e, t, met);
+    if (st == PB_OK) st = engine_run_(e, t, met, info);
     if (st == PB_OK) {
         pb_run_summary sum;
         pb_metrics_summary(met, &sum);
@@ -189,7 +220,7 @@ static pb_status run_steps_(const pb_model *m, const sys_cfg *c, const pb_trace 
 
 static pb_status run_(const pb_model *m, const sys_cfg *c, const pb_trace *t, outputs *o,
                       run_info *info) {
-    return run_steps_(m, c, t, o, info, 0);
+    return run_steps_(m, c, t, o, info, NULL);
 }
 
 /* ---- traces ---- */
@@ -483,18 +514,93 @@ PB_TEST(vllm_v02_padded_alternate_steps_give_the_tokens_of_v01) {
         sys_cfg v01 = {SYS_VLLM, 16, 256, 0, 0, PB_PREEMPT_AUTO, 0.0f};
         PB_REQUIRE(run_(&m, &v01, &t, &ref, &ri) == PB_OK);
         PB_CHECK_EQ_INT(ri.n_finished, t.n);
-        PB_REQUIRE(run_steps_(&m, &v01, &t, &o, &oi, 8) == PB_OK);   /* tight padding cap */
+        const sched_cfg v02 = {NULL, NULL, 8};   /* a tight padding cap */
+        PB_REQUIRE(run_steps_(&m, &v01, &t, &o, &oi, &v02) == PB_OK);
         PB_CHECK_EQ_INT(oi.n_finished, t.n);
         PB_CHECK(oi.n_steps != ri.n_steps);   /* a different schedule ... */
         PB_CHECK(same_(&ref, &o, (int32_t)t.n, "v0.2"));   /* ... the same tokens */
         sys_cfg rc = {SYS_VLLM, 4, 40, 0, 0, PB_PREEMPT_RECOMPUTE, 0.0f};
-        PB_REQUIRE(run_steps_(&m, &rc, &t, &o, &oi, 8) == PB_OK);
+        PB_REQUIRE(run_steps_(&m, &rc, &t, &o, &oi, &v02) == PB_OK);
         fprintf(stderr, "  %s v0.2 recompute: %lld preemptions, %lld steps (v0.1: %lld)\n", m.name,
                 (long long)oi.n_recompute, (long long)oi.n_steps, (long long)ri.n_steps);
         PB_CHECK(oi.n_recompute > 0);
         PB_CHECK(same_(&ref, &o, (int32_t)t.n, "v0.2 recompute"));
         pb_trace_free(&t);
     }
+}
+
+/* Sarathi-Serve's chunked prefill: prompts split over steps under small odd token
+ * budgets, prefill chunks beside decodes, give the tokens of vLLM v0.1's whole-prompt
+ * steps -- greedy and seeded sampling, parallel samples, beams, and runs forced into
+ * swap and recompute preemption (check_every_step: the invariants hold each step). */
+static const char *BUDGETS[] = {"token_budget: 5", "token_budget: 7", "token_budget: 33"};
+
+static void sarathi_same_(const pb_model *m, const sys_cfg *c, const pb_trace *t, const outputs *ref,
+                          const char *what, bool want_preempt) {
+    static const sched_cfg V01 = {"vllm-v0.1", NULL, 0};
+    outputs o;
+    run_info oi;
+    PB_REQUIRE(run_steps_(m, c, t, &o, &oi, &V01) == PB_OK);
+    PB_CHECK(same_(ref, &o, (int32_t)t->n, what));   /* the policy by name == the engine default */
+    for (size_t k = 0; k < PB_ARRAY_LEN(BUDGETS); k++) {
+        const sched_cfg sar = {"sarathi", BUDGETS[k], 0};
+        PB_REQUIRE(run_steps_(m, c, t, &o, &oi, &sar) == PB_OK);
+        fprintf(stderr, "  %s, sarathi %s: %lld steps, %lld partial chunks, %lld swaps, %lld recomputes\n",
+                what, BUDGETS[k], (long long)oi.n_steps, (long long)oi.n_partial, (long long)oi.n_swap,
+                (long long)oi.n_recompute);
+        PB_CHECK_EQ_INT(oi.n_finished, t->n);
+        PB_CHECK(oi.n_partial > 0);   /* prompts really were split */
+        if (want_preempt) PB_CHECK(oi.n_swap + oi.n_recompute > 0);
+        char w[96];
+        snprintf(w, sizeof w, "%s, sarathi %s", what, BUDGETS[k]);
+        PB_CHECK(same_(ref, &o, (int32_t)t->n, w));
+    }
+}
+
+PB_TEST(sarathi_chunked_prefill_gives_the_tokens_of_vllm_v01) {
+    for (size_t mi = 0; mi < PB_ARRAY_LEN(MODELS); mi++) {
+        pb_model m = model_(MODELS[mi]);
+        pb_trace t = trace_(1, 12, 0.02, 1, 1);
+        outputs ref;
+        run_info ri;
+        sys_cfg v = {SYS_VLLM, 16, 256, 64, 0, PB_PREEMPT_AUTO, 0.0f};
+        PB_REQUIRE(run_(&m, &v, &t, &ref, &ri) == PB_OK);
+        PB_CHECK_EQ_INT(ri.n_partial, 0);
+        sarathi_same_(&m, &v, &t, &ref, m.name, false);
+        pb_trace_free(&t);
+    }
+}
+
+PB_TEST(sarathi_parallel_samples_and_beams_equal_vllm_v01) {
+    pb_model m = model_("tiny-llama");
+    for (int mode = 0; mode < 2; mode++) {          /* 0: n = 3 samples, 1: beam width 3 */
+        pb_trace t = mode ? trace_(6, 10, 0.002, 1, 3) : trace_(5, 8, 0.01, 3, 1);
+        for (int64_t i = 0; i < t.n; i++) t.reqs[i].output_len = PB_MIN(t.reqs[i].output_len, 12);
+        float temp = mode ? 0.0f : 0.8f;
+        outputs ref;
+        run_info ri;
+        sys_cfg big = {SYS_VLLM, 4, 1024, 0, 0, PB_PREEMPT_AUTO, temp};
+        PB_REQUIRE(run_(&m, &big, &t, &ref, &ri) == PB_OK);
+        sarathi_same_(&m, &big, &t, &ref, mode ? "beam 3" : "n = 3", false);
+        /* a pool small enough to swap the multi-sequence groups */
+        sys_cfg small = {SYS_VLLM, 4, 36, 36, 0, PB_PREEMPT_AUTO, temp};
+        sarathi_same_(&m, &small, &t, &ref, mode ? "beam 3, small pool" : "n = 3, small pool", true);
+        pb_trace_free(&t);
+    }
+}
+
+PB_TEST(sarathi_forced_swap_and_recompute_keep_tokens) {
+    pb_model m = model_("tiny-opt");
+    pb_trace t = trace_(3, 12, 0.005, 1, 1);     /* arrivals close together */
+    outputs ref;
+    run_info ri;
+    sys_cfg big = {SYS_VLLM, 4, 1024, 0, 0, PB_PREEMPT_AUTO, 0.0f};
+    PB_REQUIRE(run_(&m, &big, &t, &ref, &ri) == PB_OK);
+    sys_cfg sw = {SYS_VLLM, 4, 40, 40, 0, PB_PREEMPT_SWAP, 0.0f};
+    sarathi_same_(&m, &sw, &t, &ref, "swap", true);
+    sys_cfg rc = {SYS_VLLM, 4, 40, 0, 0, PB_PREEMPT_RECOMPUTE, 0.0f};
+    sarathi_same_(&m, &rc, &t, &ref, "recompute", true);
+    pb_trace_free(&t);
 }
 
 PB_TEST_MAIN()
