@@ -249,8 +249,9 @@ typedef struct {
 /* Admit from the head of the waiting queue (waiting_key order) while the manager
    says OK (NEVER => rejected), the rule's budgets and max_num_seqs allow; stops at
    the first head that does not fit (no skipping) or was preempted this step.
-   Under chunking, a group also waits while another group with its shared prefix
-   (prefix_id) is in its prefill phase.  *n_admitted (may be NULL): groups admitted. */
+   Under chunking, a first chunk covers a shared prefix (prefix_id) whole -- the
+   prefix pool's KV is computed by its first user's admission step -- running alone
+   when the prefix is over the budget.  *n_admitted (may be NULL): groups admitted. */
 pb_status pb_sched_admit_waiting(pb_sched *s, const pb_admit_rule *r, int32_t *n_admitted);
 
 /* The vLLM scheduling step (paper §4.5, VLLM-DESIGN §3) on whatever waiting order

@@ -15,13 +15,16 @@
  *      step.
  * The budget counts every token of the step, decodes included: decodes are never
  * held back by it (they run first), prefill chunks fill what is left, so a step
- * computes max(decodes, token_budget) tokens at most (a multi-sequence prefill that
- * runs alone excepted, below).  KV is allocated for a whole
+ * computes max(decodes, token_budget) tokens at most (a multi-sequence prefill or a
+ * shared prefix that runs alone excepted, below).  KV is allocated for a whole
  * prompt when it is admitted (Sarathi-Serve on vLLM, and vLLM V0's chunked
  * prefill); a prompt samples only in the step that completes it (its first token).
  * A parallel-sampling / beam group re-admitted after recompute has several
  * sequences: its prefill is not split (it waits until it fits the budget left, or
- * runs alone).  Prompts longer than max_num_batched_tokens are admissible (the
+ * runs alone); a prompt with a shared prefix (prefix_id) is admitted with a first
+ * chunk covering its prefix (the paged manager's prefix pool: its first user
+ * computes the prefix in its admission step), alone when the prefix is over the
+ * budget.  Prompts longer than max_num_batched_tokens are admissible (the
  * chunks are what a step computes); max_num_batched_tokens is not used.
  *
  * Option token_budget (tokens per step, default 512): 512 is what Sarathi-Serve

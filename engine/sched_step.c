@@ -13,7 +13,8 @@
  *                      sequence budget allows;
  *   admit_waiting      waiting groups from the head while the manager says OK and the
  *                      token budget (counting this step's decodes; a prefill costs
- *                      its uncached tokens), the sequence budget (max_num_seqs,
+ *                      its uncached tokens; under chunking a first chunk is what
+ *                      the budget leaves), the sequence budget (max_num_seqs,
  *                      counting a group's future sequences, max(n_seqs, n / beam
  *                      width)) and the rule's group cap allow; NEVER => rejected.
  *
@@ -117,28 +118,24 @@ static bool padded_batch_full(const pb_sched *s, const pb_group *g, int64_t toke
 }
 
 /* Does WAITING g fit this step's token budget?  *max_tokens: its prefill tokens
-   this step (a chunk, or INT32_MAX for the whole prefill). */
+   this step (a chunk, or INT32_MAX for the whole prefill).  A first chunk covers a
+   shared prefix (prefix_id) whole: the paged manager's prefix pool hands later
+   users the prefix KV that its first user computes in its admission step
+   (block_manager.c), so that step must compute all of it -- with the step's other
+   tokens, or alone when the prefix is over the budget. */
 static bool admit_fits(pb_sched *s, const pb_admit_rule *r, const pb_group *g, int32_t *max_tokens) {
     int64_t tokens = pb_sched_batch_tokens(s);
     *max_tokens = INT32_MAX;
     if (r->padded) return tokens == 0 || !padded_batch_full(s, g, r->token_budget);
     if (r->chunk > 0 && g->n_seqs == 1) {
         int64_t room = PB_MIN(r->token_budget - tokens, (int64_t)r->chunk);
-        *max_tokens = (int32_t)PB_MIN(room, INT32_MAX);
-        return room > 0;
+        int64_t least = g->prefix_id >= 0 ? PB_MIN(g->prefix_len, g->len) : 1;
+        if (room < least && tokens > 0) return false;
+        *max_tokens = (int32_t)PB_MIN(PB_MAX(room, least), INT32_MAX);
+        return true;
     }
     int64_t need = g->len - pb_kv_cached_tokens(s->kv, g);
     return tokens == 0 || tokens + need <= r->token_budget;
-}
-
-/* The paged manager's shared-prefix pool gives a later user of a prefix its KV as
-   computed by the first user (block_manager.h): under chunked prefill, a group
-   waits while another group with its prefix is still in its prefill phase. */
-static bool prefix_being_prefilled(const pb_sched *s, const pb_group *g) {
-    if (g->prefix_id < 0) return false;
-    for (const pb_group *o = s->run_head; o; o = o->next)
-        if (o->prefill && o->prefix_id == g->prefix_id) return true;
-    return false;
 }
 
 pb_status pb_sched_admit_waiting(pb_sched *s, const pb_admit_rule *r, int32_t *n_admitted) {
@@ -152,7 +149,6 @@ pb_status pb_sched_admit_waiting(pb_sched *s, const pb_admit_rule *r, int32_t *n
         if (a == PB_ALLOC_LATER) break;
         int32_t max_tokens;
         if (!admit_fits(s, r, g, &max_tokens)) break;
-        if (r->chunk > 0 && prefix_being_prefilled(s, g)) break;
         if (s->running_seqs + PB_MAX(g->n_seqs, g->max_seqs) > s->p.max_num_seqs) break;
         pb_status e = pb_sched_admit(s, g, max_tokens);
         if (e == PB_ERR_NO_SPACE) break;

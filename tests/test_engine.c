@@ -223,10 +223,10 @@ static void random_trace(pb_rng *rng, pb_request *r, int n, double rate, bool mu
 
 PB_TEST(stress_every_mode_with_checks) {
     const pb_preempt_mode modes[3] = {PB_PREEMPT_AUTO, PB_PREEMPT_RECOMPUTE, PB_PREEMPT_SWAP};
-    const char *pols[2] = {"vllm", "spf"};
+    const char *pols[3] = {"vllm", "spf", "sarathi"};
     for (int pm = 0; pm < 3; pm++)
         for (int sm = 0; sm < 2; sm++)
-            for (int pi = 0; pi < 2; pi++) {
+            for (int pi = 0; pi < 3; pi++) {
                 pb_engine_params ep;
                 pb_engine_params_default(&ep);
                 ep.check_every_step = true;

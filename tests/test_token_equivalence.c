@@ -270,6 +270,36 @@ static bool same_(const outputs *a, const outputs *b, int32_t n, const char *wha
     return ok;
 }
 
+/* Sarathi-Serve's chunked prefill: prompts split over steps under small odd token
+ * budgets, prefill chunks beside decodes, give the tokens of vLLM v0.1's whole-prompt
+ * steps -- greedy and seeded sampling, parallel samples, beams, and runs forced into
+ * swap and recompute preemption (check_every_step: the invariants hold each step). */
+static const char *BUDGETS[] = {"token_budget: 5", "token_budget: 7", "token_budget: 33"};
+
+static void sarathi_same_(const pb_model *m, const sys_cfg *c, const pb_trace *t, const outputs *ref,
+                          const char *what, bool want_preempt) {
+    static const sched_cfg V01 = {"vllm-v0.1", NULL, 0};
+    outputs o;
+    run_info oi;
+    PB_REQUIRE(run_steps_(m, c, t, &o, &oi, &V01) == PB_OK);
+    PB_CHECK(same_(ref, &o, (int32_t)t->n, what));   /* the policy by name == the engine default */
+    int64_t preempted = 0;
+    for (size_t k = 0; k < PB_ARRAY_LEN(BUDGETS); k++) {
+        const sched_cfg sar = {"sarathi", BUDGETS[k], 0};
+        PB_REQUIRE(run_steps_(m, c, t, &o, &oi, &sar) == PB_OK);
+        fprintf(stderr, "  %s, sarathi %s: %lld steps, %lld partial chunks, %lld swaps, %lld recomputes\n",
+                what, BUDGETS[k], (long long)oi.n_steps, (long long)oi.n_partial, (long long)oi.n_swap,
+                (long long)oi.n_recompute);
+        PB_CHECK_EQ_INT(oi.n_finished, t->n);
+        PB_CHECK(oi.n_partial > 0);   /* prompts really were split */
+        preempted += oi.n_swap + oi.n_recompute;
+        char w[96];
+        snprintf(w, sizeof w, "%s, sarathi %s", what, BUDGETS[k]);
+        PB_CHECK(same_(ref, &o, (int32_t)t->n, w));
+    }
+    if (want_preempt) PB_CHECK(preempted > 0);
+}
+
 static const char *MODELS[] = {"tiny-opt", "tiny-llama"};
 
 /* ---- tests ---- */
@@ -502,6 +532,10 @@ PB_TEST(shared_prefixes_give_the_same_tokens_shared_or_not) {
     PB_REQUIRE(run_(&m, &o, &t, &b, &ri) == PB_OK);
     PB_CHECK_EQ_INT(ri.ex.cached_prefill_tokens, 0);
     PB_CHECK(same_(&a, &b, (int32_t)t.n, "shared prefix"));
+    /* chunked prefills (a first chunk covers the prefix), also when preempted */
+    sarathi_same_(&m, &v, &t, &a, "shared prefix", false);
+    sys_cfg small = {SYS_VLLM, 4, 28, 0, 0, PB_PREEMPT_RECOMPUTE, 0.0f};
+    sarathi_same_(&m, &small, &t, &a, "shared prefix, recompute", true);
     pb_trace_free(&t);
 }
 
@@ -526,34 +560,6 @@ PB_TEST(vllm_v02_padded_alternate_steps_give_the_tokens_of_v01) {
         PB_CHECK(oi.n_recompute > 0);
         PB_CHECK(same_(&ref, &o, (int32_t)t.n, "v0.2 recompute"));
         pb_trace_free(&t);
-    }
-}
-
-/* Sarathi-Serve's chunked prefill: prompts split over steps under small odd token
- * budgets, prefill chunks beside decodes, give the tokens of vLLM v0.1's whole-prompt
- * steps -- greedy and seeded sampling, parallel samples, beams, and runs forced into
- * swap and recompute preemption (check_every_step: the invariants hold each step). */
-static const char *BUDGETS[] = {"token_budget: 5", "token_budget: 7", "token_budget: 33"};
-
-static void sarathi_same_(const pb_model *m, const sys_cfg *c, const pb_trace *t, const outputs *ref,
-                          const char *what, bool want_preempt) {
-    static const sched_cfg V01 = {"vllm-v0.1", NULL, 0};
-    outputs o;
-    run_info oi;
-    PB_REQUIRE(run_steps_(m, c, t, &o, &oi, &V01) == PB_OK);
-    PB_CHECK(same_(ref, &o, (int32_t)t->n, what));   /* the policy by name == the engine default */
-    for (size_t k = 0; k < PB_ARRAY_LEN(BUDGETS); k++) {
-        const sched_cfg sar = {"sarathi", BUDGETS[k], 0};
-        PB_REQUIRE(run_steps_(m, c, t, &o, &oi, &sar) == PB_OK);
-        fprintf(stderr, "  %s, sarathi %s: %lld steps, %lld partial chunks, %lld swaps, %lld recomputes\n",
-                what, BUDGETS[k], (long long)oi.n_steps, (long long)oi.n_partial, (long long)oi.n_swap,
-                (long long)oi.n_recompute);
-        PB_CHECK_EQ_INT(oi.n_finished, t->n);
-        PB_CHECK(oi.n_partial > 0);   /* prompts really were split */
-        if (want_preempt) PB_CHECK(oi.n_swap + oi.n_recompute > 0);
-        char w[96];
-        snprintf(w, sizeof w, "%s, sarathi %s", what, BUDGETS[k]);
-        PB_CHECK(same_(ref, &o, (int32_t)t->n, w));
     }
 }
 
