@@ -8,7 +8,8 @@
  *      calls the executor, which performs CoW copies and swaps and runs the batch;
  *   4. the clock advances by the executor's latency;
  *   5. post-processing: every sampled sequence gets its next token (from the
- *      executor's candidates when has_tokens, else synthetic -- see beam.h);
+ *      executor's candidates when has_tokens, else synthetic -- see beam.h); a
+ *      prefill chunk that does not complete its prompt samples nothing;
  *      parallel-sampling groups fork n-1 sequences after their prompt step; beam
  *      groups run a beam-search selection (forks and frees follow it, paper Fig. 9);
  *      a group with output_len tokens finishes and frees its KV;
