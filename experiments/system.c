@@ -63,6 +63,8 @@ void pb_system_fit_trace(pb_trace *t, double length_scale, bool clamp, int32_t m
             r->prefix_len = 0;
         }
         if (r->prefix_len == 0 && r->prefix_id >= 0 && length_scale != 1.0) r->prefix_id = -1;
+        /* a chatbot turn cut below its history no longer re-sends it whole (trace.h) */
+        if (r->prefix_id < 0 && r->prefix_len >= r->prompt_len) r->prefix_len = 0;
     }
 }
 
