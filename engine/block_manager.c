@@ -5,8 +5,9 @@
  * ceil(kv_len / bs) blocks; all but the last are full; the last block's fill equals
  * the tokens the sequence has in it (so a shared block is never written: appends
  * copy on write first); reference counts equal the references from tables plus the
- * prefix pool's pins; free + used == total in both pools; the running reservation
- * counters (below) equal a walk over every live table. */
+ * prefix pool's pins; free + used (+ cached, GPU) == total in both pools; the running
+ * reservation counters (below) equal a walk over every live table; the prefix cache's
+ * structures agree with each other and with the tables (cache_check). */
 #include "block_manager.h"
 
 #include <stdlib.h>
@@ -69,7 +70,7 @@ typedef struct {
     int32_t lru_head, lru_tail, n_lru;
     int32_t *hit_scratch;    /* allocate(): pinned hits of all sequences             */
     int32_t hit_cap;
-    int64_t hit_tokens, query_tokens;
+    int64_t hit_tokens, query_tokens, evictions;
 } bm;
 
 static const pb_kv_manager_i BM_IFACE;
@@ -241,6 +242,7 @@ static inline int32_t gpu_avail(const bm *b) { return pb_block_alloc_free_count(
 static int32_t gpu_get(bm *b) {
     if (pb_block_alloc_free_count(b->gpu) == 0 && b->lru_head >= 0) {
         int32_t v = b->lru_head;
+        b->evictions++;
         lru_remove(b, v);
         unpublish(b, v);
         pb_block_alloc_evict(b->gpu, v);
@@ -281,6 +283,7 @@ static void hashes_reserve(bm_table *t, int32_t n) {
  * may be NULL).  Returns the hits. */
 static int32_t lookup(const bm *b, const pb_seq *s, int32_t j0, uint64_t *hashes, int32_t *blks) {
     int32_t max = known_blocks(b, s, s->len - 1), k = 0;
+    if (hashes) PB_ASSERT(j0 <= max);
     uint64_t h = HASH0;
     for (int32_t j = 0; j < max; j++) {
         h = block_hash(b, s, h, j);
@@ -353,17 +356,18 @@ static pb_status cache_allocate(bm *b, pb_group *g, pb_pair_vec *copies) {
         PB_ASSERT(s->kv == NULL);
         bm_table *t = table_new(b, s, false);
         hashes_reserve(t, per_seq);
+        /* a later sequence hashes past the shared blocks only when it has more known
+           blocks (a recomputed group has generated tokens: len > prompt_len) */
         int32_t j0 = i == 0 ? 0 : shared;
-        PB_ASSERT(j0 <= known_blocks(b, s, s->len - 1));   /* recomputed: len > prompt_len */
-        int32_t k = lookup(b, s, j0, t->hashes, hits + i * per_seq);
-        t->n_hashed = j0 + k;   /* what the loop below reads back */
+        int32_t k = j0 <= known_blocks(b, s, s->len - 1) ? lookup(b, s, j0, t->hashes, hits + i * per_seq) : 0;
+        t->n_hashed = k > 0 ? j0 + k : 0;   /* what the loop below reads back */
         for (int32_t x = 0; x < k; x++) gpu_hit(b, hits[i * per_seq + x]);
     }
     bm_table *t0 = g->seqs[0]->kv;
     for (int32_t i = 0; i < g->n_seqs; i++) {
         pb_seq *s = g->seqs[i];
         bm_table *t = s->kv;
-        int32_t j0 = i == 0 ? 0 : shared, k = t->n_hashed - j0;
+        int32_t j0 = i == 0 ? 0 : shared, k = t->n_hashed > 0 ? t->n_hashed - j0 : 0;
         for (int32_t x = 0; x < j0; x++) {
             pb_block_alloc_incref(b->gpu, t0->blocks[x]);
             table_push(b, t, t0->blocks[x]);
@@ -1044,6 +1048,7 @@ void pb_paged_cache_stats_get(const pb_kv_manager *m, pb_paged_cache_stats *out)
     const bm *b = BMc(m);
     out->hit_tokens = b->hit_tokens;
     out->query_tokens = b->query_tokens;
+    out->evictions = b->evictions;
     out->cached_blocks = b->n_lru;
     out->published_blocks = b->n_published;
 }

@@ -86,6 +86,7 @@ int32_t pb_paged_prefix_blocks(const pb_kv_manager *m, int32_t prefix_id);
  * tokens looked up, and the tokens its first sequence found cached. */
 typedef struct {
     int64_t hit_tokens, query_tokens;
+    int64_t evictions;           /* cached blocks given up for new ones              */
     int32_t cached_blocks;       /* evictable: published, ref 0                       */
     int32_t published_blocks;    /* in the hash table (in use or cached)              */
 } pb_paged_cache_stats;
