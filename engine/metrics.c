@@ -20,6 +20,8 @@ struct pb_metrics {
     double clock_s;
     double *itl;              /* every inter-token gap, s, in recording order */
     int64_t n_itl, cap_itl;
+    bool prefix_caching;
+    int64_t prefix_hit_tokens, prefix_query_tokens;
 };
 
 pb_metrics *pb_metrics_create(bool record_steps) {
@@ -57,6 +59,13 @@ void pb_metrics_begin(pb_metrics *m, int64_t n_requests) {
         m->reqs[i].n = 1;
         m->reqs[i].beam_width = 1;
     }
+}
+
+void pb_metrics_set_prefix_cache(pb_metrics *m, int64_t hit_tokens, int64_t query_tokens) {
+    PB_ASSERT(hit_tokens >= 0 && hit_tokens <= query_tokens);
+    m->prefix_caching = true;
+    m->prefix_hit_tokens = hit_tokens;
+    m->prefix_query_tokens = query_tokens;
 }
 
 void pb_metrics_token(pb_metrics *m, int64_t id, double t) {
@@ -171,6 +180,10 @@ void pb_metrics_summary(const pb_metrics *m, pb_run_summary *o) {
     o->n_steps = m->n_steps;
     o->n_prefill_steps = m->n_prefill_steps;
     o->busy_s = m->busy_s;
+    o->prefix_caching = m->prefix_caching;
+    o->prefix_hit_tokens = m->prefix_hit_tokens;
+    o->prefix_query_tokens = m->prefix_query_tokens;
+    o->prefix_hit_frac = m->prefix_query_tokens > 0 ? (double)m->prefix_hit_tokens / (double)m->prefix_query_tokens : 0;
     int64_t n_seq_rows = 0;
     for (int64_t i = 0; i < m->n_reqs; i++)
         if (m->reqs[i].finished) n_seq_rows += PB_MAX(m->reqs[i].n_seqs, 1);
@@ -332,6 +345,9 @@ void pb_metrics_print_summary(FILE *f, const pb_run_summary *s, const char *titl
     fprintf(f, "%-40s %lld\n", "Preemptions (recompute):", (long long)s->n_preempt_recompute);
     fprintf(f, "%-40s %lld\n", "Preemptions (swap):", (long long)s->n_preempt_swap);
     fprintf(f, "%-40s %.3f\n", "Swapped (GiB, out + in):", s->swap_bytes / (1024.0 * 1024 * 1024));
+    if (s->prefix_caching)
+        fprintf(f, "%-40s %.1f%% (%lld of %lld tokens)\n", "Prefix-cache hits:", 100 * s->prefix_hit_frac,
+                (long long)s->prefix_hit_tokens, (long long)s->prefix_query_tokens);
     fprintf(f, "%s\n", "-----------------KV cache usage-------------------");
     fprintf(f, "%-40s %.1f%%\n", "Token states:", 100 * s->mem_token_frac);
     fprintf(f, "%-40s %.1f%%\n", "Reservation:", 100 * s->mem_reserved_frac);

@@ -63,6 +63,8 @@ void pb_system_fit_trace(pb_trace *t, double length_scale, bool clamp, int32_t m
             r->prefix_len = 0;
         }
         if (r->prefix_len == 0 && r->prefix_id >= 0 && length_scale != 1.0) r->prefix_id = -1;
+        /* a chatbot turn cut below its history no longer re-sends it whole (trace.h) */
+        if (r->prefix_id < 0 && r->prefix_len >= r->prompt_len) r->prefix_len = 0;
     }
 }
 
@@ -468,6 +470,25 @@ pb_status pb_system_run_point(const pb_point_ctx *pt, pb_point_metrics *out, cha
         return fail(err, err_n, st, "workload: the fitted trace is invalid: %s%s", werr, "");
     }
 
+    /* policy: one options node, whatever named it */
+    pb_policy *policy = NULL;
+    st = pb_policy_create(P.policy, P.policy_opts->n_kids ? P.policy_opts : NULL, &policy, &ce);
+    if (st) {
+        pb_trace_free(&trace);
+        plan_free(&P);
+        return fail(err, err_n, st, "%s%s", ce.msg, "");
+    }
+    bool caching = policy->iface->prefix_caching;
+    if (caching && !paged) {
+        pb_cfg_fail(&ce, pb_node_get(sys, "policy"), false,
+                    "systems.%s.policy: %s caches KV blocks by content: it needs a paged KV manager (type: vllm)",
+                    spec->id, P.policy);
+        pb_policy_destroy(policy);
+        pb_trace_free(&trace);
+        plan_free(&P);
+        return fail(err, err_n, PB_ERR_INVALID, "%s%s", ce.msg, "");
+    }
+
     /* KV manager */
     pb_kv_manager *kv = NULL;
     if (paged) {
@@ -477,6 +498,7 @@ pb_status pb_system_run_point(const pb_point_ctx *pt, pb_point_metrics *out, cha
         pp.n_gpu_blocks = (int32_t)n_gpu_blocks;
         pp.n_cpu_blocks = (int32_t)PB_MIN(n_cpu_blocks, (int64_t)INT32_MAX);
         pp.watermark = P.watermark;
+        pp.prefix_caching = caching;
         st = pb_paged_kv_create(&pp, &kv);
     } else {
         pb_kv_contiguous_params cp;
@@ -486,19 +508,10 @@ pb_status pb_system_run_point(const pb_point_ctx *pt, pb_point_metrics *out, cha
         st = pb_kv_contiguous_create(&cp, &kv);
     }
     if (st) {
+        pb_policy_destroy(policy);
         pb_trace_free(&trace);
         plan_free(&P);
         return fail(err, err_n, st, "systems.%s: cannot create the KV manager (%s)", spec->id, pb_status_str(st));
-    }
-
-    /* policy: one options node, whatever named it */
-    pb_policy *policy = NULL;
-    st = pb_policy_create(P.policy, P.policy_opts->n_kids ? P.policy_opts : NULL, &policy, &ce);
-    if (st) {
-        pb_kv_destroy(kv);
-        pb_trace_free(&trace);
-        plan_free(&P);
-        return fail(err, err_n, st, "%s%s", ce.msg, "");
     }
 
     /* executor */
@@ -548,6 +561,11 @@ pb_status pb_system_run_point(const pb_point_ctx *pt, pb_point_metrics *out, cha
     st = pb_engine_create(&ep, kv, policy, ex, &eng);
     if (!st) st = pb_engine_run(eng, &trace, m);
     if (!st) pb_policy_finalize(policy, m);
+    if (!st && caching) {
+        pb_paged_cache_stats cs;
+        pb_paged_cache_stats_get(kv, &cs);
+        pb_metrics_set_prefix_cache(m, cs.hit_tokens, cs.query_tokens);
+    }
 
     if (!st) {   /* metrics, checks and side files: point_out.h */
         char title[256];
