@@ -145,10 +145,6 @@ double pb_percentile(double *v, int64_t n, double p) {
     return percentile_sorted(v, n, p);
 }
 
-static void sort_doubles(double *v, int64_t n) {
-    if (n > 1) qsort(v, (size_t)n, sizeof *v, cmp_double);
-}
-
 static double mean(const double *v, int64_t n) {
     double s = 0;
     for (int64_t i = 0; i < n; i++) s += v[i];
@@ -165,13 +161,49 @@ pb_req_latency pb_req_latency_of(const pb_req_metrics *r) {
     return l;
 }
 
-/* mean in row order, then sort once and read p50/p90/p99 */
+/* Put the k-th smallest of v[lo..hi] at v[k], smaller ones before it, larger after
+ * (Hoare's selection, median-of-three pivot); O(n) expected. */
+static void select_kth(double *v, int64_t lo, int64_t hi, int64_t k) {
+    while (hi > lo) {
+        int64_t mid = lo + (hi - lo) / 2;
+        double a = v[lo], b = v[mid], c = v[hi];
+        double piv = a < b ? (b < c ? b : (a < c ? c : a)) : (a < c ? a : (b < c ? c : b));
+        int64_t i = lo, j = hi;
+        while (i <= j) {
+            while (v[i] < piv) i++;
+            while (v[j] > piv) j--;
+            if (i <= j) { double t = v[i]; v[i] = v[j]; v[j] = t; i++; j--; }
+        }
+        if (k <= j) hi = j;
+        else if (k >= i) lo = i;
+        else return;
+    }
+}
+
+/* The p-th percentile as percentile_sorted would read it from the sorted v, with v
+ * only partitioned: v[from..n) holds the ranks from..n-1 unsorted; *from moves past
+ * the rank used, so that a larger p starts there. */
+static double percentile_select(double *v, int64_t n, double p, int64_t *from) {
+    if (n <= 0) return 0;
+    double pos = p / 100.0 * (double)(n - 1);
+    int64_t lo = (int64_t)pos;
+    if (lo >= n - 1) lo = n - 1;
+    if (lo >= *from) select_kth(v, *from, n - 1, lo);   /* else a smaller p put it there */
+    if (lo + 1 > *from) *from = lo + 1;
+    if (lo >= n - 1) return v[n - 1];
+    double next = v[lo + 1];
+    for (int64_t i = lo + 2; i < n; i++) if (v[i] < next) next = v[i];
+    double frac = pos - (double)lo;
+    return v[lo] + frac * (next - v[lo]);
+}
+
+/* mean in row order, then p50/p90/p99 by selection (the values a sort would give) */
 static void stats4(double *v, int64_t n, double *mean_, double *p50, double *p90, double *p99) {
     *mean_ = mean(v, n);
-    sort_doubles(v, n);
-    *p50 = percentile_sorted(v, n, 50);
-    *p90 = percentile_sorted(v, n, 90);
-    *p99 = percentile_sorted(v, n, 99);
+    int64_t from = 0;
+    *p50 = percentile_select(v, n, 50, &from);
+    *p90 = percentile_select(v, n, 90, &from);
+    *p99 = percentile_select(v, n, 99, &from);
 }
 
 void pb_metrics_summary(const pb_metrics *m, pb_run_summary *o) {
