@@ -7,6 +7,8 @@
 #   ./run_all.sh figN         any figure (fig1 fig2 fig11 fig12 ... fig18 fig19; also fig18a fig18b
 #                             fig19a fig19b).  fig18(a) is the cost model's kernel terms (a
 #                             calibration check) plus our kernels measured when a GPU is present
+#   ./run_all.sh study        the scheduling study beyond the paper (vllm-v0.1, vllm-v0.2,
+#                             sarathi, prefix-cache; RESULTS.md "Scheduling study")
 #   ./run_all.sh all          every table and figure, then rewrite RESULTS.md's generated tables
 #   ./run_all.sh results-md   refill RESULTS.md's generated tables from results/*_report.md
 #   ./run_all.sh gpu          the GPU half: build the cuda preset, GPU tests, kernel benchmarks,
@@ -40,13 +42,13 @@ while [ $# -gt 0 ]; do
         --asan) ASAN=1 ;;
         --cuda) CUDA=1 ;;
         --build) BUILD=$2; shift ;;
-        -h|--help) sed -n '2,21p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+        -h|--help) sed -n '2,26p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
         -*) echo "run_all.sh: unknown option $1" >&2; exit 2 ;;
         *) VERBS+=("$1") ;;
     esac
     shift
 done
-[ ${#VERBS[@]} -gt 0 ] || { sed -n '2,21p' "$0" | sed 's/^# \{0,1\}//'; exit 2; }
+[ ${#VERBS[@]} -gt 0 ] || { sed -n '2,26p' "$0" | sed 's/^# \{0,1\}//'; exit 2; }
 
 log() { printf '==> %s\n' "$*" >&2; }
 
@@ -54,7 +56,7 @@ log() { printf '==> %s\n' "$*" >&2; }
 for verb in "${VERBS[@]}"; do
     case "$verb" in
         test|table1|list|all|results-md|clean|gpu) ;;
-        fig1|fig2|fig11|fig12|fig13|fig14|fig15|fig16|fig17|fig18|fig18a|fig18b|fig19|fig19a|fig19b) ;;
+        fig1|fig2|fig11|fig12|fig13|fig14|fig15|fig16|fig17|fig18|fig18a|fig18b|fig19|fig19a|fig19b|study) ;;
         *) echo "run_all.sh: unknown verb '$verb' (try: ./run_all.sh list)" >&2; exit 2 ;;
     esac
 done
@@ -78,7 +80,7 @@ need_pkgs() {   # need_pkgs <verb>: list the Debian packages missing for this ve
                   command -v clang >/dev/null || missing+=(clang)            # cli_fuzz: libFuzzer
                   { dpkg -s libclang-rt-dev >/dev/null 2>&1; } || missing+=(libclang-rt-dev)
               fi ;;
-        fig*|all) command -v gnuplot >/dev/null || missing+=(gnuplot-nox)
+        fig*|study|all) command -v gnuplot >/dev/null || missing+=(gnuplot-nox)
                   # (no grep -q here: fc-list would die of SIGPIPE, which pipefail reports)
                   { fc-list 2>/dev/null | grep -i dejavu >/dev/null; } || missing+=(fonts-dejavu-core) ;;
     esac
@@ -227,7 +229,7 @@ run_all_figures() {
     cat "$RES/table1_report.md"
     "$PB" run --all --jobs "$JOBS" --results "$RES" "${quick[@]}" || rc=$?
     [ "$rc" = 2 ] && exit 2
-    for f in fig1 fig2 fig11 fig12 fig13 fig14 fig15 fig16 fig17 fig18 fig19; do plot_figure "$f" || rc=1; done
+    for f in fig1 fig2 fig11 fig12 fig13 fig14 fig15 fig16 fig17 fig18 fig19 study; do plot_figure "$f" || rc=1; done
     # RESULTS.md's fidelity tables: the cost-model parameters with their sources, and the
     # cost model against public GPU step measurements (pagedbench validate)
     if command -v python3 >/dev/null; then
@@ -246,7 +248,7 @@ for verb in "${VERBS[@]}"; do
         test) run_tests ;;
         table1) build table1; mkdir -p results; "$PB" table1 --csv results/table1.csv ;;
         list) build list; "$PB" list ;;
-        fig*) run_figure "$verb" ;;
+        fig*|study) run_figure "$verb" ;;
         all) run_all_figures ;;
         results-md) update_results_md ;;
         clean) rm -rf build results/tmp results/points results/quick plots/out/quick ;;

@@ -16,12 +16,14 @@
  * includes the traces and one engine at a time.
  * --quick: 10-minute traces, one repetition.
  * Executor alone: the sim's execute() on a 256-sequence decode batch with 2K-token
- * contexts, ns per call and per sequence (median of 5 runs of 20,000 calls). */
+ * contexts, ns per call and per sequence (median of 5 runs of 20,000 calls).
+ * Beam selection alone: pb_beam_synth_select at width 6, ns per call. */
 #include <stdlib.h>
 #include <string.h>
 #include <sys/resource.h>
 #include <time.h>
 
+#include "beam.h"
 #include "bench.h"
 #include "block_manager.h"
 #include "engine.h"
@@ -136,6 +138,31 @@ static double exec_ns(const specs *sp) {
     return median(runs, 5);
 }
 
+/* ns per pb_beam_synth_select call at beam width 6: 6 beams, 12 candidates each, the
+ * beams' scores spread uniformly over 3 nats (1,024 such sets, cycled, so that branches
+ * see varied orders), median of 5 runs of 200,000 calls */
+static double beam_select_ns(void) {
+    enum { W = 6, SETS = 1024, N = 200000 };
+    static double cum[SETS][W];
+    pb_rng r;
+    pb_rng_seed(&r, 1, 0);
+    for (int k = 0; k < SETS; k++)
+        for (int i = 0; i < W; i++) cum[k][i] = -50.0 - 3.0 * pb_rng_uniform(&r);
+    double runs[5];
+    volatile double sink = 0;
+    for (int k = 0; k < 5; k++) {
+        double t0 = cpu_now();
+        for (int i = 0; i < N; i++) {
+            pb_beam_choice ch[W];
+            pb_beam_synth_select(&r, cum[i % SETS], W, 2 * W, 50272, W, ch);
+            sink += ch[W - 1].score;
+        }
+        runs[k] = (cpu_now() - t0) / N * 1e9;
+    }
+    (void)sink;
+    return median(runs, 5);
+}
+
 /* CPU microseconds per request of a replay of dataset at rate for duration_s with
  * beam width `beam` (1 = one sample per request); median of reps; < 0 on error. */
 static double us_per_request(const specs *sp, const char *dataset, double rate, double duration_s,
@@ -213,7 +240,7 @@ int pb_bench_sim(int argc, char **argv) {
         }
     }
     double s = median(secs, reps);
-    double ns = exec_ns(&sp);
+    double ns = exec_ns(&sp), beam_ns = beam_select_ns();
     double us1 = us_per_request(&sp, "alpaca", 1.0, wc.arrivals.duration_s, 1, reps);
     double us6 = us1 < 0 ? -1 : us_per_request(&sp, "alpaca", 1.0, wc.arrivals.duration_s, 6, reps);
     if (us6 < 0) {
@@ -230,6 +257,7 @@ int pb_bench_sim(int argc, char **argv) {
         {"simulated_req_throughput", served, "req/sim-s"},
         {"sim_exec_ns_per_step_256", ns, "ns"},
         {"sim_exec_ns_per_seq", ns / 256, "ns"},
+        {"beam6_select_ns_per_call", beam_ns, "ns"},
         {"alpaca_n1_us_per_request", us1, "us"},
         {"alpaca_beam6_us_per_request", us6, "us"},
         {"beam6_cost_ratio", us6 / us1, "x"},

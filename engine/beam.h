@@ -54,17 +54,18 @@ int32_t pb_beam_select(const double *cum, const pb_candidates *cand, int32_t n_b
  * distribution of choices as
  *     for (i = 0; i < n_beams; i++) pb_beam_synth_candidates(r, n_top, vocab, &cand[i]);
  *     return pb_beam_select(cum, cand, n_beams, k, out);
- * but it draws only what can be chosen.  Scores never rise with rank, so the top k
- * is a k-way merge of the beams' lists: every beam's rank 0 is drawn, then each
- * time a beam's rank j is chosen its rank j + 1 (its gap Ej) is drawn; a chosen
- * candidate's token is drawn when it is chosen.  That is n_beams + k - 1 gaps and k
- * tokens per call instead of n_beams * n_top of each.  The gaps and tokens that are
- * drawn have the distributions above and the others are never looked at, so the
- * choices follow the same law; the random stream is consumed differently, so the
- * draws differ from synth + select (results of beam runs changed bytes when this
- * replaced a bit-exact fused version, which drew every rank).  Ties break as in
- * pb_beam_select.  out must hold k; returns min(k, n_beams * n_top) choices sorted
- * best first. */
+ * but it draws only what is chosen.  Beam i's scores are the first n_top points of a
+ * rate-1 Poisson process below cum[i]; together the beams' points are one Poisson
+ * process whose rate at score s is the number of beams with cum > s (that still have
+ * candidates), each point belonging to one of them uniformly.  So the top k are drawn
+ * best first: per choice one Exp(1) of integrated rate (pb_rng_exp_zig), the beam
+ * (uniform among the live ones; no draw when one is live) and the token -- k
+ * exponentials, at most k beam draws and k tokens per call instead of n_beams * n_top
+ * exponentials and tokens.  The choices follow the same law; the random stream is
+ * consumed differently, so the draws differ from synth + select (beam results
+ * changed bytes each time this changed: first a bit-exact fused version, then a
+ * k-way merge of the beams' lists, now this).  Ties break as in pb_beam_select.
+ * out must hold k; returns min(k, n_beams * n_top) choices sorted best first. */
 int32_t pb_beam_synth_select(pb_rng *r, const double *cum, int32_t n_beams, int32_t n_top,
                              int32_t vocab, int32_t k, pb_beam_choice *out);
 

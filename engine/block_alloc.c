@@ -47,9 +47,13 @@ pb_status pb_block_alloc_check(const pb_block_alloc *a) {
         }
     }
     int64_t slots = 0;
-    int32_t used = 0;
+    int32_t used = 0, cached = 0;
     for (int32_t b = 0; b < a->n_blocks && st == PB_OK; b++) {
         if (seen[b]) continue;
+        if (a->meta[b].ref == 0 && a->meta[b].fill == 0) {   /* kept by its owner */
+            cached++;
+            continue;
+        }
         used++;
         if (a->meta[b].ref < 1) {
             pb_log_error("block_alloc: block %d neither free nor referenced (ref %d)", b, a->meta[b].ref);
@@ -60,8 +64,13 @@ pb_status pb_block_alloc_check(const pb_block_alloc *a) {
         }
         slots += a->meta[b].fill;
     }
-    if (st == PB_OK && used + a->n_free != a->n_blocks) {
-        pb_log_error("block_alloc: free %d + used %d != total %d", a->n_free, used, a->n_blocks);
+    if (st == PB_OK && cached != a->n_cached) {
+        pb_log_error("block_alloc: %d blocks at ref 0 off the free stack, n_cached %d", cached, a->n_cached);
+        st = PB_ERR_INVALID;
+    }
+    if (st == PB_OK && used + a->n_free + a->n_cached != a->n_blocks) {
+        pb_log_error("block_alloc: free %d + used %d + cached %d != total %d", a->n_free, used, a->n_cached,
+                     a->n_blocks);
         st = PB_ERR_INVALID;
     }
     if (st == PB_OK && slots != a->token_slots) {

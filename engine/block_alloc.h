@@ -8,10 +8,17 @@
  * which the block manager keeps; token_slots is the running sum of fills of used
  * blocks, so the memory breakdown costs O(1).
  *
+ * CACHED blocks (automatic prefix caching, block_manager.h): a block released with
+ * pb_block_alloc_decref_keep keeps its content at ref 0 OFF the free stack; its owner
+ * (the block manager's prefix cache) either reuses it (pb_block_alloc_revive) or
+ * gives it up (pb_block_alloc_evict, onto the free stack).  A cached block is neither
+ * free nor used; its fill reads 0 (the owner knows its content).
+ *
  * The struct is public only so the hot accessors can be inline; mutate it only
- * through the functions.  pb_block_alloc_check() verifies: free + used == total, the
- * free stack holds distinct blocks with ref 0 and fill 0, every used block has
- * ref >= 1, token_slots == sum of fills. */
+ * through the functions.  pb_block_alloc_check() verifies: free + used + cached ==
+ * total, the free stack holds distinct blocks with ref 0 and fill 0, every block off
+ * it has ref >= 1 or is one of the n_cached blocks (ref 0, fill 0), token_slots ==
+ * sum of fills. */
 #ifndef PB_BLOCK_ALLOC_H
 #define PB_BLOCK_ALLOC_H
 
@@ -32,6 +39,7 @@ typedef struct {
 typedef struct pb_block_alloc {
     int32_t n_blocks, block_size;
     int32_t n_free;
+    int32_t n_cached;      /* blocks at ref 0 kept off the free stack (see above)     */
     int32_t *free_stack;   /* [n_blocks]; free blocks in [0, n_free)                */
     pb_block_meta *meta;   /* [n_blocks] reference count and fill of each block     */
     int64_t token_slots;   /* sum of fill over used blocks                           */
@@ -66,6 +74,33 @@ static inline int32_t pb_block_alloc_decref(pb_block_alloc *a, int32_t b) {
     }
     return a->meta[b].ref;
 }
+/* ref--; at 0 the block becomes CACHED (kept off the free stack, fill 0 here).
+ * Returns the new reference count. */
+static inline int32_t pb_block_alloc_decref_keep(pb_block_alloc *a, int32_t b) {
+    PB_ASSERT(a->meta[b].ref > 0);
+    if (--a->meta[b].ref == 0) {
+        a->token_slots -= a->meta[b].fill;
+        a->meta[b].fill = 0;
+        a->n_cached++;
+    }
+    return a->meta[b].ref;
+}
+/* A cached block in use again: ref = 1 with the given fill. */
+static inline void pb_block_alloc_revive(pb_block_alloc *a, int32_t b, int32_t fill) {
+    PB_ASSERT(a->meta[b].ref == 0 && a->n_cached > 0 && fill >= 0 && fill <= a->block_size);
+    a->n_cached--;
+    a->meta[b].ref = 1;
+    a->meta[b].fill = fill;
+    a->token_slots += fill;
+    a->n_allocs++;
+}
+/* A cached block given up: onto the free stack. */
+static inline void pb_block_alloc_evict(pb_block_alloc *a, int32_t b) {
+    PB_ASSERT(a->meta[b].ref == 0 && a->n_cached > 0);
+    a->n_cached--;
+    a->free_stack[a->n_free++] = b;
+    a->n_frees++;
+}
 static inline void pb_block_alloc_set_fill(pb_block_alloc *a, int32_t b, int32_t fill) {
     PB_ASSERT(a->meta[b].ref > 0 && fill >= 0 && fill <= a->block_size);
     a->token_slots += fill - a->meta[b].fill;
@@ -74,7 +109,8 @@ static inline void pb_block_alloc_set_fill(pb_block_alloc *a, int32_t b, int32_t
 static inline int32_t pb_block_alloc_ref(const pb_block_alloc *a, int32_t b) { return a->meta[b].ref; }
 static inline int32_t pb_block_alloc_fill(const pb_block_alloc *a, int32_t b) { return a->meta[b].fill; }
 static inline int32_t pb_block_alloc_free_count(const pb_block_alloc *a) { return a->n_free; }
-static inline int32_t pb_block_alloc_used(const pb_block_alloc *a) { return a->n_blocks - a->n_free; }
+static inline int32_t pb_block_alloc_cached(const pb_block_alloc *a) { return a->n_cached; }
+static inline int32_t pb_block_alloc_used(const pb_block_alloc *a) { return a->n_blocks - a->n_free - a->n_cached; }
 
 /* Invariants (O(n_blocks)); PB_OK or PB_ERR_INVALID with the reason logged. */
 pb_status pb_block_alloc_check(const pb_block_alloc *a);

@@ -5,8 +5,9 @@
  * ceil(kv_len / bs) blocks; all but the last are full; the last block's fill equals
  * the tokens the sequence has in it (so a shared block is never written: appends
  * copy on write first); reference counts equal the references from tables plus the
- * prefix pool's pins; free + used == total in both pools; the running reservation
- * counters (below) equal a walk over every live table. */
+ * prefix pool's pins; free + used (+ cached, GPU) == total in both pools; the running
+ * reservation counters (below) equal a walk over every live table; the prefix cache's
+ * structures agree with each other and with the tables (cache_check). */
 #include "block_manager.h"
 
 #include <stdlib.h>
@@ -15,6 +16,11 @@
 typedef struct bm_table {
     int32_t *blocks;
     int32_t n, cap;
+    /* prefix caching: chain hashes of the first n_hashed full blocks (hashes[j] covers
+       tokens [0, (j+1) bs)); the first n_pub blocks have been offered to the cache in
+       this GPU residency (published, or left private as duplicates) */
+    uint64_t *hashes;
+    int32_t n_hashed, n_pub, hash_cap;
     bool on_cpu;
     int32_t live_idx;        /* index in bm->live (GPU and CPU tables alike)        */
     pb_seq *seq;
@@ -52,6 +58,19 @@ typedef struct {
        tables sharing a last block are forks at the same length: same share). */
     int32_t *last_refs;
     int64_t reserved;
+    /* automatic prefix caching (block_manager.h); all empty when off */
+    bool caching;
+    uint64_t *blk_hash;      /* [gpu blocks] hash of a published block              */
+    uint8_t *pub;            /* [gpu blocks] 1 = published in the hash table        */
+    int32_t *ht_head;        /* [ht_mask + 1] bucket -> first published block, -1    */
+    int32_t *ht_next;        /* [gpu blocks] next published block of its bucket      */
+    uint32_t ht_mask;
+    int32_t n_published;
+    int32_t *lru_prev, *lru_next;   /* [gpu blocks] evictable blocks, LRU first      */
+    int32_t lru_head, lru_tail, n_lru;
+    int32_t *hit_scratch;    /* allocate(): pinned hits of all sequences             */
+    int32_t hit_cap;
+    int64_t hit_tokens, query_tokens, evictions;
 } bm;
 
 static const pb_kv_manager_i BM_IFACE;
@@ -64,6 +83,7 @@ void pb_paged_params_default(pb_paged_params *p) {
     p->n_gpu_blocks = 0;
     p->n_cpu_blocks = 0;
     p->watermark = 0.01;
+    p->prefix_caching = false;
 }
 
 /* ---- tables ---- */
@@ -76,6 +96,7 @@ static bm_table *table_new(bm *b, pb_seq *s, bool on_cpu) {
         t = pb_xcalloc(1, sizeof *t);
     }
     t->n = 0;
+    t->n_hashed = t->n_pub = 0;
     t->on_cpu = on_cpu;
     t->seq = s;
     t->next_free = NULL;
@@ -138,13 +159,240 @@ static inline void last_leave(bm *b, const bm_table *t) {
     if (--b->last_refs[t->blocks[t->n - 1]] == 0) b->reserved -= last_share(b, t);
 }
 
+/* ---- the prefix cache (automatic prefix caching) ---- */
+
+#define HASH0 0x243F6A8885A308D3ULL   /* chain hash before block 0 */
+
+static inline uint64_t mix64(uint64_t x) {   /* splitmix64's finalizer */
+    x ^= x >> 30;
+    x *= 0xBF58476D1CE4E5B9ULL;
+    x ^= x >> 27;
+    x *= 0x94D049BB133111EBULL;
+    return x ^ (x >> 31);
+}
+
+/* Identity of token i of s: the token id when tokens are stored, else the trace key
+ * (trace.h; only equality matters, so seed 0). */
+static uint64_t tok_key(const pb_seq *s, int32_t i) {
+    if (s->tokens) return (uint64_t)(uint32_t)s->tokens[i];
+    return pb_token_key(s->group->req, i, 0);
+}
+
+/* Full blocks of s's first n tokens whose identities are known: all of them, except
+ * that without stored tokens the generated tokens of a group with several sequences
+ * (samples or beams, which differ) have none: such blocks are never cached. */
+static int32_t known_blocks(const bm *b, const pb_seq *s, int32_t n) {
+    if (!s->tokens && s->group->max_seqs > 1) n = PB_MIN(n, s->group->prompt_len);
+    return n / b->bs;
+}
+
+/* Chain hash of full block j of s given the hash of block j - 1 (HASH0 for j = 0). */
+static uint64_t block_hash(const bm *b, const pb_seq *s, uint64_t prev, int32_t j) {
+    uint64_t h = prev;
+    for (int32_t i = j * b->bs; i < (j + 1) * b->bs; i++) h = mix64(h ^ (tok_key(s, i) + 0x9E3779B97F4A7C15ULL));
+    return h;
+}
+
+static int32_t ht_find(const bm *b, uint64_t h) {
+    for (int32_t k = b->ht_head[h & b->ht_mask]; k >= 0; k = b->ht_next[k])
+        if (b->blk_hash[k] == h) return k;
+    return -1;
+}
+
+static void publish(bm *b, int32_t blk, uint64_t h) {
+    uint32_t i = (uint32_t)(h & b->ht_mask);
+    b->blk_hash[blk] = h;
+    b->pub[blk] = 1;
+    b->ht_next[blk] = b->ht_head[i];
+    b->ht_head[i] = blk;
+    b->n_published++;
+}
+
+static void unpublish(bm *b, int32_t blk) {
+    int32_t *p = &b->ht_head[b->blk_hash[blk] & b->ht_mask];
+    while (*p != blk) p = &b->ht_next[*p];
+    *p = b->ht_next[blk];
+    b->pub[blk] = 0;
+    b->n_published--;
+}
+
+static void lru_push(bm *b, int32_t blk) {   /* most recently released: the tail */
+    b->lru_prev[blk] = b->lru_tail;
+    b->lru_next[blk] = -1;
+    if (b->lru_tail >= 0) b->lru_next[b->lru_tail] = blk;
+    else b->lru_head = blk;
+    b->lru_tail = blk;
+    b->n_lru++;
+}
+
+static void lru_remove(bm *b, int32_t blk) {
+    int32_t p = b->lru_prev[blk], n = b->lru_next[blk];
+    if (p >= 0) b->lru_next[p] = n;
+    else b->lru_head = n;
+    if (n >= 0) b->lru_prev[n] = p;
+    else b->lru_tail = p;
+    b->n_lru--;
+}
+
+/* GPU blocks an allocation can take: free, then evictable cached ones. */
+static inline int32_t gpu_avail(const bm *b) { return pb_block_alloc_free_count(b->gpu) + b->n_lru; }
+
+/* A GPU block (ref 1, fill 0): a free one, else the least recently used cached one is
+ * evicted for it; -1 when neither exists. */
+static int32_t gpu_get(bm *b) {
+    if (pb_block_alloc_free_count(b->gpu) == 0 && b->lru_head >= 0) {
+        int32_t v = b->lru_head;
+        b->evictions++;
+        lru_remove(b, v);
+        unpublish(b, v);
+        pb_block_alloc_evict(b->gpu, v);
+    }
+    return pb_block_alloc_get(b->gpu);
+}
+
+/* Drop one reference to a GPU block; a published block at ref 0 stays cached. */
+static void gpu_release(bm *b, int32_t blk) {
+    if (!b->caching || !b->pub[blk]) {
+        pb_block_alloc_decref(b->gpu, blk);
+    } else if (pb_block_alloc_decref_keep(b->gpu, blk) == 0) {
+        lru_push(b, blk);
+    }
+}
+
+/* A cache hit: one more reference to published blk (off the LRU when it was idle). */
+static void gpu_hit(bm *b, int32_t blk) {
+    if (pb_block_alloc_ref(b->gpu, blk) == 0) {
+        lru_remove(b, blk);
+        pb_block_alloc_revive(b->gpu, blk, b->bs);
+    } else {
+        pb_block_alloc_incref(b->gpu, blk);
+    }
+}
+
+static void hashes_reserve(bm_table *t, int32_t n) {
+    if (t->hash_cap >= n) return;
+    t->hash_cap = PB_MAX(n, 2 * t->hash_cap);
+    t->hashes = pb_xrealloc(t->hashes, (size_t)t->hash_cap * sizeof(uint64_t));
+}
+
+/* Cache lookup for WAITING s (len tokens): the chain hashes of its full blocks, and
+ * the published blocks that hold blocks j0, j0 + 1, ... up to the first miss, only
+ * among the known blocks of its first len - 1 tokens (the last token is always
+ * computed).  Writes
+ * the hashes of blocks [0, j0 + hits) to hashes and the hit blocks to blks (either
+ * may be NULL).  Returns the hits. */
+static int32_t lookup(const bm *b, const pb_seq *s, int32_t j0, uint64_t *hashes, int32_t *blks) {
+    int32_t max = known_blocks(b, s, s->len - 1), k = 0;
+    if (hashes) PB_ASSERT(j0 <= max);
+    uint64_t h = HASH0;
+    for (int32_t j = 0; j < max; j++) {
+        h = block_hash(b, s, h, j);
+        if (j >= j0) {
+            int32_t blk = ht_find(b, h);
+            if (blk < 0) break;
+            if (blks) blks[k] = blk;
+            k++;
+        }
+        if (hashes) hashes[j] = h;
+    }
+    return k;
+}
+
+/* Full prompt blocks the later sequences of g share with its first (a recomputed
+ * multi-sequence group; the first computes them in the same batch). */
+static int32_t sibling_shared(const bm *b, const pb_group *g) {
+    return PB_MIN(g->prompt_len / b->bs, PB_CDIV(g->len, b->bs));
+}
+
+static void hit_scratch_reserve(bm *b, int32_t n) {
+    if (b->hit_cap >= n) return;
+    b->hit_cap = PB_MAX(n, 2 * b->hit_cap);
+    b->hit_scratch = pb_xrealloc(b->hit_scratch, (size_t)b->hit_cap * sizeof(int32_t));
+}
+
+/* Blocks allocate(g) takes from the available ones (free + evictable): new blocks,
+ * plus the distinct evictable blocks its hits take off the LRU.  *mapped: distinct
+ * blocks g maps (new or hit), what an empty cache would need. */
+static int32_t cache_need(bm *b, const pb_group *g, int32_t *mapped) {
+    int32_t bs = b->bs, per_seq = PB_CDIV(g->len, bs), shared = sibling_shared(b, g);
+    hit_scratch_reserve(b, per_seq);
+    uint32_t ep = next_epoch(b);
+    int32_t need = 0;
+    for (int32_t i = 0; i < g->n_seqs; i++) {
+        int32_t j0 = i == 0 ? 0 : shared;
+        int32_t k = lookup(b, g->seqs[i], j0, NULL, b->hit_scratch);
+        need += per_seq - j0 - k;
+        for (int32_t x = 0; x < k; x++) {
+            int32_t blk = b->hit_scratch[x];
+            if (pb_block_alloc_ref(b->gpu, blk) == 0 && b->stamp_gpu[blk] != ep) {
+                b->stamp_gpu[blk] = ep;
+                need++;
+            }
+        }
+    }
+    *mapped = per_seq + PB_MAX(g->n_seqs - 1, 0) * (per_seq - shared);
+    return need;
+}
+
+static pb_alloc_status cache_can_allocate(bm *b, const pb_group *g) {
+    int32_t mapped, need = cache_need(b, g, &mapped);
+    if (mapped > b->gpu->n_blocks - b->watermark_blocks) return PB_ALLOC_NEVER;
+    if (gpu_avail(b) - need >= b->watermark_blocks) return PB_ALLOC_OK;
+    return PB_ALLOC_LATER;
+}
+
+static void extend(bm *b, bm_table *t, int32_t *kv_len, int32_t target, pb_pair_vec *copies);
+
+/* allocate() with the cache: every sequence first takes its hits (pinned, so that no
+ * eviction for another sequence's new blocks can take them), then its new blocks. */
+static pb_status cache_allocate(bm *b, pb_group *g, pb_pair_vec *copies) {
+    int32_t mapped;
+    if (cache_need(b, g, &mapped) > gpu_avail(b)) return PB_ERR_NO_SPACE;
+    int32_t bs = b->bs, per_seq = PB_CDIV(g->len, bs), shared = sibling_shared(b, g);
+    hit_scratch_reserve(b, g->n_seqs * per_seq);
+    int32_t *hits = b->hit_scratch;
+    for (int32_t i = 0; i < g->n_seqs; i++) {
+        pb_seq *s = g->seqs[i];
+        PB_ASSERT(s->kv == NULL);
+        bm_table *t = table_new(b, s, false);
+        hashes_reserve(t, per_seq);
+        /* a later sequence hashes past the shared blocks only when it has more known
+           blocks (a recomputed group has generated tokens: len > prompt_len) */
+        int32_t j0 = i == 0 ? 0 : shared;
+        int32_t k = j0 <= known_blocks(b, s, s->len - 1) ? lookup(b, s, j0, t->hashes, hits + i * per_seq) : 0;
+        t->n_hashed = k > 0 ? j0 + k : 0;   /* what the loop below reads back */
+        for (int32_t x = 0; x < k; x++) gpu_hit(b, hits[i * per_seq + x]);
+    }
+    bm_table *t0 = g->seqs[0]->kv;
+    for (int32_t i = 0; i < g->n_seqs; i++) {
+        pb_seq *s = g->seqs[i];
+        bm_table *t = s->kv;
+        int32_t j0 = i == 0 ? 0 : shared, k = t->n_hashed > 0 ? t->n_hashed - j0 : 0;
+        for (int32_t x = 0; x < j0; x++) {
+            pb_block_alloc_incref(b->gpu, t0->blocks[x]);
+            table_push(b, t, t0->blocks[x]);
+        }
+        for (int32_t x = 0; x < k; x++) table_push(b, t, hits[i * per_seq + x]);
+        int32_t kv = (j0 + k) * bs;
+        if (i == 0) {
+            b->query_tokens += g->len;
+            b->hit_tokens += kv;
+        }
+        s->n_cached = kv;
+        extend(b, t, &kv, s->len, copies);
+        s->kv_len = kv;
+        last_enter(b, t);
+    }
+    return PB_OK;
+}
+
 /* ---- the prefix pool ---- */
 
 static bool uses_prefix(const bm *b, const pb_group *g) {
     /* a prompt that is only the prefix is allocated privately (its last token must be
-       computed by the request itself, never written into a pinned block) */
-    (void)b;
-    return g->prefix_id >= 0 && g->prefix_len > 0 && g->prompt_len > g->prefix_len;
+       computed by the request itself, never written into a pinned block); the prefix
+       cache replaces the pool */
+    return !b->caching && g->prefix_id >= 0 && g->prefix_len > 0 && g->prompt_len > g->prefix_len;
 }
 
 static bm_prefix *prefix_get(bm *b, int32_t id) {
@@ -178,6 +426,7 @@ static int32_t blocks_needed(const bm *b, const pb_group *g) {
 
 static pb_alloc_status bm_can_allocate(pb_kv_manager *m, const pb_group *g) {
     bm *b = BM(m);
+    if (b->caching) return cache_can_allocate(b, g);
     int32_t need = blocks_needed(b, g);
     int32_t usable = b->gpu->n_blocks - b->pinned_blocks - b->watermark_blocks;
     if (need > usable) return PB_ALLOC_NEVER;
@@ -193,7 +442,7 @@ static void extend(bm *b, bm_table *t, int32_t *kv_len, int32_t target, pb_pair_
         int32_t off = b->bs_mask >= 0 ? (*kv_len & b->bs_mask) : *kv_len % bs;
         int32_t take = PB_MIN(bs - off, target - *kv_len);
         if (off == 0) {
-            int32_t nb = pb_block_alloc_get(b->gpu);
+            int32_t nb = gpu_get(b);
             PB_ASSERT(nb >= 0);
             pb_block_alloc_set_fill(b->gpu, nb, take);
             table_push(b, t, nb);
@@ -202,12 +451,12 @@ static void extend(bm *b, bm_table *t, int32_t *kv_len, int32_t target, pb_pair_
             PB_ASSERT(pb_block_alloc_fill(b->gpu, last) == off);
             if (pb_block_alloc_ref(b->gpu, last) == 1) {
                 pb_block_alloc_set_fill(b->gpu, last, off + take);
-            } else {   /* copy on write */
-                int32_t nb = pb_block_alloc_get(b->gpu);
+            } else {   /* copy on write (a partial block: never published) */
+                int32_t nb = gpu_get(b);
                 PB_ASSERT(nb >= 0);
                 pb_block_alloc_set_fill(b->gpu, nb, off + take);
                 if (copies) pb_pair_vec_push(copies, last, nb);
-                pb_block_alloc_decref(b->gpu, last);
+                gpu_release(b, last);
                 t->blocks[t->n - 1] = nb;
             }
         }
@@ -218,6 +467,7 @@ static void extend(bm *b, bm_table *t, int32_t *kv_len, int32_t target, pb_pair_
 static pb_status bm_allocate(pb_kv_manager *m, pb_group *g, pb_pair_vec *copies) {
     bm *b = BM(m);
     if (g->n_seqs < 1) return PB_ERR_INVALID;
+    if (b->caching) return cache_allocate(b, g, copies);
     int32_t need = blocks_needed(b, g);
     if (need > pb_block_alloc_free_count(b->gpu)) return PB_ERR_NO_SPACE;
     int32_t bs = b->bs;
@@ -279,14 +529,14 @@ static pb_status bm_allocate(pb_kv_manager *m, pb_group *g, pb_pair_vec *copies)
 
 static bool bm_can_append(pb_kv_manager *m, const pb_group *g) {
     /* vLLM can_append_slot: one possible new block per running sequence */
-    return g->n_seqs <= pb_block_alloc_free_count(BM(m)->gpu);
+    return g->n_seqs <= gpu_avail(BM(m));
 }
 
 static pb_status bm_append(pb_kv_manager *m, pb_seq *s, pb_pair_vec *copies) {
     bm *b = BM(m);
     bm_table *t = s->kv;
     PB_ASSERT(t && !t->on_cpu);
-    if (pb_block_alloc_free_count(b->gpu) == 0) {
+    if (gpu_avail(b) == 0) {
         int32_t off = s->kv_len % b->bs;
         if (off == 0 || pb_block_alloc_ref(b->gpu, t->blocks[t->n - 1]) > 1) return PB_ERR_NO_SPACE;
     }
@@ -323,6 +573,12 @@ static pb_status bm_fork(pb_kv_manager *m, const pb_seq *parent, pb_seq *child) 
     memcpy(t->blocks, pt->blocks, (size_t)pt->n * sizeof(int32_t));
     t->n = pt->n;
     if (!t->on_cpu) b->logical_gpu += t->n;
+    if (pt->n_hashed > 0) {
+        hashes_reserve(t, pt->n_hashed);
+        memcpy(t->hashes, pt->hashes, (size_t)pt->n_hashed * sizeof(uint64_t));
+    }
+    t->n_hashed = pt->n_hashed;
+    t->n_pub = pt->n_pub;
     child->kv_len = parent->kv_len;
     child->n_cached = parent->n_cached;
     last_enter(b, t);
@@ -333,9 +589,14 @@ static void bm_free(pb_kv_manager *m, pb_seq *s) {
     bm *b = BM(m);
     bm_table *t = s->kv;
     if (!t) return;
-    pb_block_alloc *a = t->on_cpu ? b->cpu : b->gpu;
     last_leave(b, t);
-    for (int32_t i = 0; i < t->n; i++) pb_block_alloc_decref(a, t->blocks[i]);
+    if (t->on_cpu) {
+        for (int32_t i = 0; i < t->n; i++) pb_block_alloc_decref(b->cpu, t->blocks[i]);
+    } else if (b->caching) {   /* last block first: a sequence's tail is evicted before its head */
+        for (int32_t i = t->n - 1; i >= 0; i--) gpu_release(b, t->blocks[i]);
+    } else {
+        for (int32_t i = 0; i < t->n; i++) pb_block_alloc_decref(b->gpu, t->blocks[i]);
+    }
     if (!t->on_cpu) b->logical_gpu -= t->n;
     t->n = 0;
     table_release(b, t);
@@ -371,7 +632,7 @@ static pb_status move_group(bm *b, pb_group *g, bool to_cpu, pb_pair_vec *map) {
     uint32_t *stamp = to_cpu ? b->stamp_gpu : b->stamp_cpu;
     int32_t *mp = to_cpu ? b->map_gpu : b->map_cpu;
     int32_t need = distinct_blocks(b, g, !to_cpu);
-    if (need > pb_block_alloc_free_count(dst)) return PB_ERR_NO_SPACE;
+    if (need > (to_cpu ? pb_block_alloc_free_count(dst) : gpu_avail(b))) return PB_ERR_NO_SPACE;
     if (to_cpu)
         for (int32_t i = 0; i < g->n_seqs; i++) last_leave(b, g->seqs[i]->kv);
     uint32_t ep = next_epoch(b);
@@ -384,17 +645,19 @@ static pb_status move_group(bm *b, pb_group *g, bool to_cpu, pb_pair_vec *map) {
                 to = mp[from];
                 pb_block_alloc_incref(dst, to);
             } else {
-                to = pb_block_alloc_get(dst);
+                to = to_cpu ? pb_block_alloc_get(dst) : gpu_get(b);
                 PB_ASSERT(to >= 0);
                 pb_block_alloc_set_fill(dst, to, pb_block_alloc_fill(src, from));
                 stamp[from] = ep;
                 mp[from] = to;
                 pb_pair_vec_push(map, from, to);
             }
-            pb_block_alloc_decref(src, from);
+            if (to_cpu) gpu_release(b, from);   /* a published block stays cached */
+            else pb_block_alloc_decref(src, from);
             t->blocks[k] = to;
         }
         t->on_cpu = to_cpu;
+        t->n_pub = 0;   /* new GPU blocks: offered to the cache again after the next step */
         b->logical_gpu += to_cpu ? -t->n : t->n;
     }
     if (!to_cpu)
@@ -410,12 +673,39 @@ static pb_alloc_status bm_can_swap_in(pb_kv_manager *m, const pb_group *g) {
     bm *b = BM(m);
     int32_t need = distinct_blocks(b, g, true) + g->n_seqs;   /* + one append each */
     if (need > b->gpu->n_blocks - b->pinned_blocks - b->watermark_blocks) return PB_ALLOC_NEVER;
-    if (pb_block_alloc_free_count(b->gpu) - need >= b->watermark_blocks) return PB_ALLOC_OK;
+    if (gpu_avail(b) - need >= b->watermark_blocks) return PB_ALLOC_OK;
     return PB_ALLOC_LATER;
 }
 
 static pb_status bm_swap_in(pb_kv_manager *m, pb_group *g, pb_pair_vec *map) {
     return move_group(BM(m), g, false, map);
+}
+
+/* ---- the cache's kv_manager ops ---- */
+
+static int32_t bm_cached_tokens(pb_kv_manager *m, const pb_group *g) {
+    bm *b = BM(m);
+    return b->caching && g->n_seqs > 0 ? lookup(b, g->seqs[0], 0, NULL, NULL) * b->bs : 0;
+}
+
+/* s's first n tokens have KV: offer its full blocks not offered yet to the cache (a
+ * block whose content is already published elsewhere stays private). */
+static void bm_computed(pb_kv_manager *m, pb_seq *s, int32_t n) {
+    bm *b = BM(m);
+    bm_table *t = s->kv;
+    if (!b->caching || !t) return;
+    PB_ASSERT(!t->on_cpu && n <= s->kv_len);
+    int32_t full = known_blocks(b, s, n);
+    if (full > t->n_hashed) hashes_reserve(t, full);
+    for (int32_t j = t->n_pub; j < full; j++) {
+        if (j >= t->n_hashed) {
+            t->hashes[j] = block_hash(b, s, j ? t->hashes[j - 1] : HASH0, j);
+            t->n_hashed = j + 1;
+        }
+        int32_t blk = t->blocks[j];
+        if (!b->pub[blk] && ht_find(b, t->hashes[j]) < 0) publish(b, blk, t->hashes[j]);
+        t->n_pub = j + 1;
+    }
 }
 
 /* ---- executor view, usage, check ---- */
@@ -433,7 +723,8 @@ static void bm_usage(pb_kv_manager *m, pb_kv_usage *u) {
     int32_t bs = b->bs;
     memset(u, 0, sizeof *u);
     u->gpu_blocks_total = b->gpu->n_blocks;
-    u->gpu_blocks_free = pb_block_alloc_free_count(b->gpu);
+    u->gpu_blocks_free = gpu_avail(b);
+    u->gpu_blocks_cached = b->n_lru;
     u->cpu_blocks_total = b->cpu->n_blocks;
     u->cpu_blocks_used = pb_block_alloc_used(b->cpu);
     u->physical_blocks = pb_block_alloc_used(b->gpu);
@@ -460,6 +751,80 @@ static int64_t reserved_walk(bm *b) {
         reserved += last_share(b, t);
     }
     return reserved;
+}
+
+/* The prefix cache: hash table == published blocks (each found under its hash, no
+ * two with one hash); LRU list == published blocks at ref 0 == the allocator's cached
+ * blocks, linked both ways; per table n_pub <= n_hashed <= full blocks, its hashes
+ * the chain of its tokens, and a published block it maps at j < n_hashed carries
+ * hashes[j]. */
+static pb_status cache_check(bm *b) {
+    if (!b->caching) {
+        if (b->n_lru != 0 || b->lru_head != -1 || b->n_published != 0 || pb_block_alloc_cached(b->gpu) != 0) {
+            pb_log_error("paged: cache state without prefix caching");
+            return PB_ERR_INVALID;
+        }
+        return PB_OK;
+    }
+    int32_t n = b->gpu->n_blocks, published = 0, idle = 0, in_ht = 0;
+    for (int32_t k = 0; k < n; k++) {
+        if (!b->pub[k]) continue;
+        published++;
+        if (pb_block_alloc_ref(b->gpu, k) == 0) idle++;
+        else if (pb_block_alloc_fill(b->gpu, k) != b->bs) {
+            pb_log_error("paged: published block %d has fill %d", k, pb_block_alloc_fill(b->gpu, k));
+            return PB_ERR_INVALID;
+        }
+        if (ht_find(b, b->blk_hash[k]) != k) {
+            pb_log_error("paged: published block %d not found under its hash", k);
+            return PB_ERR_INVALID;
+        }
+    }
+    for (uint32_t i = 0; i <= b->ht_mask; i++)
+        for (int32_t k = b->ht_head[i]; k >= 0 && in_ht <= n; k = b->ht_next[k]) {
+            in_ht++;
+            if (!b->pub[k] || (b->blk_hash[k] & b->ht_mask) != i) {
+                pb_log_error("paged: hash bucket %u holds block %d (published %d)", i, k, b->pub[k]);
+                return PB_ERR_INVALID;
+            }
+        }
+    if (published != b->n_published || in_ht != published) {
+        pb_log_error("paged: %d published blocks, %d in the hash table, counted %d", published, in_ht,
+                     b->n_published);
+        return PB_ERR_INVALID;
+    }
+    int32_t walked = 0, prev = -1;
+    for (int32_t k = b->lru_head; k >= 0 && walked <= n; prev = k, k = b->lru_next[k]) {
+        walked++;
+        if (!b->pub[k] || pb_block_alloc_ref(b->gpu, k) != 0 || b->lru_prev[k] != prev) {
+            pb_log_error("paged: LRU block %d (published %d, ref %d) or its links wrong", k, b->pub[k],
+                         pb_block_alloc_ref(b->gpu, k));
+            return PB_ERR_INVALID;
+        }
+    }
+    if (walked != b->n_lru || idle != b->n_lru || prev != b->lru_tail || pb_block_alloc_cached(b->gpu) != b->n_lru) {
+        pb_log_error("paged: LRU %d walked / %d counted / %d published idle / %d cached in the allocator", walked,
+                     b->n_lru, idle, pb_block_alloc_cached(b->gpu));
+        return PB_ERR_INVALID;
+    }
+    for (int32_t i = 0; i < b->n_live; i++) {
+        const bm_table *t = b->live[i];
+        const pb_seq *s = t->seq;
+        if (t->n_pub < 0 || t->n_pub > t->n_hashed || t->n_hashed > s->len / b->bs) {
+            pb_log_error("paged: seq %d offered %d, hashed %d of %d tokens", s->id, t->n_pub, t->n_hashed, s->len);
+            return PB_ERR_INVALID;
+        }
+        uint64_t h = HASH0;
+        for (int32_t j = 0; j < t->n_hashed; j++) {
+            h = block_hash(b, s, h, j);
+            bool stale = !t->on_cpu && j < t->n && b->pub[t->blocks[j]] && b->blk_hash[t->blocks[j]] != h;
+            if (h != t->hashes[j] || stale) {
+                pb_log_error("paged: seq %d block #%d hash is not its tokens' chain", s->id, j);
+                return PB_ERR_INVALID;
+            }
+        }
+    }
+    return PB_OK;
 }
 
 static pb_status bm_check(pb_kv_manager *m) {
@@ -557,6 +922,7 @@ static pb_status bm_check(pb_kv_manager *m) {
         pb_log_error("paged: swap space %d blocks > GPU %d", b->cpu->n_blocks, b->gpu->n_blocks);
         st = PB_ERR_INVALID;
     }
+    if (st == PB_OK) st = cache_check(b);
     free(rg);
     free(rc);
     free(rl);
@@ -568,11 +934,13 @@ static void bm_destroy(pb_kv_manager *m) {
     for (int32_t i = 0; i < b->n_live; i++) {   /* tables still live: detach */
         b->live[i]->seq->kv = NULL;
         free(b->live[i]->blocks);
+        free(b->live[i]->hashes);
         free(b->live[i]);
     }
     for (bm_table *t = b->free_tables, *nx; t; t = nx) {
         nx = t->next_free;
         free(t->blocks);
+        free(t->hashes);
         free(t);
     }
     for (int32_t p = 0; p < b->n_prefixes; p++) free(b->prefixes[p].blocks);
@@ -583,6 +951,13 @@ static void bm_destroy(pb_kv_manager *m) {
     free(b->map_gpu);
     free(b->map_cpu);
     free(b->last_refs);
+    free(b->blk_hash);
+    free(b->pub);
+    free(b->ht_head);
+    free(b->ht_next);
+    free(b->lru_prev);
+    free(b->lru_next);
+    free(b->hit_scratch);
     pb_block_alloc_destroy(b->gpu);
     pb_block_alloc_destroy(b->cpu);
     free(b);
@@ -601,6 +976,8 @@ static const pb_kv_manager_i BM_IFACE = {
     .can_swap_in = bm_can_swap_in,
     .swap_in = bm_swap_in,
     .batch_info = bm_batch_info,
+    .cached_tokens = bm_cached_tokens,
+    .computed = bm_computed,
     .usage = bm_usage,
     .check = bm_check,
     .destroy = bm_destroy,
@@ -625,6 +1002,21 @@ pb_status pb_paged_kv_create(const pb_paged_params *p, pb_kv_manager **out) {
     b->map_gpu = pb_xcalloc((size_t)p->n_gpu_blocks + 1, sizeof(int32_t));
     b->map_cpu = pb_xcalloc((size_t)b->cpu->n_blocks + 1, sizeof(int32_t));
     b->last_refs = pb_xcalloc((size_t)p->n_gpu_blocks + 1, sizeof(int32_t));
+    b->lru_head = b->lru_tail = -1;
+    b->caching = p->prefix_caching;
+    if (b->caching) {
+        size_t n = (size_t)p->n_gpu_blocks + 1;
+        uint32_t buckets = 16;
+        while (buckets < 2u * (uint32_t)p->n_gpu_blocks && buckets < (1u << 30)) buckets *= 2;
+        b->ht_mask = buckets - 1;
+        b->ht_head = pb_xmalloc((size_t)buckets * sizeof(int32_t));
+        for (uint32_t i = 0; i < buckets; i++) b->ht_head[i] = -1;
+        b->ht_next = pb_xcalloc(n, sizeof(int32_t));
+        b->blk_hash = pb_xcalloc(n, sizeof(uint64_t));
+        b->pub = pb_xcalloc(n, 1);
+        b->lru_prev = pb_xcalloc(n, sizeof(int32_t));
+        b->lru_next = pb_xcalloc(n, sizeof(int32_t));
+    }
     b->base.iface = &BM_IFACE;
     b->base.impl = b;
     b->base.block_size = p->block_size;
@@ -650,6 +1042,22 @@ const int32_t *pb_paged_table(const pb_kv_manager *m, const pb_seq *s, int32_t *
     *n = t->n;
     if (on_cpu) *on_cpu = t->on_cpu;
     return t->blocks;
+}
+
+void pb_paged_cache_stats_get(const pb_kv_manager *m, pb_paged_cache_stats *out) {
+    const bm *b = BMc(m);
+    out->hit_tokens = b->hit_tokens;
+    out->query_tokens = b->query_tokens;
+    out->evictions = b->evictions;
+    out->cached_blocks = b->n_lru;
+    out->published_blocks = b->n_published;
+}
+
+int32_t pb_paged_lru_head(const pb_kv_manager *m) { return BMc(m)->lru_head; }
+
+bool pb_paged_block_published(const pb_kv_manager *m, int32_t blk) {
+    const bm *b = BMc(m);
+    return b->caching && blk >= 0 && blk < b->gpu->n_blocks && b->pub[blk];
 }
 
 int32_t pb_paged_prefix_blocks(const pb_kv_manager *m, int32_t prefix_id) {

@@ -21,10 +21,36 @@
  * that their sequence will still write (min(empty, tokens still to come)); the rest
  * of the allocated slots are internal fragmentation; unallocated blocks are free.
  * Shared-prefix blocks pinned by the pool count as token slots.
- * Memory saving: logical = sum of GPU-resident block-table lengths. */
+ * Memory saving: logical = sum of GPU-resident block-table lengths.
+ *
+ * Automatic prefix caching (params.prefix_caching; vLLM APC): the shared-prefix pool
+ * is off; instead a FULL block whose KV has been computed is PUBLISHED in a hash table
+ * under a chain hash (the previous block's hash and the block's token identities: the
+ * token ids when the engine stores tokens, else the trace keys of trace.h, where the
+ * generated tokens of a single-sequence request are its own / its transcript's keys
+ * and those of a multi-sequence group are unknown, so never cached).  Publication
+ * happens only in computed() (the engine's hook after a step), never at allocation: a
+ * prefill may take several steps.  A block whose hash is already published stays
+ * private (a duplicate).
+ *   allocate / can_allocate / cached_tokens look up each waiting sequence's leading
+ *       full blocks (stopping at the first miss, and before the block holding its last
+ *       token, which is always computed): hits are mapped (ref++), s->n_cached =
+ *       hit tokens (a recomputed group's later sequences: the first's full prompt
+ *       blocks, then their own hits);
+ *   free: a published block reaching ref 0 stays CACHED (evictable; in LRU order, a
+ *       sequence's last block first), not free; swap-out leaves its GPU blocks cached
+ *       the same way;
+ *   new blocks come from the free list first, then by evicting the least recently
+ *       used cached block (unpublished);
+ *   admission, can_append and can_swap_in count cached blocks as available (a hit on
+ *       a cached block uses one of them).
+ * A published block is full, so no append ever writes it: copy on write only ever
+ * copies a partial last block.  usage() counts cached blocks as free slots
+ * (gpu_blocks_free includes them; gpu_blocks_cached tells them). */
 #ifndef PB_BLOCK_MANAGER_H
 #define PB_BLOCK_MANAGER_H
 
+#include <stdbool.h>
 #include <stdint.h>
 
 #include "block_alloc.h"
@@ -39,9 +65,10 @@ typedef struct {
     int32_t n_gpu_blocks;    /* GPU KV blocks                                       */
     int32_t n_cpu_blocks;    /* swap-space blocks (clamped to n_gpu_blocks)          */
     double watermark;        /* fraction of GPU blocks kept free at admission (0.01)  */
+    bool prefix_caching;     /* automatic prefix caching (above); false               */
 } pb_paged_params;
 
-void pb_paged_params_default(pb_paged_params *p);   /* 16, 0, 0, 0.01 */
+void pb_paged_params_default(pb_paged_params *p);   /* 16, 0, 0, 0.01, false */
 
 /* Create a paged manager (n_gpu_blocks >= 1, block_size >= 1). */
 pb_status pb_paged_kv_create(const pb_paged_params *p, pb_kv_manager **out);
@@ -54,6 +81,19 @@ const int32_t *pb_paged_table(const pb_kv_manager *m, const pb_seq *s, int32_t *
 int32_t pb_paged_watermark_blocks(const pb_kv_manager *m);
 /* Blocks a shared prefix currently pins (0 if the prefix is not cached). */
 int32_t pb_paged_prefix_blocks(const pb_kv_manager *m, int32_t prefix_id);
+
+/* Prefix caching counters since creation (all 0 when off).  Per allocate(g): g->len
+ * tokens looked up, and the tokens its first sequence found cached. */
+typedef struct {
+    int64_t hit_tokens, query_tokens;
+    int64_t evictions;           /* cached blocks given up for new ones              */
+    int32_t cached_blocks;       /* evictable: published, ref 0                       */
+    int32_t published_blocks;    /* in the hash table (in use or cached)              */
+} pb_paged_cache_stats;
+void pb_paged_cache_stats_get(const pb_kv_manager *m, pb_paged_cache_stats *out);
+/* The cached block evicted next (-1: none) and whether GPU block blk is published. */
+int32_t pb_paged_lru_head(const pb_kv_manager *m);
+bool pb_paged_block_published(const pb_kv_manager *m, int32_t blk);
 
 #ifdef __cplusplus
 }

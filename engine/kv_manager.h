@@ -88,6 +88,7 @@ typedef struct {
     int64_t physical_blocks;     /* GPU blocks in use                                  */
     /* pools */
     int64_t gpu_blocks_total, gpu_blocks_free;   /* contiguous: slots                  */
+    int64_t gpu_blocks_cached;   /* of the free: holding cached KV (prefix caching)   */
     int64_t cpu_blocks_total, cpu_blocks_used;   /* swap space                         */
 } pb_kv_usage;
 

@@ -20,6 +20,8 @@ struct pb_metrics {
     double clock_s;
     double *itl;              /* every inter-token gap, s, in recording order */
     int64_t n_itl, cap_itl;
+    bool prefix_caching;
+    int64_t prefix_hit_tokens, prefix_query_tokens;
 };
 
 pb_metrics *pb_metrics_create(bool record_steps) {
@@ -57,6 +59,13 @@ void pb_metrics_begin(pb_metrics *m, int64_t n_requests) {
         m->reqs[i].n = 1;
         m->reqs[i].beam_width = 1;
     }
+}
+
+void pb_metrics_set_prefix_cache(pb_metrics *m, int64_t hit_tokens, int64_t query_tokens) {
+    PB_ASSERT(hit_tokens >= 0 && hit_tokens <= query_tokens);
+    m->prefix_caching = true;
+    m->prefix_hit_tokens = hit_tokens;
+    m->prefix_query_tokens = query_tokens;
 }
 
 void pb_metrics_token(pb_metrics *m, int64_t id, double t) {
@@ -136,10 +145,6 @@ double pb_percentile(double *v, int64_t n, double p) {
     return percentile_sorted(v, n, p);
 }
 
-static void sort_doubles(double *v, int64_t n) {
-    if (n > 1) qsort(v, (size_t)n, sizeof *v, cmp_double);
-}
-
 static double mean(const double *v, int64_t n) {
     double s = 0;
     for (int64_t i = 0; i < n; i++) s += v[i];
@@ -156,13 +161,49 @@ pb_req_latency pb_req_latency_of(const pb_req_metrics *r) {
     return l;
 }
 
-/* mean in row order, then sort once and read p50/p90/p99 */
+/* Put the k-th smallest of v[lo..hi] at v[k], smaller ones before it, larger after
+ * (Hoare's selection, median-of-three pivot); O(n) expected. */
+static void select_kth(double *v, int64_t lo, int64_t hi, int64_t k) {
+    while (hi > lo) {
+        int64_t mid = lo + (hi - lo) / 2;
+        double a = v[lo], b = v[mid], c = v[hi];
+        double piv = a < b ? (b < c ? b : (a < c ? c : a)) : (a < c ? a : (b < c ? c : b));
+        int64_t i = lo, j = hi;
+        while (i <= j) {
+            while (v[i] < piv) i++;
+            while (v[j] > piv) j--;
+            if (i <= j) { double t = v[i]; v[i] = v[j]; v[j] = t; i++; j--; }
+        }
+        if (k <= j) hi = j;
+        else if (k >= i) lo = i;
+        else return;
+    }
+}
+
+/* The p-th percentile as percentile_sorted would read it from the sorted v, with v
+ * only partitioned: v[from..n) holds the ranks from..n-1 unsorted; *from moves past
+ * the rank used, so that a larger p starts there. */
+static double percentile_select(double *v, int64_t n, double p, int64_t *from) {
+    if (n <= 0) return 0;
+    double pos = p / 100.0 * (double)(n - 1);
+    int64_t lo = (int64_t)pos;
+    if (lo >= n - 1) lo = n - 1;
+    if (lo >= *from) select_kth(v, *from, n - 1, lo);   /* else a smaller p put it there */
+    if (lo + 1 > *from) *from = lo + 1;
+    if (lo >= n - 1) return v[n - 1];
+    double next = v[lo + 1];
+    for (int64_t i = lo + 2; i < n; i++) if (v[i] < next) next = v[i];
+    double frac = pos - (double)lo;
+    return v[lo] + frac * (next - v[lo]);
+}
+
+/* mean in row order, then p50/p90/p99 by selection (the values a sort would give) */
 static void stats4(double *v, int64_t n, double *mean_, double *p50, double *p90, double *p99) {
     *mean_ = mean(v, n);
-    sort_doubles(v, n);
-    *p50 = percentile_sorted(v, n, 50);
-    *p90 = percentile_sorted(v, n, 90);
-    *p99 = percentile_sorted(v, n, 99);
+    int64_t from = 0;
+    *p50 = percentile_select(v, n, 50, &from);
+    *p90 = percentile_select(v, n, 90, &from);
+    *p99 = percentile_select(v, n, 99, &from);
 }
 
 void pb_metrics_summary(const pb_metrics *m, pb_run_summary *o) {
@@ -171,6 +212,10 @@ void pb_metrics_summary(const pb_metrics *m, pb_run_summary *o) {
     o->n_steps = m->n_steps;
     o->n_prefill_steps = m->n_prefill_steps;
     o->busy_s = m->busy_s;
+    o->prefix_caching = m->prefix_caching;
+    o->prefix_hit_tokens = m->prefix_hit_tokens;
+    o->prefix_query_tokens = m->prefix_query_tokens;
+    o->prefix_hit_frac = m->prefix_query_tokens > 0 ? (double)m->prefix_hit_tokens / (double)m->prefix_query_tokens : 0;
     int64_t n_seq_rows = 0;
     for (int64_t i = 0; i < m->n_reqs; i++)
         if (m->reqs[i].finished) n_seq_rows += PB_MAX(m->reqs[i].n_seqs, 1);
@@ -332,6 +377,9 @@ void pb_metrics_print_summary(FILE *f, const pb_run_summary *s, const char *titl
     fprintf(f, "%-40s %lld\n", "Preemptions (recompute):", (long long)s->n_preempt_recompute);
     fprintf(f, "%-40s %lld\n", "Preemptions (swap):", (long long)s->n_preempt_swap);
     fprintf(f, "%-40s %.3f\n", "Swapped (GiB, out + in):", s->swap_bytes / (1024.0 * 1024 * 1024));
+    if (s->prefix_caching)
+        fprintf(f, "%-40s %.1f%% (%lld of %lld tokens)\n", "Prefix-cache hits:", 100 * s->prefix_hit_frac,
+                (long long)s->prefix_hit_tokens, (long long)s->prefix_query_tokens);
     fprintf(f, "%s\n", "-----------------KV cache usage-------------------");
     fprintf(f, "%-40s %.1f%%\n", "Token states:", 100 * s->mem_token_frac);
     fprintf(f, "%-40s %.1f%%\n", "Reservation:", 100 * s->mem_reserved_frac);

@@ -32,7 +32,11 @@
  *                       = sum_steps(logical - physical) / sum_steps(logical) over
  *                       steps with logical > 0 (paper Fig. 15);
  *   preemptions         counts by mode; swap blocks and bytes (bytes = pairs *
- *                       swap_unit_tokens * kv_bytes_per_token).
+ *                       swap_unit_tokens * kv_bytes_per_token);
+ *   prefix-cache hits   (systems with automatic prefix caching, set after the run by
+ *                       pb_metrics_set_prefix_cache) tokens admissions found cached /
+ *                       tokens they had to provide KV for (per admission: the
+ *                       group's len, prompt + generated after a recompute).
  * Percentiles: linear interpolation between closest ranks (numpy's default). */
 #ifndef PB_METRICS_H
 #define PB_METRICS_H
@@ -104,6 +108,9 @@ typedef struct {
     double mem_saving;                                        /* sharing, [0,1)    */
     int64_t n_preempt_recompute, n_preempt_swap, swap_blocks;
     double swap_bytes;
+    bool prefix_caching;                                      /* the next three set */
+    int64_t prefix_hit_tokens, prefix_query_tokens;
+    double prefix_hit_frac;                                   /* hit / query, 0 if none */
 } pb_run_summary;
 
 typedef struct pb_metrics pb_metrics;
@@ -154,6 +161,9 @@ void pb_metrics_add_step(pb_metrics *m, const pb_step_metrics *st);
  * gap since its previous token is one ITL sample. */
 void pb_metrics_token(pb_metrics *m, int64_t id, double t);
 void pb_metrics_end(pb_metrics *m, double clock_s);
+/* After the run (pb_metrics_begin clears it): the KV manager's prefix-cache counters
+ * over the run (block_manager.h pb_paged_cache_stats); marks the run as caching. */
+void pb_metrics_set_prefix_cache(pb_metrics *m, int64_t hit_tokens, int64_t query_tokens);
 
 /* Invariants (O(requests + recorded steps), valid at any point of a run):
  *   per request: id == index; prompt_len, output_len, n_seqs >= 1; preemption and

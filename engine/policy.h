@@ -34,6 +34,7 @@
  *         (params->step_mode).
  *   sarathi (policy_sarathi.c)  Sarathi-Serve: decodes first, then chunks of
  *         partial prefills and new prompts under a per-step token budget.
+ *   prefix-cache (policy_prefix_cache.c)  vllm with automatic prefix caching.
  *   spf   (policy_spf.c)   vllm with the waiting queue ordered by prompt length.
  *   priority (policy_priority.c) vllm ordered by an aged priority (SJF with aging:
  *         options priority_by, aging_rate).
@@ -242,8 +243,9 @@ typedef struct {
                                step, and prompts longer than max_num_batched_tokens
                                are admissible                                        */
     bool padded;            /* v0.2.2+ padded prompt batch: rows x longest <=
-                               token_budget and padding <= params->max_paddings,
-                               instead of the token sum (chunk must be 0)            */
+                               token_budget and padding <= max_paddings, instead
+                               of the token sum (chunk must be 0)                    */
+    int32_t max_paddings;   /* padded: the padding cap                              */
     int32_t max_groups;     /* running groups at most, 0 = no limit (Orca, FT)      */
 } pb_admit_rule;
 /* Admit from the head of the waiting queue (waiting_key order) while the manager
@@ -256,10 +258,11 @@ pb_status pb_sched_admit_waiting(pb_sched *s, const pb_admit_rule *r, int32_t *n
 
 /* The vLLM scheduling step (paper §4.5, VLLM-DESIGN §3) on whatever waiting order
    the policy's waiting_key gives: v0.1.x mixed steps (decode, swap in, admit), or
-   v0.2.x alternating ones (prompt-only steps, padded when params->max_paddings >=
-   0), or the one params->step_mode names. */
+   v0.2.x alternating ones (prompt-only steps, padded when max_paddings >= 0: the
+   batch carries n_padded_tokens), or the one params->step_mode names (with
+   params->max_paddings). */
 pb_status pb_sched_vllm_v01_step(pb_sched *s);
-pb_status pb_sched_vllm_v02_step(pb_sched *s);
+pb_status pb_sched_vllm_v02_step(pb_sched *s, int32_t max_paddings);
 pb_status pb_sched_vllm_step(pb_sched *s);
 
 #ifdef __cplusplus

@@ -24,7 +24,7 @@
  *     (max_num_batched_tokens).
  *   alternate (v0.2.x): if no group is swapped, admit_waiting first (prefill tokens
  *     only); if anything was admitted the step is prompt-only; otherwise
- *     decode_running, then swap_in_fcfs if nothing was preempted.  With params
+ *     decode_running, then swap_in_fcfs if nothing was preempted.  With
  *     max_paddings >= 0 (v0.2.2+) the prompt step is a padded [rows, longest] batch:
  *     admission continues while rows x longest <= max_num_batched_tokens and rows x
  *     longest - sum of lengths <= max_paddings (instead of the summed-token budget),
@@ -107,14 +107,14 @@ pb_status pb_sched_swap_in_fcfs(pb_sched *s) {
    break a budget (v0.2.2+ scheduler.py: len(seq_lens) * max(seq_lens) <=
    max_num_batched_tokens and num_paddings <= max_paddings)?  A row is a whole
    sequence (prompt + generated after recompute). */
-static bool padded_batch_full(const pb_sched *s, const pb_group *g, int64_t token_budget) {
+static bool padded_batch_full(const pb_sched *s, const pb_admit_rule *r, const pb_group *g) {
     int64_t rows = s->b_prefill_seqs + g->n_seqs, longest = s->b_prefill_max_len;
     int64_t sum = s->b_prefill_len_sum;
     for (int32_t i = 0; i < g->n_seqs; i++) {
         longest = PB_MAX(longest, g->seqs[i]->len);
         sum += g->seqs[i]->len;
     }
-    return rows * longest > token_budget || rows * longest - sum > s->p.max_paddings;
+    return rows * longest > r->token_budget || rows * longest - sum > r->max_paddings;
 }
 
 /* Does WAITING g fit this step's token budget?  *max_tokens: its prefill tokens
@@ -126,7 +126,7 @@ static bool padded_batch_full(const pb_sched *s, const pb_group *g, int64_t toke
 static bool admit_fits(pb_sched *s, const pb_admit_rule *r, const pb_group *g, int32_t *max_tokens) {
     int64_t tokens = pb_sched_batch_tokens(s);
     *max_tokens = INT32_MAX;
-    if (r->padded) return tokens == 0 || !padded_batch_full(s, g, r->token_budget);
+    if (r->padded) return tokens == 0 || !padded_batch_full(s, r, g);
     if (r->chunk > 0 && g->n_seqs == 1) {
         int64_t room = PB_MIN(r->token_budget - tokens, (int64_t)r->chunk);
         int64_t least = g->prefix_id >= 0 ? PB_MIN(g->prefix_len, g->len) : 1;
@@ -169,14 +169,16 @@ pb_status pb_sched_vllm_v01_step(pb_sched *s) {
     return st;
 }
 
-pb_status pb_sched_vllm_v02_step(pb_sched *s) {
-    pb_admit_rule r = {.token_budget = s->p.max_num_batched_tokens, .padded = s->p.max_paddings >= 0};
+pb_status pb_sched_vllm_v02_step(pb_sched *s, int32_t max_paddings) {
+    pb_admit_rule r = {.token_budget = s->p.max_num_batched_tokens, .padded = max_paddings >= 0,
+                       .max_paddings = max_paddings};
     if (s->n_swapped == 0) {
         int32_t admitted = 0;
         pb_status st = pb_sched_admit_waiting(s, &r, &admitted);
         if (st != PB_OK) return st;
         if (admitted > 0) {   /* prompt-only step */
             s->b_padded = r.padded;
+            s->b_max_paddings = max_paddings;
             return PB_OK;
         }
     }
@@ -186,5 +188,6 @@ pb_status pb_sched_vllm_v02_step(pb_sched *s) {
 }
 
 pb_status pb_sched_vllm_step(pb_sched *s) {
-    return s->p.step_mode == PB_STEP_ALTERNATE ? pb_sched_vllm_v02_step(s) : pb_sched_vllm_v01_step(s);
+    return s->p.step_mode == PB_STEP_ALTERNATE ? pb_sched_vllm_v02_step(s, s->p.max_paddings)
+                                               : pb_sched_vllm_v01_step(s);
 }

@@ -293,16 +293,11 @@ static void synth_prompt(pb_sched *s, pb_group *g, pb_seq *q) {
         s->cap_prompt_tok = g->prompt_len;
         s->prompt_tok = pb_xrealloc(s->prompt_tok, (size_t)g->prompt_len * sizeof(int32_t));
     }
+    /* token identity (trace.h): same key => same token (shared prefixes, a chatbot
+       turn's history) */
     uint64_t vocab = (uint64_t)PB_MAX(s->p.vocab_size, 1);
-    int32_t i = 0;
-    if (g->prefix_id >= 0) {   /* same prefix id => same tokens */
-        pb_rng r;
-        pb_rng_seed(&r, s->p.seed, 0x9f0000000ULL + (uint64_t)g->prefix_id);
-        for (; i < g->prefix_len; i++) s->prompt_tok[i] = (int32_t)pb_rng_below(&r, vocab);
-    }
-    pb_rng r;
-    pb_rng_seed(&r, s->p.seed, 0x7a0000000ULL + (uint64_t)g->id);
-    for (; i < g->prompt_len; i++) s->prompt_tok[i] = (int32_t)pb_rng_below(&r, vocab);
+    for (int32_t i = 0; i < g->prompt_len; i++)
+        s->prompt_tok[i] = (int32_t)(pb_token_key(g->req, i, s->p.seed) % vocab);
     pb_seq_set_tokens(s->pool, q, s->prompt_tok, g->prompt_len);
 }
 
@@ -453,7 +448,7 @@ pb_status pb_sched_check(pb_sched *s) {
         int64_t padded = (int64_t)s->b_prefill_seqs * s->b_prefill_max_len;
         if (s->b_decode > 0 || s->b_prefill_seqs == 0 ||
             (s->n_bgroups > 1 && (padded > s->p.max_num_batched_tokens ||
-                                  padded - s->b_prefill_len_sum > s->p.max_paddings))) {
+                                  padded - s->b_prefill_len_sum > s->b_max_paddings))) {
             pb_log_error("sched: padded prompt step of %d rows x %d (%d decodes) breaks its budgets",
                          s->b_prefill_seqs, s->b_prefill_max_len, s->b_decode);
             return PB_ERR_INVALID;

@@ -50,6 +50,7 @@ struct pb_sched {
     int32_t b_prefill_max_len;    /* longest prefill context_len in the batch      */
     int64_t b_prefill_len_sum;    /* sum of prefill context_lens                   */
     bool b_padded;                /* a padded prompt-only step (batch n_padded_tokens) */
+    int32_t b_max_paddings;       /* its padding cap                               */
     pb_pair_vec copies, swap_in, swap_out;
     int32_t n_preempted, n_swapped_out_now, n_swap_in_groups;
     pb_batch batch;

@@ -35,7 +35,7 @@
 
 /* every figure `--all` runs, in order (fig1, fig11, fig18a, fig19a come from other modules) */
 static const char *const ALL_FIGURES[] = {"fig1", "fig2", "fig11", "fig12", "fig13", "fig14", "fig15",
-                                          "fig16", "fig17", "fig18a", "fig18b", "fig19a", "fig19b", "v02"};
+                                          "fig16", "fig17", "fig18a", "fig18b", "fig19a", "fig19b", "v02", "study"};
 
 static void usage(FILE *f) {
     fprintf(f,

@@ -300,52 +300,52 @@ static bool set_path_ok(const char *set) {
 }
 
 /* ---- load ---- */
-pb_status pb_experiment_load(const char *path, const char *const *sets, int n_sets, bool quick,
-                             pb_experiment **out, pb_cfg_err *err) {
+/* The file's tree: models and hardware included, then --quick's overrides (first, so
+ * that an explicit --set wins), then the --set assignments; validated. */
+static pb_status load_tree(const char *path, const char *const *sets, int n_sets, bool quick, pb_config **out,
+                           pb_cfg_err *err) {
     *out = NULL;
     pb_config *c = NULL;
     pb_status st = pb_config_load(path, &c, err);
     if (st) return st;
     char dir[4096];
     snprintf(dir, sizeof dir, "%s/models", pb_spec_dir());
-    if ((st = pb_config_include(c, "model", dir, err))) goto fail;
+    st = pb_config_include(c, "model", dir, err);
     snprintf(dir, sizeof dir, "%s/hardware", pb_spec_dir());
-    if ((st = pb_config_include(c, "hardware", dir, err))) goto fail;
-
-    pb_node *root = pb_config_root(c);
-    /* --quick's overrides come first so that explicit --set wins */
-    if (quick) {
-        const pb_node *qs = pb_node_get(root, "quick.set");
-        if (qs && qs->kind == PB_NODE_SEQ) {
-            int nq = qs->n_kids;
-            char **copy = pb_xcalloc((size_t)nq + 1, sizeof *copy);
-            for (int i = 0; i < nq; i++)
-                copy[i] = pb_xstrdup(qs->kids[i]->kind == PB_NODE_SCALAR ? qs->kids[i]->value : "");
-            for (int i = 0; i < nq && !st; i++) st = apply_set(c, copy[i], err);
-            for (int i = 0; i < nq; i++) free(copy[i]);
-            free(copy);
-            if (st) goto fail;
-        }
+    if (!st) st = pb_config_include(c, "hardware", dir, err);
+    const pb_node *qs = quick ? pb_node_get(pb_config_root(c), "quick.set") : NULL;
+    if (!st && qs && qs->kind == PB_NODE_SEQ) {
+        int nq = qs->n_kids;   /* copies: an assignment may replace the quick.set nodes */
+        char **copy = pb_xcalloc((size_t)nq + 1, sizeof *copy);
+        for (int i = 0; i < nq; i++) copy[i] = pb_xstrdup(qs->kids[i]->kind == PB_NODE_SCALAR ? qs->kids[i]->value : "");
+        for (int i = 0; i < nq && !st; i++) st = apply_set(c, copy[i], err);
+        for (int i = 0; i < nq; i++) free(copy[i]);
+        free(copy);
     }
-    for (int i = 0; i < n_sets; i++)
-        if ((st = apply_set(c, sets[i], err))) goto fail;
-    if ((st = pb_experiment_validate_tree(root, err))) goto fail;
+    for (int i = 0; i < n_sets && !st; i++) st = apply_set(c, sets[i], err);
+    if (!st) st = pb_experiment_validate_tree(pb_config_root(c), err);
+    if (st) {
+        pb_config_destroy(c);
+        return st;
+    }
+    *out = c;
+    return PB_OK;
+}
 
-    pb_experiment *e = pb_xcalloc(1, sizeof *e);
-    e->cfg = c;
-    e->path = pb_config_path(c);
+/* A name used in file names (name, figure, systems.N.name): false (and an error) if bad. */
+static bool name_ok(const pb_node *parent, const char *key, const char *what, const char *v, pb_cfg_err *err) {
+    if (pb_name_ok(v)) return true;
+    pb_cfg_fail(err, pb_node_get(parent, key), false,
+                "%s: '%s' is used in file names: it must match [A-Za-z0-9][A-Za-z0-9._-]*", what, v);
+    return false;
+}
+
+/* The top-level scalars: names, knee, --quick's thinning, tags and columns. */
+static pb_status read_header(pb_experiment *e, const pb_node *root, bool quick, pb_cfg_err *err) {
     e->name = pb_node_str(root, "name", "?");
-    if (!pb_name_ok(e->name)) {
-        pb_cfg_fail(err, pb_node_get(root, "name"), false,
-                    "name: '%s' is used in file names: it must match [A-Za-z0-9][A-Za-z0-9._-]*", e->name);
-        goto fail_e;
-    }
+    if (!name_ok(root, "name", "name", e->name, err)) return PB_ERR_INVALID;
     e->figure = pb_node_str(root, "figure", "?");
-    if (!pb_name_ok(e->figure)) {
-        pb_cfg_fail(err, pb_node_get(root, "figure"), false,
-                    "figure: '%s' is used in file names: it must match [A-Za-z0-9][A-Za-z0-9._-]*", e->figure);
-        goto fail_e;
-    }
+    if (!name_ok(root, "figure", "figure", e->figure, err)) return PB_ERR_INVALID;
     e->panel = pb_node_str(root, "panel", "");
     e->title = pb_node_str(root, "title", e->name);
     e->executor = pb_experiment_executor_type(root);
@@ -362,108 +362,112 @@ pb_status pb_experiment_load(const char *path, const char *const *sets, int n_se
     for (int i = 0; quick && qs && i < qs->n_kids && i < 16; i++) e->quick_sets[e->n_quick_sets++] = qs->kids[i]->value;
 
     int nt = read_tags(pb_node_get(root, "tags"), e->tags, PB_EXP_MAX_TAGS, err);
-    if (nt < 0) goto fail_e;
+    if (nt < 0) return PB_ERR_INVALID;
     e->n_tags = nt;
 
     const pb_node *cols = pb_node_get(root, "columns");
     for (int i = 0; cols && i < cols->n_kids; i++) {
-        if (i == PB_EXP_MAX_COLUMNS) { pb_cfg_fail(err, cols->kids[i], false, "columns: at most %d", PB_EXP_MAX_COLUMNS); goto fail_e; }
+        if (i == PB_EXP_MAX_COLUMNS) return pb_cfg_fail(err, cols->kids[i], false, "columns: at most %d", PB_EXP_MAX_COLUMNS);
         e->columns[e->n_columns++] = cols->kids[i]->value;
     }
+    return PB_OK;
+}
 
+/* sweep: the axes, each named once and assigning a numeric key. */
+static pb_status read_axes(pb_experiment *e, const pb_node *root, pb_cfg_err *err) {
     const pb_node *sw = pb_node_get(root, "sweep");
     for (int i = 0; sw && i < sw->n_kids; i++) {
         const pb_node *ax = sw->kids[i];
-        if (i == PB_EXP_MAX_AXES) { pb_cfg_fail(err, ax, false, "sweep: at most %d axes", PB_EXP_MAX_AXES); goto fail_e; }
+        if (i == PB_EXP_MAX_AXES) return pb_cfg_fail(err, ax, false, "sweep: at most %d axes", PB_EXP_MAX_AXES);
         pb_axis *a = &e->axes[e->n_axes++];
         a->axis = pb_node_str(ax, "axis", "?");
         a->set = pb_node_str(ax, "set", "?");
         a->n = pb_node_num_list(ax, "values", &a->values);
         for (int j = 0; j < i; j++)
-            if (!strcmp(e->axes[j].axis, a->axis)) {
-                pb_cfg_fail(err, pb_node_get(ax, "axis"), false, "sweep.%d.axis: '%s' appears twice", i, a->axis);
-                goto fail_e;
-            }
-        if (!set_path_ok(a->set)) {
-            pb_cfg_fail(err, pb_node_get(ax, "set"), false,
-                        "sweep.%d.set: '%s' must start with system., workload., executor. or cost_model. and name a "
-                        "numeric key (or be gpus, seed or length_scale)", i, a->set);
-            goto fail_e;
-        }
+            if (!strcmp(e->axes[j].axis, a->axis))
+                return pb_cfg_fail(err, pb_node_get(ax, "axis"), false, "sweep.%d.axis: '%s' appears twice", i, a->axis);
+        if (!set_path_ok(a->set))
+            return pb_cfg_fail(err, pb_node_get(ax, "set"), false,
+                               "sweep.%d.set: '%s' must start with system., workload., executor. or cost_model. and "
+                               "name a numeric key (or be gpus, seed or length_scale)", i, a->set);
     }
+    return PB_OK;
+}
 
+/* systems.i.sweep: per-axis values replacing the experiment's for system s. */
+static pb_status read_system_sweep(pb_experiment *e, pb_system_spec *s, int i, const pb_node *ov, pb_cfg_err *err) {
+    for (int k = 0; ov && k < ov->n_kids; k++) {
+        const pb_node *v = ov->kids[k];
+        int a = -1;
+        for (int j = 0; j < e->n_axes; j++)
+            if (!strcmp(e->axes[j].axis, v->key)) a = j;
+        if (a < 0) return pb_cfg_fail(err, v, true, "systems.%d.sweep.%s: no such sweep axis", i, v->key);
+        double x;
+        if (v->kind == PB_NODE_SCALAR ? !pb_parse_num(v->value, &x) : v->kind != PB_NODE_SEQ)
+            return pb_cfg_fail(err, v, false, "systems.%d.sweep.%s: expected a number or a list of numbers", i, v->key);
+        if (v->kind == PB_NODE_SEQ && v->n_kids == 0)
+            return pb_cfg_fail(err, v, false, "systems.%d.sweep.%s: the list is empty", i, v->key);
+        for (int j = 0; v->kind == PB_NODE_SEQ && j < v->n_kids; j++)
+            if (v->kids[j]->kind != PB_NODE_SCALAR || v->kids[j]->quoted || !pb_parse_num(v->kids[j]->value, &x))
+                return pb_cfg_fail(err, v->kids[j], false, "systems.%d.sweep.%s.%d: expected a number, got '%s'", i,
+                                   v->key, j, v->kids[j]->kind == PB_NODE_SCALAR ? v->kids[j]->value : "a map or list");
+        free(s->values[a]);
+        s->n_values[a] = pb_node_num_list(ov, v->key, &s->values[a]);
+        if (s->n_values[a] == 0) return pb_cfg_fail(err, v, false, "systems.%d.sweep.%s: no numbers", i, v->key);
+    }
+    return PB_OK;
+}
+
+/* systems.i: id (unique), label, type, tags and sweep overrides. */
+static pb_status read_system(pb_experiment *e, int i, const pb_node *sn, pb_cfg_err *err) {
+    if (i == PB_EXP_MAX_SYSTEMS) return pb_cfg_fail(err, sn, false, "systems: at most %d", PB_EXP_MAX_SYSTEMS);
+    pb_system_spec *s = &e->systems[e->n_systems++];
+    s->node = sn;
+    s->id = pb_node_str(sn, "name", "?");
+    char what[64];
+    snprintf(what, sizeof what, "systems.%d.name", i);
+    if (!name_ok(sn, "name", what, s->id, err)) return PB_ERR_INVALID;
+    s->label = pb_node_str(sn, "label", s->id);
+    const char *t = pb_node_str(sn, "type", "vllm");
+    s->type = !strcmp(t, "orca") ? PB_SYS_ORCA : !strcmp(t, "ft") ? PB_SYS_FT : PB_SYS_VLLM;
+    for (int j = 0; j < i; j++)
+        if (!strcmp(e->systems[j].id, s->id))
+            return pb_cfg_fail(err, pb_node_get(sn, "name"), false, "systems.%d.name: '%s' appears twice", i, s->id);
+    int nt = read_tags(pb_node_get(sn, "tags"), s->tags, PB_EXP_MAX_TAGS, err);
+    if (nt < 0) return PB_ERR_INVALID;
+    s->n_tags = nt;
+    return read_system_sweep(e, s, i, pb_node_get(sn, "sweep"), err);
+}
+
+static pb_status read_systems(pb_experiment *e, const pb_node *root, pb_cfg_err *err) {
     const pb_node *sy = pb_node_get(root, "systems");
-    if (!sy || sy->n_kids == 0) {
-        pb_cfg_fail(err, sy ? sy : root, false, "systems: at least one system is needed");
-        goto fail_e;
+    if (!sy || sy->n_kids == 0) return pb_cfg_fail(err, sy ? sy : root, false, "systems: at least one system is needed");
+    for (int i = 0; i < sy->n_kids; i++)
+        if (read_system(e, i, sy->kids[i], err)) return PB_ERR_INVALID;
+    return PB_OK;
+}
+
+pb_status pb_experiment_load(const char *path, const char *const *sets, int n_sets, bool quick,
+                             pb_experiment **out, pb_cfg_err *err) {
+    *out = NULL;
+    pb_config *c;
+    pb_status st = load_tree(path, sets, n_sets, quick, &c, err);
+    if (st) return st;
+    const pb_node *root = pb_config_root(c);
+    pb_experiment *e = pb_xcalloc(1, sizeof *e);
+    e->cfg = c;
+    e->path = pb_config_path(c);
+    if (read_header(e, root, quick, err) || read_axes(e, root, err) || read_systems(e, root, err)) {
+        pb_experiment_destroy(e);
+        return PB_ERR_INVALID;
     }
-    for (int i = 0; i < sy->n_kids; i++) {
-        const pb_node *sn = sy->kids[i];
-        if (i == PB_EXP_MAX_SYSTEMS) { pb_cfg_fail(err, sn, false, "systems: at most %d", PB_EXP_MAX_SYSTEMS); goto fail_e; }
-        pb_system_spec *s = &e->systems[e->n_systems++];
-        s->node = sn;
-        s->id = pb_node_str(sn, "name", "?");
-        if (!pb_name_ok(s->id)) {
-            pb_cfg_fail(err, pb_node_get(sn, "name"), false,
-                        "systems.%d.name: '%s' is used in file names: it must match [A-Za-z0-9][A-Za-z0-9._-]*", i, s->id);
-            goto fail_e;
-        }
-        s->label = pb_node_str(sn, "label", s->id);
-        const char *t = pb_node_str(sn, "type", "vllm");
-        s->type = !strcmp(t, "orca") ? PB_SYS_ORCA : !strcmp(t, "ft") ? PB_SYS_FT : PB_SYS_VLLM;
-        for (int j = 0; j < i; j++)
-            if (!strcmp(e->systems[j].id, s->id)) {
-                pb_cfg_fail(err, pb_node_get(sn, "name"), false, "systems.%d.name: '%s' appears twice", i, s->id);
-                goto fail_e;
-            }
-        nt = read_tags(pb_node_get(sn, "tags"), s->tags, PB_EXP_MAX_TAGS, err);
-        if (nt < 0) goto fail_e;
-        s->n_tags = nt;
-        const pb_node *ov = pb_node_get(sn, "sweep");
-        for (int k = 0; ov && k < ov->n_kids; k++) {
-            const pb_node *v = ov->kids[k];
-            int a = -1;
-            for (int j = 0; j < e->n_axes; j++)
-                if (!strcmp(e->axes[j].axis, v->key)) a = j;
-            if (a < 0) {
-                pb_cfg_fail(err, v, true, "systems.%d.sweep.%s: no such sweep axis", i, v->key);
-                goto fail_e;
-            }
-            double x;
-            if (v->kind == PB_NODE_SCALAR ? !pb_parse_num(v->value, &x) : v->kind != PB_NODE_SEQ) {
-                pb_cfg_fail(err, v, false, "systems.%d.sweep.%s: expected a number or a list of numbers", i, v->key);
-                goto fail_e;
-            }
-            if (v->kind == PB_NODE_SEQ && v->n_kids == 0) {
-                pb_cfg_fail(err, v, false, "systems.%d.sweep.%s: the list is empty", i, v->key);
-                goto fail_e;
-            }
-            for (int j = 0; v->kind == PB_NODE_SEQ && j < v->n_kids; j++)
-                if (v->kids[j]->kind != PB_NODE_SCALAR || v->kids[j]->quoted || !pb_parse_num(v->kids[j]->value, &x)) {
-                    pb_cfg_fail(err, v->kids[j], false, "systems.%d.sweep.%s.%d: expected a number, got '%s'", i,
-                                v->key, j, v->kids[j]->kind == PB_NODE_SCALAR ? v->kids[j]->value : "a map or list");
-                    goto fail_e;
-                }
-            free(s->values[a]);
-            s->n_values[a] = pb_node_num_list(ov, v->key, &s->values[a]);
-            if (s->n_values[a] == 0) {
-                pb_cfg_fail(err, v, false, "systems.%d.sweep.%s: no numbers", i, v->key);
-                goto fail_e;
-            }
-        }
-    }
-    if ((st = pb_experiment_check(e))) {
+    if (pb_experiment_check(e)) {
         pb_cfg_fail(err, root, false, "experiment failed its invariant check");
-        goto fail_e;
+        pb_experiment_destroy(e);
+        return PB_ERR_INVALID;
     }
     *out = e;
     return PB_OK;
-fail_e:
-    pb_experiment_destroy(e);
-    return PB_ERR_INVALID;
-fail:
-    pb_config_destroy(c);
-    return st ? st : PB_ERR_INVALID;
 }
 
 void pb_experiment_destroy(pb_experiment *e) {

@@ -50,6 +50,7 @@ static void set_metrics(pb_point_metrics *out, const pb_run_summary *s) {
     pb_pm_set(out, "preempt_swap", (double)s->n_preempt_swap);
     pb_pm_set(out, "swap_gib", s->swap_bytes / GIB);
     pb_pm_set(out, "steps", (double)s->n_steps);
+    if (s->prefix_caching) pb_pm_set(out, "prefix_hit_pct", 100 * s->prefix_hit_frac);
 }
 
 /* Write a side file: header line, then the rows, to path.tmp, then rename. */

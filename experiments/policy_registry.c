@@ -18,6 +18,8 @@
       "vLLM scheduling, smallest aged priority first (SJF with aging; no starvation)")                       \
     X("orca", pb_policy_orca_create, "Orca: iteration-level FCFS, contiguous buddy reservations, no preemption") \
     X("ft", pb_policy_ft_create, "FasterTransformer: request-level batches of up to B earliest requests")    \
+    X("prefix-cache", pb_policy_prefix_cache_create,                                                         \
+      "vLLM scheduling with automatic prefix caching (computed blocks reused by content, LRU eviction)")     \
     /* end of the list */
 
 /* each constructor's prototype, so that a new policy needs no header line */

@@ -299,80 +299,164 @@ static void print_point_line(const pb_experiment *e, int sys, const char *base, 
     free(m);
 }
 
-pb_status pb_runner_run(pb_experiment *const *exps, int n_exps, const pb_runner_opts *o, pb_runner_stats *stats) {
-    pb_runner_stats s = {0};
-    double t0 = pb_now_s();
-    bool bar = o->progress < 0 ? isatty(2) : o->progress > 0;
-    int jobs = o->jobs < 1 ? 1 : o->jobs;
+/* A sweep in progress: the points to do, the workers running, the counts. */
+typedef struct {
+    pb_experiment *const *exps;
+    const pb_runner_opts *o;
+    job *todo;                 /* points still to compute, in start order */
+    int n_todo, cap, next;     /* next: the first not started             */
+    job *run;                  /* [jobs]: the workers (pid 0: a free slot)  */
+    int jobs, running, done;
+    bool bar;
+    double t0;
+    pb_runner_stats s;
+} sweep;
 
-    /* list the points still to do */
-    int cap = 0, n_todo = 0;
-    job *todo = NULL;
+/* Add (x, sy, p) to the to-do list unless its point file (and the side files asked
+ * for) is already there; a stale .err file is removed. */
+static void todo_add(sweep *w, int x, int sy, int p) {
+    const pb_runner_opts *o = w->o;
+    pb_experiment *e = w->exps[x];
+    w->s.total++;
+    char base[4200];
+    uint64_t key = point_base(e, sy, p, o->results_dir, base, sizeof base);
+    double vals[PB_EXP_MAX_AXES];
+    pb_point_metrics *m = pb_xcalloc(1, sizeof *m);
+    int have = !o->fresh && read_point(base, key, e, vals, m) == 0 && side_files_present(base, o);
+    free(m);
+    if (have) { w->s.reused++; return; }
+    char errp[4300];
+    snprintf(errp, sizeof errp, "%s.err", base);
+    unlink(errp);
+    if (w->n_todo == w->cap) {
+        w->cap = w->cap ? 2 * w->cap : 64;
+        w->todo = pb_xrealloc(w->todo, (size_t)w->cap * sizeof *w->todo);
+    }
+    w->todo[w->n_todo++] = (job){x, sy, p, 0, 0, key};
+}
+
+/* List the points this run owns and still has to compute (making their folders). */
+static pb_status list_todo(sweep *w, int n_exps) {
+    const pb_runner_opts *o = w->o;
     for (int x = 0; x < n_exps; x++) {
-        pb_experiment *e = exps[x];
+        pb_experiment *e = w->exps[x];
         char dir[4200];
         snprintf(dir, sizeof dir, "%s/points/%s", o->results_dir, e->name);
         if (mkdir_p(dir)) {
             pb_log_error("%s: cannot create directory: %s", dir, strerror(errno));
-            free(todo);
             return PB_ERR_IO;
         }
         remove_stale_tmp(dir);
         if (x == 0) remove_stale_tmp(o->results_dir);
         for (int sy = 0; sy < e->n_systems; sy++) {
             int np = pb_experiment_n_points(e, sy);
-            for (int p = 0; p < np; p++) {
-                if (!runner_owns(o, x, sy, p)) continue;
-                s.total++;
-                char base[4200];
-                uint64_t key = point_base(e, sy, p, o->results_dir, base, sizeof base);
-                double vals[PB_EXP_MAX_AXES];
-                pb_point_metrics *m = pb_xcalloc(1, sizeof *m);
-                int have = !o->fresh && read_point(base, key, e, vals, m) == 0 && side_files_present(base, o);
-                free(m);
-                if (have) { s.reused++; continue; }
-                char errp[4300];
-                snprintf(errp, sizeof errp, "%s.err", base);
-                unlink(errp);
-                if (n_todo == cap) { cap = cap ? 2 * cap : 64; todo = pb_xrealloc(todo, (size_t)cap * sizeof *todo); }
-                todo[n_todo++] = (job){x, sy, p, 0, 0, key};
-            }
+            for (int p = 0; p < np; p++)
+                if (runner_owns(o, x, sy, p)) todo_add(w, x, sy, p);
         }
     }
-    if (s.reused && s.reused < s.total)
-        pb_log_debug("%d of %d points already done in %s/points (same config, inputs and source)", s.reused, s.total,
-                     o->results_dir);
+    if (w->s.reused && w->s.reused < w->s.total)
+        pb_log_debug("%d of %d points already done in %s/points (same config, inputs and source)", w->s.reused,
+                     w->s.total, o->results_dir);
+    return PB_OK;
+}
 
-    job *run = pb_xcalloc((size_t)jobs, sizeof *run);
-    int next = 0, running = 0, done = 0;
-    while (next < n_todo || running) {
-        while (running < jobs && next < n_todo) {
-            job j = todo[next++];
-            fflush(stdout);
-            fflush(stderr);
-            pid_t pid = fork();
-            if (pid < 0) {
-                pb_log_error("fork: %s", strerror(errno));
-                s.failed++;
-                continue;
-            }
-            pb_experiment *e = exps[j.exp];
-            char base[4200];
-            point_base(e, j.sys, j.point, o->results_dir, base, sizeof base);
-            if (pid == 0) {
-                signal(SIGINT, SIG_DFL);
-                int rc = run_point_child(e, j.sys, j.point, base, o);
-                fflush(stdout);
-                fflush(stderr);
-                _exit(rc);
-            }
-            j.pid = pid;
-            j.t0 = pb_now_s();
-            for (int k = 0; k < jobs; k++)
-                if (!run[k].pid) { run[k] = j; break; }
-            running++;
+/* Fork a worker for the next point to do (a fork failure counts it failed). */
+static void start_next(sweep *w) {
+    job j = w->todo[w->next++];
+    fflush(stdout);
+    fflush(stderr);
+    pid_t pid = fork();
+    if (pid < 0) {
+        pb_log_error("fork: %s", strerror(errno));
+        w->s.failed++;
+        return;
+    }
+    pb_experiment *e = w->exps[j.exp];
+    char base[4200];
+    point_base(e, j.sys, j.point, w->o->results_dir, base, sizeof base);
+    if (pid == 0) {
+        signal(SIGINT, SIG_DFL);
+        int rc = run_point_child(e, j.sys, j.point, base, w->o);
+        fflush(stdout);
+        fflush(stderr);
+        _exit(rc);
+    }
+    j.pid = pid;
+    j.t0 = pb_now_s();
+    for (int k = 0; k < w->jobs; k++)
+        if (!w->run[k].pid) { w->run[k] = j; break; }
+    w->running++;
+}
+
+/* A worker that failed: say why (its .err file, or the signal that killed it). */
+static void report_failure(const pb_experiment *e, const job *j, const char *base, int status) {
+    char errp[4300], msg[1024] = "";
+    snprintf(errp, sizeof errp, "%s.err", base);
+    FILE *f = fopen(errp, "r");
+    if (f) {
+        size_t l = fread(msg, 1, sizeof msg - 1, f);
+        msg[l] = 0;
+        fclose(f);
+    }
+    double vals[PB_EXP_MAX_AXES];
+    pb_experiment_point_values(e, j->sys, j->point, vals);
+    char lab[512];
+    point_label(e, j->sys, vals, lab, sizeof lab);
+    if (WIFSIGNALED(status))
+        pb_log_error("%s: worker killed by signal %d", lab, WTERMSIG(status));
+    else
+        pb_log_error("%s: failed: %s", lab, *msg ? msg : "worker exited with an error and no .err file "
+                                                     "(its message, if any, is above)\n");
+}
+
+/* The progress bar, labelled with the first running point. */
+static void show_progress(const sweep *w) {
+    char lab[512] = "";
+    for (int q = 0; q < w->jobs; q++)
+        if (w->run[q].pid) {
+            double vals[PB_EXP_MAX_AXES];
+            pb_experiment_point_values(w->exps[w->run[q].exp], w->run[q].sys, w->run[q].point, vals);
+            point_label(w->exps[w->run[q].exp], w->run[q].sys, vals, lab, sizeof lab);
+            break;
         }
-        if (!running) break;
+    progress_bar(w->done, w->n_todo, w->running, w->t0, lab);
+}
+
+/* Worker pid exited with status: count it, print its line or its failure. */
+static void finish(sweep *w, pid_t pid, int status) {
+    for (int k = 0; k < w->jobs; k++) {
+        if (w->run[k].pid != pid) continue;
+        job j = w->run[k];
+        w->run[k].pid = 0;
+        w->running--;
+        w->done++;
+        pb_experiment *e = w->exps[j.exp];
+        char base[4200];
+        point_base(e, j.sys, j.point, w->o->results_dir, base, sizeof base);
+        if (w->bar) fprintf(stderr, "\r%*s\r", 150, "");
+        if (WIFEXITED(status) && WEXITSTATUS(status) == 0) {
+            w->s.computed++;
+            if (!w->o->quiet) print_point_line(e, j.sys, base, j.key, pb_now_s() - j.t0, w->o->summary);
+        } else {
+            w->s.failed++;
+            report_failure(e, &j, base, status);
+        }
+        if (w->bar) show_progress(w);
+    }
+}
+
+pb_status pb_runner_run(pb_experiment *const *exps, int n_exps, const pb_runner_opts *o, pb_runner_stats *stats) {
+    sweep w = {.exps = exps, .o = o, .t0 = pb_now_s()};
+    w.bar = o->progress < 0 ? isatty(2) : o->progress > 0;
+    w.jobs = o->jobs < 1 ? 1 : o->jobs;
+    if (list_todo(&w, n_exps)) {
+        free(w.todo);
+        return PB_ERR_IO;
+    }
+    w.run = pb_xcalloc((size_t)w.jobs, sizeof *w.run);
+    while (w.next < w.n_todo || w.running) {
+        while (w.running < w.jobs && w.next < w.n_todo) start_next(&w);
+        if (!w.running) break;
         int status = 0;
         pid_t pid = waitpid(-1, &status, 0);
         if (pid < 0) {
@@ -380,58 +464,14 @@ pb_status pb_runner_run(pb_experiment *const *exps, int n_exps, const pb_runner_
             pb_log_error("waitpid: %s", strerror(errno));
             break;
         }
-        for (int k = 0; k < jobs; k++) {
-            if (run[k].pid != pid) continue;
-            job j = run[k];
-            run[k].pid = 0;
-            running--;
-            done++;
-            pb_experiment *e = exps[j.exp];
-            char base[4200];
-            point_base(e, j.sys, j.point, o->results_dir, base, sizeof base);
-            if (bar) fprintf(stderr, "\r%*s\r", 150, "");
-            if (WIFEXITED(status) && WEXITSTATUS(status) == 0) {
-                s.computed++;
-                if (!o->quiet) print_point_line(e, j.sys, base, j.key, pb_now_s() - j.t0, o->summary);
-            } else {
-                s.failed++;
-                char errp[4300], msg[1024] = "";
-                snprintf(errp, sizeof errp, "%s.err", base);
-                FILE *f = fopen(errp, "r");
-                if (f) {
-                    size_t l = fread(msg, 1, sizeof msg - 1, f);
-                    msg[l] = 0;
-                    fclose(f);
-                }
-                double vals[PB_EXP_MAX_AXES];
-                pb_experiment_point_values(e, j.sys, j.point, vals);
-                char lab[512];
-                point_label(e, j.sys, vals, lab, sizeof lab);
-                if (WIFSIGNALED(status))
-                    pb_log_error("%s: worker killed by signal %d", lab, WTERMSIG(status));
-                else
-                    pb_log_error("%s: failed: %s", lab, *msg ? msg : "worker exited with an error and no .err file "
-                                                                 "(its message, if any, is above)\n");
-            }
-            if (bar) {
-                char lab[512] = "";
-                for (int q = 0; q < jobs; q++)
-                    if (run[q].pid) {
-                        double vals[PB_EXP_MAX_AXES];
-                        pb_experiment_point_values(exps[run[q].exp], run[q].sys, run[q].point, vals);
-                        point_label(exps[run[q].exp], run[q].sys, vals, lab, sizeof lab);
-                        break;
-                    }
-                progress_bar(done, n_todo, running, t0, lab);
-            }
-        }
+        finish(&w, pid, status);
     }
-    if (bar && n_todo) fprintf(stderr, "\n");
-    free(run);
-    free(todo);
-    s.wall_s = pb_now_s() - t0;
-    if (stats) *stats = s;
-    return s.failed ? PB_ERR_INVALID : PB_OK;
+    if (w.bar && w.n_todo) fprintf(stderr, "\n");
+    free(w.run);
+    free(w.todo);
+    w.s.wall_s = pb_now_s() - w.t0;
+    if (stats) *stats = w.s;
+    return w.s.failed ? PB_ERR_INVALID : PB_OK;
 }
 
 static int row_cmp(const void *pa, const void *pb) {

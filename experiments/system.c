@@ -63,6 +63,8 @@ void pb_system_fit_trace(pb_trace *t, double length_scale, bool clamp, int32_t m
             r->prefix_len = 0;
         }
         if (r->prefix_len == 0 && r->prefix_id >= 0 && length_scale != 1.0) r->prefix_id = -1;
+        /* a chatbot turn cut below its history no longer re-sends it whole (trace.h) */
+        if (r->prefix_id < 0 && r->prefix_len >= r->prompt_len) r->prefix_len = 0;
     }
 }
 
@@ -437,134 +439,151 @@ static pb_status fail(char *err, size_t n, pb_status st, const char *fmt, const 
     return st ? st : PB_ERR_INVALID;
 }
 
-pb_status pb_system_run_point(const pb_point_ctx *pt, pb_point_metrics *out, char *err, size_t err_n, void *user) {
-    (void)user;
-    const pb_experiment *e = pt->exp;
-    const pb_node *root = pt->root, *sys = pt->system;
-    const pb_system_spec *spec = &e->systems[pt->sys];
-    pb_cfg_err ce;
-    pb_cfg_err_clear(&ce);
-    pb_status st;
+/* What one point owns while it runs; point_free() releases whatever was made. */
+typedef struct {
     plan P;
-    if ((st = plan_point(e, pt->sys, root, sys, &P, &ce))) {
-        plan_free(&P);
-        return fail(err, err_n, st, "%s%s", ce.msg, "");
-    }
-    bool paged = P.type->paged, real = P.real;
-    int32_t block_size = P.block_size, tp = P.tp;
-    int64_t n_gpu_blocks = P.n_gpu_blocks, n_cpu_blocks = P.n_cpu_blocks, slots = P.slots;
-    pb_model model = P.model;
+    pb_trace trace;
+    pb_kv_manager *kv;
+    pb_policy *policy;
+    pb_executor *ex;
+    pb_engine *eng;
+    pb_metrics *m;
+} point_run;
 
-    /* trace */
-    pb_trace trace = {0};
+static void point_free(point_run *R) {
+    pb_engine_destroy(R->eng);
+    pb_metrics_destroy(R->m);
+    pb_executor_destroy(R->ex);
+    pb_policy_destroy(R->policy);
+    pb_kv_destroy(R->kv);
+    pb_trace_free(&R->trace);
+    plan_free(&R->P);
+}
+
+/* The point's trace, fitted to the model's context (and checked). */
+static pb_status make_trace(point_run *R, char *err, size_t err_n) {
     char werr[1024] = "";
-    if ((st = pb_workload_generate(&P.wc, P.seed, &trace, werr, sizeof werr))) {
-        plan_free(&P);
-        return fail(err, err_n, st, "workload: %s%s", werr, "");
-    }
-    pb_system_fit_trace(&trace, P.length_scale, P.clamp, model.max_len);
-    if ((st = pb_trace_check(&trace, werr, sizeof werr))) {
-        pb_trace_free(&trace);
-        plan_free(&P);
+    pb_status st = pb_workload_generate(&R->P.wc, R->P.seed, &R->trace, werr, sizeof werr);
+    if (st) return fail(err, err_n, st, "workload: %s%s", werr, "");
+    pb_system_fit_trace(&R->trace, R->P.length_scale, R->P.clamp, R->P.model.max_len);
+    if ((st = pb_trace_check(&R->trace, werr, sizeof werr)))
         return fail(err, err_n, st, "workload: the fitted trace is invalid: %s%s", werr, "");
-    }
+    return PB_OK;
+}
 
-    /* KV manager */
-    pb_kv_manager *kv = NULL;
-    if (paged) {
+/* The KV manager: paged (vLLM) or contiguous slots (Orca, FasterTransformer). */
+/* The KV manager (after the policy: a caching policy needs a paged one). */
+static pb_status make_kv(point_run *R, const pb_point_ctx *pt, char *err, size_t err_n) {
+    const plan *P = &R->P;
+    const pb_system_spec *spec = &pt->exp->systems[pt->sys];
+    pb_status st;
+    if (R->policy->iface->prefix_caching && !P->type->paged) {
+        pb_cfg_err ce;
+        pb_cfg_err_clear(&ce);
+        pb_cfg_fail(&ce, pb_node_get(pt->system, "policy"), false,
+                    "systems.%s.policy: %s caches KV blocks by content: it needs a paged KV manager (type: vllm)",
+                    spec->id, P->policy);
+        return fail(err, err_n, PB_ERR_INVALID, "%s%s", ce.msg, "");
+    }
+    if (P->type->paged) {
         pb_paged_params pp;
         pb_paged_params_default(&pp);
-        pp.block_size = block_size;
-        pp.n_gpu_blocks = (int32_t)n_gpu_blocks;
-        pp.n_cpu_blocks = (int32_t)PB_MIN(n_cpu_blocks, (int64_t)INT32_MAX);
-        pp.watermark = P.watermark;
-        st = pb_paged_kv_create(&pp, &kv);
+        pp.block_size = P->block_size;
+        pp.n_gpu_blocks = (int32_t)P->n_gpu_blocks;
+        pp.n_cpu_blocks = (int32_t)PB_MIN(P->n_cpu_blocks, (int64_t)INT32_MAX);
+        pp.watermark = P->watermark;
+        pp.prefix_caching = R->policy->iface->prefix_caching;
+        st = pb_paged_kv_create(&pp, &R->kv);
     } else {
         pb_kv_contiguous_params cp;
-        cp.num_slots = slots;
-        cp.max_len = model.max_len;
-        cp.rule = P.rule;
-        st = pb_kv_contiguous_create(&cp, &kv);
+        cp.num_slots = P->slots;
+        cp.max_len = P->model.max_len;
+        cp.rule = P->rule;
+        st = pb_kv_contiguous_create(&cp, &R->kv);
     }
-    if (st) {
-        pb_trace_free(&trace);
-        plan_free(&P);
-        return fail(err, err_n, st, "systems.%s: cannot create the KV manager (%s)", spec->id, pb_status_str(st));
-    }
+    if (st) return fail(err, err_n, st, "systems.%s: cannot create the KV manager (%s)", spec->id, pb_status_str(st));
+    return PB_OK;
+}
 
-    /* policy: one options node, whatever named it */
-    pb_policy *policy = NULL;
-    st = pb_policy_create(P.policy, P.policy_opts->n_kids ? P.policy_opts : NULL, &policy, &ce);
-    if (st) {
-        pb_kv_destroy(kv);
-        pb_trace_free(&trace);
-        plan_free(&P);
-        return fail(err, err_n, st, "%s%s", ce.msg, "");
-    }
+/* The executor: the cost model, or a real model (cpu, cuda). */
+static pb_status make_executor(point_run *R, pb_cfg_err *ce) {
+    const plan *P = &R->P;
+    if (!P->real) return (R->ex = pb_executor_sim_create(&P->model, &P->hw, &P->cost, P->tp, &P->sp, ce)) ? PB_OK
+                                                                                                        : PB_ERR_INVALID;
+    bool paged = P->type->paged;
+    pb_real_exec_params rp;
+    pb_real_exec_params_default(&rp);
+    rp.block_size = paged ? P->block_size : 0;
+    rp.num_gpu_blocks = paged ? (int32_t)P->n_gpu_blocks : 0;
+    rp.num_slots = paged ? 0 : P->slots;
+    rp.num_cpu_blocks = (int32_t)PB_MIN(P->n_cpu_blocks, (int64_t)INT32_MAX);   /* = the manager's */
+    rp.fixed_latency_s = P->fixed_latency_s;
+    rp.weight_seed = P->seed;
+    rp.sample_seed = P->seed;
+    rp.max_tokens_hint = P->max_tokens;
+    rp.tp = P->tp;
+    pb_status st = !strcmp(P->executor, "cpu") ? pb_executor_cpu_create(&P->model, &rp, &R->ex)
+                                               : pb_executor_cuda_create(&P->model, &rp, &R->ex);
+    if (st) snprintf(ce->msg, sizeof ce->msg, "executor %s: %s", P->executor, pb_status_str(st));
+    return st;
+}
 
-    /* executor */
-    pb_executor *ex = NULL;
-    if (!real) {
-        if (!(ex = pb_executor_sim_create(&model, &P.hw, &P.cost, tp, &P.sp, &ce))) st = PB_ERR_INVALID;
-    } else {
-        pb_real_exec_params rp;
-        pb_real_exec_params_default(&rp);
-        rp.block_size = paged ? block_size : 0;
-        rp.num_gpu_blocks = paged ? (int32_t)n_gpu_blocks : 0;
-        rp.num_slots = paged ? 0 : slots;
-        rp.num_cpu_blocks = (int32_t)PB_MIN(n_cpu_blocks, (int64_t)INT32_MAX);   /* = the manager's */
-        rp.fixed_latency_s = P.fixed_latency_s;
-        rp.weight_seed = P.seed;
-        rp.sample_seed = P.seed;
-        rp.max_tokens_hint = P.max_tokens;
-        rp.tp = tp;
-        st = !strcmp(P.executor, "cpu") ? pb_executor_cpu_create(&model, &rp, &ex)
-                                        : pb_executor_cuda_create(&model, &rp, &ex);
-        if (st) snprintf(ce.msg, sizeof ce.msg, "executor %s: %s", P.executor, pb_status_str(st));
-    }
-    if (st) {
-        pb_policy_destroy(policy);
-        pb_kv_destroy(kv);
-        pb_trace_free(&trace);
-        plan_free(&P);
-        return fail(err, err_n, st, "%s%s", ce.msg, "");
-    }
+/* The engine's parameters from the plan. */
+static void engine_params(const plan *P, pb_engine_params *ep) {
+    pb_engine_params_default(ep);
+    ep->max_num_batched_tokens = P->max_tokens;
+    ep->max_num_seqs = P->max_seqs;
+    ep->max_model_len = P->model.max_len;
+    ep->preemption = P->pmode;
+    ep->step_mode = P->knobs.step_mode;
+    ep->max_paddings = P->knobs.max_paddings;
+    ep->seed = P->seed;
+    ep->kv_bytes_per_token = pb_kv_bytes_per_token(&P->model, P->tp) * P->tp;
+    ep->store_tokens = P->real;
+    if (P->real) ep->vocab_size = P->model.vocab;   /* token ids must be inside the real model's vocabulary */
+    ep->max_clock_s = P->max_clock_s;
+}
 
-    /* engine */
+/* Run the engine over the trace; then the point's metrics, checks and side files
+ * (point_out.h). */
+static pb_status run_engine(point_run *R, const pb_point_ctx *pt, pb_point_metrics *out, char *err, size_t err_n) {
+    const pb_system_spec *spec = &pt->exp->systems[pt->sys];
     pb_engine_params ep;
-    pb_engine_params_default(&ep);
-    ep.max_num_batched_tokens = P.max_tokens;
-    ep.max_num_seqs = P.max_seqs;
-    ep.max_model_len = model.max_len;
-    ep.preemption = P.pmode;
-    ep.step_mode = P.knobs.step_mode;
-    ep.max_paddings = P.knobs.max_paddings;
-    ep.seed = P.seed;
-    ep.kv_bytes_per_token = pb_kv_bytes_per_token(&model, tp) * tp;
-    ep.store_tokens = real;
-    if (real) ep.vocab_size = model.vocab;   /* token ids must be inside the real model's vocabulary */
-    ep.max_clock_s = P.max_clock_s;
-    pb_engine *eng = NULL;
-    pb_metrics *m = pb_metrics_create(pt->timeline_path != NULL);
-    st = pb_engine_create(&ep, kv, policy, ex, &eng);
-    if (!st) st = pb_engine_run(eng, &trace, m);
-    if (!st) pb_policy_finalize(policy, m);
-
-    if (!st) {   /* metrics, checks and side files: point_out.h */
-        char title[256];
-        snprintf(title, sizeof title, "%s (%s)", spec->label, e->name);
-        st = pb_point_out_fill(pt, m, title, out, err, err_n);
-        pb_pm_set(out, "kv_slots", (double)slots);
-        pb_pm_set(out, "kv_blocks", (double)n_gpu_blocks);
-    } else {
+    engine_params(&R->P, &ep);
+    R->m = pb_metrics_create(pt->timeline_path != NULL);
+    pb_status st = pb_engine_create(&ep, R->kv, R->policy, R->ex, &R->eng);
+    if (!st) st = pb_engine_run(R->eng, &R->trace, R->m);
+    if (st) {
         snprintf(err, err_n, "engine run failed: %s", pb_status_str(st));
+        return st;
     }
-    pb_engine_destroy(eng);
-    pb_metrics_destroy(m);
-    pb_executor_destroy(ex);
-    pb_policy_destroy(policy);
-    pb_kv_destroy(kv);
-    pb_trace_free(&trace);
-    plan_free(&P);
+    pb_policy_finalize(R->policy, R->m);
+    if (R->policy->iface->prefix_caching) {
+        pb_paged_cache_stats cs;
+        pb_paged_cache_stats_get(R->kv, &cs);
+        pb_metrics_set_prefix_cache(R->m, cs.hit_tokens, cs.query_tokens);
+    }
+    char title[256];
+    snprintf(title, sizeof title, "%s (%s)", spec->label, pt->exp->name);
+    st = pb_point_out_fill(pt, R->m, title, out, err, err_n);
+    pb_pm_set(out, "kv_slots", (double)R->P.slots);
+    pb_pm_set(out, "kv_blocks", (double)R->P.n_gpu_blocks);
+    return st;
+}
+
+pb_status pb_system_run_point(const pb_point_ctx *pt, pb_point_metrics *out, char *err, size_t err_n, void *user) {
+    (void)user;
+    pb_cfg_err ce;
+    pb_cfg_err_clear(&ce);
+    point_run R = {0};
+    pb_status st = plan_point(pt->exp, pt->sys, pt->root, pt->system, &R.P, &ce);
+    if (st) st = fail(err, err_n, st, "%s%s", ce.msg, "");
+    if (!st) st = make_trace(&R, err, err_n);
+    if (!st && (st = pb_policy_create(R.P.policy, R.P.policy_opts->n_kids ? R.P.policy_opts : NULL, &R.policy, &ce)))
+        st = fail(err, err_n, st, "%s%s", ce.msg, "");   /* the policy: one options node, whatever named it */
+    if (!st) st = make_kv(&R, pt, err, err_n);
+    if (!st && (st = make_executor(&R, &ce))) st = fail(err, err_n, st, "%s%s", ce.msg, "");
+    if (!st) st = run_engine(&R, pt, out, err, err_n);
+    point_free(&R);
     return st;
 }

@@ -1,6 +1,8 @@
 /* test_block_manager.c -- the paged KV manager: the paper's Fig. 6-9 scenarios as
- * exact block-level checks, shared prefixes, swapping, admission, and a 100k-op
- * random property test with pb_kv_check() after every operation. */
+ * exact block-level checks, shared prefixes, swapping, admission, automatic prefix
+ * caching (hits, LRU eviction, copy-on-write, forks, swap, recompute), and 100k-op
+ * random property tests (with and without the cache) with pb_kv_check() after every
+ * operation. */
 #include <stdlib.h>
 #include <string.h>
 
@@ -26,6 +28,20 @@ static void rig_init(rig *r, int32_t bs, int32_t gpu, int32_t cpu, double wm) {
     p.n_gpu_blocks = gpu;
     p.n_cpu_blocks = cpu;
     p.watermark = wm;
+    PB_ASSERT(pb_paged_kv_create(&p, &r->kv) == PB_OK);
+    r->pool = pb_seq_pool_create(false);
+}
+
+/* the same with automatic prefix caching */
+static void rig_init_apc(rig *r, int32_t bs, int32_t gpu, int32_t cpu, double wm) {
+    memset(r, 0, sizeof *r);
+    pb_paged_params p;
+    pb_paged_params_default(&p);
+    p.block_size = bs;
+    p.n_gpu_blocks = gpu;
+    p.n_cpu_blocks = cpu;
+    p.watermark = wm;
+    p.prefix_caching = true;
     PB_ASSERT(pb_paged_kv_create(&p, &r->kv) == PB_OK);
     r->pool = pb_seq_pool_create(false);
 }
@@ -304,17 +320,299 @@ PB_TEST(admission_ok_later_never_with_watermark) {
     rig_free(&r);
 }
 
+/* ---- automatic prefix caching ---- */
+
+static bool published(rig *r, int32_t blk) { return pb_paged_block_published(r->kv, blk); }
+
+/* s's first kv_len tokens were computed by a step (the engine's hook) */
+static void computed(rig *r, pb_seq *s) {
+    pb_kv_computed(r->kv, s, s->kv_len);
+    PB_ASSERT(pb_kv_check(r->kv) == PB_OK);
+}
+
+/* a decode step of a single-sequence group: one more token, its KV computed */
+static void decode(rig *r, pb_group *g) {
+    step_append(r, g->seqs[0]);
+    g->len++;
+    g->n_generated++;
+    computed(r, g->seqs[0]);
+}
+
+static void free_group(rig *r, pb_group *g) {
+    for (int32_t i = 0; i < g->n_seqs; i++) pb_kv_free(r->kv, g->seqs[i]);
+    PB_ASSERT(pb_kv_check(r->kv) == PB_OK);
+}
+
+static int32_t cached_blocks(rig *r) {
+    pb_paged_cache_stats cs;
+    pb_paged_cache_stats_get(r->kv, &cs);
+    return cs.cached_blocks;
+}
+
+PB_TEST(apc_hits_only_after_the_kv_is_computed) {
+    rig r;
+    rig_init_apc(&r, 4, 32, 0, 0);
+    /* two requests sharing a 16-token prefix (4 blocks), own tokens after it */
+    pb_group *a = rig_group(&r, 22, 5, 0, 16);
+    pb_group *b = rig_group(&r, 22, 5, 0, 16);
+    PB_REQUIRE(pb_kv_allocate(r.kv, a, &r.copies) == PB_OK);
+    PB_CHECK_EQ_INT(a->seqs[0]->n_cached, 0);
+    PB_CHECK_EQ_INT(pb_kv_cached_tokens(r.kv, b), 0);   /* allocated, not computed: no hit */
+    computed(&r, a->seqs[0]);
+    int32_t na, nb;
+    const int32_t *ta = tab(&r, a->seqs[0], &na);
+    for (int i = 0; i < 5; i++) PB_CHECK(published(&r, ta[i]));   /* 5 full blocks */
+    PB_CHECK(!published(&r, ta[5]));                               /* the partial one */
+    PB_CHECK_EQ_INT(pb_kv_cached_tokens(r.kv, b), 16);   /* block 4 holds a's own tokens */
+    PB_CHECK(pb_kv_can_allocate(r.kv, b) == PB_ALLOC_OK);
+    PB_REQUIRE(pb_kv_allocate(r.kv, b, &r.copies) == PB_OK);
+    PB_CHECK(pb_kv_check(r.kv) == PB_OK);
+    PB_CHECK_EQ_INT(b->seqs[0]->n_cached, 16);
+    PB_CHECK_EQ_INT(r.copies.n, 0);
+    const int32_t *tb = tab(&r, b->seqs[0], &nb);
+    PB_CHECK_EQ_INT(nb, 6);
+    for (int i = 0; i < 4; i++) {
+        PB_CHECK_EQ_INT(tb[i], ta[i]);
+        PB_CHECK_EQ_INT(ref(&r, ta[i]), 2);
+    }
+    PB_CHECK(tb[4] != ta[4] && tb[5] != ta[5]);
+    pb_paged_cache_stats cs;
+    pb_paged_cache_stats_get(r.kv, &cs);
+    PB_CHECK_EQ_INT(cs.hit_tokens, 16);
+    PB_CHECK_EQ_INT(cs.query_tokens, 44);
+    pb_kv_usage u;
+    pb_kv_usage_get(r.kv, &u);
+    PB_CHECK_EQ_INT(u.physical_blocks, 8);
+    PB_CHECK_EQ_INT(u.logical_blocks, 12);
+    PB_CHECK_EQ_INT(u.gpu_blocks_cached, 0);
+    rig_free(&r);
+}
+
+PB_TEST(apc_the_last_token_is_always_computed) {
+    rig r;
+    rig_init_apc(&r, 4, 32, 0, 0);
+    /* turn 0 of a conversation, then a turn whose 16 tokens are the same transcript */
+    pb_group *a = rig_group(&r, 16, 4, -1, 0);
+    r.reqs[0].conversation_id = 3;
+    pb_group *b = rig_group(&r, 16, 4, -1, 0);
+    r.reqs[1].conversation_id = 3;
+    r.reqs[1].turn = 1;
+    r.reqs[1].prefix_len = 12;   /* its whole history: in the transcript */
+    PB_REQUIRE(pb_kv_allocate(r.kv, a, &r.copies) == PB_OK);
+    computed(&r, a->seqs[0]);
+    PB_CHECK_EQ_INT(pb_kv_cached_tokens(r.kv, b), 12);   /* 4 blocks cached, 3 taken */
+    PB_REQUIRE(pb_kv_allocate(r.kv, b, &r.copies) == PB_OK);
+    PB_CHECK_EQ_INT(b->seqs[0]->n_cached, 12);
+    int32_t na, nb;
+    const int32_t *ta = tab(&r, a->seqs[0], &na), *tb = tab(&r, b->seqs[0], &nb);
+    PB_CHECK(tb[3] != ta[3]);   /* the block of its last token is its own */
+    /* the next turn re-sends the reply too: a's generated tokens are transcript tokens */
+    for (int i = 0; i < 4; i++) decode(&r, a);
+    pb_group *c = rig_group(&r, 26, 4, -1, 0);
+    r.reqs[2].conversation_id = 3;
+    r.reqs[2].turn = 2;
+    r.reqs[2].prefix_len = 20;
+    PB_CHECK_EQ_INT(pb_kv_cached_tokens(r.kv, c), 20);   /* 16 prompt + 4 reply tokens */
+    /* a truncated turn (history cut: prefix_len 0) has its own tokens */
+    pb_group *d = rig_group(&r, 26, 4, -1, 0);
+    r.reqs[3].conversation_id = 3;
+    r.reqs[3].turn = 3;
+    PB_CHECK_EQ_INT(pb_kv_cached_tokens(r.kv, d), 0);
+    rig_free(&r);
+}
+
+PB_TEST(apc_freed_blocks_stay_cached_and_are_evicted_lru_first) {
+    rig r;
+    rig_init_apc(&r, 4, 12, 0, 0);
+    pb_group *a = rig_group(&r, 17, 2, 0, 16);   /* 4 prefix blocks + 1 partial */
+    PB_REQUIRE(pb_kv_allocate(r.kv, a, &r.copies) == PB_OK);
+    computed(&r, a->seqs[0]);
+    int32_t na, ta[5];
+    memcpy(ta, tab(&r, a->seqs[0], &na), sizeof ta);
+    free_group(&r, a);
+    PB_CHECK_EQ_INT(cached_blocks(&r), 4);
+    PB_CHECK_EQ_INT(pb_block_alloc_free_count(pb_paged_gpu(r.kv)), 8);
+    PB_CHECK_EQ_INT(pb_paged_lru_head(r.kv), ta[3]);   /* a sequence's tail goes first */
+    pb_kv_usage u;
+    pb_kv_usage_get(r.kv, &u);
+    PB_CHECK_EQ_INT(u.gpu_blocks_cached, 4);
+    PB_CHECK_EQ_INT(u.gpu_blocks_free, 12);          /* cached blocks count as free */
+    PB_CHECK_EQ_INT(u.free_slots, u.total_slots);
+    PB_CHECK_EQ_INT(u.physical_blocks, 0);
+    /* b (own tokens, 8 blocks) computed and freed later: more recently used */
+    pb_group *b = rig_group(&r, 32, 2, -1, 0);
+    PB_REQUIRE(pb_kv_allocate(r.kv, b, &r.copies) == PB_OK);
+    computed(&r, b->seqs[0]);
+    int32_t nb, tb[8];
+    memcpy(tb, tab(&r, b->seqs[0], &nb), sizeof tb);
+    free_group(&r, b);
+    PB_CHECK_EQ_INT(cached_blocks(&r), 12);
+    PB_CHECK_EQ_INT(pb_block_alloc_free_count(pb_paged_gpu(r.kv)), 0);
+    /* c needs 2 new blocks with nothing free: admission counts cached blocks, and the
+       two least recently used (a's blocks 3 and 2) are evicted */
+    pb_group *c = rig_group(&r, 8, 2, -1, 0);
+    PB_CHECK(pb_kv_can_allocate(r.kv, c) == PB_ALLOC_OK);
+    PB_REQUIRE(pb_kv_allocate(r.kv, c, &r.copies) == PB_OK);
+    PB_CHECK(pb_kv_check(r.kv) == PB_OK);
+    PB_CHECK(!published(&r, ta[3]) && !published(&r, ta[2]));
+    PB_CHECK(published(&r, ta[0]) && published(&r, ta[1]));
+    for (int i = 0; i < 8; i++) PB_CHECK(published(&r, tb[i]));
+    pb_paged_cache_stats cs;
+    pb_paged_cache_stats_get(r.kv, &cs);
+    PB_CHECK_EQ_INT(cs.evictions, 2);
+    /* the prefix now hits only its first two blocks; a hit takes a cached block */
+    pb_group *d = rig_group(&r, 17, 2, 0, 16);
+    PB_CHECK_EQ_INT(pb_kv_cached_tokens(r.kv, d), 8);
+    PB_REQUIRE(pb_kv_allocate(r.kv, d, &r.copies) == PB_OK);
+    PB_CHECK_EQ_INT(d->seqs[0]->n_cached, 8);
+    const int32_t *td = tab(&r, d->seqs[0], &na);
+    PB_CHECK(td[0] == ta[0] && td[1] == ta[1] && ref(&r, ta[0]) == 1);
+    PB_CHECK_EQ_INT(cached_blocks(&r), 10 - 2 - 3);   /* 2 hits revived, 3 evicted */
+    PB_CHECK(pb_kv_check(r.kv) == PB_OK);
+    rig_free(&r);
+}
+
+PB_TEST(apc_admission_counts_cached_blocks_and_hits_on_them) {
+    rig r;
+    rig_init_apc(&r, 4, 10, 0, 0.1);   /* 1 watermark block */
+    pb_group *a = rig_group(&r, 36, 2, 0, 32);
+    PB_REQUIRE(pb_kv_allocate(r.kv, a, &r.copies) == PB_OK);
+    computed(&r, a->seqs[0]);
+    free_group(&r, a);
+    PB_CHECK_EQ_INT(cached_blocks(&r), 9);
+    pb_group *x = rig_group(&r, 4, 2, -1, 0);   /* takes the one free block */
+    PB_REQUIRE(pb_kv_allocate(r.kv, x, &r.copies) == PB_OK);
+    /* b: 8 hits on cached blocks (a hit takes an available block too) + 1 new = all 9
+       available, which would eat the watermark */
+    pb_group *b = rig_group(&r, 36, 2, 0, 32);
+    PB_CHECK_EQ_INT(pb_kv_cached_tokens(r.kv, b), 32);
+    PB_CHECK(pb_kv_can_allocate(r.kv, b) == PB_ALLOC_LATER);
+    pb_group *c = rig_group(&r, 37, 2, 0, 32);   /* 10 blocks: never, even with hits */
+    PB_CHECK(pb_kv_can_allocate(r.kv, c) == PB_ALLOC_NEVER);
+    free_group(&r, x);   /* never computed: its block is simply free */
+    PB_CHECK_EQ_INT(pb_block_alloc_free_count(pb_paged_gpu(r.kv)), 1);
+    PB_CHECK(pb_kv_can_allocate(r.kv, b) == PB_ALLOC_OK);
+    PB_REQUIRE(pb_kv_allocate(r.kv, b, &r.copies) == PB_OK);
+    PB_CHECK_EQ_INT(b->seqs[0]->n_cached, 32);
+    PB_CHECK_EQ_INT(cached_blocks(&r), 1);   /* a's own block 8 */
+    PB_CHECK_EQ_INT(pb_block_alloc_free_count(pb_paged_gpu(r.kv)), 0);
+    /* b's decode needs a new block: the cached one counts, and is evicted for it */
+    PB_CHECK(pb_kv_can_append(r.kv, b));
+    for (int i = 0; i < 4; i++) decode(&r, b);
+    PB_CHECK_EQ_INT(cached_blocks(&r), 0);
+    PB_CHECK(!pb_kv_can_append(r.kv, b));   /* full block, nothing free or cached */
+    PB_CHECK(pb_kv_check(r.kv) == PB_OK);
+    rig_free(&r);
+}
+
+PB_TEST(apc_copy_on_write_and_forks_never_write_a_cached_block) {
+    rig r;
+    rig_init_apc(&r, 4, 32, 0, 0);
+    /* parallel sampling over a 16-token prompt computed earlier by another request */
+    pb_group *a = rig_group(&r, 17, 3, 0, 16);
+    PB_REQUIRE(pb_kv_allocate(r.kv, a, &r.copies) == PB_OK);
+    computed(&r, a->seqs[0]);
+    pb_group *g = rig_group(&r, 18, 6, 0, 16);
+    g->n = g->max_seqs = 3;
+    PB_REQUIRE(pb_kv_allocate(r.kv, g, &r.copies) == PB_OK);
+    PB_CHECK_EQ_INT(g->seqs[0]->n_cached, 16);
+    computed(&r, g->seqs[0]);
+    pb_seq *p = g->seqs[0];
+    int32_t n;
+    int32_t shared[4];
+    memcpy(shared, tab(&r, p, &n), sizeof shared);
+    for (int i = 0; i < 2; i++) {   /* the samples fork after the prompt step */
+        pb_seq *c = pb_seq_clone(r.pool, p);
+        PB_REQUIRE(pb_kv_fork(r.kv, p, c) == PB_OK);
+        PB_CHECK(pb_kv_check(r.kv) == PB_OK);
+    }
+    PB_CHECK_EQ_INT(ref(&r, shared[0]), 4);   /* a + three samples */
+    /* every sample appends: the partial last block (18 tokens: 2 of 4) is copied on
+       write; no published block is ever a copy's destination or changes */
+    for (int step = 0; step < 6; step++) {
+        pb_pair_vec_clear(&r.copies);
+        for (int i = 0; i < g->n_seqs; i++) {
+            step_append(&r, g->seqs[i]);
+            computed(&r, g->seqs[i]);
+        }
+        g->len++;
+        g->n_generated++;
+        for (int k = 0; k < r.copies.n; k++) {
+            PB_CHECK(!published(&r, r.copies.v[k].dst));
+            PB_CHECK(!published(&r, r.copies.v[k].src));   /* a partial block: never published */
+        }
+        for (int k = 0; k < 4; k++) PB_CHECK(published(&r, shared[k]) && fill(&r, shared[k]) == 4);
+    }
+    /* the samples' generated blocks have unknown tokens here (no stored tokens): only
+       the prompt's 4 full blocks are published */
+    pb_paged_cache_stats cs;
+    pb_paged_cache_stats_get(r.kv, &cs);
+    PB_CHECK_EQ_INT(cs.published_blocks, 4);
+    /* beam-style: free the parent, the children keep the cached prefix */
+    pb_kv_free(r.kv, p);
+    pb_seq_delete(r.pool, p);
+    PB_CHECK(pb_kv_check(r.kv) == PB_OK);
+    PB_CHECK_EQ_INT(ref(&r, shared[0]), 3);
+    free_group(&r, g);
+    free_group(&r, a);
+    PB_CHECK_EQ_INT(cached_blocks(&r), 4);
+    PB_CHECK_EQ_INT(pb_block_alloc_used(pb_paged_gpu(r.kv)), 0);
+    rig_free(&r);
+}
+
+PB_TEST(apc_swap_and_recompute_hit_their_own_blocks) {
+    rig r;
+    rig_init_apc(&r, 4, 16, 16, 0);
+    pb_group *a = rig_group(&r, 10, 12, -1, 0);
+    PB_REQUIRE(pb_kv_allocate(r.kv, a, &r.copies) == PB_OK);
+    computed(&r, a->seqs[0]);
+    for (int i = 0; i < 5; i++) decode(&r, a);   /* 15 tokens: 3 full blocks */
+    int32_t n, ta[4];
+    memcpy(ta, tab(&r, a->seqs[0], &n), sizeof ta);
+    PB_CHECK_EQ_INT(n, 4);
+    /* swap out: the full blocks stay cached on the GPU (their KV is still there) */
+    PB_REQUIRE(pb_kv_swap_out(r.kv, a, &r.map) == PB_OK);
+    PB_CHECK(pb_kv_check(r.kv) == PB_OK);
+    PB_CHECK_EQ_INT(cached_blocks(&r), 3);
+    PB_CHECK_EQ_INT(pb_block_alloc_free_count(pb_paged_gpu(r.kv)), 13);
+    PB_CHECK(pb_kv_can_swap_in(r.kv, a) == PB_ALLOC_OK);
+    pb_pair_vec_clear(&r.map);
+    PB_REQUIRE(pb_kv_swap_in(r.kv, a, &r.map) == PB_OK);
+    PB_CHECK_EQ_INT(r.map.n, 4);
+    PB_CHECK(pb_kv_check(r.kv) == PB_OK);
+    decode(&r, a);   /* the swapped-in copies duplicate the cached blocks: stay private */
+    pb_paged_cache_stats cs;
+    pb_paged_cache_stats_get(r.kv, &cs);
+    PB_CHECK_EQ_INT(cs.published_blocks, 4);    /* 3 old + the newly full block 3 */
+    PB_CHECK_EQ_INT(cs.cached_blocks, 3);
+    /* recompute: free, then allocate again with its 16 tokens (prompt + generated) */
+    free_group(&r, a);
+    a->state = PB_GROUP_WAITING;
+    PB_CHECK_EQ_INT(a->len, 16);
+    PB_CHECK_EQ_INT(pb_kv_cached_tokens(r.kv, a), 12);   /* the last token's block is computed */
+    PB_REQUIRE(pb_kv_allocate(r.kv, a, &r.copies) == PB_OK);
+    PB_CHECK_EQ_INT(a->seqs[0]->n_cached, 12);
+    const int32_t *t2 = tab(&r, a->seqs[0], &n);
+    PB_CHECK(t2[0] == ta[0] && t2[1] == ta[1] && t2[2] == ta[2]);
+    PB_CHECK(pb_kv_check(r.kv) == PB_OK);
+    rig_free(&r);
+}
+
 /* ---- property test ---- */
 
-PB_TEST(random_ops_100k_with_check) {
+/* 100k random operations, pb_kv_check after each.  caching: the manager caches
+ * prefixes; every operation that runs a step reports its KV computed, and a
+ * recompute op frees a group and allocates it again (its own blocks are hits). */
+static void random_ops(bool caching) {
     rig r;
-    rig_init(&r, 4, 48, 24, 0.02);
+    if (caching) rig_init_apc(&r, 4, 48, 24, 0.02);
+    else rig_init(&r, 4, 48, 24, 0.02);
     pb_rng rng;
     pb_rng_seed(&rng, 12345, 1);
     enum { MAXG = 200 };
     pb_group *live[MAXG];
     int n_live = 0;
-    long ops = 0, cows = 0, swaps = 0, forks = 0, frees = 0, allocs = 0;
+    long ops = 0, cows = 0, swaps = 0, forks = 0, frees = 0, allocs = 0, recompute_hits = 0;
     bool ok = true;
     for (long it = 0; it < 100000 && ok; it++) {
         int op = (int)pb_rng_below(&rng, 100);
@@ -349,7 +647,10 @@ PB_TEST(random_ops_100k_with_check) {
             if (st == PB_ALLOC_OK) {
                 int32_t free0 = pb_block_alloc_free_count(pb_paged_gpu(r.kv));
                 if (pb_kv_allocate(r.kv, g, &r.copies) != PB_OK) { ok = false; break; }
-                PB_CHECK(pb_block_alloc_free_count(pb_paged_gpu(r.kv)) <= free0);
+                if (!caching) PB_CHECK(pb_block_alloc_free_count(pb_paged_gpu(r.kv)) <= free0);
+                else (void)free0;
+                if (caching && pb_rng_below(&rng, 4))   /* its prefill ran */
+                    for (int i = 0; i < g->n_seqs; i++) pb_kv_computed(r.kv, g->seqs[i], g->seqs[i]->kv_len);
                 g->state = PB_GROUP_RUNNING;
                 live[n_live++] = g;
                 allocs++;
@@ -380,6 +681,7 @@ PB_TEST(random_ops_100k_with_check) {
                 }
                 g->len++;
                 g->n_generated++;
+                for (int i = 0; caching && i < g->n_seqs; i++) pb_kv_computed(r.kv, g->seqs[i], g->seqs[i]->kv_len);
             }
         } else if (op < 70 && n_live) {   /* fork */
             pb_group *g = live[pb_rng_below(&rng, (uint64_t)n_live)];
@@ -414,6 +716,24 @@ PB_TEST(random_ops_100k_with_check) {
                 g->state = PB_GROUP_SWAPPED;
                 swaps++;
             }
+        } else if (caching && op < 96 && n_live) {   /* recompute: free a running group, allocate it again */
+            pb_group *g = live[pb_rng_below(&rng, (uint64_t)n_live)];
+            if (g->state == PB_GROUP_RUNNING) {
+                for (int i = 0; i < g->n_seqs; i++) pb_kv_free(r.kv, g->seqs[i]);
+                g->state = PB_GROUP_WAITING;
+                pb_alloc_status st = pb_kv_can_allocate(r.kv, g);
+                if (st == PB_ALLOC_OK) {
+                    if (pb_kv_allocate(r.kv, g, &r.copies) != PB_OK) { ok = false; break; }
+                    g->state = PB_GROUP_RUNNING;
+                    if (g->seqs[0]->n_cached > 0) recompute_hits++;
+                } else {   /* no room now: drop it */
+                    int gi = 0;
+                    while (live[gi] != g) gi++;
+                    while (g->n_seqs) pb_seq_delete(r.pool, g->seqs[g->n_seqs - 1]);
+                    g->state = PB_GROUP_FINISHED;
+                    live[gi] = live[--n_live];
+                }
+            }
         } else if (n_live) {   /* swap in */
             pb_group *g = live[pb_rng_below(&rng, (uint64_t)n_live)];
             if (g->state == PB_GROUP_SWAPPED && pb_kv_can_swap_in(r.kv, g) == PB_ALLOC_OK) {
@@ -434,6 +754,15 @@ PB_TEST(random_ops_100k_with_check) {
     PB_CHECK(ok);
     PB_CHECK_EQ_INT(ops, 100000);
     PB_CHECK(allocs > 1000 && cows > 100 && swaps > 100 && forks > 100 && frees > 1000);
+    pb_paged_cache_stats cs;
+    pb_paged_cache_stats_get(r.kv, &cs);
+    if (caching) {
+        PB_CHECK(cs.hit_tokens > 1000 && cs.evictions > 100 && recompute_hits > 100);
+        fprintf(stderr, "  cache: %lld of %lld tokens hit, %lld evictions, %ld recomputes hit\n",
+                (long long)cs.hit_tokens, (long long)cs.query_tokens, (long long)cs.evictions, recompute_hits);
+    } else {
+        PB_CHECK(cs.hit_tokens == 0 && cs.published_blocks == 0);
+    }
     /* free everything: only the prefix pins remain, nothing leaked */
     for (int i = 0; i < n_live; i++) {
         pb_group *g = live[i];
@@ -446,6 +775,12 @@ PB_TEST(random_ops_100k_with_check) {
     int32_t pinned = 0;
     for (int p = 0; p < 3; p++) pinned += pb_paged_prefix_blocks(r.kv, p);
     PB_CHECK_EQ_INT(pb_block_alloc_used(pb_paged_gpu(r.kv)), pinned);
+    if (caching) {   /* no pool with the cache; what stays is cached, all evictable */
+        pb_paged_cache_stats_get(r.kv, &cs);
+        PB_CHECK_EQ_INT(pinned, 0);
+        PB_CHECK_EQ_INT(cs.cached_blocks, cs.published_blocks);
+        PB_CHECK_EQ_INT(pb_block_alloc_free_count(pb_paged_gpu(r.kv)) + cs.cached_blocks, 48);
+    }
     PB_CHECK_EQ_INT(pb_block_alloc_used(pb_paged_cpu(r.kv)), 0);
     PB_CHECK_EQ_INT(pb_seq_pool_live(r.pool), 0);
     PB_CHECK(pb_kv_check(r.kv) == PB_OK);
@@ -453,5 +788,8 @@ PB_TEST(random_ops_100k_with_check) {
             cows, forks, frees, swaps);
     rig_free(&r);
 }
+
+PB_TEST(random_ops_100k_with_check) { random_ops(false); }
+PB_TEST(random_ops_100k_with_prefix_caching_and_check) { random_ops(true); }
 
 PB_TEST_MAIN()

@@ -160,10 +160,11 @@ PB_TEST(sarathi_admits_prompts_longer_than_max_num_batched_tokens) {
 }
 
 /* request metrics of a run (caller frees) */
-static pb_req_metrics *run_rows(const char *policy, pb_step_mode sm, const pb_trace *t, int64_t *steps) {
+static pb_req_metrics *run_rows(const char *policy, pb_step_mode sm, int32_t max_paddings, const pb_trace *t,
+                                int64_t *steps) {
     pb_engine_params ep = params(PB_PREEMPT_AUTO);
     ep.step_mode = sm;
-    ep.max_paddings = 64;
+    ep.max_paddings = max_paddings;
     sys s;
     sys_init(&s, 8, 120, 60, &ep, policy, NULL, NULL);
     PB_ASSERT(pb_engine_run(s.e, t, s.m) == PB_OK);
@@ -187,20 +188,27 @@ PB_TEST(vllm_follows_the_engine_vllm_v01_and_v02_are_fixed) {
         r[i] = req(i, at, 1 + (int32_t)pb_rng_below(&rng, 90), 1 + (int32_t)pb_rng_below(&rng, 60));
     }
     pb_trace t = {r, N};
-    int64_t s_mixed, s_alt, s_v01, s_v02;
-    pb_req_metrics *mixed = run_rows("vllm", PB_STEP_MIXED, &t, &s_mixed);
-    pb_req_metrics *alt = run_rows("vllm", PB_STEP_ALTERNATE, &t, &s_alt);
-    pb_req_metrics *v01 = run_rows("vllm-v0.1", PB_STEP_ALTERNATE, &t, &s_v01);   /* ignores step_mode */
-    pb_req_metrics *v02 = run_rows("vllm-v0.2", PB_STEP_MIXED, &t, &s_v02);
+    int64_t s_mixed, s_alt, s_v01, s_v02, s_alt256, s_v02dflt;
+    pb_req_metrics *mixed = run_rows("vllm", PB_STEP_MIXED, 64, &t, &s_mixed);
+    pb_req_metrics *alt = run_rows("vllm", PB_STEP_ALTERNATE, 64, &t, &s_alt);
+    pb_req_metrics *v01 = run_rows("vllm-v0.1", PB_STEP_ALTERNATE, 64, &t, &s_v01);   /* ignores step_mode */
+    pb_req_metrics *v02 = run_rows("vllm-v0.2", PB_STEP_MIXED, 64, &t, &s_v02);
     PB_CHECK(s_mixed != s_alt);   /* the two versions schedule differently ... */
     PB_CHECK_EQ_INT(s_v01, s_mixed);
     PB_CHECK_EQ_INT(s_v02, s_alt);
     PB_CHECK(memcmp(v01, mixed, N * sizeof *mixed) == 0);   /* ... and each named one is one of them */
     PB_CHECK(memcmp(v02, alt, N * sizeof *alt) == 0);
+    /* vllm-v0.2 pads under v0.2's cap (256) when the system sets none (-1) */
+    pb_req_metrics *alt256 = run_rows("vllm", PB_STEP_ALTERNATE, 256, &t, &s_alt256);
+    pb_req_metrics *v02dflt = run_rows("vllm-v0.2", PB_STEP_MIXED, -1, &t, &s_v02dflt);
+    PB_CHECK_EQ_INT(s_v02dflt, s_alt256);
+    PB_CHECK(memcmp(v02dflt, alt256, N * sizeof *alt256) == 0);
     free(mixed);
     free(alt);
     free(v01);
     free(v02);
+    free(alt256);
+    free(v02dflt);
 }
 
 /* A policy of its own: the vLLM v0.1 step, but a group that cannot get its decode

@@ -85,4 +85,28 @@ PB_TEST(normal_exp_poisson_moments) {
     PB_CHECK_NEAR(sq / N, 120, 0.15);
 }
 
+/* The ziggurat's law is Exp(1): mean and variance 1, and P(X > t) = exp(-t) from the
+ * top layers (t small) through the wedges to the base layer's tail (t > 7.7). */
+PB_TEST(exp_zig_is_standard_exponential) {
+    pb_rng r;
+    pb_rng_seed(&r, 11, 0);
+    const int N = 2000000;
+    enum { NT = 9 };
+    const double ts[NT] = {0.01, 0.1, 0.5, 1, 2, 4, 7, 7.7, 9};
+    double s = 0, s2 = 0, above[NT] = {0};
+    for (int i = 0; i < N; i++) {
+        double x = pb_rng_exp_zig(&r);
+        PB_REQUIRE(x >= 0 && isfinite(x));
+        s += x;
+        s2 += x * x;
+        for (int k = 0; k < NT; k++) above[k] += x > ts[k];
+    }
+    PB_CHECK_NEAR(s / N, 1, 0.003);
+    PB_CHECK_NEAR(s2 / N - (s / N) * (s / N), 1, 0.01);
+    for (int k = 0; k < NT; k++) {
+        double p = exp(-ts[k]);
+        PB_CHECK_NEAR(above[k] / N, p, 5 * sqrt(p * (1 - p) / N) + 1e-6);
+    }
+}
+
 PB_TEST_MAIN()

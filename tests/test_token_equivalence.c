@@ -16,7 +16,10 @@
  *     under a padding cap) give the tokens of v0.1's mixed steps, also under
  *     recompute preemption;
  *   - Sarathi-Serve's chunked prefill under token budgets of 5, 7 and 33 gives the
- *     tokens of vLLM v0.1, with parallel samples, beams, swap and recompute.
+ *     tokens of vLLM v0.1, with parallel samples, beams, swap and recompute;
+ *   - automatic prefix caching (policy prefix-cache) gives vLLM's tokens on shared
+ *     prefixes and chatbot turns, with beam search and parallel sampling over cached
+ *     blocks, and under swap and recompute preemption (small KV pools).
  * Paged vs contiguous equality is bit for bit: the cpu model computes every token
  * row as one query over the cache (model.h), and tokens AND log-probabilities are
  * compared exactly.
@@ -78,7 +81,7 @@ static void on_finish_(void *user, const pb_group *g) {
 
 /* ---- systems ---- */
 
-typedef enum { SYS_VLLM, SYS_ORCA_ORACLE, SYS_ORCA_POW2, SYS_ORCA_MAX, SYS_FT } sys_kind;
+typedef enum { SYS_VLLM, SYS_ORCA_ORACLE, SYS_ORCA_POW2, SYS_ORCA_MAX, SYS_FT, SYS_APC } sys_kind;
 
 typedef struct {
     sys_kind kind;
@@ -92,6 +95,7 @@ typedef struct {
 typedef struct {
     int64_t n_recompute, n_swap, n_finished, n_steps;
     int64_t n_partial;          /* batch entries of a prefill chunk that did not sample */
+    int64_t hit_tokens;         /* prefix-cache hits (SYS_APC)                      */
     pb_real_exec_stats ex;      /* the executor's counters */
 } run_info;
 
@@ -146,16 +150,18 @@ static pb_status run_steps_(const pb_model *m, const sys_cfg *c, const pb_trace 
     xp.fixed_latency_s = 0.01;   /* deterministic clock: same schedule every run */
     xp.max_tokens_hint = 256;
     pb_status st;
-    if (c->kind == SYS_VLLM) {
+    if (c->kind == SYS_VLLM || c->kind == SYS_APC) {
         pb_paged_params pp;
         pb_paged_params_default(&pp);
         pp.block_size = c->block_size;
         pp.n_gpu_blocks = c->gpu_blocks;
         pp.n_cpu_blocks = c->cpu_blocks;
+        pp.prefix_caching = c->kind == SYS_APC;
         st = pb_paged_kv_create(&pp, &kv);
+        const char *pname = sc->policy ? sc->policy : c->kind == SYS_APC ? "prefix-cache" : "vllm";
         if (st == PB_OK && sc->options) st = pb_config_load_string("options", sc->options, &opts, &err);
-        if (st == PB_OK)
-            st = pb_policy_create(sc->policy ? sc->policy : "vllm", opts ? pb_config_root(opts) : NULL, &pol, &err);
+        if (st == PB_OK) st = pb_policy_create(pname, opts ? pb_config_root(opts) : NULL, &pol, &err);
+        if (st == PB_OK) PB_ASSERT(pol->iface->prefix_caching == (c->kind == SYS_APC));
         xp.block_size = c->block_size;
         xp.num_gpu_blocks = c->gpu_blocks;
         xp.num_cpu_blocks = c->cpu_blocks;
@@ -208,6 +214,11 @@ static pb_status run_steps_(const pb_model *m, const sys_cfg *c, const pb_trace 
         info->n_swap = sum.n_preempt_swap;
         info->n_finished = sum.n_finished;
         info->n_steps = pb_engine_steps(e);
+        if (c->kind == SYS_APC) {
+            pb_paged_cache_stats cs;
+            pb_paged_cache_stats_get(kv, &cs);
+            info->hit_tokens = cs.hit_tokens;
+        }
     }
     pb_real_exec_get_stats(ex, &info->ex);
     pb_engine_destroy(e);
@@ -606,6 +617,109 @@ PB_TEST(sarathi_forced_swap_and_recompute_keep_tokens) {
     sarathi_same_(&m, &sw, &t, &ref, "swap", true);
     sys_cfg rc = {SYS_VLLM, 4, 40, 0, 0, PB_PREEMPT_RECOMPUTE, 0.0f};
     sarathi_same_(&m, &rc, &t, &ref, "recompute", true);
+    pb_trace_free(&t);
+}
+
+/* ---- automatic prefix caching ---- */
+
+/* n requests over two shared prefixes (21 and 9 tokens) */
+static pb_trace prefix_trace_(uint64_t seed, int32_t n, double gap_s, int32_t samples, int32_t beam) {
+    pb_trace t = trace_(seed, n, gap_s, samples, beam);
+    for (int64_t i = 0; i < t.n; i++) {
+        t.reqs[i].prefix_id = (int32_t)(i % 2);
+        t.reqs[i].prefix_len = i % 2 ? 9 : 21;
+        t.reqs[i].prompt_len = t.reqs[i].prefix_len + 1 + (int32_t)(i * 7 % 23);
+        if (beam > 1) t.reqs[i].output_len = PB_MIN(t.reqs[i].output_len, 12);
+    }
+    return t;
+}
+
+/* 4 conversations of 3 turns; a turn re-sends the previous prompt + reply + a query
+ * (trace.h: prefix_len = the history) and arrives after the previous one finished
+ * (the cpu clock is 0.01 s a step), except conversation 3's second turn, which
+ * arrives while its first is still decoding */
+static pb_trace chat_trace_(void) {
+    static const int32_t conv[12] = {0, 1, 2, 3, 3, 0, 1, 2, 0, 1, 2, 3};
+    static const double at[12] = {0, 0.03, 0.06, 0.09, 0.1, 1.0, 1.03, 1.06, 2.0, 2.03, 2.06, 2.09};
+    pb_trace t = {0};
+    int64_t cap = 0;
+    int32_t hist[4] = {0}, turn[4] = {0};
+    for (int32_t k = 0; k < 12; k++) {
+        int32_t c = conv[k], q = 5 + (k * 5) % 11, out = 4 + (k * 3) % 9;
+        pb_request r = pb_request_make(at[k], hist[c] + q, out);
+        r.conversation_id = c;
+        r.turn = turn[c]++;
+        r.prefix_len = hist[c];
+        hist[c] += q + out;
+        pb_trace_push(&t, &cap, &r);
+    }
+    char err[256];
+    PB_ASSERT(pb_trace_check(&t, err, sizeof err) == PB_OK);
+    return t;
+}
+
+PB_TEST(prefix_cache_gives_vllm_tokens_on_shared_prefixes_and_chat_turns) {
+    pb_model m = model_("tiny-llama");
+    for (int kind = 0; kind < 2; kind++) {
+        pb_trace t = kind ? chat_trace_() : prefix_trace_(9, 12, 0.01, 1, 1);
+        outputs ref, o;
+        run_info ri, oi;
+        sys_cfg v = {SYS_VLLM, 4, 512, 0, 0, PB_PREEMPT_AUTO, 0.0f};
+        sys_cfg a = {SYS_APC, 4, 512, 0, 0, PB_PREEMPT_AUTO, 0.0f};
+        PB_REQUIRE(run_(&m, &v, &t, &ref, &ri) == PB_OK);
+        PB_REQUIRE(run_(&m, &a, &t, &o, &oi) == PB_OK);
+        fprintf(stderr, "  %s: %lld prefix-cache hit tokens, %lld prefill tokens read from the cache\n",
+                kind ? "chat" : "prefixes", (long long)oi.hit_tokens, (long long)oi.ex.cached_prefill_tokens);
+        PB_CHECK_EQ_INT(oi.n_finished, t.n);
+        PB_CHECK(oi.hit_tokens > 0 && oi.ex.cached_prefill_tokens >= oi.hit_tokens);
+        for (int64_t i = 0; i < t.n; i++)   /* the same prompts: token identity (trace.h) */
+            PB_CHECK(!memcmp(ref.prompt[i], o.prompt[i], sizeof ref.prompt[i]));
+        PB_CHECK(same_(&ref, &o, (int32_t)t.n, kind ? "prefix cache, chat" : "prefix cache, prefixes"));
+        pb_trace_free(&t);
+    }
+}
+
+PB_TEST(prefix_cache_beam_search_and_parallel_samples_over_cached_prefixes) {
+    pb_model m = model_("tiny-opt");
+    for (int mode = 0; mode < 2; mode++) {   /* 0: n = 3 samples, 1: beam width 3 */
+        pb_trace t = mode ? prefix_trace_(10, 8, 0.01, 1, 3) : prefix_trace_(11, 8, 0.01, 3, 1);
+        float temp = mode ? 0.0f : 0.8f;
+        outputs ref, o;
+        run_info ri, oi;
+        sys_cfg v = {SYS_VLLM, 4, 1024, 0, 0, PB_PREEMPT_AUTO, temp};
+        sys_cfg a = {SYS_APC, 4, 1024, 0, 0, PB_PREEMPT_AUTO, temp};
+        PB_REQUIRE(run_(&m, &v, &t, &ref, &ri) == PB_OK);
+        PB_REQUIRE(run_(&m, &a, &t, &o, &oi) == PB_OK);
+        fprintf(stderr, "  %s: %lld hit tokens\n", mode ? "beam" : "samples", (long long)oi.hit_tokens);
+        PB_CHECK(oi.hit_tokens > 0);
+        PB_CHECK(same_(&ref, &o, (int32_t)t.n, mode ? "prefix cache, beam" : "prefix cache, samples"));
+        /* and in a pool small enough to swap the multi-sequence groups */
+        sys_cfg sm = {SYS_APC, 4, 56, 56, 0, PB_PREEMPT_AUTO, temp};
+        PB_REQUIRE(run_(&m, &sm, &t, &o, &oi) == PB_OK);
+        fprintf(stderr, "  %s, small pool: %lld swaps, %lld hit tokens\n", mode ? "beam" : "samples",
+                (long long)oi.n_swap, (long long)oi.hit_tokens);
+        PB_CHECK(oi.n_swap > 0);
+        PB_CHECK(same_(&ref, &o, (int32_t)t.n, "prefix cache, small pool"));
+        pb_trace_free(&t);
+    }
+}
+
+PB_TEST(prefix_cache_under_swap_and_recompute_preemption_keeps_tokens) {
+    pb_model m = model_("tiny-llama");
+    pb_trace t = prefix_trace_(12, 14, 0.004, 1, 1);
+    outputs ref, o;
+    run_info ri, oi;
+    sys_cfg big = {SYS_VLLM, 4, 1024, 0, 0, PB_PREEMPT_AUTO, 0.0f};
+    PB_REQUIRE(run_(&m, &big, &t, &ref, &ri) == PB_OK);
+    static const pb_preempt_mode modes[] = {PB_PREEMPT_RECOMPUTE, PB_PREEMPT_SWAP};
+    for (size_t k = 0; k < PB_ARRAY_LEN(modes); k++) {
+        sys_cfg c = {SYS_APC, 4, 40, 40, 0, modes[k], 0.0f};
+        PB_REQUIRE(run_(&m, &c, &t, &o, &oi) == PB_OK);
+        fprintf(stderr, "  %s: %lld recomputes, %lld swaps, %lld hit tokens\n", pb_preempt_mode_str(modes[k]),
+                (long long)oi.n_recompute, (long long)oi.n_swap, (long long)oi.hit_tokens);
+        PB_CHECK(oi.n_recompute + oi.n_swap > 0 && oi.hit_tokens > 0);
+        PB_CHECK(same_(&ref, &o, (int32_t)t.n, pb_preempt_mode_str(modes[k])));
+    }
     pb_trace_free(&t);
 }
 

@@ -532,6 +532,35 @@ PB_TEST(trace_check_catches) {
     PB_CHECK(pb_trace_check(&t, err, sizeof err) == PB_OK);
     r[1].id = 5;
     PB_CHECK(pb_trace_check(&t, err, sizeof err) == PB_ERR_INVALID);
+    r[1].id = 1;
+    r[1].prefix_len = 3;   /* no prefix id: only a chatbot row's history may say so */
+    PB_CHECK(pb_trace_check(&t, err, sizeof err) == PB_ERR_INVALID);
+    PB_CHECK_STR_CONTAINS(err, "without a prefix_id");
+    r[1].conversation_id = 0;
+    PB_CHECK(pb_trace_check(&t, err, sizeof err) == PB_OK);
+    r[1].prefix_len = 5;   /* still below the prompt */
+    PB_CHECK(pb_trace_check(&t, err, sizeof err) == PB_ERR_INVALID);
+}
+
+PB_TEST(token_keys_share_prefixes_and_chat_histories) {
+    pb_request a = pb_request_make(0, 20, 5), b = pb_request_make(0, 30, 5);
+    a.id = 0;
+    b.id = 1;
+    for (int32_t i = 0; i < 25; i++) PB_CHECK(pb_token_key(&a, i, 7) != pb_token_key(&b, i, 7));   /* own */
+    a.prefix_id = b.prefix_id = 2;
+    a.prefix_len = b.prefix_len = 12;
+    for (int32_t i = 0; i < 12; i++) PB_CHECK(pb_token_key(&a, i, 7) == pb_token_key(&b, i, 7));
+    for (int32_t i = 12; i < 25; i++) PB_CHECK(pb_token_key(&a, i, 7) != pb_token_key(&b, i, 7));
+    PB_CHECK(pb_token_key(&a, 0, 7) != pb_token_key(&a, 0, 8));   /* the seed matters */
+    /* chatbot: turn 1 re-sends turn 0 (prompt 20 + reply 5) whole; turn 2 was cut */
+    pb_request t0 = pb_request_make(0, 20, 5), t1 = pb_request_make(1, 40, 5), t2 = pb_request_make(2, 40, 5);
+    t0.id = 3; t1.id = 4; t2.id = 5;
+    t0.conversation_id = t1.conversation_id = t2.conversation_id = 9;
+    t1.turn = 1; t1.prefix_len = 25;
+    t2.turn = 2;
+    PB_CHECK(pb_request_in_transcript(&t0) && pb_request_in_transcript(&t1) && !pb_request_in_transcript(&t2));
+    for (int32_t i = 0; i < 25; i++) PB_CHECK(pb_token_key(&t0, i, 1) == pb_token_key(&t1, i, 1));
+    for (int32_t i = 0; i < 40; i++) PB_CHECK(pb_token_key(&t2, i, 1) != pb_token_key(&t1, i, 1));
 }
 
 /* ---- workloads ---- */
@@ -644,9 +673,21 @@ PB_TEST(workload_chatbot) {
     for (int64_t i = 0; i < t.n; i++) max_conv = PB_MAX(max_conv, t.reqs[i].conversation_id);
     int32_t *next = calloc((size_t)max_conv + 1, sizeof *next);
     int ok = 1, order = 1;
-    int64_t capped = 0, later = 0, turns0 = 0;
+    int64_t capped = 0, later = 0, turns0 = 0, whole = 0;
+    int32_t *prev_len = calloc((size_t)max_conv + 1, sizeof *prev_len);   /* prompt + output, -1 once cut */
+    int hist_ok = 1;
     for (int64_t i = 0; i < t.n; i++) {
         const pb_request *r = &t.reqs[i];
+        /* prefix_len: the whole history (>= the previous turn's prompt + output, which it
+           re-sends), or 0 from the first cut turn on */
+        int32_t *pl = &prev_len[r->conversation_id];
+        hist_ok &= r->prefix_id == -1 && r->prefix_len < r->prompt_len;
+        if (r->turn > 0 && r->prefix_len > 0) {
+            hist_ok &= *pl > 0 && r->prefix_len >= *pl;
+            whole++;
+        }
+        if (r->turn > 0 && r->prefix_len == 0) *pl = -1;
+        else if (*pl >= 0) *pl = r->prompt_len + r->output_len;
         ok &= r->prompt_len >= 1 && r->prompt_len <= 1024 && r->output_len >= 1 && r->output_len <= 1016;
         ok &= r->conversation_id >= 0 && r->n == 1;
         order &= r->turn == next[r->conversation_id];    /* turns arrive in order */
@@ -657,14 +698,17 @@ PB_TEST(workload_chatbot) {
     }
     PB_CHECK(ok);
     PB_CHECK(order);
+    PB_CHECK(hist_ok);
+    PB_CHECK(whole > t.n / 20);   /* many later turns re-send their history whole */
+    free(prev_len);
     /* turns per conversation: geometric, mean 3.51 (the last conversations may be cut) */
     double mean_turns = (double)t.n / (double)turns0;
     PB_CHECK(mean_turns > 3.3 && mean_turns < 3.7);
     /* histories make long prompts common: more capped prompts than in first turns */
     PB_CHECK(capped > t.n / 10);
     PB_CHECK(later > t.n / 2);
-    fprintf(stderr, "  chatbot: %lld requests, %.1f%% prompts at 1024, mean turns %.2f\n", (long long)t.n,
-            100.0 * (double)capped / (double)t.n, mean_turns);
+    fprintf(stderr, "  chatbot: %lld requests, %.1f%% prompts at 1024, mean turns %.2f, %.1f%% with a whole history\n",
+            (long long)t.n, 100.0 * (double)capped / (double)t.n, mean_turns, 100.0 * (double)whole / (double)t.n);
     free(next);
     pb_trace_free(&t);
 }

@@ -256,6 +256,7 @@ static void build_chat(const pb_workload_cfg *c, const double *t, int64_t N, con
     int32_t *outl = pb_xmalloc((size_t)(N ? N : 1) * sizeof *outl);
     int64_t *start = pb_xmalloc((size_t)(N ? N : 1) * sizeof *start);
     int32_t *turns = pb_xmalloc((size_t)(N ? N : 1) * sizeof *turns);
+    int32_t *hist = pb_xmalloc((size_t)(N ? N : 1) * sizeof *hist);   /* history sent whole, else 0 */
     int64_t nconv = 0;
     double p = 1.0 / c->chat_mean_turns;
     int64_t hist_max = 2 * (int64_t)c->chat_max_prompt;
@@ -271,6 +272,7 @@ static void build_chat(const pb_workload_cfg *c, const double *t, int64_t N, con
         for (int64_t j = 0; j < T; j++) {
             int64_t i = k + j;
             prompt[i] = (int32_t)PB_MIN(h + q[i], (int64_t)c->chat_max_prompt);
+            hist[i] = h + q[i] <= c->chat_max_prompt ? (int32_t)h : 0;
             outl[i] = PB_MIN(r[i], c->chat_max_output);
             h = PB_MIN(h + q[i] + r[i], hist_max);
         }
@@ -308,9 +310,10 @@ static void build_chat(const pb_workload_cfg *c, const double *t, int64_t N, con
         pb_request rq = pb_request_make(t[i], prompt[k], outl[k]);
         rq.conversation_id = (int32_t)cv;
         rq.turn = turn;
+        rq.prefix_len = hist[k];   /* trace.h: a chatbot row's whole history, 0 if cut */
         pb_trace_push(out, cap, &rq);
     }
-    free(prompt); free(outl); free(start); free(turns); free(unstarted); free(open); free(next);
+    free(prompt); free(outl); free(start); free(turns); free(hist); free(unstarted); free(open); free(next);
 }
 
 pb_status pb_workload_generate(const pb_workload_cfg *cfg, uint64_t seed, pb_trace *out, char *err,

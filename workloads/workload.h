@@ -51,7 +51,10 @@
  *     probability new_conversation_prob (0.1), or when none is open, a random unstarted
  *     conversation starts; otherwise a random open one sends its next turn;
  *   - the KV cache is not kept between turns: each turn is an independent request whose
- *     prompt already holds the history (conversation_id / turn only label it).
+ *     prompt already holds the history (conversation_id / turn label it; prefix_len = h
+ *     when h + query <= max_prompt, the history sent whole, else 0: trace.h's token
+ *     identity then makes the turn re-send the previous turns' tokens, which a prefix
+ *     cache can reuse).
  *
  * Randomness: pb_rng streams under the one seed: 1 = arrivals, 2 = lengths,
  * 3 = conversations.  Same config + seed => the same trace, byte for byte. */

@@ -31,6 +31,9 @@ uint64_t pb_rng_below(pb_rng *r, uint64_t n);
 double   pb_rng_normal(pb_rng *r);
 /* exponential with the given rate (mean 1/rate); rate > 0 */
 double   pb_rng_exp(pb_rng *r, double rate);
+/* standard exponential (rate 1) by the ziggurat method: the law of pb_rng_exp(r, 1)
+ * from another stream, one u64 and no logarithm in 98.9% of draws (rng.c) */
+double   pb_rng_exp_zig(pb_rng *r);
 /* Poisson count with mean lambda >= 0 (Knuth for lambda < 30, PTRS above) */
 int64_t  pb_rng_poisson(pb_rng *r, double lambda);
 /* Gumbel(0,1), for sampling with the Gumbel-max trick */

@@ -36,6 +36,35 @@ pb_request pb_request_make(double arrival_s, int32_t prompt_len, int32_t output_
     return r;
 }
 
+bool pb_request_in_transcript(const pb_request *r) {
+    return r->conversation_id >= 0 && r->prefix_id < 0 && (r->turn == 0 || r->prefix_len > 0);
+}
+
+/* splitmix64's finalizer: a bijection of 64-bit words with full avalanche */
+static uint64_t mix64(uint64_t x) {
+    x ^= x >> 30;
+    x *= 0xBF58476D1CE4E5B9ULL;
+    x ^= x >> 27;
+    x *= 0x94D049BB133111EBULL;
+    return x ^ (x >> 31);
+}
+
+uint64_t pb_token_key(const pb_request *r, int32_t i, uint64_t seed) {
+    uint64_t kind, id;
+    if (r->prefix_id >= 0 && i < r->prefix_len) {
+        kind = 1;
+        id = (uint64_t)r->prefix_id;
+    } else if (pb_request_in_transcript(r)) {
+        kind = 2;
+        id = (uint64_t)r->conversation_id;
+    } else {
+        kind = 3;
+        id = (uint64_t)r->id;
+    }
+    uint64_t stream = mix64(seed ^ mix64((kind << 56) ^ id));
+    return mix64(stream + 0x9E3779B97F4A7C15ULL * (uint64_t)(i + 1));
+}
+
 #define FAIL(...) do { if (err) snprintf(err, errlen, __VA_ARGS__); return PB_ERR_INVALID; } while (0)
 
 /* Requests sharing a prefix_id share one prefix: one prefix_len per id.  Returns the
@@ -81,8 +110,8 @@ pb_status pb_trace_check(const pb_trace *t, char *err, size_t errlen) {
         if (r->beam_width > 1 && r->n != r->beam_width)
             FAIL("request %lld: beam search needs n == beam_width (n %d, beam_width %d)", k, r->n, r->beam_width);
         if (r->prefix_id < -1) FAIL("request %lld: prefix_id %d < -1", k, r->prefix_id);
-        if (r->prefix_id == -1 && r->prefix_len != 0)
-            FAIL("request %lld: prefix_len %d without a prefix_id", k, r->prefix_len);
+        if (r->prefix_id == -1 && r->prefix_len != 0 && r->conversation_id < 0)
+            FAIL("request %lld: prefix_len %d without a prefix_id or a conversation", k, r->prefix_len);
         if (r->prefix_len < 0 || r->prefix_len >= r->prompt_len)
             FAIL("request %lld: prefix_len %d not in [0, prompt_len %d)", k, r->prefix_len, r->prompt_len);
         if (r->conversation_id < -1) FAIL("request %lld: conversation_id %d < -1", k, r->conversation_id);

@@ -12,12 +12,26 @@
  * beam_width > 1 = beam search keeping beam_width beams, with n = beam_width (the
  * artifact's SamplingParams(n=K, use_beam_search=True)); one of the two modes per
  * request.  Chatbot requests carry conversation_id / turn (the KV cache is NOT kept
- * between turns: a turn's prompt already contains its history).
+ * between turns: a turn's prompt already contains its history).  A chatbot row
+ * (conversation_id >= 0, prefix_id == -1) uses prefix_len for the HISTORY it re-sends
+ * (the previous turns' prompts and replies) when that history was sent whole, and 0
+ * when it was truncated to fit; the engine's shared-prefix machinery ignores it (it
+ * keys on prefix_id >= 0 only).
+ *
+ * Token identity (pb_token_key): token i of a request is a 64-bit key, so that two
+ * requests that send the same text have equal keys there:
+ *   i < prefix_len of a request with prefix_id >= 0: the shared prefix stream
+ *       prefix_id (same id => same prefix tokens);
+ *   a chatbot row in its transcript (pb_request_in_transcript): prompt AND output are
+ *       the first prompt_len + output_len tokens of its conversation's transcript
+ *       stream, so turn k+1 re-sends turn k's prompt and reply;
+ *   otherwise the request's own stream (its id).
  *
  * Reading and writing CSV: trace_io.h.  Generating: workload.h. */
 #ifndef PB_TRACE_H
 #define PB_TRACE_H
 
+#include <stdbool.h>
 #include <stdint.h>
 
 #include "pb.h"
@@ -54,6 +68,18 @@ void pb_trace_push(pb_trace *t, int64_t *cap, const pb_request *r);
  * conversation. */
 pb_request pb_request_make(double arrival_s, int32_t prompt_len, int32_t output_len);
 
+/* Is r a chatbot row whose tokens (prompt and output) are a prefix of its
+ * conversation's transcript?  conversation_id >= 0, prefix_id == -1, and either
+ * turn 0 (nothing before it: a first prompt cut to fit keeps only its last tokens, but
+ * no later turn of such a conversation is in the transcript either, so numbering it
+ * from the transcript's start shares nothing wrongly) or a whole history
+ * (prefix_len > 0). */
+bool pb_request_in_transcript(const pb_request *r);
+/* Key of token i (>= 0) of request r (its row id and stream, see above) under the
+ * engine seed.  Equal keys <=> the same token at the same position of the same stream
+ * (up to 64-bit hash collisions).  Real executors use key % vocab as the token id. */
+uint64_t pb_token_key(const pb_request *r, int32_t i, uint64_t seed);
+
 /* Bounds of one request: lengths (prompt_len + output_len stays far below 2^31, so
  * no sum of two lengths overflows), and the sequences of one group (n, beam_width). */
 #define PB_TRACE_MAX_LEN (1 << 24)
@@ -61,7 +87,8 @@ pb_request pb_request_make(double arrival_s, int32_t prompt_len, int32_t output_
 
 /* Invariants: ids 0..n-1, arrivals finite, >= 0 and non-decreasing, lengths in
  * [1, PB_TRACE_MAX_LEN], n and beam_width in [1, PB_TRACE_MAX_SEQS], beam requests have n == beam_width, prefix_id >= -1,
- * 0 <= prefix_len < prompt_len (0 when prefix_id == -1), conversation_id >= -1,
+ * 0 <= prefix_len < prompt_len (0 when prefix_id == -1, unless the row is a chatbot
+ * turn: conversation_id >= 0, whose prefix_len is its whole history), conversation_id >= -1,
  * turn >= 0, and one prefix_len per prefix_id (requests sharing an id share one
  * prefix).  Returns PB_OK or PB_ERR_INVALID with "request i: what" in err. */
 pb_status pb_trace_check(const pb_trace *t, char *err, size_t errlen);

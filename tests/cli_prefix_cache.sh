@@ -1,0 +1,61 @@
+#!/usr/bin/env bash
+# cli_prefix_cache.sh -- the `prefix-cache` policy (automatic prefix caching in the
+# paged KV manager) through `pagedbench run` on the sim executor: chatbot turns hit the
+# cache on the histories they re-send, translation requests on their few-shot prefix;
+# vLLM without it reports no prefix_hit_pct; both finish every request; the policy on
+# a contiguous system is a config error at file:line:col, exit 2.
+#   bash tests/cli_prefix_cache.sh build/cpu/pagedbench
+set -u
+PB=${1:?usage: cli_prefix_cache.sh path/to/pagedbench}
+T=$(mktemp -d /tmp/pb_cli_apc.XXXXXX)
+trap 'rm -rf "$T"' EXIT
+pass=0; fail=0
+ok()  { pass=$((pass + 1)); echo "[ok] $1" >&2; }
+bad() { fail=$((fail + 1)); echo "[FAIL] $1" >&2; }
+
+for ds in chatbot translation; do
+cat >"$T/$ds.yaml" <<Y
+name: apc_$ds
+figure: apc_$ds
+model: opt-13b
+hardware: a100-40gb
+workload:
+  dataset: $ds
+  arrivals: poisson
+  rate: $( [ $ds = chatbot ] && echo 0.5 || echo 8 )
+  duration_s: 300
+columns: [system, prefix_hit_pct, n_finished, n_requests]
+systems:
+  - {name: vllm, type: vllm}
+  - {name: apc, type: vllm, policy: prefix-cache}
+Y
+done
+sed 's/{name: apc, type: vllm, policy: prefix-cache}/{name: apc, type: orca, policy: prefix-cache}/' "$T/chatbot.yaml" >"$T/bad.yaml"
+
+col() {   # col CSV SYSTEM COLUMN
+    awk -F, -v s="$2" -v c="$3" 'NR == 1 { for (i = 1; i <= NF; i++) { if ($i == c) k = i; if ($i == "system") y = i }; next }
+                                 $y == s { print $k }' "$1"
+}
+for ds in chatbot translation; do
+    if "$PB" run "$T/$ds.yaml" --results "$T/r" >"$T/out" 2>"$T/err"; then
+        csv="$T/r/apc_$ds.csv"
+        hit=$(col "$csv" apc prefix_hit_pct)
+        min=$( [ $ds = chatbot ] && echo 1 || echo 50 )
+        awk -v h="$hit" -v m="$min" 'BEGIN { exit !(h > m) }' && ok "$ds: prefix-cache hits $hit% of prompt tokens (> $min%)" ||
+            bad "$ds: prefix_hit_pct '$hit'"
+        [ -z "$(col "$csv" vllm prefix_hit_pct)" ] && ok "$ds: vllm has no prefix_hit_pct" ||
+            bad "$ds: vllm prefix_hit_pct '$(col "$csv" vllm prefix_hit_pct)'"
+        for s in vllm apc; do
+            [ "$(col "$csv" $s n_finished)" = "$(col "$csv" $s n_requests)" ] && ok "$ds: $s finished every request" ||
+                bad "$ds: $s finished $(col "$csv" $s n_finished) of $(col "$csv" $s n_requests)"
+        done
+    else bad "$ds run failed: $(head -c 400 "$T/err")"; fi
+done
+
+out=$("$PB" run "$T/bad.yaml" --results "$T/rb" 2>&1); rc=$?
+if [ "$rc" != 0 ] && grep -qE "bad.yaml:[0-9]+:[0-9]+: .*needs a paged KV manager" <<<"$out"; then
+    ok "prefix-cache on a contiguous system: an error at file:line:col"
+else bad "prefix-cache on orca (rc $rc): $(head -c 400 <<<"$out")"; fi
+
+echo "cli_prefix_cache: $pass passed, $fail failed" >&2
+[ "$fail" = 0 ]
