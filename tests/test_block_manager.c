@@ -20,7 +20,7 @@ typedef struct {
     pb_pair_vec copies, map;
 } rig;
 
-static void rig_init(rig *r, int32_t bs, int32_t gpu, int32_t cpu, double wm) {
+static void rig_init_with(rig *r, int32_t bs, int32_t gpu, int32_t cpu, double wm, bool caching) {
     memset(r, 0, sizeof *r);
     pb_paged_params p;
     pb_paged_params_default(&p);
@@ -28,22 +28,16 @@ static void rig_init(rig *r, int32_t bs, int32_t gpu, int32_t cpu, double wm) {
     p.n_gpu_blocks = gpu;
     p.n_cpu_blocks = cpu;
     p.watermark = wm;
+    p.prefix_caching = caching;
     PB_ASSERT(pb_paged_kv_create(&p, &r->kv) == PB_OK);
     r->pool = pb_seq_pool_create(false);
 }
-
+static void rig_init(rig *r, int32_t bs, int32_t gpu, int32_t cpu, double wm) {
+    rig_init_with(r, bs, gpu, cpu, wm, false);
+}
 /* the same with automatic prefix caching */
 static void rig_init_apc(rig *r, int32_t bs, int32_t gpu, int32_t cpu, double wm) {
-    memset(r, 0, sizeof *r);
-    pb_paged_params p;
-    pb_paged_params_default(&p);
-    p.block_size = bs;
-    p.n_gpu_blocks = gpu;
-    p.n_cpu_blocks = cpu;
-    p.watermark = wm;
-    p.prefix_caching = true;
-    PB_ASSERT(pb_paged_kv_create(&p, &r->kv) == PB_OK);
-    r->pool = pb_seq_pool_create(false);
+    rig_init_with(r, bs, gpu, cpu, wm, true);
 }
 
 static void rig_free(rig *r) {
