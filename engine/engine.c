@@ -163,7 +163,7 @@ pb_status pb_engine_begin(pb_engine *e, const pb_trace *t, pb_metrics *m) {
         r->beam_width = g.beam_width;
         max_gaps += g.output_len - 1;
     }
-    pb_metrics_reserve_gaps(m, max_gaps);
+    pb_metrics_reserve_gaps(m, PB_MIN(max_gaps, (int64_t)1 << 26));   /* at most 512 MiB up front */
     s->running_run = true;
     return PB_OK;
 }
