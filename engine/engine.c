@@ -51,11 +51,57 @@ pb_status pb_engine_create(const pb_engine_params *p, pb_kv_manager *kv, pb_poli
     return PB_OK;
 }
 
+/* ---- group storage: a group per arrived request, recycled after it is done ---- */
+
+static void ptr_push(pb_group ***v, int32_t *n, int32_t *cap, pb_group *g) {
+    if (*n == *cap) {
+        *cap = *cap ? 2 * *cap : 64;
+        *v = pb_xrealloc(*v, (size_t)*cap * sizeof **v);
+    }
+    (*v)[(*n)++] = g;
+}
+
+/* The group of request `id`, arrived now: a recycled struct when there is one. */
+static pb_group *group_arrive(pb_sched *s, int64_t id) {
+    pb_group *g;
+    if (s->n_free_groups > 0) {
+        g = s->free_groups[--s->n_free_groups];
+        pb_group_reuse(g, (int32_t)id, &s->reqs[id], s->p.max_model_len, s->p.seed);
+    } else {
+        g = pb_xmalloc(sizeof *g);
+        pb_group_init(g, (int32_t)id, &s->reqs[id], s->p.max_model_len, s->p.seed);
+    }
+    g->live_idx = s->n_live;
+    ptr_push(&s->live, &s->n_live, &s->cap_live, g);
+    return g;
+}
+
+static void groups_recycle(pb_sched *s) {
+    for (int32_t i = 0; i < s->n_dead; i++) {
+        pb_group *g = s->dead[i];
+        pb_group *last = s->live[--s->n_live];
+        s->live[g->live_idx] = last;
+        last->live_idx = g->live_idx;
+        ptr_push(&s->free_groups, &s->n_free_groups, &s->cap_free_groups, g);
+    }
+    s->n_recycled += s->n_dead;
+    s->n_dead = 0;
+}
+
 static void engine_clear_run(pb_sched *s) {
-    for (int64_t i = 0; i < s->n_groups; i++) pb_group_release(&s->groups[i]);
-    free(s->groups);
-    s->groups = NULL;
-    s->n_groups = 0;
+    groups_recycle(s);
+    for (int32_t i = 0; i < s->n_live; i++) ptr_push(&s->free_groups, &s->n_free_groups, &s->cap_free_groups, s->live[i]);
+    for (int32_t i = 0; i < s->n_free_groups; i++) {
+        pb_group_release(s->free_groups[i]);
+        free(s->free_groups[i]);
+    }
+    free(s->live);
+    free(s->dead);
+    free(s->free_groups);
+    s->live = s->dead = s->free_groups = NULL;
+    s->n_live = s->cap_live = s->n_dead = s->cap_dead = s->n_free_groups = s->cap_free_groups = 0;
+    s->reqs = NULL;
+    s->n_requests = 0;
     pb_seq_pool_destroy(s->pool);
     s->pool = NULL;
     s->running_run = false;
@@ -71,7 +117,9 @@ void pb_engine_destroy(pb_engine *e) {
 double pb_engine_now(const pb_engine *e) { return e->s.now; }
 int64_t pb_engine_steps(const pb_engine *e) { return e->s.step; }
 const pb_group *pb_engine_group(const pb_engine *e, int64_t id) {
-    return id >= 0 && id < e->s.n_groups ? &e->s.groups[id] : NULL;
+    for (int32_t i = 0; i < e->s.n_live; i++)
+        if (e->s.live[i]->id == id) return e->s.live[i];
+    return NULL;
 }
 const pb_batch *pb_engine_last_batch(const pb_engine *e) { return &e->s.batch; }
 
@@ -90,10 +138,9 @@ pb_status pb_engine_begin(pb_engine *e, const pb_trace *t, pb_metrics *m) {
         }
     }
     s->metrics = m;
-    s->n_groups = t->n;
-    s->groups = pb_xcalloc((size_t)(t->n > 0 ? t->n : 1), sizeof *s->groups);
-    for (int64_t i = 0; i < t->n; i++)
-        pb_group_init(&s->groups[i], (int32_t)i, &t->reqs[i], s->p.max_model_len, s->p.seed);
+    s->reqs = t->reqs;
+    s->n_requests = t->n;
+    s->n_recycled = 0;
     s->pool = pb_seq_pool_create(s->p.store_tokens);
     s->next_arrival = 0;
     s->n_done = 0;
@@ -103,16 +150,20 @@ pb_status pb_engine_begin(pb_engine *e, const pb_trace *t, pb_metrics *m) {
     s->n_running = s->running_seqs = s->n_swapped = s->n_waiting = 0;
     memset(&s->batch, 0, sizeof s->batch);
     pb_metrics_begin(m, t->n);
-    for (int64_t i = 0; i < t->n; i++) {
+    int64_t max_gaps = 0;
+    for (int64_t i = 0; i < t->n; i++) {   /* the request's row as its group will see it */
         pb_req_metrics *r = pb_metrics_req(m, i);
-        const pb_group *g = &s->groups[i];
-        r->arrival_s = g->arrival_s;
-        r->prompt_len = g->prompt_len;
-        r->output_len = g->output_len;
-        r->n_seqs = g->max_seqs;
-        r->n = g->n;
-        r->beam_width = g->beam_width;
+        pb_group g;
+        pb_group_init(&g, (int32_t)i, &t->reqs[i], s->p.max_model_len, s->p.seed);
+        r->arrival_s = g.arrival_s;
+        r->prompt_len = g.prompt_len;
+        r->output_len = g.output_len;
+        r->n_seqs = g.max_seqs;
+        r->n = g.n;
+        r->beam_width = g.beam_width;
+        max_gaps += g.output_len - 1;
     }
+    pb_metrics_reserve_gaps(m, PB_MIN(max_gaps, (int64_t)1 << 26));   /* at most 512 MiB up front */
     s->running_run = true;
     return PB_OK;
 }
@@ -130,6 +181,7 @@ static void finish_group(pb_sched *s, pb_group *g) {
     r->finish_s = s->now;
     s->n_done++;
     if (s->policy->iface->on_group_done) s->policy->iface->on_group_done(s->policy, s, g);
+    pb_sched_group_done(s, g);
 }
 
 static const pb_candidates *seq_cands(pb_sched *s, pb_seq *q, bool has_tokens, int32_t n_top,
@@ -248,7 +300,7 @@ static pb_status group_token(pb_sched *s, pb_group *g, bool has_tokens) {
 /* ---- one step: schedule, execute, postprocess ---- */
 
 static bool run_over(const pb_sched *s) {
-    return s->n_done == s->n_groups || (s->p.max_steps > 0 && s->step >= s->p.max_steps) ||
+    return s->n_done == s->n_requests || (s->p.max_steps > 0 && s->step >= s->p.max_steps) ||
            (s->p.max_clock_s > 0 && s->now > s->p.max_clock_s);
 }
 
@@ -257,11 +309,14 @@ static bool run_over(const pb_sched *s) {
    anything to execute (a step of preemptions or rejections only). */
 static pb_status schedule(pb_sched *s, bool *ready) {
     *ready = false;
-    while (s->next_arrival < s->n_groups && s->groups[s->next_arrival].arrival_s <= s->now)
-        pb_sched_enqueue_waiting(s, &s->groups[s->next_arrival++]);
+    groups_recycle(s);
+    while (s->next_arrival < s->n_requests && s->reqs[s->next_arrival].arrival_s <= s->now) {
+        pb_group *g = group_arrive(s, s->next_arrival++);
+        pb_sched_enqueue_waiting(s, g);
+    }
     if (s->n_waiting + s->n_running + s->n_swapped == 0) {   /* idle: jump */
-        PB_ASSERT(s->next_arrival < s->n_groups);
-        s->now = s->groups[s->next_arrival].arrival_s;
+        PB_ASSERT(s->next_arrival < s->n_requests);
+        s->now = s->reqs[s->next_arrival].arrival_s;
         return PB_OK;
     }
     pb_sched_begin_step(s);
@@ -278,8 +333,8 @@ static pb_status schedule(pb_sched *s, bool *ready) {
         s->step++;
         return PB_OK;
     }
-    if (s->next_arrival < s->n_groups) {
-        s->now = PB_MAX(s->now, s->groups[s->next_arrival].arrival_s);
+    if (s->next_arrival < s->n_requests) {
+        s->now = PB_MAX(s->now, s->reqs[s->next_arrival].arrival_s);
         return PB_OK;
     }
     pb_log_error("engine: policy '%s' scheduled nothing with %d waiting, %d running, %d swapped "
@@ -391,11 +446,19 @@ pb_status pb_engine_step(pb_engine *e, bool *done) {
     return s->p.check_every_step ? pb_engine_check(e) : PB_OK;
 }
 
+static int group_id_cmp(const void *a, const void *b) {
+    int32_t x = (*(pb_group *const *)a)->id, y = (*(pb_group *const *)b)->id;
+    return (x > y) - (x < y);
+}
+
 pb_status pb_engine_end(pb_engine *e) {
     pb_sched *s = &e->s;
     if (!s->running_run) return PB_ERR_INVALID;
-    for (int64_t i = 0; i < s->n_groups; i++) {   /* what is left: unfinished */
-        pb_group *g = &s->groups[i];
+    groups_recycle(s);
+    qsort(s->live, (size_t)s->n_live, sizeof *s->live, group_id_cmp);   /* in request order */
+    for (int32_t i = 0; i < s->n_live; i++) {   /* what is left: unfinished */
+        pb_group *g = s->live[i];
+        g->live_idx = i;
         if (g->state == PB_GROUP_RUNNING) pb_sched_running_remove(s, g);
         pb_sched_release_group(s, g);
     }
@@ -419,10 +482,20 @@ pb_status pb_engine_check(pb_engine *e) {
     pb_status st = pb_sched_check(s);
     if (st != PB_OK) return st;
     int32_t nw = 0, nr = 0, nsw = 0;
-    int64_t done = 0;
-    for (int64_t i = 0; i < s->n_groups; i++) {
-        const pb_group *g = &s->groups[i];
+    int64_t done = s->n_recycled;
+    if (s->n_live + s->n_recycled != s->next_arrival || s->n_dead > s->n_live) {
+        pb_log_error("engine: %d live + %lld recycled groups for %lld arrivals (%d dead)", s->n_live,
+                     (long long)s->n_recycled, (long long)s->next_arrival, s->n_dead);
+        return PB_ERR_INVALID;
+    }
+    for (int32_t i = 0; i < s->n_live; i++) {
+        const pb_group *g = s->live[i];
         if ((st = pb_group_check(g)) != PB_OK) return st;
+        if (g->live_idx != i || g->id < 0 || g->id >= s->next_arrival || g->state == PB_GROUP_PENDING) {
+            pb_log_error("engine: live group %d at %d (live_idx %d, state %s, %lld arrived)", g->id, i,
+                         g->live_idx, pb_group_state_str(g->state), (long long)s->next_arrival);
+            return PB_ERR_INVALID;
+        }
         switch (g->state) {
         case PB_GROUP_WAITING: nw++; break;
         case PB_GROUP_RUNNING: nr++; break;

@@ -93,7 +93,9 @@ pb_status pb_engine_end(pb_engine *e);                /* frees what is left, clo
 
 double pb_engine_now(const pb_engine *e);
 int64_t pb_engine_steps(const pb_engine *e);
-const pb_group *pb_engine_group(const pb_engine *e, int64_t id);   /* during a run */
+/* The group of request id while it lives: from its arrival to the step after it
+   finishes or is rejected (groups are recycled); NULL otherwise.  O(live groups). */
+const pb_group *pb_engine_group(const pb_engine *e, int64_t id);
 const pb_batch *pb_engine_last_batch(const pb_engine *e);          /* last executed */
 /* Invariants: queue membership matches group states, sequence counts, the KV
  * manager's own check. */

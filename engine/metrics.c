@@ -68,6 +68,12 @@ void pb_metrics_set_prefix_cache(pb_metrics *m, int64_t hit_tokens, int64_t quer
     m->prefix_query_tokens = query_tokens;
 }
 
+void pb_metrics_reserve_gaps(pb_metrics *m, int64_t n) {
+    if (n <= m->cap_itl) return;
+    m->cap_itl = n;
+    m->itl = pb_xrealloc(m->itl, (size_t)n * sizeof *m->itl);
+}
+
 void pb_metrics_token(pb_metrics *m, int64_t id, double t) {
     pb_req_metrics *r = pb_metrics_req(m, id);
     if (r->last_token_s >= 0) {
@@ -115,7 +121,7 @@ void pb_metrics_add_step(pb_metrics *m, const pb_step_metrics *st) {
 void pb_metrics_end(pb_metrics *m, double clock_s) { m->clock_s = clock_s; }
 
 const pb_req_metrics *pb_metrics_requests(const pb_metrics *m, int64_t *n) {
-    *n = m->n_reqs;
+    if (n) *n = m->n_reqs;
     return m->reqs;
 }
 

@@ -122,7 +122,7 @@ void pb_metrics_reset(pb_metrics *m);
 
 /* Results (valid after pb_engine_run). */
 void pb_metrics_summary(const pb_metrics *m, pb_run_summary *out);
-const pb_req_metrics *pb_metrics_requests(const pb_metrics *m, int64_t *n);
+const pb_req_metrics *pb_metrics_requests(const pb_metrics *m, int64_t *n);   /* n may be NULL */
 const pb_step_metrics *pb_metrics_steps(const pb_metrics *m, int64_t *n);  /* NULL, 0 if not recorded */
 
 /* SLO goodput: slo_ttft_ms / slo_tpot_ms <= 0 mean "no bound".  *met = requests
@@ -157,6 +157,10 @@ void pb_metrics_print_summary(FILE *f, const pb_run_summary *s, const char *titl
 void pb_metrics_begin(pb_metrics *m, int64_t n_requests);
 pb_req_metrics *pb_metrics_req(pb_metrics *m, int64_t id);
 void pb_metrics_add_step(pb_metrics *m, const pb_step_metrics *st);
+/* Room for n inter-token gaps up front (the engine: the sum of output_len - 1 over
+ * the requests, the most a run records, capped at 2^26), so that recording does not
+ * reallocate; pb_metrics_token grows the array past it. */
+void pb_metrics_reserve_gaps(pb_metrics *m, int64_t n);
 /* Request id produced a token at clock t (every sequence of it in that step): the
  * gap since its previous token is one ITL sample. */
 void pb_metrics_token(pb_metrics *m, int64_t id, double t);

@@ -184,6 +184,14 @@ void pb_sched_begin_step(pb_sched *s) {
     s->n_swap_in_groups = 0;
 }
 
+void pb_sched_group_done(pb_sched *s, pb_group *g) {
+    if (s->n_dead == s->cap_dead) {
+        s->cap_dead = s->cap_dead ? 2 * s->cap_dead : 64;
+        s->dead = pb_xrealloc(s->dead, (size_t)s->cap_dead * sizeof *s->dead);
+    }
+    s->dead[s->n_dead++] = g;
+}
+
 void pb_sched_release_group(pb_sched *s, pb_group *g) {
     while (g->n_seqs > 0) {
         pb_seq *q = g->seqs[g->n_seqs - 1];
@@ -340,6 +348,7 @@ void pb_sched_reject(pb_sched *s, pb_group *g) {
     pb_req_metrics *r = pb_metrics_req(s->metrics, g->id);
     r->rejected = true;
     if (s->policy->iface->on_group_done) s->policy->iface->on_group_done(s->policy, s, g);
+    pb_sched_group_done(s, g);
     pb_log_debug("request %d rejected (prompt %d tokens, len %d)", g->id, g->prompt_len, g->len);
 }
 

@@ -24,10 +24,18 @@ struct pb_sched {
     pb_policy *policy;
     pb_executor *ex;
     pb_metrics *metrics;
-    pb_group *groups;             /* [n_groups], one per request                   */
-    int64_t n_groups;
+    const pb_request *reqs;       /* the trace's rows [n_requests]                 */
+    int64_t n_requests;
     int64_t next_arrival;         /* first request not yet in the waiting queue    */
     int64_t n_done;               /* finished + rejected                           */
+    /* Groups exist from their request's arrival until the step after they finish or
+       are rejected (memory O(live requests)): live = arrived and not yet recycled
+       (g->live_idx), dead = done since the last recycling (recycled at the start of
+       the next step: policies may still hold them during the step that ends them),
+       free = recycled structs for the next arrivals. */
+    pb_group **live, **dead, **free_groups;
+    int32_t n_live, cap_live, n_dead, cap_dead, n_free_groups, cap_free_groups;
+    int64_t n_recycled;
     pb_seq_pool *pool;
     double now;
     int64_t step;
@@ -70,6 +78,8 @@ void pb_sched_begin_step(pb_sched *s);
 void pb_sched_enqueue_waiting(pb_sched *s, pb_group *g);   /* PENDING/new -> WAITING */
 void pb_sched_running_remove(pb_sched *s, pb_group *g);    /* for finishing groups   */
 void pb_sched_release_group(pb_sched *s, pb_group *g);     /* free KV + seqs          */
+void pb_sched_group_done(pb_sched *s, pb_group *g);        /* finished / rejected: to
+                                                              recycle next step      */
 pb_status pb_sched_check(pb_sched *s);
 
 #endif /* PB_SCHEDULER_H */

@@ -53,6 +53,15 @@ void pb_group_init(pb_group *g, int32_t id, const pb_request *r, int32_t max_len
     pb_rng_seed(&g->rng, seed, 0x5e9000ULL + (uint64_t)id);
 }
 
+void pb_group_reuse(pb_group *g, int32_t id, const pb_request *r, int32_t max_len, uint64_t seed) {
+    PB_ASSERT(g->n_seqs == 0);
+    pb_seq **seqs = g->seqs;
+    int32_t cap = g->cap_seqs;
+    pb_group_init(g, id, r, max_len, seed);
+    g->seqs = seqs;
+    g->cap_seqs = cap;
+}
+
 void pb_group_release(pb_group *g) {
     free(g->seqs);
     g->seqs = NULL;

@@ -103,6 +103,7 @@ struct pb_group {
     /* scheduling (engine-owned; policies read) */
     pb_group *prev, *next; /* links in the running or swapped list                    */
     int32_t heap_idx;      /* position in the waiting heap, -1 when not waiting       */
+    int32_t live_idx;      /* position in the engine's live groups                    */
     double wait_key;       /* policy priority key in the waiting heap (smaller first) */
     int64_t preempted_step;/* engine step index of the last preemption (-1 = never)   */
     int64_t admitted_step; /* step it was last admitted / swapped in                  */
@@ -126,6 +127,9 @@ struct pb_group {
  * index; state PENDING, no sequences).  max_len is the engine's max model length;
  * seed the engine seed (the group's rng stream is derived from id). */
 void pb_group_init(pb_group *g, int32_t id, const pb_request *r, int32_t max_len, uint64_t seed);
+/* pb_group_init for a group with no sequences left (a finished or rejected one,
+ * recycled), keeping its sequence-pointer buffer. */
+void pb_group_reuse(pb_group *g, int32_t id, const pb_request *r, int32_t max_len, uint64_t seed);
 /* Free what pb_group_init and the seqs allocated (does not touch KV). */
 void pb_group_release(pb_group *g);
 
