@@ -982,6 +982,25 @@ static const pb_kv_manager_i BM_IFACE = {
     .check = bm_check,
     .destroy = bm_destroy,
 };
+/* without caching: no computed() call per sequence and step */
+static const pb_kv_manager_i BM_IFACE_NOCACHE = {
+    .name = "paged",
+    .can_allocate = bm_can_allocate,
+    .allocate = bm_allocate,
+    .can_append = bm_can_append,
+    .append = bm_append,
+    .fork = bm_fork,
+    .free = bm_free,
+    .can_swap_out = bm_can_swap_out,
+    .swap_out = bm_swap_out,
+    .can_swap_in = bm_can_swap_in,
+    .swap_in = bm_swap_in,
+    .batch_info = bm_batch_info,
+    .cached_tokens = bm_cached_tokens,
+    .usage = bm_usage,
+    .check = bm_check,
+    .destroy = bm_destroy,
+};
 
 pb_status pb_paged_kv_create(const pb_paged_params *p, pb_kv_manager **out) {
     *out = NULL;
@@ -1017,7 +1036,7 @@ pb_status pb_paged_kv_create(const pb_paged_params *p, pb_kv_manager **out) {
         b->lru_prev = pb_xcalloc(n, sizeof(int32_t));
         b->lru_next = pb_xcalloc(n, sizeof(int32_t));
     }
-    b->base.iface = &BM_IFACE;
+    b->base.iface = b->caching ? &BM_IFACE : &BM_IFACE_NOCACHE;
     b->base.impl = b;
     b->base.block_size = p->block_size;
     b->base.swap_unit_tokens = p->block_size;

@@ -154,7 +154,7 @@ pb_status pb_engine_begin(pb_engine *e, const pb_trace *t, pb_metrics *m) {
     for (int64_t i = 0; i < t->n; i++) {   /* the request's row as its group will see it */
         pb_req_metrics *r = pb_metrics_req(m, i);
         pb_group g;
-        pb_group_init(&g, (int32_t)i, &t->reqs[i], s->p.max_model_len, s->p.seed);
+        pb_group_shape(&g, &t->reqs[i], s->p.max_model_len);
         r->arrival_s = g.arrival_s;
         r->prompt_len = g.prompt_len;
         r->output_len = g.output_len;

@@ -252,7 +252,6 @@ static void batch_add_seq(pb_sched *s, pb_seq *q, bool prefill, int32_t max_new)
     if (b->sample && top > s->b_n_top) s->b_n_top = top;
 }
 
-bool pb_sched_in_batch(const pb_group *g) { return g->n_seqs > 0 && g->seqs[0]->batch_idx >= 0; }
 
 /* ---- what a policy reads ---- */
 

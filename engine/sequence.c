@@ -28,10 +28,7 @@ const char *pb_group_state_str(pb_group_state s) {
     return "?";
 }
 
-void pb_group_init(pb_group *g, int32_t id, const pb_request *r, int32_t max_len, uint64_t seed) {
-    memset(g, 0, sizeof *g);
-    g->id = id;
-    g->state = PB_GROUP_PENDING;
+void pb_group_shape(pb_group *g, const pb_request *r, int32_t max_len) {
     g->req = r;
     g->prompt_len = r->prompt_len;
     g->output_len = r->output_len;
@@ -44,6 +41,13 @@ void pb_group_init(pb_group *g, int32_t id, const pb_request *r, int32_t max_len
     g->prefix_len = g->prefix_id >= 0 ? PB_MIN(r->prefix_len, r->prompt_len) : 0;
     g->max_len = max_len;
     g->arrival_s = r->arrival_s;
+}
+
+void pb_group_init(pb_group *g, int32_t id, const pb_request *r, int32_t max_len, uint64_t seed) {
+    memset(g, 0, sizeof *g);
+    g->id = id;
+    g->state = PB_GROUP_PENDING;
+    pb_group_shape(g, r, max_len);
     g->len = g->prompt_len;
     g->heap_idx = -1;
     g->preempted_step = -1;

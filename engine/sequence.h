@@ -130,6 +130,10 @@ void pb_group_init(pb_group *g, int32_t id, const pb_request *r, int32_t max_len
 /* pb_group_init for a group with no sequences left (a finished or rejected one,
  * recycled), keeping its sequence-pointer buffer. */
 void pb_group_reuse(pb_group *g, int32_t id, const pb_request *r, int32_t max_len, uint64_t seed);
+/* Only the fields request r determines (req, prompt_len, output_len capped to max_len,
+ * n, beam_width, max_seqs, prefix_id/len, max_len, arrival_s); pb_group_init calls it.
+ * The engine uses it to fill a request's metrics row before its group exists. */
+void pb_group_shape(pb_group *g, const pb_request *r, int32_t max_len);
 /* Free what pb_group_init and the seqs allocated (does not touch KV). */
 void pb_group_release(pb_group *g);
 
