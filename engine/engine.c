@@ -149,21 +149,7 @@ pb_status pb_engine_begin(pb_engine *e, const pb_trace *t, pb_metrics *m) {
     s->run_head = s->run_tail = s->swp_head = s->swp_tail = NULL;
     s->n_running = s->running_seqs = s->n_swapped = s->n_waiting = 0;
     memset(&s->batch, 0, sizeof s->batch);
-    pb_metrics_begin(m, t->n);
-    int64_t max_gaps = 0;
-    for (int64_t i = 0; i < t->n; i++) {   /* the request's row as its group will see it */
-        pb_req_metrics *r = pb_metrics_req(m, i);
-        pb_group g;
-        pb_group_shape(&g, &t->reqs[i], s->p.max_model_len);
-        r->arrival_s = g.arrival_s;
-        r->prompt_len = g.prompt_len;
-        r->output_len = g.output_len;
-        r->n_seqs = g.max_seqs;
-        r->n = g.n;
-        r->beam_width = g.beam_width;
-        max_gaps += g.output_len - 1;
-    }
-    pb_metrics_reserve_gaps(m, PB_MIN(max_gaps, (int64_t)1 << 26));   /* at most 512 MiB up front */
+    pb_metrics_begin(m, t, s->p.max_model_len);   /* rows made as requests are touched */
     s->running_run = true;
     return PB_OK;
 }

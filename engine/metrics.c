@@ -7,8 +7,10 @@
 
 struct pb_metrics {
     bool record_steps;
-    pb_req_metrics *reqs;
-    int64_t n_reqs;
+    const pb_request *trace;  /* the run's requests (pb_metrics_begin)               */
+    int32_t max_len;          /* their groups' max_model_len                         */
+    pb_req_metrics *reqs;     /* rows 0..n_rows-1, made in id order (pb_metrics_req)  */
+    int64_t n_reqs, n_rows, cap_rows;
     pb_step_metrics *steps;
     int64_t n_steps_rec, cap_steps;
     /* aggregates over all steps */
@@ -47,18 +49,36 @@ void pb_metrics_reset(pb_metrics *m) {
     m->record_steps = rec;
 }
 
-void pb_metrics_begin(pb_metrics *m, int64_t n_requests) {
+/* Request id's row before the run touches it: its shape as its group sees it (padding
+ * zeroed too: rows compare with memcmp). */
+static void row_init(const pb_metrics *m, int64_t id, pb_req_metrics *r) {
+    pb_group g;
+    pb_group_shape(&g, &m->trace[id], m->max_len);
+    memset(r, 0, sizeof *r);
+    r->id = id;
+    r->arrival_s = g.arrival_s;
+    r->first_token_s = r->finish_s = r->last_token_s = -1;
+    r->prompt_len = g.prompt_len;
+    r->output_len = g.output_len;
+    r->n_seqs = g.max_seqs;
+    r->n = g.n;
+    r->beam_width = g.beam_width;
+}
+
+void pb_metrics_begin(pb_metrics *m, const pb_trace *t, int32_t max_model_len) {
     pb_metrics_reset(m);
-    m->n_reqs = n_requests;
-    m->reqs = pb_xcalloc((size_t)(n_requests > 0 ? n_requests : 1), sizeof *m->reqs);
-    for (int64_t i = 0; i < n_requests; i++) {
-        m->reqs[i].id = i;
-        m->reqs[i].first_token_s = -1;
-        m->reqs[i].finish_s = -1;
-        m->reqs[i].last_token_s = -1;
-        m->reqs[i].n = 1;
-        m->reqs[i].beam_width = 1;
+    m->trace = t->reqs;
+    m->n_reqs = t->n;
+    m->max_len = max_model_len;
+    int64_t max_gaps = 0;
+    for (int64_t i = 0; i < t->n; i++) {
+        pb_req_metrics r;
+        row_init(m, i, &r);
+        max_gaps += r.output_len - 1;
     }
+    max_gaps = PB_MIN(max_gaps, (int64_t)1 << 26);   /* at most 512 MiB up front */
+    m->cap_itl = max_gaps;
+    m->itl = max_gaps > 0 ? pb_xmalloc((size_t)max_gaps * sizeof *m->itl) : NULL;
 }
 
 void pb_metrics_set_prefix_cache(pb_metrics *m, int64_t hit_tokens, int64_t query_tokens) {
@@ -66,12 +86,6 @@ void pb_metrics_set_prefix_cache(pb_metrics *m, int64_t hit_tokens, int64_t quer
     m->prefix_caching = true;
     m->prefix_hit_tokens = hit_tokens;
     m->prefix_query_tokens = query_tokens;
-}
-
-void pb_metrics_reserve_gaps(pb_metrics *m, int64_t n) {
-    if (n <= m->cap_itl) return;
-    m->cap_itl = n;
-    m->itl = pb_xrealloc(m->itl, (size_t)n * sizeof *m->itl);
 }
 
 void pb_metrics_token(pb_metrics *m, int64_t id, double t) {
@@ -86,8 +100,18 @@ void pb_metrics_token(pb_metrics *m, int64_t id, double t) {
     r->last_token_s = t;
 }
 
+/* Make the rows up to id (geometric growth). */
+static void make_rows(pb_metrics *m, int64_t id) {
+    if (id >= m->cap_rows) {
+        m->cap_rows = PB_MIN(PB_MAX(2 * m->cap_rows, PB_MAX(id + 1, 1024)), m->n_reqs);
+        m->reqs = pb_xrealloc(m->reqs, (size_t)m->cap_rows * sizeof *m->reqs);
+    }
+    for (; m->n_rows <= id; m->n_rows++) row_init(m, m->n_rows, &m->reqs[m->n_rows]);
+}
+
 pb_req_metrics *pb_metrics_req(pb_metrics *m, int64_t id) {
     PB_ASSERT(id >= 0 && id < m->n_reqs);
+    if (id >= m->n_rows) make_rows(m, id);
     return &m->reqs[id];
 }
 
@@ -120,8 +144,9 @@ void pb_metrics_add_step(pb_metrics *m, const pb_step_metrics *st) {
 
 void pb_metrics_end(pb_metrics *m, double clock_s) { m->clock_s = clock_s; }
 
-const pb_req_metrics *pb_metrics_requests(const pb_metrics *m, int64_t *n) {
+const pb_req_metrics *pb_metrics_requests(pb_metrics *m, int64_t *n) {
     if (n) *n = m->n_reqs;
+    if (m->n_reqs > 0) make_rows(m, m->n_reqs - 1);
     return m->reqs;
 }
 
@@ -222,16 +247,17 @@ void pb_metrics_summary(const pb_metrics *m, pb_run_summary *o) {
     o->prefix_hit_tokens = m->prefix_hit_tokens;
     o->prefix_query_tokens = m->prefix_query_tokens;
     o->prefix_hit_frac = m->prefix_query_tokens > 0 ? (double)m->prefix_hit_tokens / (double)m->prefix_query_tokens : 0;
-    int64_t n_seq_rows = 0;
-    for (int64_t i = 0; i < m->n_reqs; i++)
+    int64_t n_seq_rows = 0;   /* rows not made: unfinished, no tokens, no preemptions */
+    for (int64_t i = 0; i < m->n_rows; i++)
         if (m->reqs[i].finished) n_seq_rows += PB_MAX(m->reqs[i].n_seqs, 1);
-    size_t nr = (size_t)(m->n_reqs + 1);
+    o->n_unfinished = m->n_reqs - m->n_rows;
+    size_t nr = (size_t)(m->n_rows + 1);
     double *nl = pb_xmalloc((size_t)(n_seq_rows + 1) * sizeof(double));
     double *ttft = pb_xmalloc(nr * sizeof(double)), *tpot = pb_xmalloc(nr * sizeof(double));
     double *e2e = pb_xmalloc(nr * sizeof(double));
     int64_t k = 0, nt = 0, np = 0, ne = 0;
     double last_finish = 0;
-    for (int64_t i = 0; i < m->n_reqs; i++) {
+    for (int64_t i = 0; i < m->n_rows; i++) {
         const pb_req_metrics *r = &m->reqs[i];
         o->n_preempt_recompute += r->n_recompute;
         o->n_preempt_swap += r->n_swap;
@@ -284,7 +310,7 @@ void pb_metrics_summary(const pb_metrics *m, pb_run_summary *o) {
 void pb_metrics_goodput(const pb_metrics *m, double slo_ttft_ms, double slo_tpot_ms, double duration_s,
                         int64_t *met, double *frac, double *rate) {
     int64_t k = 0;
-    for (int64_t i = 0; i < m->n_reqs; i++) {
+    for (int64_t i = 0; i < m->n_rows; i++) {
         const pb_req_metrics *r = &m->reqs[i];
         if (!r->finished) continue;
         pb_req_latency l = pb_req_latency_of(r);
@@ -304,7 +330,10 @@ static void put_num(FILE *f, double v) {
 
 void pb_metrics_write_requests(const pb_metrics *m, FILE *f, const char *prefix) {
     for (int64_t i = 0; i < m->n_reqs; i++) {
-        const pb_req_metrics *r = &m->reqs[i];
+        pb_req_metrics tmp;
+        const pb_req_metrics *r = &tmp;
+        if (i < m->n_rows) r = &m->reqs[i];
+        else row_init(m, i, &tmp);
         pb_req_latency l = pb_req_latency_of(r);
         fprintf(f, "%s%lld,%.17g,", prefix ? prefix : "", (long long)r->id, r->arrival_s);
         put_num(f, r->first_token_s >= 0 ? r->first_token_s : NAN);
@@ -325,7 +354,7 @@ void pb_metrics_write_requests(const pb_metrics *m, FILE *f, const char *prefix)
 void pb_metrics_write_steps(const pb_metrics *m, FILE *f, const char *prefix) {
     int64_t pairs = 0;
     double bytes = 0;
-    for (int64_t i = 0; i < m->n_reqs; i++) {
+    for (int64_t i = 0; i < m->n_rows; i++) {
         pairs += m->reqs[i].swap_blocks;
         bytes += m->reqs[i].swap_bytes;
     }
@@ -452,11 +481,11 @@ static pb_status step_check(const pb_step_metrics *st, const pb_step_metrics *ne
 }
 
 pb_status pb_metrics_check(const pb_metrics *m) {
-    if (m->n_reqs < 0 || (m->n_reqs > 0 && !m->reqs)) {
-        pb_log_error("metrics: %lld requests without rows", (long long)m->n_reqs);
+    if (m->n_rows < 0 || m->n_rows > m->n_reqs || (m->n_rows > 0 && !m->reqs) || (m->n_reqs > 0 && !m->trace)) {
+        pb_log_error("metrics: %lld rows made of %lld requests", (long long)m->n_rows, (long long)m->n_reqs);
         return PB_ERR_INVALID;
     }
-    for (int64_t i = 0; i < m->n_reqs; i++)
+    for (int64_t i = 0; i < m->n_rows; i++)
         if (req_check(&m->reqs[i], i) != PB_OK) return PB_ERR_INVALID;
     if (m->record_steps) {
         int64_t prefill = 0;
@@ -484,7 +513,7 @@ pb_status pb_metrics_check(const pb_metrics *m) {
         return PB_ERR_INVALID;
     }
     int64_t max_gaps = 0;   /* a request has at most output_len - 1 gaps (per group, not per sequence) */
-    for (int64_t i = 0; i < m->n_reqs; i++) max_gaps += m->reqs[i].output_len - 1;
+    for (int64_t i = 0; i < m->n_rows; i++) max_gaps += m->reqs[i].output_len - 1;
     if (m->n_itl > max_gaps) {
         pb_log_error("metrics: %lld inter-token gaps, more than the %lld the requests allow", (long long)m->n_itl,
                      (long long)max_gaps);

@@ -47,6 +47,7 @@
 
 #include "kv_manager.h"
 #include "pb.h"
+#include "trace.h"
 
 #ifdef __cplusplus
 extern "C" {
@@ -120,9 +121,12 @@ pb_metrics *pb_metrics_create(bool record_steps);
 void pb_metrics_destroy(pb_metrics *m);
 void pb_metrics_reset(pb_metrics *m);
 
-/* Results (valid after pb_engine_run). */
+/* Results (valid after pb_engine_run).  pb_metrics_requests makes every request's
+ * row (O(requests) memory; tests and small runs); the summary, goodput and CSV writers
+ * below do not: they read the rows of the requests the run touched and derive the
+ * others (never arrived or never served: unfinished, no tokens) from the trace. */
 void pb_metrics_summary(const pb_metrics *m, pb_run_summary *out);
-const pb_req_metrics *pb_metrics_requests(const pb_metrics *m, int64_t *n);   /* n may be NULL */
+const pb_req_metrics *pb_metrics_requests(pb_metrics *m, int64_t *n);   /* n may be NULL */
 const pb_step_metrics *pb_metrics_steps(const pb_metrics *m, int64_t *n);  /* NULL, 0 if not recorded */
 
 /* SLO goodput: slo_ttft_ms / slo_tpot_ms <= 0 mean "no bound".  *met = requests
@@ -154,13 +158,18 @@ void pb_metrics_write_steps(const pb_metrics *m, FILE *f, const char *prefix);
 void pb_metrics_print_summary(FILE *f, const pb_run_summary *s, const char *title);
 
 /* ---- recording (engine.c) ---- */
-void pb_metrics_begin(pb_metrics *m, int64_t n_requests);
+/* Start a run of trace t (which must outlive the metrics' results: rows not yet made
+ * are derived from it).  A request's row is made, in id order, on its first
+ * pb_metrics_req / pb_metrics_token -- so a run holds rows only up to the latest
+ * request it touched, O(arrived requests), not O(trace).  A new row holds the
+ * request's shape as its group sees it (pb_group_shape under max_model_len: capped
+ * output_len, n, beam_width, n_seqs = the group's max sequences), no times (-1),
+ * zero counters.  Reserves room for the run's inter-token gaps up front (the sum of
+ * output_len - 1 over the requests, the most a run records, capped at 2^26) so that
+ * recording does not reallocate; pb_metrics_token grows the array past it. */
+void pb_metrics_begin(pb_metrics *m, const pb_trace *t, int32_t max_model_len);
 pb_req_metrics *pb_metrics_req(pb_metrics *m, int64_t id);
 void pb_metrics_add_step(pb_metrics *m, const pb_step_metrics *st);
-/* Room for n inter-token gaps up front (the engine: the sum of output_len - 1 over
- * the requests, the most a run records, capped at 2^26), so that recording does not
- * reallocate; pb_metrics_token grows the array past it. */
-void pb_metrics_reserve_gaps(pb_metrics *m, int64_t n);
 /* Request id produced a token at clock t (every sequence of it in that step): the
  * gap since its previous token is one ITL sample. */
 void pb_metrics_token(pb_metrics *m, int64_t id, double t);
@@ -169,8 +178,8 @@ void pb_metrics_end(pb_metrics *m, double clock_s);
  * over the run (block_manager.h pb_paged_cache_stats); marks the run as caching. */
 void pb_metrics_set_prefix_cache(pb_metrics *m, int64_t hit_tokens, int64_t query_tokens);
 
-/* Invariants (O(requests + recorded steps), valid at any point of a run):
- *   per request: id == index; prompt_len, output_len, n_seqs >= 1; preemption and
+/* Invariants (O(rows made + recorded steps), valid at any point of a run):
+ *   per request row made: id == index; prompt_len, output_len, n_seqs >= 1; preemption and
  *     swap counters >= 0; finished XOR rejected XOR unfinished; a finished request
  *     has arrival <= first token <= finish (all finite), an unfinished or rejected
  *     one no finish time, and any first token is >= arrival;
@@ -180,7 +189,8 @@ void pb_metrics_set_prefix_cache(pb_metrics *m, int64_t hit_tokens, int64_t quer
  *     summing to the total slots; steps in clock order (t + latency <= next t);
  *   aggregates: step and prefill-step counts and busy time equal the recorded rows
  *     (when recorded); the averaged memory fractions sum to one per step;
- *   inter-token gaps: finite, >= 0, at most sum(output_len - 1) of them.
+ *   inter-token gaps: finite, >= 0, at most sum(output_len - 1) over the rows made
+ *     (a request without a row has produced no token).
  * PB_OK or PB_ERR_INVALID with the first violation logged through pb_log_error. */
 pb_status pb_metrics_check(const pb_metrics *m);
 

@@ -476,14 +476,20 @@ PB_TEST(beam_synth_select_has_the_law_of_synth_then_select) {
 
 PB_TEST(metrics_check_catches_broken_rows) {
     pb_metrics *m = pb_metrics_create(true);
-    pb_metrics_begin(m, 3);
+    pb_trace tr = {0};
+    int64_t cap = 0;
     for (int64_t i = 0; i < 3; i++) {
-        pb_req_metrics *r = pb_metrics_req(m, i);
-        r->arrival_s = (double)i;
-        r->prompt_len = 10;
-        r->output_len = 5;
-        r->n_seqs = 1;
+        pb_request q = pb_request_make((double)i, 10, 8);
+        pb_trace_push(&tr, &cap, &q);
     }
+    pb_metrics_begin(m, &tr, 15);   /* output capped to 15 - 10 */
+    pb_run_summary sum;
+    pb_metrics_summary(m, &sum);    /* no row made yet: every request unfinished */
+    PB_CHECK_EQ_INT(sum.n_unfinished, 3);
+    PB_CHECK(pb_metrics_check(m) == PB_OK);
+    pb_req_metrics *r1 = pb_metrics_req(m, 1);   /* makes rows 0 and 1, shaped */
+    PB_CHECK(r1->arrival_s == 1.0 && r1->prompt_len == 10 && r1->output_len == 5 && r1->n_seqs == 1);
+    PB_CHECK(r1->first_token_s == -1 && r1->finish_s == -1 && !r1->finished);
     pb_req_metrics *r0 = pb_metrics_req(m, 0);
     r0->first_token_s = 0.5;
     r0->finish_s = 1.0;
@@ -526,17 +532,19 @@ PB_TEST(metrics_check_catches_broken_rows) {
     pb_metrics_req(m, 2)->output_len = 5;
     PB_CHECK(pb_metrics_check(m) == PB_OK);
     pb_metrics_destroy(m);
+    pb_trace_free(&tr);
+    pb_trace empty = {0};
 
     /* a step whose memory classes do not sum to the total */
     m = pb_metrics_create(true);
-    pb_metrics_begin(m, 0);
+    pb_metrics_begin(m, &empty, 0);
     st.mem.free_slots = 83;
     pb_metrics_add_step(m, &st);
     PB_CHECK(pb_metrics_check(m) == PB_ERR_INVALID);
     pb_metrics_destroy(m);
     /* batch counts: prefill seqs + decode tokens must equal the batch */
     m = pb_metrics_create(true);
-    pb_metrics_begin(m, 0);
+    pb_metrics_begin(m, &empty, 0);
     st.mem.free_slots = 84;
     st.n_seqs = 2;
     pb_metrics_add_step(m, &st);
@@ -544,7 +552,7 @@ PB_TEST(metrics_check_catches_broken_rows) {
     pb_metrics_destroy(m);
     /* steps out of clock order */
     m = pb_metrics_create(true);
-    pb_metrics_begin(m, 0);
+    pb_metrics_begin(m, &empty, 0);
     st.n_seqs = 1;
     st.t_s = 1.0;
     pb_metrics_add_step(m, &st);
