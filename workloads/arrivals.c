@@ -38,6 +38,10 @@ pb_status pb_arrivals_generate(const pb_arrival_cfg *c, pb_rng *rng, const doubl
     if (!(c->duration_s >= 0) || c->num < 0) BAD("duration and count must not be negative");
     bool has_dur = c->duration_s > 0, has_num = c->num > 0;
     tvec v = {0};
+    if (has_num) {   /* room for the count up front (at most 2^26 times), no doubling slack */
+        v.cap = PB_MIN(c->num, (int64_t)1 << 26);
+        v.t = pb_xmalloc((size_t)v.cap * sizeof *v.t);
+    }
     switch (c->kind) {
     case PB_ARRIVALS_POISSON: {
         if (!(c->rate > 0) || !isfinite(c->rate)) BAD("poisson arrivals need a rate > 0 (got %g)", c->rate);

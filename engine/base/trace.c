@@ -69,10 +69,14 @@ uint64_t pb_token_key(const pb_request *r, int32_t i, uint64_t seed) {
 
 /* Requests sharing a prefix_id share one prefix: one prefix_len per id.  Returns the
    index of the first request that disagrees with an earlier one (*first: that one's
-   index), or -1.  A hashed table of ids: O(n). */
+   index), or -1.  A hashed table of ids sized by the rows with a prefix (none: no
+   table): O(n) time, O(prefixed rows) memory. */
 int64_t pb_trace_prefix_conflict(const pb_trace *t, int64_t *first) {
+    int64_t n_pre = 0;
+    for (int64_t i = 0; i < t->n; i++) n_pre += t->reqs[i].prefix_id >= 0;
+    if (n_pre == 0) return -1;
     size_t cap = 16;
-    while (cap < 2 * (size_t)(t->n > 0 ? t->n : 1)) cap *= 2;
+    while (cap < 2 * (size_t)n_pre) cap *= 2;
     int64_t *slot = malloc(cap * sizeof *slot);
     PB_ASSERT(slot);
     for (size_t i = 0; i < cap; i++) slot[i] = -1;
