@@ -101,5 +101,12 @@ awk -F, 'NR > 1 { s[$1 "," $2] += $5 * ($4 - $3) } END { for (k in s) if (s[k] <
     "$TMP/fig11.csv" && ok "fig11 densities integrate to 1" || bad "fig11 densities"
 grep -q '^sharegpt,input,0,8,.*,161\.[123]' "$TMP/fig11.csv" && ok "fig11 sharegpt mean" || bad "fig11 sharegpt mean"
 
+# n and beam_width are stored in 16 bits: a larger value is an error at its file:line:col,
+# never a wrapped-around value
+printf 'arrival_s,prompt_len,output_len,n\n0.1,10,10,65537\n' >"$TMP/bign.csv"
+"$BIN" trace --check="$TMP/bign.csv" >/dev/null 2>"$TMP/err"; rc=$?
+[ $rc = 2 ] && grep -q 'bign.csv:2:11: n: 65537 is too large (at most 4096)' "$TMP/err" &&
+    ok "n over 4096 in a trace file: file:line:col error" || bad "n over 4096 (exit $rc: $(cat "$TMP/err"))"
+
 echo "$pass passed, $fail failed"
 [ "$fail" -eq 0 ]

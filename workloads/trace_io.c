@@ -94,13 +94,15 @@ static pb_status read_csv(pb_csv *c, pb_trace *out, char *err, size_t errlen) {
                 if (v[k] < 0) BAD("%s:%d:%d: %s: negative (%s)", c->path, c->line, fc, COLS[k], s);
                 BAD("%s:%d:%d: %s: %s is below the minimum %lld", c->path, c->line, fc, COLS[k], s, (long long)COL_MIN[k]);
             }
-            if (v[k] > INT32_MAX) BAD("%s:%d:%d: %s: %s is too large", c->path, c->line, fc, COLS[k], s);
+            if (v[k] > INT32_MAX || ((k == C_N || k == C_BEAM) && v[k] > PB_TRACE_MAX_SEQS))
+                BAD("%s:%d:%d: %s: %s is too large (at most %d)", c->path, c->line, fc, COLS[k], s,
+                    k == C_N || k == C_BEAM ? PB_TRACE_MAX_SEQS : INT32_MAX);
         }
         r.arrival_s = arrival;
         r.prompt_len = (int32_t)v[C_PROMPT];
         r.output_len = (int32_t)v[C_OUTPUT];
-        r.n = (int32_t)v[C_N];
-        r.beam_width = (int32_t)v[C_BEAM];
+        r.n = (int16_t)v[C_N];              /* <= PB_TRACE_MAX_SEQS: checked above */
+        r.beam_width = (int16_t)v[C_BEAM];
         r.prefix_id = (int32_t)v[C_PREFIX_ID];
         r.prefix_len = (int32_t)v[C_PREFIX_LEN];
         r.conversation_id = (int32_t)v[C_CONV];

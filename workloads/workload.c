@@ -336,7 +336,8 @@ pb_status pb_workload_generate(const pb_workload_cfg *cfg, uint64_t seed, pb_tra
         BAD("workload: unknown filter '%s' (%s)", cfg->filter, PB_FILTER_NAMES);
     bool translation = !strcmp(sp->name, "translation"), chat = !strcmp(sp->name, "chatbot");
     if (translation && cfg->shots != 1 && cfg->shots != 5) BAD("workload: shots must be 1 or 5 (got %d)", cfg->shots);
-    if (cfg->n < 1 || cfg->beam_width < 1) BAD("workload: n and beam_width must be >= 1");
+    if (cfg->n < 1 || cfg->beam_width < 1 || cfg->n > PB_TRACE_MAX_SEQS || cfg->beam_width > PB_TRACE_MAX_SEQS)
+        BAD("workload: n and beam_width must be in [1, %d]", PB_TRACE_MAX_SEQS);
     if (cfg->n > 1 && cfg->beam_width > 1) BAD("workload: n and beam_width are exclusive");
     if (cfg->prefix_len < 0) BAD("workload: prefix_len must be >= 0");
     if (chat && (cfg->chat_max_prompt < 1 || cfg->chat_max_output < 1 || !(cfg->chat_mean_turns >= 1) ||
@@ -427,8 +428,8 @@ pb_status pb_workload_generate(const pb_workload_cfg *cfg, uint64_t seed, pb_tra
     }
     for (int64_t i = 0; i < out->n; i++) {
         pb_request *r = &out->reqs[i];
-        r->beam_width = cfg->beam_width;
-        r->n = cfg->beam_width > 1 ? cfg->beam_width : cfg->n;
+        r->beam_width = (int16_t)cfg->beam_width;   /* <= PB_TRACE_MAX_SEQS (schema) */
+        r->n = (int16_t)(cfg->beam_width > 1 ? cfg->beam_width : cfg->n);
     }
     if (out->n == 0) BAD("workload: the trace is empty (rate %g, duration %g s, num %lld)", cfg->arrivals.rate,
                          cfg->arrivals.duration_s, (long long)cfg->arrivals.num);
