@@ -345,7 +345,8 @@ static pb_status schedule(pb_sched *s, bool *ready) {
 
 /* The scheduler's state -> the executor's batch. */
 static void batch_fill(pb_sched *s) {
-    for (int32_t i = 0; i < s->n_bseq; i++) pb_kv_batch_info(s->kv, s->bseq_seq[i], &s->bseq[i]);
+    if ((s->ex->iface->caps & PB_EXEC_KV_LAYOUT) || !s->kv->info_pure)
+        for (int32_t i = 0; i < s->n_bseq; i++) pb_kv_batch_info(s->kv, s->bseq_seq[i], &s->bseq[i]);
     pb_batch *b = &s->batch;
     if (s->n_bseq > 0) b->n_slot_copies = pb_kv_take_slot_copies(s->kv, &b->slot_copies);
     b->n_seqs = s->n_bseq;
@@ -387,11 +388,13 @@ static void step_metrics_begin(pb_sched *s, pb_step_metrics *sm) {
 static pb_status execute(pb_sched *s, pb_step_metrics *sm, bool *has_tokens) {
     batch_fill(s);
     step_metrics_begin(s, sm);
-    if (s->cap_cand < s->n_bseq) {
+    bool tokens = s->ex->iface->caps & PB_EXEC_TOKENS;
+    if (tokens && s->cap_cand < s->n_bseq) {
         s->cap_cand = PB_MAX(s->n_bseq, 2 * s->cap_cand);
         s->cand = pb_xrealloc(s->cand, (size_t)s->cap_cand * sizeof *s->cand);
     }
-    for (int32_t i = 0; i < s->n_bseq; i++) s->cand[i].n = 0;
+    if (tokens)
+        for (int32_t i = 0; i < s->n_bseq; i++) s->cand[i].n = 0;
     pb_step_result res;
     memset(&res, 0, sizeof res);
     pb_status st = pb_executor_execute(s->ex, &s->batch, &res, s->cand);
@@ -400,15 +403,15 @@ static pb_status execute(pb_sched *s, pb_step_metrics *sm, bool *has_tokens) {
                      (long long)s->step, pb_status_str(st));
         return st;
     }
-    if (!(res.latency_s >= 0) || !isfinite(res.latency_s)) {
-        pb_log_error("engine: executor returned latency %g", res.latency_s);
+    if (!(res.latency_s >= 0) || !isfinite(res.latency_s) || (res.has_tokens && !tokens)) {
+        pb_log_error("engine: executor '%s' returned latency %g%s", s->ex->iface->name, res.latency_s,
+                     res.has_tokens && !tokens ? " and tokens without PB_EXEC_TOKENS" : "");
         return PB_ERR_INVALID;
     }
     s->now += res.latency_s;
-    for (int32_t i = 0; i < s->n_bseq; i++) {
-        s->bseq_seq[i]->n_computed = s->bseq[i].context_len;
-        pb_kv_computed(s->kv, s->bseq_seq[i], s->bseq[i].context_len);
-    }
+    for (int32_t i = 0; i < s->n_bseq; i++) s->bseq_seq[i]->n_computed = s->bseq[i].context_len;
+    if (s->kv->iface->computed)
+        for (int32_t i = 0; i < s->n_bseq; i++) pb_kv_computed(s->kv, s->bseq_seq[i], s->bseq[i].context_len);
     sm->latency_s = res.latency_s;
     sm->swap_s = res.swap_s;
     sm->copy_s = res.copy_s;

@@ -156,6 +156,10 @@ struct pb_kv_manager {
     int32_t swap_unit_tokens; /* token slots moved per pair of a swap map (paged:
                                  block_size; contiguous: 1); swap bytes = pairs *
                                  swap_unit_tokens * kv bytes per token             */
+    bool info_pure;      /* batch_info only reads: the engine skips it for executors
+                            without PB_EXEC_KV_LAYOUT (false: it may change state,
+                            e.g. give a forked sequence its region, so it is always
+                            called)                                                */
 };
 
 /* Thin wrappers (NULL-safe for the optional swap ops). */
