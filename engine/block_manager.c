@@ -6,7 +6,8 @@
  * the tokens the sequence has in it (so a shared block is never written: appends
  * copy on write first); reference counts equal the references from tables plus the
  * prefix pool's pins; free + used (+ cached, GPU) == total in both pools; the running
- * reservation counters (below) equal a walk over every live table; the prefix cache's
+ * reservation counters (below) equal a walk over every live table; a GPU table's
+ * sequence holds its last block in s->kv_aux (append's fast path); the prefix cache's
  * structures agree with each other and with the tables (cache_check). */
 #include "block_manager.h"
 
@@ -151,7 +152,9 @@ static int32_t last_share(const bm *b, const bm_table *t) {
 /* t (GPU) takes part / stops taking part in the reservation: call last_enter after a
  * change of its last block or length, last_leave before one. */
 static inline void last_enter(bm *b, const bm_table *t) {
-    if (t->on_cpu || t->n == 0) return;
+    if (t->n == 0) return;
+    t->seq->kv_aux = t->blocks[t->n - 1];   /* append's fast path reads it there */
+    if (t->on_cpu) return;
     if (b->last_refs[t->blocks[t->n - 1]]++ == 0) b->reserved += last_share(b, t);
 }
 static inline void last_leave(bm *b, const bm_table *t) {
@@ -534,24 +537,24 @@ static bool bm_can_append(pb_kv_manager *m, const pb_group *g) {
 
 static pb_status bm_append(pb_kv_manager *m, pb_seq *s, pb_pair_vec *copies) {
     bm *b = BM(m);
-    bm_table *t = s->kv;
-    PB_ASSERT(t && !t->on_cpu);
-    if (gpu_avail(b) == 0) {
-        int32_t off = s->kv_len % b->bs;
-        if (off == 0 || pb_block_alloc_ref(b->gpu, t->blocks[t->n - 1]) > 1) return PB_ERR_NO_SPACE;
-    }
     int32_t kv = s->kv_len;
     int32_t off = b->bs_mask >= 0 ? (kv & b->bs_mask) : kv % b->bs;
-    if (off != 0 && pb_block_alloc_ref(b->gpu, t->blocks[t->n - 1]) == 1) {
+    int32_t last = (int32_t)s->kv_aux;   /* the table's last block (last_enter), without
+                                            reading the table */
+    if (off != 0 && pb_block_alloc_ref(b->gpu, last) == 1) {
         /* the common case, a private last block with room: written in place, and its
            share of the reservation (min(empty, to come), both one less) drops by one
            unless nothing was to come */
         const pb_group *g = s->group;
         if (g && g->prompt_len + g->output_len - 1 - kv >= 1) b->reserved--;
-        pb_block_alloc_set_fill(b->gpu, t->blocks[t->n - 1], off + 1);
+        pb_block_alloc_set_fill(b->gpu, last, off + 1);
         s->kv_len = kv + 1;
         return PB_OK;
     }
+    bm_table *t = s->kv;
+    PB_ASSERT(t && !t->on_cpu && t->n == PB_CDIV(kv, b->bs));
+    if (gpu_avail(b) == 0 && (off == 0 || pb_block_alloc_ref(b->gpu, t->blocks[t->n - 1]) > 1))
+        return PB_ERR_NO_SPACE;
     last_leave(b, t);
     extend(b, t, &kv, kv + 1, copies);
     s->kv_len = kv;
@@ -865,6 +868,12 @@ static pb_status bm_check(pb_kv_manager *m) {
         }
         if (t->n != PB_CDIV(s->kv_len, bs)) {
             pb_log_error("paged: seq %d has %d blocks for %d tokens", s->id, t->n, s->kv_len);
+            st = PB_ERR_INVALID;
+            break;
+        }
+        if (!t->on_cpu && t->n > 0 && s->kv_aux != t->blocks[t->n - 1]) {
+            pb_log_error("paged: seq %d's last block is %d, kv_aux says %lld", s->id, t->blocks[t->n - 1],
+                         (long long)s->kv_aux);
             st = PB_ERR_INVALID;
             break;
         }
