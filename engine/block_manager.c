@@ -588,6 +588,43 @@ static pb_status bm_fork(pb_kv_manager *m, const pb_seq *parent, pb_seq *child) 
     return PB_OK;
 }
 
+/* Only the blocks past the common prefix change hands: parent's are taken first (a
+ * block the two share is never dropped on the way), then s's are released in
+ * bm_free's order. */
+static pb_status bm_refork(pb_kv_manager *m, const pb_seq *parent, pb_seq *s) {
+    bm *b = BM(m);
+    const bm_table *pt = parent->kv;
+    bm_table *t = s->kv;
+    PB_ASSERT(pt && t && pt != t && pt->on_cpu == t->on_cpu);
+    pb_block_alloc *a = t->on_cpu ? b->cpu : b->gpu;
+    int32_t cp = 0;
+    while (cp < t->n && cp < pt->n && t->blocks[cp] == pt->blocks[cp]) cp++;
+    last_leave(b, t);
+    for (int32_t i = cp; i < pt->n; i++) pb_block_alloc_incref(a, pt->blocks[i]);
+    if (t->on_cpu || !b->caching) {
+        for (int32_t i = cp; i < t->n; i++) pb_block_alloc_decref(a, t->blocks[i]);
+    } else {
+        for (int32_t i = t->n - 1; i >= cp; i--) gpu_release(b, t->blocks[i]);
+    }
+    if (t->cap < pt->n) {
+        t->cap = pt->n;
+        t->blocks = pb_xrealloc(t->blocks, (size_t)t->cap * sizeof(int32_t));
+    }
+    memcpy(t->blocks + cp, pt->blocks + cp, (size_t)(pt->n - cp) * sizeof(int32_t));
+    if (!t->on_cpu) b->logical_gpu += pt->n - t->n;
+    t->n = pt->n;
+    if (pt->n_hashed > 0) {
+        hashes_reserve(t, pt->n_hashed);
+        memcpy(t->hashes, pt->hashes, (size_t)pt->n_hashed * sizeof(uint64_t));
+    }
+    t->n_hashed = pt->n_hashed;
+    t->n_pub = pt->n_pub;
+    s->kv_len = parent->kv_len;
+    s->n_cached = parent->n_cached;
+    last_enter(b, t);
+    return PB_OK;
+}
+
 static void bm_free(pb_kv_manager *m, pb_seq *s) {
     bm *b = BM(m);
     bm_table *t = s->kv;
@@ -979,6 +1016,7 @@ static const pb_kv_manager_i BM_IFACE = {
     .can_append = bm_can_append,
     .append = bm_append,
     .fork = bm_fork,
+    .refork = bm_refork,
     .free = bm_free,
     .can_swap_out = bm_can_swap_out,
     .swap_out = bm_swap_out,
@@ -999,6 +1037,7 @@ static const pb_kv_manager_i BM_IFACE_NOCACHE = {
     .can_append = bm_can_append,
     .append = bm_append,
     .fork = bm_fork,
+    .refork = bm_refork,
     .free = bm_free,
     .can_swap_out = bm_can_swap_out,
     .swap_out = bm_swap_out,

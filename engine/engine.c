@@ -213,28 +213,59 @@ static pb_status beam_step(pb_sched *s, pb_group *g, bool has_tokens) {
         nc = pb_beam_select(cum, cands, nb, k, ch);
     }
     PB_ASSERT(nc >= 1);
+    /* A choice continues its parent (the first choice of it) or is a child of it.
+       Parents nobody chose die and free their blocks (paper Fig. 9); a dead parent's
+       struct is reused for a child (refork: only the blocks past what the two share
+       change hands) when the manager can, the rest are forked, then freed.  The result is what forking every
+       child (new ids in choice order, appended to g->seqs) and then deleting the dead
+       in index order (swap-remove) gives, g->seqs' order included. */
     bool used[PB_MAX_TOP / 2] = {false};
     pb_seq *dst[PB_MAX_TOP / 2] = {NULL};
-    /* forks first, from the unmodified parents (no memory needed: ref counts) */
+    int32_t kid[PB_MAX_TOP / 2], n_kids = 0, dead[PB_MAX_TOP / 2], n_dead = 0;
     for (int32_t c = 0; c < nc; c++) {
-        pb_seq *p = par[ch[c].parent];
         if (!used[ch[c].parent]) {
             used[ch[c].parent] = true;
-            dst[c] = p;
+            dst[c] = par[ch[c].parent];
         } else {
-            pb_seq *child = pb_seq_clone(s->pool, p);
-            pb_status st = pb_kv_fork(s->kv, p, child);
-            if (st != PB_OK) return st;
-            dst[c] = child;
+            kid[n_kids++] = c;
         }
     }
-    /* parents nobody chose die and free their blocks (paper Fig. 9) */
-    for (int32_t i = 0; i < nb; i++) {
-        if (used[i]) continue;
-        par[i]->batch_idx = -1;
-        pb_kv_free(s->kv, par[i]);
-        pb_seq_delete(s->pool, par[i]);
+    for (int32_t i = 0; i < nb; i++)
+        if (!used[i]) dead[n_dead++] = i;
+    /* the order: entities 0..nb-1 the parents, nb + j the j-th child */
+    int32_t ord[PB_MAX_TOP], pos[PB_MAX_TOP], n_ord = nb + n_kids;
+    for (int32_t e = 0; e < n_ord; e++) ord[e] = pos[e] = e;
+    for (int32_t d = 0; d < n_dead; d++) {
+        int32_t at = pos[dead[d]], last = ord[--n_ord];
+        ord[at] = last;
+        pos[last] = at;
     }
+    int32_t n_pairs = s->kv->iface->refork ? PB_MIN(n_kids, n_dead) : 0;
+    for (int32_t j = 0; j < n_kids; j++) {   /* children in choice order: their ids */
+        pb_seq *p = par[ch[kid[j]].parent], *child;
+        pb_status st;
+        if (j < n_pairs) {
+            child = par[dead[j]];
+            st = pb_kv_refork(s->kv, p, child);
+            pb_seq_reclone(s->pool, child, p);
+        } else {
+            child = pb_seq_clone(s->pool, p);
+            st = pb_kv_fork(s->kv, p, child);
+        }
+        if (st != PB_OK) return st;
+        dst[kid[j]] = child;
+    }
+    for (int32_t d = n_pairs; d < n_dead; d++) {
+        par[dead[d]]->batch_idx = -1;
+        pb_kv_free(s->kv, par[dead[d]]);
+        pb_seq_delete(s->pool, par[dead[d]]);
+    }
+    pb_seq *order[PB_MAX_TOP];
+    for (int32_t e = 0; e < n_ord; e++) {
+        int32_t x = ord[e];
+        order[e] = x < nb ? par[x] : dst[kid[x - nb]];
+    }
+    pb_group_set_order(g, order);
     for (int32_t c = 0; c < nc; c++)   /* clones carry the parent's cum_logprob */
         pb_seq_append_token(s->pool, dst[c], ch[c].token, ch[c].logprob);
     return PB_OK;
