@@ -1,8 +1,8 @@
 /* test_block_manager.c -- the paged KV manager: the paper's Fig. 6-9 scenarios as
  * exact block-level checks, shared prefixes, swapping, admission, automatic prefix
  * caching (hits, LRU eviction, copy-on-write, forks, swap, recompute), and 100k-op
- * random property tests (with and without the cache; forks, reforks, frees, swaps) with pb_kv_check() after every
- * operation. */
+ * random property tests (with and without the cache; forks, reforks, frees, swaps)
+ * with pb_kv_check() after every operation. */
 #include <stdlib.h>
 #include <string.h>
 
