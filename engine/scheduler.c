@@ -176,6 +176,10 @@ void pb_sched_begin_step(pb_sched *s) {
     s->b_prefill_len_sum = 0;
     s->b_padded = false;
     s->b_n_top = 1;
+    int32_t bs = s->kv->block_size;
+    int32_t sh = 0;
+    while (sh < 30 && (1 << sh) < bs) sh++;
+    s->b_bs_shift = bs > 0 && (1 << sh) == bs ? sh : -1;
     pb_batch *b = &s->batch;
     b->has_sums = true;
     b->sum_new = b->decode_ctx = b->decode_blocks = b->prefill_pairs2 = b->prefill_cached = 0;
@@ -253,7 +257,8 @@ static void batch_add_seq(pb_sched *s, pb_seq *q, bool prefill, int32_t max_new)
     if (!prefill) {
         int32_t bs = s->kv->block_size;
         sum->decode_ctx += b->context_len;
-        if (bs > 0) sum->decode_blocks += (b->context_len + bs - 1) / bs;
+        if (s->b_bs_shift >= 0) sum->decode_blocks += (b->context_len + bs - 1) >> s->b_bs_shift;
+        else if (bs > 0) sum->decode_blocks += (b->context_len + bs - 1) / bs;
     }
     b->block_table = NULL;
     b->n_blocks = 0;
