@@ -313,10 +313,12 @@ static pb_status group_token(pb_sched *s, pb_group *g, bool has_tokens) {
                 tok = (int32_t)pb_rng_below(&g->rng, (uint64_t)s->p.vocab_size);
             }
             pb_seq_append_token(s->pool, q, tok, lp);
+            q->batch_idx = -1;
         }
     }
     if (st != PB_OK) return st;
-    for (int32_t i = 0; i < g->n_seqs; i++) g->seqs[i]->batch_idx = -1;
+    if (g->beam_width > 1 || first)   /* forks: children, moved beams */
+        for (int32_t i = 0; i < g->n_seqs; i++) g->seqs[i]->batch_idx = -1;
     g->n_generated++;
     g->len++;
     pb_metrics_token(s->metrics, g->id, s->now);
