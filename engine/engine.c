@@ -312,7 +312,8 @@ static pb_status group_token(pb_sched *s, pb_group *g, bool has_tokens) {
             } else if (s->p.store_tokens) {
                 tok = (int32_t)pb_rng_below(&g->rng, (uint64_t)s->p.vocab_size);
             }
-            pb_seq_append_token(s->pool, q, tok, lp);
+            if (s->p.store_tokens) pb_seq_append_token(s->pool, q, tok, lp);
+            else pb_seq_advance(q, lp);   /* the pool keeps no ids */
             q->batch_idx = -1;
         }
     }

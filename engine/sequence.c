@@ -202,9 +202,7 @@ void pb_seq_append_token(pb_seq_pool *p, pb_seq *s, int32_t token, float logprob
         tokens_reserve(s, s->len + 1);
         s->tokens[s->len] = token;
     }
-    s->len++;
-    s->n_generated++;
-    s->cum_logprob += logprob;
+    pb_seq_advance(s, logprob);
 }
 
 void pb_seq_set_tokens(pb_seq_pool *p, pb_seq *s, const int32_t *tok, int32_t n) {

@@ -159,6 +159,13 @@ void pb_group_set_order(pb_group *g, pb_seq *const *order);
 void pb_seq_delete(pb_seq_pool *p, pb_seq *s);
 /* Append one generated token (len++, n_generated++, tokens when stored). */
 void pb_seq_append_token(pb_seq_pool *p, pb_seq *s, int32_t token, float logprob);
+/* The same in a pool that does not store tokens (the id is not kept): inline, for the
+ * engine's per-token path. */
+static inline void pb_seq_advance(pb_seq *s, float logprob) {
+    s->len++;
+    s->n_generated++;
+    s->cum_logprob += logprob;
+}
 /* Set the first len tokens (prompt) when tokens are stored; no-op otherwise. */
 void pb_seq_set_tokens(pb_seq_pool *p, pb_seq *s, const int32_t *tok, int32_t n);
 bool pb_seq_pool_stores_tokens(const pb_seq_pool *p);
