@@ -160,7 +160,8 @@ static pb_status rec_execute(pb_executor *ex, const pb_batch *b, pb_step_result 
     return PB_OK;
 }
 static void rec_destroy(pb_executor *ex) { (void)ex; }
-static const pb_executor_i REC_IFACE = {"record", rec_execute, rec_destroy};
+/* wraps a real executor: needs what any executor may need */
+static const pb_executor_i REC_IFACE = {"record", rec_execute, rec_destroy, PB_EXEC_KV_LAYOUT | PB_EXEC_TOKENS};
 
 /* ---- one engine run ---- */
 typedef struct {

@@ -6,7 +6,8 @@
  * the tokens the sequence has in it (so a shared block is never written: appends
  * copy on write first); reference counts equal the references from tables plus the
  * prefix pool's pins; free + used (+ cached, GPU) == total in both pools; the running
- * reservation counters (below) equal a walk over every live table; the prefix cache's
+ * reservation counters (below) equal a walk over every live table; a GPU table's
+ * sequence holds its last block in s->kv_aux (append's fast path); the prefix cache's
  * structures agree with each other and with the tables (cache_check). */
 #include "block_manager.h"
 
@@ -151,7 +152,9 @@ static int32_t last_share(const bm *b, const bm_table *t) {
 /* t (GPU) takes part / stops taking part in the reservation: call last_enter after a
  * change of its last block or length, last_leave before one. */
 static inline void last_enter(bm *b, const bm_table *t) {
-    if (t->on_cpu || t->n == 0) return;
+    if (t->n == 0) return;
+    t->seq->kv_aux = t->blocks[t->n - 1];   /* append's fast path reads it there */
+    if (t->on_cpu) return;
     if (b->last_refs[t->blocks[t->n - 1]]++ == 0) b->reserved += last_share(b, t);
 }
 static inline void last_leave(bm *b, const bm_table *t) {
@@ -534,24 +537,24 @@ static bool bm_can_append(pb_kv_manager *m, const pb_group *g) {
 
 static pb_status bm_append(pb_kv_manager *m, pb_seq *s, pb_pair_vec *copies) {
     bm *b = BM(m);
-    bm_table *t = s->kv;
-    PB_ASSERT(t && !t->on_cpu);
-    if (gpu_avail(b) == 0) {
-        int32_t off = s->kv_len % b->bs;
-        if (off == 0 || pb_block_alloc_ref(b->gpu, t->blocks[t->n - 1]) > 1) return PB_ERR_NO_SPACE;
-    }
     int32_t kv = s->kv_len;
     int32_t off = b->bs_mask >= 0 ? (kv & b->bs_mask) : kv % b->bs;
-    if (off != 0 && pb_block_alloc_ref(b->gpu, t->blocks[t->n - 1]) == 1) {
+    int32_t last = (int32_t)s->kv_aux;   /* the table's last block (last_enter), without
+                                            reading the table */
+    if (off != 0 && pb_block_alloc_ref(b->gpu, last) == 1) {
         /* the common case, a private last block with room: written in place, and its
            share of the reservation (min(empty, to come), both one less) drops by one
            unless nothing was to come */
         const pb_group *g = s->group;
         if (g && g->prompt_len + g->output_len - 1 - kv >= 1) b->reserved--;
-        pb_block_alloc_set_fill(b->gpu, t->blocks[t->n - 1], off + 1);
+        pb_block_alloc_set_fill(b->gpu, last, off + 1);
         s->kv_len = kv + 1;
         return PB_OK;
     }
+    bm_table *t = s->kv;
+    PB_ASSERT(t && !t->on_cpu && t->n == PB_CDIV(kv, b->bs));
+    if (gpu_avail(b) == 0 && (off == 0 || pb_block_alloc_ref(b->gpu, t->blocks[t->n - 1]) > 1))
+        return PB_ERR_NO_SPACE;
     last_leave(b, t);
     extend(b, t, &kv, kv + 1, copies);
     s->kv_len = kv;
@@ -581,6 +584,43 @@ static pb_status bm_fork(pb_kv_manager *m, const pb_seq *parent, pb_seq *child) 
     t->n_pub = pt->n_pub;
     child->kv_len = parent->kv_len;
     child->n_cached = parent->n_cached;
+    last_enter(b, t);
+    return PB_OK;
+}
+
+/* Only the blocks past the common prefix change hands: parent's are taken first (a
+ * block the two share is never dropped on the way), then s's are released in
+ * bm_free's order. */
+static pb_status bm_refork(pb_kv_manager *m, const pb_seq *parent, pb_seq *s) {
+    bm *b = BM(m);
+    const bm_table *pt = parent->kv;
+    bm_table *t = s->kv;
+    PB_ASSERT(pt && t && pt != t && pt->on_cpu == t->on_cpu);
+    pb_block_alloc *a = t->on_cpu ? b->cpu : b->gpu;
+    int32_t cp = 0;
+    while (cp < t->n && cp < pt->n && t->blocks[cp] == pt->blocks[cp]) cp++;
+    last_leave(b, t);
+    for (int32_t i = cp; i < pt->n; i++) pb_block_alloc_incref(a, pt->blocks[i]);
+    if (t->on_cpu || !b->caching) {
+        for (int32_t i = cp; i < t->n; i++) pb_block_alloc_decref(a, t->blocks[i]);
+    } else {
+        for (int32_t i = t->n - 1; i >= cp; i--) gpu_release(b, t->blocks[i]);
+    }
+    if (t->cap < pt->n) {
+        t->cap = pt->n;
+        t->blocks = pb_xrealloc(t->blocks, (size_t)t->cap * sizeof(int32_t));
+    }
+    memcpy(t->blocks + cp, pt->blocks + cp, (size_t)(pt->n - cp) * sizeof(int32_t));
+    if (!t->on_cpu) b->logical_gpu += pt->n - t->n;
+    t->n = pt->n;
+    if (pt->n_hashed > 0) {
+        hashes_reserve(t, pt->n_hashed);
+        memcpy(t->hashes, pt->hashes, (size_t)pt->n_hashed * sizeof(uint64_t));
+    }
+    t->n_hashed = pt->n_hashed;
+    t->n_pub = pt->n_pub;
+    s->kv_len = parent->kv_len;
+    s->n_cached = parent->n_cached;
     last_enter(b, t);
     return PB_OK;
 }
@@ -868,6 +908,12 @@ static pb_status bm_check(pb_kv_manager *m) {
             st = PB_ERR_INVALID;
             break;
         }
+        if (!t->on_cpu && t->n > 0 && s->kv_aux != t->blocks[t->n - 1]) {
+            pb_log_error("paged: seq %d's last block is %d, kv_aux says %lld", s->id, t->blocks[t->n - 1],
+                         (long long)s->kv_aux);
+            st = PB_ERR_INVALID;
+            break;
+        }
         const pb_block_alloc *a = t->on_cpu ? b->cpu : b->gpu;
         int32_t *r = t->on_cpu ? rc : rg;
         if (!t->on_cpu) logical += t->n;
@@ -970,6 +1016,7 @@ static const pb_kv_manager_i BM_IFACE = {
     .can_append = bm_can_append,
     .append = bm_append,
     .fork = bm_fork,
+    .refork = bm_refork,
     .free = bm_free,
     .can_swap_out = bm_can_swap_out,
     .swap_out = bm_swap_out,
@@ -990,6 +1037,7 @@ static const pb_kv_manager_i BM_IFACE_NOCACHE = {
     .can_append = bm_can_append,
     .append = bm_append,
     .fork = bm_fork,
+    .refork = bm_refork,
     .free = bm_free,
     .can_swap_out = bm_can_swap_out,
     .swap_out = bm_swap_out,
@@ -1040,6 +1088,7 @@ pb_status pb_paged_kv_create(const pb_paged_params *p, pb_kv_manager **out) {
     b->base.impl = b;
     b->base.block_size = p->block_size;
     b->base.swap_unit_tokens = p->block_size;
+    b->base.info_pure = true;
     *out = &b->base;
     return PB_OK;
 }

@@ -199,28 +199,59 @@ static pb_status beam_step(pb_sched *s, pb_group *g, bool has_tokens) {
         nc = pb_beam_select(cum, cands, nb, k, ch);
     }
     PB_ASSERT(nc >= 1);
+    /* A choice continues its parent (the first choice of it) or is a child of it.
+       Parents nobody chose die and free their blocks (paper Fig. 9); a dead parent's
+       struct is reused for a child (refork: only the blocks past what the two share
+       change hands) when the manager can, the rest are forked, then freed.  The result is what forking every
+       child (new ids in choice order, appended to g->seqs) and then deleting the dead
+       in index order (swap-remove) gives, g->seqs' order included. */
     bool used[PB_MAX_TOP / 2] = {false};
     pb_seq *dst[PB_MAX_TOP / 2] = {NULL};
-    /* forks first, from the unmodified parents (no memory needed: ref counts) */
+    int32_t kid[PB_MAX_TOP / 2], n_kids = 0, dead[PB_MAX_TOP / 2], n_dead = 0;
     for (int32_t c = 0; c < nc; c++) {
-        pb_seq *p = par[ch[c].parent];
         if (!used[ch[c].parent]) {
             used[ch[c].parent] = true;
-            dst[c] = p;
+            dst[c] = par[ch[c].parent];
         } else {
-            pb_seq *child = pb_seq_clone(s->pool, p);
-            pb_status st = pb_kv_fork(s->kv, p, child);
-            if (st != PB_OK) return st;
-            dst[c] = child;
+            kid[n_kids++] = c;
         }
     }
-    /* parents nobody chose die and free their blocks (paper Fig. 9) */
-    for (int32_t i = 0; i < nb; i++) {
-        if (used[i]) continue;
-        par[i]->batch_idx = -1;
-        pb_kv_free(s->kv, par[i]);
-        pb_seq_delete(s->pool, par[i]);
+    for (int32_t i = 0; i < nb; i++)
+        if (!used[i]) dead[n_dead++] = i;
+    /* the order: entities 0..nb-1 the parents, nb + j the j-th child */
+    int32_t ord[PB_MAX_TOP], pos[PB_MAX_TOP], n_ord = nb + n_kids;
+    for (int32_t e = 0; e < n_ord; e++) ord[e] = pos[e] = e;
+    for (int32_t d = 0; d < n_dead; d++) {
+        int32_t at = pos[dead[d]], last = ord[--n_ord];
+        ord[at] = last;
+        pos[last] = at;
     }
+    int32_t n_pairs = s->kv->iface->refork ? PB_MIN(n_kids, n_dead) : 0;
+    for (int32_t j = 0; j < n_kids; j++) {   /* children in choice order: their ids */
+        pb_seq *p = par[ch[kid[j]].parent], *child;
+        pb_status st;
+        if (j < n_pairs) {
+            child = par[dead[j]];
+            st = pb_kv_refork(s->kv, p, child);
+            pb_seq_reclone(s->pool, child, p);
+        } else {
+            child = pb_seq_clone(s->pool, p);
+            st = pb_kv_fork(s->kv, p, child);
+        }
+        if (st != PB_OK) return st;
+        dst[kid[j]] = child;
+    }
+    for (int32_t d = n_pairs; d < n_dead; d++) {
+        par[dead[d]]->batch_idx = -1;
+        pb_kv_free(s->kv, par[dead[d]]);
+        pb_seq_delete(s->pool, par[dead[d]]);
+    }
+    pb_seq *order[PB_MAX_TOP];
+    for (int32_t e = 0; e < n_ord; e++) {
+        int32_t x = ord[e];
+        order[e] = x < nb ? par[x] : dst[kid[x - nb]];
+    }
+    pb_group_set_order(g, order);
     for (int32_t c = 0; c < nc; c++)   /* clones carry the parent's cum_logprob */
         pb_seq_append_token(s->pool, dst[c], ch[c].token, ch[c].logprob);
     return PB_OK;
@@ -267,11 +298,14 @@ static pb_status group_token(pb_sched *s, pb_group *g, bool has_tokens) {
             } else if (s->p.store_tokens) {
                 tok = (int32_t)pb_rng_below(&g->rng, (uint64_t)s->p.vocab_size);
             }
-            pb_seq_append_token(s->pool, q, tok, lp);
+            if (s->p.store_tokens) pb_seq_append_token(s->pool, q, tok, lp);
+            else pb_seq_advance(q, lp);   /* the pool keeps no ids */
+            q->batch_idx = -1;
         }
     }
     if (st != PB_OK) return st;
-    for (int32_t i = 0; i < g->n_seqs; i++) g->seqs[i]->batch_idx = -1;
+    if (g->beam_width > 1 || first)   /* forks: children, moved beams */
+        for (int32_t i = 0; i < g->n_seqs; i++) g->seqs[i]->batch_idx = -1;
     g->n_generated++;
     g->len++;
     pb_metrics_token(s->metrics, g->id, s->now);
@@ -331,7 +365,8 @@ static pb_status schedule(pb_sched *s, bool *ready) {
 
 /* The scheduler's state -> the executor's batch. */
 static void batch_fill(pb_sched *s) {
-    for (int32_t i = 0; i < s->n_bseq; i++) pb_kv_batch_info(s->kv, s->bseq_seq[i], &s->bseq[i]);
+    if ((s->ex->iface->caps & PB_EXEC_KV_LAYOUT) || !s->kv->info_pure)
+        for (int32_t i = 0; i < s->n_bseq; i++) pb_kv_batch_info(s->kv, s->bseq_seq[i], &s->bseq[i]);
     pb_batch *b = &s->batch;
     if (s->n_bseq > 0) b->n_slot_copies = pb_kv_take_slot_copies(s->kv, &b->slot_copies);
     b->n_seqs = s->n_bseq;
@@ -373,11 +408,13 @@ static void step_metrics_begin(pb_sched *s, pb_step_metrics *sm) {
 static pb_status execute(pb_sched *s, pb_step_metrics *sm, bool *has_tokens) {
     batch_fill(s);
     step_metrics_begin(s, sm);
-    if (s->cap_cand < s->n_bseq) {
+    bool tokens = s->ex->iface->caps & PB_EXEC_TOKENS;
+    if (tokens && s->cap_cand < s->n_bseq) {
         s->cap_cand = PB_MAX(s->n_bseq, 2 * s->cap_cand);
         s->cand = pb_xrealloc(s->cand, (size_t)s->cap_cand * sizeof *s->cand);
     }
-    for (int32_t i = 0; i < s->n_bseq; i++) s->cand[i].n = 0;
+    if (tokens)
+        for (int32_t i = 0; i < s->n_bseq; i++) s->cand[i].n = 0;
     pb_step_result res;
     memset(&res, 0, sizeof res);
     pb_status st = pb_executor_execute(s->ex, &s->batch, &res, s->cand);
@@ -386,15 +423,15 @@ static pb_status execute(pb_sched *s, pb_step_metrics *sm, bool *has_tokens) {
                      (long long)s->step, pb_status_str(st));
         return st;
     }
-    if (!(res.latency_s >= 0) || !isfinite(res.latency_s)) {
-        pb_log_error("engine: executor returned latency %g", res.latency_s);
+    if (!(res.latency_s >= 0) || !isfinite(res.latency_s) || (res.has_tokens && !tokens)) {
+        pb_log_error("engine: executor '%s' returned latency %g%s", s->ex->iface->name, res.latency_s,
+                     res.has_tokens && !tokens ? " and tokens without PB_EXEC_TOKENS" : "");
         return PB_ERR_INVALID;
     }
     s->now += res.latency_s;
-    for (int32_t i = 0; i < s->n_bseq; i++) {
-        s->bseq_seq[i]->n_computed = s->bseq[i].context_len;
-        pb_kv_computed(s->kv, s->bseq_seq[i], s->bseq[i].context_len);
-    }
+    for (int32_t i = 0; i < s->n_bseq; i++) s->bseq_seq[i]->n_computed = s->bseq[i].context_len;
+    if (s->kv->iface->computed)
+        for (int32_t i = 0; i < s->n_bseq; i++) pb_kv_computed(s->kv, s->bseq_seq[i], s->bseq[i].context_len);
     sm->latency_s = res.latency_s;
     sm->swap_s = res.swap_s;
     sm->copy_s = res.copy_s;

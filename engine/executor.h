@@ -72,6 +72,18 @@ typedef struct {
     const pb_block_pair *swap_in; int32_t n_swap_in;    /* CPU block -> GPU block     */
     const pb_block_pair *swap_out; int32_t n_swap_out;  /* GPU block -> CPU block     */
     const pb_slot_copy *slot_copies; int32_t n_slot_copies; /* contiguous caches only */
+    /* Sums over seqs, kept by the engine as it builds the batch, so that a cost model
+       need not walk seqs; valid only when has_sums (a batch built by hand leaves it
+       false: read seqs).  All exact integers. */
+    bool has_sums;
+    int64_t sum_new;             /* sum of n_new                                    */
+    int32_t n_sample;            /* sequences with sample                           */
+    int64_t decode_ctx;          /* sum of context_len over decode sequences        */
+    int64_t decode_blocks;       /* sum of ceil(context_len / block_size) over decode
+                                    sequences (0 when block_size == 0)             */
+    int64_t prefill_pairs2;      /* twice the causal (query, key) pairs of prefills:
+                                    sum of n_new * (2 n_cached + n_new + 1)         */
+    int64_t prefill_cached;      /* sum of n_cached over prefill sequences          */
 } pb_batch;
 
 #define PB_MAX_TOP 16
@@ -89,6 +101,13 @@ typedef struct {
 } pb_step_result;
 
 typedef struct pb_executor pb_executor;
+/* What an executor needs from the engine beyond lengths (pb_executor_i.caps). */
+enum {
+    PB_EXEC_KV_LAYOUT = 1,   /* reads block_table / n_blocks / kv_offset            */
+    PB_EXEC_TOKENS = 2       /* may return candidates (has_tokens): the engine
+                                clears cand[].n before each call                   */
+};
+
 typedef struct {
     const char *name;
     /* Execute one batch.  cand has batch->n_seqs entries (filled for seqs with
@@ -97,6 +116,7 @@ typedef struct {
     pb_status (*execute)(pb_executor *ex, const pb_batch *batch, pb_step_result *res,
                          pb_candidates *cand);
     void (*destroy)(pb_executor *ex);
+    unsigned caps;               /* PB_EXEC_* flags; 0: lengths only, no tokens      */
 } pb_executor_i;
 
 struct pb_executor {

@@ -113,6 +113,12 @@ typedef struct {
        reserve).  child->kv_len = parent->kv_len.  May return PB_ERR_NO_SPACE for
        managers that cannot share. */
     pb_status (*fork)(pb_kv_manager *m, const pb_seq *parent, pb_seq *child);
+    /* (optional) s, which has KV in parent's place (GPU or CPU), drops it and shares
+       all of parent's instead: the pools end as after free(s) then fork(parent, s),
+       the same blocks released in the same order, without touching what the two
+       already share.  NULL: not supported (the engine forks and frees instead: a
+       manager whose fork needs memory must fork before the frees, as vLLM does). */
+    pb_status (*refork)(pb_kv_manager *m, const pb_seq *parent, pb_seq *s);
     /* Release s's KV wherever it is (GPU or CPU).  kv_len = 0. */
     void (*free)(pb_kv_manager *m, pb_seq *s);
     /* Swap (NULL = unsupported).  swap_out moves all of g's KV to the CPU, each shared
@@ -156,6 +162,10 @@ struct pb_kv_manager {
     int32_t swap_unit_tokens; /* token slots moved per pair of a swap map (paged:
                                  block_size; contiguous: 1); swap bytes = pairs *
                                  swap_unit_tokens * kv bytes per token             */
+    bool info_pure;      /* batch_info only reads: the engine skips it for executors
+                            without PB_EXEC_KV_LAYOUT (false: it may change state,
+                            e.g. give a forked sequence its region, so it is always
+                            called)                                                */
 };
 
 /* Thin wrappers (NULL-safe for the optional swap ops). */
@@ -175,6 +185,9 @@ static inline pb_status pb_kv_fork(pb_kv_manager *m, const pb_seq *p, pb_seq *c)
     return m->iface->fork(m, p, c);
 }
 static inline void pb_kv_free(pb_kv_manager *m, pb_seq *s) { m->iface->free(m, s); }
+static inline pb_status pb_kv_refork(pb_kv_manager *m, const pb_seq *p, pb_seq *s) {
+    return m->iface->refork ? m->iface->refork(m, p, s) : PB_ERR_UNSUPPORTED;
+}
 static inline bool pb_kv_can_swap_out(pb_kv_manager *m, const pb_group *g) {
     return m->iface->can_swap_out ? m->iface->can_swap_out(m, g) : false;
 }

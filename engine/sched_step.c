@@ -52,7 +52,7 @@ pb_status pb_sched_decode_running(pb_sched *s, pb_victim_fn victim, void *user) 
         next = g->next;
         if (g->prefill || pb_sched_in_batch(g)) continue;
         bool self = false;
-        while (!self && !pb_sched_can_decode(s, g)) {
+        while (!self && !pb_kv_can_append(s->kv, g)) {   /* pb_sched_can_decode, inline */
             if (!victim) {
                 pb_log_error("policy %s: group %d cannot decode and the policy never preempts",
                              s->policy->iface->name, g->id);

@@ -176,6 +176,14 @@ void pb_sched_begin_step(pb_sched *s) {
     s->b_prefill_len_sum = 0;
     s->b_padded = false;
     s->b_n_top = 1;
+    int32_t bs = s->kv->block_size;
+    int32_t sh = 0;
+    while (sh < 30 && (1 << sh) < bs) sh++;
+    s->b_bs_shift = bs > 0 && (1 << sh) == bs ? sh : -1;
+    pb_batch *b = &s->batch;
+    b->has_sums = true;
+    b->sum_new = b->decode_ctx = b->decode_blocks = b->prefill_pairs2 = b->prefill_cached = 0;
+    b->n_sample = 0;
     pb_pair_vec_clear(&s->copies);
     pb_pair_vec_clear(&s->swap_in);
     pb_pair_vec_clear(&s->swap_out);
@@ -227,6 +235,7 @@ static void batch_add_seq(pb_sched *s, pb_seq *q, bool prefill, int32_t max_new)
     b->group_id = g->id;
     b->is_prefill = prefill;
     b->n_cached = q->n_computed;
+    pb_batch *sum = &s->batch;
     if (prefill) {
         PB_ASSERT(q->kv_len == q->len && q->n_computed < q->len && max_new >= 1);
         b->n_new = PB_MIN(max_new, q->len - q->n_computed);
@@ -234,6 +243,8 @@ static void batch_add_seq(pb_sched *s, pb_seq *q, bool prefill, int32_t max_new)
         s->b_prefill_seqs++;
         s->b_prefill_max_len = PB_MAX(s->b_prefill_max_len, q->n_computed + b->n_new);
         s->b_prefill_len_sum += q->n_computed + b->n_new;
+        sum->prefill_pairs2 += (int64_t)b->n_new * (2 * (int64_t)b->n_cached + b->n_new + 1);
+        sum->prefill_cached += b->n_cached;
     } else {
         PB_ASSERT(q->n_computed == q->kv_len - 1 && q->kv_len == q->len);
         b->n_new = 1;
@@ -241,6 +252,14 @@ static void batch_add_seq(pb_sched *s, pb_seq *q, bool prefill, int32_t max_new)
     }
     b->context_len = b->n_cached + b->n_new;
     b->sample = b->context_len == q->len;
+    sum->sum_new += b->n_new;
+    sum->n_sample += b->sample;
+    if (!prefill) {
+        int32_t bs = s->kv->block_size;
+        sum->decode_ctx += b->context_len;
+        if (s->b_bs_shift >= 0) sum->decode_blocks += (b->context_len + bs - 1) >> s->b_bs_shift;
+        else if (bs > 0) sum->decode_blocks += (b->context_len + bs - 1) / bs;
+    }
     b->block_table = NULL;
     b->n_blocks = 0;
     b->kv_offset = 0;
@@ -462,7 +481,8 @@ pb_status pb_sched_check(pb_sched *s) {
             return PB_ERR_INVALID;
         }
     }
-    int64_t pf = 0;
+    int64_t pf = 0, sum_new = 0, ctx = 0, blocks = 0, pairs2 = 0, cached = 0;
+    int32_t n_sample = 0, bs = s->kv->block_size;
     for (int32_t i = 0; i < s->n_bseq; i++) {   /* the last batch's entries */
         const pb_batch_seq *b = &s->bseq[i];
         if (b->n_new < 1 || b->n_cached < 0 || b->context_len != b->n_cached + b->n_new ||
@@ -472,11 +492,32 @@ pb_status pb_sched_check(pb_sched *s) {
                          (int)b->sample);
             return PB_ERR_INVALID;
         }
-        if (b->is_prefill) pf += b->n_new;
+        sum_new += b->n_new;
+        n_sample += b->sample;
+        if (b->is_prefill) {
+            pf += b->n_new;
+            pairs2 += (int64_t)b->n_new * (2 * (int64_t)b->n_cached + b->n_new + 1);
+            cached += b->n_cached;
+        } else {
+            ctx += b->context_len;
+            if (bs > 0) blocks += (b->context_len + bs - 1) / bs;
+        }
     }
     if (pf != s->b_prefill_tokens) {
         pb_log_error("sched: batch prefill tokens %lld, entries sum to %lld", (long long)s->b_prefill_tokens,
                      (long long)pf);
+        return PB_ERR_INVALID;
+    }
+    const pb_batch *bt = &s->batch;
+    if (bt->has_sums && (bt->sum_new != sum_new || bt->n_sample != n_sample || bt->decode_ctx != ctx ||
+                         bt->decode_blocks != blocks || bt->prefill_pairs2 != pairs2 ||
+                         bt->prefill_cached != cached)) {
+        pb_log_error("sched: batch sums (new %lld, sampled %d, decode context %lld, blocks %lld, prefill "
+                     "pairs2 %lld, cached %lld) differ from its entries' (%lld, %d, %lld, %lld, %lld, %lld)",
+                     (long long)bt->sum_new, bt->n_sample, (long long)bt->decode_ctx,
+                     (long long)bt->decode_blocks, (long long)bt->prefill_pairs2, (long long)bt->prefill_cached,
+                     (long long)sum_new, n_sample, (long long)ctx, (long long)blocks, (long long)pairs2,
+                     (long long)cached);
         return PB_ERR_INVALID;
     }
     for (int32_t i = 0; i < s->n_waiting; i++) {

@@ -56,6 +56,8 @@ struct pb_sched {
     int64_t b_prefill_tokens;
     int32_t b_decode, b_prefill_seqs, b_n_top;
     int32_t b_prefill_max_len;    /* longest prefill context_len in the batch      */
+    int32_t b_bs_shift;           /* log2 of the manager's block size when a power
+                                     of two, else -1 (batch decode_blocks)         */
     int64_t b_prefill_len_sum;    /* sum of prefill context_lens                   */
     bool b_padded;                /* a padded prompt-only step (batch n_padded_tokens) */
     int32_t b_max_paddings;       /* its padding cap                               */

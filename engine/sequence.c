@@ -160,6 +160,29 @@ pb_seq *pb_seq_clone(pb_seq_pool *p, const pb_seq *parent) {
     return s;
 }
 
+void pb_seq_reclone(pb_seq_pool *p, pb_seq *s, const pb_seq *parent) {
+    PB_ASSERT(s != parent && s->group == parent->group);
+    s->id = p->next_id++;
+    s->len = parent->len;
+    s->n_generated = parent->n_generated;
+    s->n_computed = parent->n_computed;
+    s->cum_logprob = parent->cum_logprob;
+    s->parent_id = parent->id;
+    s->batch_idx = -1;
+    if (p->store_tokens && parent->tokens) {
+        tokens_reserve(s, parent->len);
+        memcpy(s->tokens, parent->tokens, (size_t)parent->len * sizeof(int32_t));
+    }
+}
+
+void pb_group_set_order(pb_group *g, pb_seq *const *order) {
+    for (int32_t i = 0; i < g->n_seqs; i++) {
+        PB_ASSERT(order[i]->group == g);
+        g->seqs[i] = order[i];
+        order[i]->idx = i;
+    }
+}
+
 void pb_seq_delete(pb_seq_pool *p, pb_seq *s) {
     pb_group *g = s->group;
     if (g) {
@@ -179,9 +202,7 @@ void pb_seq_append_token(pb_seq_pool *p, pb_seq *s, int32_t token, float logprob
         tokens_reserve(s, s->len + 1);
         s->tokens[s->len] = token;
     }
-    s->len++;
-    s->n_generated++;
-    s->cum_logprob += logprob;
+    pb_seq_advance(s, logprob);
 }
 
 void pb_seq_set_tokens(pb_seq_pool *p, pb_seq *s, const int32_t *tok, int32_t n) {

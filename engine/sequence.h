@@ -147,11 +147,25 @@ pb_seq *pb_seq_new(pb_seq_pool *p, pb_group *g);
 /* New sequence as a copy of parent's logical state (len, n_generated, n_computed,
  * cum_logprob, tokens); NO KV: the caller forks it through the KV manager. */
 pb_seq *pb_seq_clone(pb_seq_pool *p, const pb_seq *parent);
+/* s, a sequence of parent's group, becomes a new sequence that copies parent's logical
+ * state, as pb_seq_clone would make it (a fresh id, parent_id = parent's), in s's
+ * struct and slot of g->seqs; its KV is the caller's (see kv refork).  Beam search
+ * reuses a dropped beam for a child of a kept one this way. */
+void pb_seq_reclone(pb_seq_pool *p, pb_seq *s, const pb_seq *parent);
+/* Reorder g->seqs to order[0..g->n_seqs) (the same sequences). */
+void pb_group_set_order(pb_group *g, pb_seq *const *order);
 /* Remove s from its group (swap-remove in g->seqs) and recycle it.  Its KV must have
  * been freed already (s->kv == NULL is not required: managers may keep kv set). */
 void pb_seq_delete(pb_seq_pool *p, pb_seq *s);
 /* Append one generated token (len++, n_generated++, tokens when stored). */
 void pb_seq_append_token(pb_seq_pool *p, pb_seq *s, int32_t token, float logprob);
+/* The same in a pool that does not store tokens (the id is not kept): inline, for the
+ * engine's per-token path. */
+static inline void pb_seq_advance(pb_seq *s, float logprob) {
+    s->len++;
+    s->n_generated++;
+    s->cum_logprob += logprob;
+}
 /* Set the first len tokens (prompt) when tokens are stored; no-op otherwise. */
 void pb_seq_set_tokens(pb_seq_pool *p, pb_seq *s, const int32_t *tok, int32_t n);
 bool pb_seq_pool_stores_tokens(const pb_seq_pool *p);

@@ -1,8 +1,8 @@
 /* test_block_manager.c -- the paged KV manager: the paper's Fig. 6-9 scenarios as
  * exact block-level checks, shared prefixes, swapping, admission, automatic prefix
  * caching (hits, LRU eviction, copy-on-write, forks, swap, recompute), and 100k-op
- * random property tests (with and without the cache) with pb_kv_check() after every
- * operation. */
+ * random property tests (with and without the cache; forks, reforks, frees, swaps)
+ * with pb_kv_check() after every operation. */
 #include <stdlib.h>
 #include <string.h>
 
@@ -606,7 +606,7 @@ static void random_ops(bool caching) {
     enum { MAXG = 200 };
     pb_group *live[MAXG];
     int n_live = 0;
-    long ops = 0, cows = 0, swaps = 0, forks = 0, frees = 0, allocs = 0, recompute_hits = 0;
+    long ops = 0, cows = 0, swaps = 0, forks = 0, frees = 0, allocs = 0, recompute_hits = 0, reforks = 0;
     bool ok = true;
     for (long it = 0; it < 100000 && ok; it++) {
         int op = (int)pb_rng_below(&rng, 100);
@@ -689,9 +689,18 @@ static void random_ops(bool caching) {
             int gi = (int)pb_rng_below(&rng, (uint64_t)n_live);
             pb_group *g = live[gi];
             if (g->n_seqs > 1 && pb_rng_below(&rng, 2)) {
-                pb_seq *s = g->seqs[pb_rng_below(&rng, (uint64_t)g->n_seqs)];
-                pb_kv_free(r.kv, s);
-                pb_seq_delete(r.pool, s);
+                int32_t i = (int32_t)pb_rng_below(&rng, (uint64_t)g->n_seqs);
+                pb_seq *s = g->seqs[i];
+                if (pb_rng_below(&rng, 2)) {   /* beam search: s is reused for a sibling's child */
+                    pb_seq *p = g->seqs[(i + 1) % g->n_seqs];
+                    if (pb_kv_refork(r.kv, p, s) != PB_OK) { ok = false; break; }
+                    pb_seq_reclone(r.pool, s, p);
+                    PB_CHECK_EQ_INT(s->kv_len, p->kv_len);
+                    reforks++;
+                } else {
+                    pb_kv_free(r.kv, s);
+                    pb_seq_delete(r.pool, s);
+                }
             } else {
                 while (g->n_seqs) {
                     pb_seq *s = g->seqs[g->n_seqs - 1];
@@ -747,7 +756,7 @@ static void random_ops(bool caching) {
     }
     PB_CHECK(ok);
     PB_CHECK_EQ_INT(ops, 100000);
-    PB_CHECK(allocs > 1000 && cows > 100 && swaps > 100 && forks > 100 && frees > 1000);
+    PB_CHECK(allocs > 1000 && cows > 100 && swaps > 100 && forks > 100 && frees > 1000 && reforks > 100);
     pb_paged_cache_stats cs;
     pb_paged_cache_stats_get(r.kv, &cs);
     if (caching) {
@@ -778,8 +787,8 @@ static void random_ops(bool caching) {
     PB_CHECK_EQ_INT(pb_block_alloc_used(pb_paged_cpu(r.kv)), 0);
     PB_CHECK_EQ_INT(pb_seq_pool_live(r.pool), 0);
     PB_CHECK(pb_kv_check(r.kv) == PB_OK);
-    fprintf(stderr, "  ops %ld allocs %ld cows %ld forks %ld frees %ld swaps %ld\n", ops, allocs,
-            cows, forks, frees, swaps);
+    fprintf(stderr, "  ops %ld allocs %ld cows %ld forks %ld reforks %ld frees %ld swaps %ld\n", ops, allocs,
+            cows, forks, reforks, frees, swaps);
     rig_free(&r);
 }
 

@@ -185,7 +185,8 @@ static void cpu_destroy_(pb_executor *ex) {
     free(ex);
 }
 
-static const pb_executor_i cpu_iface = {.name = "cpu", .execute = cpu_execute_, .destroy = cpu_destroy_};
+static const pb_executor_i cpu_iface = {.name = "cpu", .execute = cpu_execute_, .destroy = cpu_destroy_,
+                                        .caps = PB_EXEC_KV_LAYOUT | PB_EXEC_TOKENS};
 
 pb_status pb_executor_cpu_create(const pb_model *m, const pb_real_exec_params *p,
                                  pb_executor **out) {

@@ -683,7 +683,8 @@ static void cuda_destroy_(pb_executor *ex) {
 }
 
 static const pb_executor_i cuda_iface = {.name = "cuda", .execute = cuda_execute_,
-                                         .destroy = cuda_destroy_};
+                                         .destroy = cuda_destroy_,
+                                         .caps = PB_EXEC_KV_LAYOUT | PB_EXEC_TOKENS};
 
 pb_status pb_executor_cuda_create(const pb_model *m, const pb_real_exec_params *p,
                                   pb_executor **out) {

@@ -57,7 +57,7 @@ static pb_status fixed_execute(pb_executor *ex, const pb_batch *b, pb_step_resul
 
 static void fixed_destroy(pb_executor *ex) { free(ex->impl); }
 
-static const pb_executor_i FIXED_IFACE = {"fixed", fixed_execute, fixed_destroy};
+static const pb_executor_i FIXED_IFACE = {"fixed", fixed_execute, fixed_destroy, PB_EXEC_TOKENS};
 
 pb_status pb_executor_fixed_create(const pb_fixed_exec_params *p, pb_executor **out) {
     fixed_exec *f = pb_xcalloc(1, sizeof *f);

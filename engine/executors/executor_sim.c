@@ -418,7 +418,17 @@ static void sum_batch(const pb_sim *s, const pb_batch *b, step_sums *q) {
     memset(q, 0, sizeof *q);
     int32_t bs = b->block_size > 0 ? b->block_size : 0;
     double T = 0, P = 0, pf = 0, pkv = 0, D = 0, ctx = 0, blocks = 0, S = 0;
-    for (int32_t i = 0; i < b->n_seqs; i++) {
+    if (b->has_sums) {   /* the engine's sums: the same exact integers as the walk */
+        T = (double)b->sum_new;
+        S = b->n_sample;
+        P = (double)b->n_prefill_tokens;
+        pf = 0.5 * (double)b->prefill_pairs2;
+        pkv = (double)b->prefill_cached;
+        D = b->n_decode;
+        ctx = (double)b->decode_ctx;
+        blocks = bs ? (double)b->decode_blocks : 0;
+    }
+    for (int32_t i = 0; i < (b->has_sums ? 0 : b->n_seqs); i++) {
         const pb_batch_seq *q1 = &b->seqs[i];
         double n = q1->n_new;
         T += n;
@@ -588,7 +598,7 @@ static void sim_destroy(pb_executor *ex) {
     free(ex);
 }
 
-static const pb_executor_i SIM_IFACE = {"sim", sim_execute, sim_destroy};
+static const pb_executor_i SIM_IFACE = {"sim", sim_execute, sim_destroy, 0};
 
 pb_executor *pb_executor_sim_create(const pb_model *m, const pb_hw *hw, const pb_sim_cost *c, int32_t tp,
                                     const pb_sim_params *p, pb_cfg_err *err) {
