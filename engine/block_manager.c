@@ -562,29 +562,37 @@ static pb_status bm_append(pb_kv_manager *m, pb_seq *s, pb_pair_vec *copies) {
     return PB_OK;
 }
 
-static pb_status bm_fork(pb_kv_manager *m, const pb_seq *parent, pb_seq *child) {
-    bm *b = BM(m);
-    const bm_table *pt = parent->kv;
-    PB_ASSERT(pt && child->kv == NULL);
-    bm_table *t = table_new(b, child, pt->on_cpu);
-    pb_block_alloc *a = pt->on_cpu ? b->cpu : b->gpu;
+/* t (of s) becomes a copy of pt (of parent) from block `from` on (the caller has
+ * taken the references of pt's blocks from `from` and dropped t's): blocks, hash
+ * chain, lengths; t re-enters the reservation. */
+static void table_follow(bm *b, bm_table *t, const bm_table *pt, int32_t from, pb_seq *s,
+                         const pb_seq *parent) {
     if (t->cap < pt->n) {
         t->cap = pt->n;
         t->blocks = pb_xrealloc(t->blocks, (size_t)t->cap * sizeof(int32_t));
     }
-    for (int32_t i = 0; i < pt->n; i++) pb_block_alloc_incref(a, pt->blocks[i]);
-    memcpy(t->blocks, pt->blocks, (size_t)pt->n * sizeof(int32_t));
+    memcpy(t->blocks + from, pt->blocks + from, (size_t)(pt->n - from) * sizeof(int32_t));
+    if (!t->on_cpu) b->logical_gpu += pt->n - t->n;
     t->n = pt->n;
-    if (!t->on_cpu) b->logical_gpu += t->n;
     if (pt->n_hashed > 0) {
         hashes_reserve(t, pt->n_hashed);
         memcpy(t->hashes, pt->hashes, (size_t)pt->n_hashed * sizeof(uint64_t));
     }
     t->n_hashed = pt->n_hashed;
     t->n_pub = pt->n_pub;
-    child->kv_len = parent->kv_len;
-    child->n_cached = parent->n_cached;
+    s->kv_len = parent->kv_len;
+    s->n_cached = parent->n_cached;
     last_enter(b, t);
+}
+
+static pb_status bm_fork(pb_kv_manager *m, const pb_seq *parent, pb_seq *child) {
+    bm *b = BM(m);
+    const bm_table *pt = parent->kv;
+    PB_ASSERT(pt && child->kv == NULL);
+    bm_table *t = table_new(b, child, pt->on_cpu);
+    pb_block_alloc *a = pt->on_cpu ? b->cpu : b->gpu;
+    for (int32_t i = 0; i < pt->n; i++) pb_block_alloc_incref(a, pt->blocks[i]);
+    table_follow(b, t, pt, 0, child, parent);
     return PB_OK;
 }
 
@@ -606,22 +614,7 @@ static pb_status bm_refork(pb_kv_manager *m, const pb_seq *parent, pb_seq *s) {
     } else {
         for (int32_t i = t->n - 1; i >= cp; i--) gpu_release(b, t->blocks[i]);
     }
-    if (t->cap < pt->n) {
-        t->cap = pt->n;
-        t->blocks = pb_xrealloc(t->blocks, (size_t)t->cap * sizeof(int32_t));
-    }
-    memcpy(t->blocks + cp, pt->blocks + cp, (size_t)(pt->n - cp) * sizeof(int32_t));
-    if (!t->on_cpu) b->logical_gpu += pt->n - t->n;
-    t->n = pt->n;
-    if (pt->n_hashed > 0) {
-        hashes_reserve(t, pt->n_hashed);
-        memcpy(t->hashes, pt->hashes, (size_t)pt->n_hashed * sizeof(uint64_t));
-    }
-    t->n_hashed = pt->n_hashed;
-    t->n_pub = pt->n_pub;
-    s->kv_len = parent->kv_len;
-    s->n_cached = parent->n_cached;
-    last_enter(b, t);
+    table_follow(b, t, pt, cp, s, parent);
     return PB_OK;
 }
 
@@ -1009,46 +1002,16 @@ static void bm_destroy(pb_kv_manager *m) {
     free(b);
 }
 
-static const pb_kv_manager_i BM_IFACE = {
-    .name = "paged",
-    .can_allocate = bm_can_allocate,
-    .allocate = bm_allocate,
-    .can_append = bm_can_append,
-    .append = bm_append,
-    .fork = bm_fork,
-    .refork = bm_refork,
-    .free = bm_free,
-    .can_swap_out = bm_can_swap_out,
-    .swap_out = bm_swap_out,
-    .can_swap_in = bm_can_swap_in,
-    .swap_in = bm_swap_in,
-    .batch_info = bm_batch_info,
-    .cached_tokens = bm_cached_tokens,
-    .computed = bm_computed,
-    .usage = bm_usage,
-    .check = bm_check,
-    .destroy = bm_destroy,
-};
-/* without caching: no computed() call per sequence and step */
-static const pb_kv_manager_i BM_IFACE_NOCACHE = {
-    .name = "paged",
-    .can_allocate = bm_can_allocate,
-    .allocate = bm_allocate,
-    .can_append = bm_can_append,
-    .append = bm_append,
-    .fork = bm_fork,
-    .refork = bm_refork,
-    .free = bm_free,
-    .can_swap_out = bm_can_swap_out,
-    .swap_out = bm_swap_out,
-    .can_swap_in = bm_can_swap_in,
-    .swap_in = bm_swap_in,
-    .batch_info = bm_batch_info,
-    .cached_tokens = bm_cached_tokens,
-    .usage = bm_usage,
-    .check = bm_check,
-    .destroy = bm_destroy,
-};
+/* the operations of both forms; the caching form also has computed() (publishing
+   blocks), which the engine then calls for every batch sequence after every step */
+#define BM_OPS                                                                                 \
+    .name = "paged", .can_allocate = bm_can_allocate, .allocate = bm_allocate,                \
+    .can_append = bm_can_append, .append = bm_append, .fork = bm_fork, .refork = bm_refork,   \
+    .free = bm_free, .can_swap_out = bm_can_swap_out, .swap_out = bm_swap_out,                \
+    .can_swap_in = bm_can_swap_in, .swap_in = bm_swap_in, .batch_info = bm_batch_info,        \
+    .cached_tokens = bm_cached_tokens, .usage = bm_usage, .check = bm_check, .destroy = bm_destroy
+static const pb_kv_manager_i BM_IFACE = {BM_OPS, .computed = bm_computed};
+static const pb_kv_manager_i BM_IFACE_NOCACHE = {BM_OPS};
 
 pb_status pb_paged_kv_create(const pb_paged_params *p, pb_kv_manager **out) {
     *out = NULL;
