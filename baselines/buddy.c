@@ -90,6 +90,8 @@ void pb_buddy_destroy(pb_buddy *b) {
 
 int64_t pb_buddy_num_slots(const pb_buddy *b) { return b->n; }
 
+int64_t pb_buddy_free_slots(const pb_buddy *b) { return b->free_slots; }
+
 static int smallest_fit(const pb_buddy *b, int k) {
     for (int j = k; j <= PB_BUDDY_MAX_ORDER; j++)
         if (b->count[j] > 0) return j;

@@ -81,6 +81,8 @@ int64_t pb_buddy_requested(const pb_buddy *b, int64_t offset);
 
 void pb_buddy_stats_get(const pb_buddy *b, pb_buddy_stats *out);
 int64_t pb_buddy_num_slots(const pb_buddy *b);
+/* Slots in no chunk (pb_buddy_stats.free_slots, O(1)). */
+int64_t pb_buddy_free_slots(const pb_buddy *b);
 
 /* Invariant checker: chunks tile the space exactly, are aligned, free lists hold
  * exactly the free chunks, no two free buddies are left uncoalesced, counters match.

@@ -331,8 +331,8 @@ static int32_t c_take_slot_copies(pb_kv_manager *m, const pb_slot_copy **out) {
 }
 
 static void c_batch_info(pb_kv_manager *m, const pb_seq *s, pb_batch_seq *out) {
-    PB_ASSERT(s->kv != NULL);
-    if (s->kv_aux < 0) PB_ASSERT(pending_resolve(m->impl, s->kv, s) == PB_OK);
+    (void)m;
+    PB_ASSERT(s->kv != NULL && s->kv_aux >= 0);   /* append gave a pending child its region */
     out->block_table = NULL;
     out->n_blocks = 0;
     out->kv_offset = s->kv_aux;
@@ -340,17 +340,16 @@ static void c_batch_info(pb_kv_manager *m, const pb_seq *s, pb_batch_seq *out) {
 
 static void c_usage(pb_kv_manager *m, pb_kv_usage *u) {
     const contig *c = m->impl;
-    pb_buddy_stats bs;
-    pb_buddy_stats_get(c->buddy, &bs);
+    int64_t buddy_free = pb_buddy_free_slots(c->buddy);
     memset(u, 0, sizeof *u);
     u->total_slots = c->p.num_slots;
     u->token_slots = c->sum_tokens;
     u->reserved_slots = c->sum_need - c->sum_tokens;
     u->internal_frag_slots = c->sum_resv - c->sum_need;
     u->free_slots = c->p.num_slots - c->sum_resv;          /* unallocated + round-up */
-    u->logical_blocks = u->physical_blocks = bs.chunk_slots;
+    u->logical_blocks = u->physical_blocks = c->p.num_slots - buddy_free;
     u->gpu_blocks_total = c->p.num_slots;
-    u->gpu_blocks_free = bs.free_slots;
+    u->gpu_blocks_free = buddy_free;
     u->cpu_blocks_total = u->cpu_blocks_used = 0;
 }
 
@@ -479,6 +478,7 @@ pb_status pb_kv_contiguous_create(const pb_kv_contiguous_params *p, pb_kv_manage
     m->impl = c;
     m->block_size = 0;
     m->swap_unit_tokens = 1;
+    m->info_pure = true;
     *out = m;
     return PB_OK;
 }

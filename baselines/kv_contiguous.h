@@ -30,8 +30,8 @@
  * frees, as vLLM's does), the child waits for the next region a sequence of its group
  * frees -- its parent's own region when the parent is the one freed, which then needs
  * no copy -- so a beam group never holds more than beam_width regions; a child still
- * without a region when it must run (append / batch_info) takes one from the
- * allocator.
+ * without a region when it must run takes one from the allocator in append (every
+ * forked sequence decodes next, so batch_info only reads: info_pure).
  *
  * Memory breakdown (pb_kv_usage), in slots, every slot in exactly one class (Fig. 2):
  *   token_slots          KV written now: sum of kv_len;
