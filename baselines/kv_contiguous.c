@@ -478,7 +478,6 @@ pb_status pb_kv_contiguous_create(const pb_kv_contiguous_params *p, pb_kv_manage
     m->impl = c;
     m->block_size = 0;
     m->swap_unit_tokens = 1;
-    m->info_pure = true;
     *out = m;
     return PB_OK;
 }

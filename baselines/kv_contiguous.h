@@ -31,7 +31,7 @@
  * frees -- its parent's own region when the parent is the one freed, which then needs
  * no copy -- so a beam group never holds more than beam_width regions; a child still
  * without a region when it must run takes one from the allocator in append (every
- * forked sequence decodes next, so batch_info only reads: info_pure).
+ * forked sequence decodes next, so batch_info only reads, as kv_manager.h requires).
  *
  * Memory breakdown (pb_kv_usage), in slots, every slot in exactly one class (Fig. 2):
  *   token_slots          KV written now: sum of kv_len;

@@ -1051,7 +1051,6 @@ pb_status pb_paged_kv_create(const pb_paged_params *p, pb_kv_manager **out) {
     b->base.impl = b;
     b->base.block_size = p->block_size;
     b->base.swap_unit_tokens = p->block_size;
-    b->base.info_pure = true;
     *out = &b->base;
     return PB_OK;
 }

@@ -189,7 +189,7 @@ static pb_status beam_step(pb_sched *s, pb_group *g, bool has_tokens) {
     }
     pb_beam_choice ch[PB_MAX_TOP / 2];
     int32_t nc;
-    if (!has_tokens) {   /* all synthetic: the fused k-way merge (same law of choices, other draws; beam.h) */
+    if (!has_tokens) {   /* all synthetic: drawn best-first in one stream (same law of choices; beam.h) */
         nc = pb_beam_synth_select(&g->rng, cum, nb, 2 * k, s->p.vocab_size, k, ch);
     } else {
         for (int32_t i = 0; i < nb; i++) {
@@ -343,9 +343,8 @@ static pb_status schedule(pb_sched *s, bool *ready) {
     int64_t done0 = s->n_done;
     pb_status st = s->policy->iface->schedule(s->policy, s);
     if (st != PB_OK) return st;
-    /* fork copies of a contiguous manager; with a batch they are taken after
-       batch_info, which may still give a forked sequence its region (execute) */
-    s->batch.n_slot_copies = s->n_bseq == 0 ? pb_kv_take_slot_copies(s->kv, &s->batch.slot_copies) : 0;
+    /* fork copies of a contiguous manager, queued by this step's forks and appends */
+    s->batch.n_slot_copies = pb_kv_take_slot_copies(s->kv, &s->batch.slot_copies);
     *ready = s->n_bseq > 0 || s->copies.n > 0 || s->swap_in.n > 0 || s->swap_out.n > 0 ||
              s->batch.n_slot_copies > 0;
     if (*ready) return PB_OK;
@@ -365,10 +364,9 @@ static pb_status schedule(pb_sched *s, bool *ready) {
 
 /* The scheduler's state -> the executor's batch. */
 static void batch_fill(pb_sched *s) {
-    if ((s->ex->iface->caps & PB_EXEC_KV_LAYOUT) || !s->kv->info_pure)
+    if (s->ex->iface->caps & PB_EXEC_KV_LAYOUT)
         for (int32_t i = 0; i < s->n_bseq; i++) pb_kv_batch_info(s->kv, s->bseq_seq[i], &s->bseq[i]);
     pb_batch *b = &s->batch;
-    if (s->n_bseq > 0) b->n_slot_copies = pb_kv_take_slot_copies(s->kv, &b->slot_copies);
     b->n_seqs = s->n_bseq;
     b->seqs = s->bseq;
     b->n_prefill_tokens = s->b_prefill_tokens;

@@ -131,7 +131,9 @@ typedef struct {
     pb_alloc_status (*can_swap_in)(pb_kv_manager *m, const pb_group *g);
     pb_status (*swap_in)(pb_kv_manager *m, pb_group *g, pb_pair_vec *map);
     /* Fill out->block_table / n_blocks (paged) or out->kv_offset (contiguous) for a
-       GPU-resident s.  The pointer stays valid until the next call that changes s. */
+       GPU-resident s.  The pointer stays valid until the next call that changes s.
+       A pure query (it changes no state): the engine calls it only for executors
+       that read KV layouts (PB_EXEC_KV_LAYOUT, executor.h). */
     void (*batch_info)(pb_kv_manager *m, const pb_seq *s, pb_batch_seq *out);
     /* (optional) Range copies queued since the last call (a contiguous manager's
        forks), in the order they must run; the engine passes them to the executor
@@ -162,10 +164,6 @@ struct pb_kv_manager {
     int32_t swap_unit_tokens; /* token slots moved per pair of a swap map (paged:
                                  block_size; contiguous: 1); swap bytes = pairs *
                                  swap_unit_tokens * kv bytes per token             */
-    bool info_pure;      /* batch_info only reads: the engine skips it for executors
-                            without PB_EXEC_KV_LAYOUT (false: it may change state,
-                            e.g. give a forked sequence its region, so it is always
-                            called)                                                */
 };
 
 /* Thin wrappers (NULL-safe for the optional swap ops). */
