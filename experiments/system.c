@@ -114,11 +114,15 @@ static const char COMMON_KEYS[] =
 typedef struct {
     const char *name;
     const char *options;        /* keys of the system's map this policy takes           */
+    const char *ignores;        /* keys of its type it never reads (its step is fixed)  */
 } policy_opts;
-/* A policy that takes options lists them here; one absent from this table takes none. */
+/* A policy that takes options, or ignores some of its type's, is listed here; one
+   absent from this table takes none and reads all of its type's. */
 static const policy_opts POLICIES[] = {
-    {"vllm", ""}, {"spf", ""}, {"priority", "priority_by|aging_rate"}, {"sarathi", "token_budget"},
-    {"orca", "max_batch"}, {"ft", "max_batch"},
+    {"vllm", "", ""}, {"spf", "", ""}, {"priority", "priority_by|aging_rate", ""},
+    {"vllm-v0.1", "", "step_mode|max_paddings"}, {"vllm-v0.2", "", "step_mode"},
+    {"sarathi", "token_budget", "step_mode|max_paddings"},
+    {"orca", "max_batch", ""}, {"ft", "max_batch", ""},
 };
 
 static bool in_list(const char *list, const char *key) {
@@ -206,7 +210,7 @@ static pb_status plan_point(const pb_experiment *e, int si, const pb_node *root,
 
     /* options: each key must be one this type (or its policy) reads */
     P->policy = pb_node_str(sys, "policy", P->type->policy);
-    static const policy_opts NO_OPTIONS = {"", ""};   /* a registered policy not listed: none */
+    static const policy_opts NO_OPTIONS = {"", "", ""};   /* a registered policy not listed: none */
     const policy_opts *po = &NO_OPTIONS;
     for (size_t i = 0; i < PB_ARRAY_LEN(POLICIES); i++)
         if (!strcmp(POLICIES[i].name, P->policy)) po = &POLICIES[i];
@@ -216,6 +220,11 @@ static pb_status plan_point(const pb_experiment *e, int si, const pb_node *root,
     P->policy_opts = pb_config_root(P->tmp);
     for (int i = 0; i < sys->n_kids; i++) {
         const pb_node *k = sys->kids[i];
+        if (in_list(P->type->options, k->key) && in_list(po->ignores, k->key)) {
+            st = pb_cfg_fail(ce, k, true, "%s.%s: policy %s has a fixed step and does not read '%s'", kp,
+                             k->key, P->policy, k->key);
+            continue;
+        }
         if (in_list(COMMON_KEYS, k->key) || in_list(P->type->options, k->key)) continue;
         if (in_list(po->options, k->key)) {
             pb_node_put(P->tmp, P->policy_opts, k->key, pb_config_clone_node(P->tmp, k));

@@ -75,6 +75,8 @@ if runs pol.yaml r_pol; then
 else bad "policy run: $(tail -3 r_pol.err)"; fi
 sed 's/  - {name: vllm, type: vllm}/  - {name: v, type: vllm, max_batch: 3}/' base.yaml >polv.yaml
 rejects "an option the system's policy does not read" polv.yaml "polv.yaml:12:27: systems.0.max_batch: a vllm system with policy vllm does not read"
+sed 's/  - {name: vllm, type: vllm}/  - {name: v, type: vllm, policy: sarathi, step_mode: alternate}/' base.yaml >polstep.yaml
+rejects "a type key the policy's fixed step never reads" polstep.yaml "polstep.yaml:12:44: systems.0.step_mode: policy sarathi has a fixed step and does not read 'step_mode'"
 
 sed 's/  - {name: vllm, type: vllm}/  - {name: vllm, type: vllm, sharing: false}/' base.yaml >share.yaml
 rejects "systems[].sharing (never read) is rejected" share.yaml "share.yaml:12:30: systems.0.sharing: unknown key"
