@@ -47,56 +47,53 @@ int32_t pb_beam_select(const double *cum, const pb_candidates *cand, int32_t n_b
 /* ---- the fused synthetic path ---- */
 
 /* Beam i's log-probabilities are -E0, -E0-E1, ... (Exp(1) gaps): its scores are the
- * points of a rate-1 Poisson process below cum[i], its first n_top points.  The
- * beams' processes together form one Poisson process whose rate at score s is the
- * number of live beams with cum > s, each point belonging to one of those beams
- * uniformly at random.  So the top k are drawn from the best down: one Exp(1) of
- * integrated rate per choice (spent across the cum steps the level passes, where a
- * beam joins), then the beam, uniform among the live ones (a beam leaves after
- * n_top choices), then the token.  Finally the choices are put in pb_beam_select's
- * order (the rounded scores, ties by beam then rank). */
+ * points of a rate-1 Poisson process below cum[i].  Together the beams' points are one
+ * Poisson process whose rate at level s is the number of beams with cum > s, each
+ * point belonging to one of those beams uniformly at random (no beam runs out:
+ * n_top >= k).  Its integrated rate from the top, L(s) = sum_i max(0, cum_i - s), is
+ * piecewise linear with knots at the sorted cums c_0 >= c_1 >= ...: L(c_j) = sum over
+ * i < j of (c_i - c_j).  The m-th point is where L reaches T_m = E_1 + ... + E_m
+ * (a rate-1 process): on the segment of the last knot j with L(c_j) <= T_m, at
+ * s = c_j - (T_m - L(c_j)) / (j + 1); its beam is uniform among the j + 1 above.
+ * Finding the segment is a count over the knots (no data-dependent branch).
+ * Finally the choices are put in pb_beam_select's order (the rounded scores, ties by
+ * beam then rank). */
 int32_t pb_beam_synth_select(pb_rng *r, const double *cum, int32_t n_beams, int32_t n_top,
                              int32_t vocab, int32_t k, pb_beam_choice *out) {
-    if (n_top > PB_MAX_TOP) n_top = PB_MAX_TOP;
-    if (n_top < 1) n_top = 1;
-    PB_ASSERT(n_beams <= PB_MAX_TOP);
+    static const double inv[PB_MAX_TOP + 1] = {0, 1.0, 1.0 / 2, 1.0 / 3, 1.0 / 4, 1.0 / 5, 1.0 / 6,
+                                               1.0 / 7, 1.0 / 8, 1.0 / 9, 1.0 / 10, 1.0 / 11,
+                                               1.0 / 12, 1.0 / 13, 1.0 / 14, 1.0 / 15, 1.0 / 16};
+    PB_ASSERT(n_beams <= PB_MAX_TOP && k <= n_top);
     if (k <= 0 || n_beams <= 0) return 0;
-    uint64_t nv = (uint64_t)(vocab > 0 ? vocab : 1);
     int32_t order[PB_MAX_TOP];   /* beams by cum, best first (ties by index) */
     for (int32_t i = 0; i < n_beams; i++) {
         int32_t j = i;
         for (; j > 0 && cum[order[j - 1]] < cum[i]; j--) order[j] = order[j - 1];
         order[j] = i;
     }
-    int32_t live[PB_MAX_TOP], n_live = 0, joined = 0, ranks[PB_MAX_TOP] = {0};
-    double s = cum[order[0]];   /* the level: the last point drawn */
-    int32_t n = 0;
-    while (n < k) {
-        double e = pb_rng_exp_zig(r);
-        for (;;) {   /* beams whose cum the level reached join; spend e at rate n_live */
-            while (joined < n_beams && cum[order[joined]] >= s) live[n_live++] = order[joined++];
-            double next = joined < n_beams ? cum[order[joined]] : -INFINITY;
-            if (n_live > 0 && e < (s - next) * n_live) {
-                s -= e / n_live;
-                break;
-            }
-            if (joined == n_beams) break;   /* no beam left to join: all exhausted */
-            e -= (s - next) * n_live;
-            s = next;
-        }
-        if (n_live == 0) break;   /* every beam exhausted: fewer than k candidates */
-        int32_t w = n_live > 1 ? (int32_t)pb_rng_below(r, (uint64_t)n_live) : 0, b = live[w];
+    double c[PB_MAX_TOP], knot[PB_MAX_TOP];   /* c_j and L(c_j) */
+    for (int32_t j = 0; j < n_beams; j++) c[j] = cum[order[j]];
+    knot[0] = 0;
+    for (int32_t j = 1; j < n_beams; j++) knot[j] = knot[j - 1] + (double)j * (c[j - 1] - c[j]);
+    int32_t ranks[PB_MAX_TOP] = {0};
+    double t = 0;
+    for (int32_t m = 0; m < k; m++) {
+        t += pb_rng_exp_zig(r);
+        int32_t j = 0;
+        for (int32_t i = 1; i < n_beams; i++) j += knot[i] <= t;
+        double s = c[j] - (t - knot[j]) * inv[j + 1];
+        int32_t b = order[j > 0 ? (int32_t)pb_rng_below(r, (uint64_t)j + 1) : 0];
         float lp = (float)(s - cum[b]);
-        out[n] = (pb_beam_choice){.parent = b, .rank = ranks[b], .token = (int32_t)pb_rng_below(r, nv),
+        out[m] = (pb_beam_choice){.parent = b, .rank = ranks[b]++,
+                                  .token = vocab > 0 ? (int32_t)pb_rng_below(r, (uint64_t)vocab) : 0,
                                   .logprob = lp, .score = cum[b] + (double)lp};
-        n++;
-        if (++ranks[b] == n_top) live[w] = live[--n_live];
     }
-    for (int32_t i = 1; i < n; i++) {   /* nearly sorted already: float rounding of logprob */
-        pb_beam_choice c = out[i];
+    for (int32_t i = 1; i < k; i++) {   /* nearly sorted already: float rounding of logprob */
+        if (!better(&out[i], &out[i - 1])) continue;
+        pb_beam_choice ch = out[i];
         int32_t j = i;
-        for (; j > 0 && better(&c, &out[j - 1]); j--) out[j] = out[j - 1];
-        out[j] = c;
+        for (; j > 0 && better(&ch, &out[j - 1]); j--) out[j] = out[j - 1];
+        out[j] = ch;
     }
-    return n;
+    return k;
 }

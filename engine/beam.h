@@ -64,7 +64,10 @@ int32_t pb_beam_select(const double *cum, const pb_candidates *cand, int32_t n_b
  * exponentials and tokens.  The choices follow the same law; the random stream is
  * consumed differently, so the draws differ from synth + select (beam results
  * changed bytes each time this changed: first a bit-exact fused version, then a
- * k-way merge of the beams' lists, now this).  Ties break as in pb_beam_select.
+ * k-way merge of the beams' lists, then this, then the level's fall e / n_live as a
+ * multiply by 1/n_live and no token draws for vocab 0).  Ties break as in
+ * pb_beam_select.  vocab <= 0: no tokens are drawn (every token is 0): for callers
+ * that keep no token ids (the simulator), so the draws go to the choices only.
  * out must hold k; returns min(k, n_beams * n_top) choices sorted best first. */
 int32_t pb_beam_synth_select(pb_rng *r, const double *cum, int32_t n_beams, int32_t n_top,
                              int32_t vocab, int32_t k, pb_beam_choice *out);

@@ -190,7 +190,7 @@ static pb_status beam_step(pb_sched *s, pb_group *g, bool has_tokens) {
     pb_beam_choice ch[PB_MAX_TOP / 2];
     int32_t nc;
     if (!has_tokens) {   /* all synthetic: drawn best-first in one stream (same law of choices; beam.h) */
-        nc = pb_beam_synth_select(&g->rng, cum, nb, 2 * k, s->p.vocab_size, k, ch);
+        nc = pb_beam_synth_select(&g->rng, cum, nb, 2 * k, s->p.store_tokens ? s->p.vocab_size : 0, k, ch);
     } else {
         for (int32_t i = 0; i < nb; i++) {
             const pb_candidates *c = seq_cands(s, par[i], has_tokens, 2 * k, &cands[i]);

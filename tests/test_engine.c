@@ -384,19 +384,19 @@ PB_TEST(output_tokens_independent_of_scheduling) {
 
 /* ---- the fused synthetic beam path ---- */
 
-/* Every call: min(k, nb * n_top) choices, sorted best first, scores = cum + logprob,
+/* Every call: k choices (n_top >= k), sorted best first, scores = cum + logprob,
  * tokens in range, and a beam chosen c times contributes exactly its ranks 0..c-1
  * with non-increasing log-probabilities (what any top-k of sorted lists gives). */
 PB_TEST(beam_synth_select_is_a_top_k) {
     pb_rng pick;
     pb_rng_seed(&pick, 42, 1);
-    const int32_t vocabs[] = {1, 3, 50272, 32000, 2147483647};
+    const int32_t vocabs[] = {1, 3, 50272, 32000, 2147483647, 0};   /* 0: no token draws, tokens 0 */
     int64_t checked = 0;
     for (int trial = 0; trial < 20000; trial++) {
         int32_t nb = 1 + (int32_t)pb_rng_below(&pick, PB_MAX_TOP / 2);
         int32_t k = 1 + (int32_t)pb_rng_below(&pick, PB_MAX_TOP / 2);
-        int32_t n_top = trial % 5 == 0 ? 1 + (int32_t)pb_rng_below(&pick, PB_MAX_TOP) : 2 * k;
-        int32_t vocab = vocabs[trial % 5];
+        int32_t n_top = trial % 5 == 0 ? k + (int32_t)pb_rng_below(&pick, (uint64_t)(PB_MAX_TOP - k + 1)) : 2 * k;
+        int32_t vocab = vocabs[trial % 6];
         double cum[PB_MAX_TOP / 2];
         for (int32_t i = 0; i < nb; i++) {
             cum[i] = trial % 7 == 0 ? -3.0 : -pb_rng_uniform(&pick) * (double)(1 + trial % 40);
@@ -406,12 +406,12 @@ PB_TEST(beam_synth_select_is_a_top_k) {
         pb_rng_seed(&r, (uint64_t)trial, 9);
         pb_beam_choice b[PB_MAX_TOP];
         int32_t nf = pb_beam_synth_select(&r, cum, nb, n_top, vocab, k, b);
-        PB_REQUIRE(nf == PB_MIN(k, nb * n_top));
+        PB_REQUIRE(nf == k);
         int32_t next_rank[PB_MAX_TOP / 2] = {0};
         float last_lp[PB_MAX_TOP / 2];
         for (int32_t c = 0; c < nf; c++) {
             PB_REQUIRE(b[c].parent >= 0 && b[c].parent < nb);
-            PB_REQUIRE(b[c].token >= 0 && b[c].token < vocab);
+            PB_REQUIRE(vocab > 0 ? b[c].token >= 0 && b[c].token < vocab : b[c].token == 0);
             PB_REQUIRE(b[c].logprob <= 0);
             PB_REQUIRE(b[c].score == cum[b[c].parent] + (double)b[c].logprob);
             if (c > 0) PB_REQUIRE(b[c - 1].score >= b[c].score);
@@ -432,10 +432,11 @@ PB_TEST(beam_synth_select_is_a_top_k) {
  * the beams, shows up far beyond these bounds). */
 PB_TEST(beam_synth_select_has_the_law_of_synth_then_select) {
     enum { NB = 4, K = 4, TRIALS = 40000 };
-    /* spread beams with 2k candidates each; tied beams with 2 each (exhaustion) */
+    /* spread beams; tied beams; one beam far ahead (2k candidates each, as the engine) */
     const struct { double cum[NB]; int32_t nb, n_top; } cases[] = {
         {{0.0, -0.5, -1.0, -3.0}, 4, 2 * K},
-        {{-1.0, -1.0, -1.2, 0}, 3, 2},
+        {{-1.0, -1.0, -1.2, 0}, 3, 2 * K},
+        {{0.0, -6.0, -6.5, -6.6}, 4, K},
     };
     for (size_t ci = 0; ci < PB_ARRAY_LEN(cases); ci++) {
         const double *cum = cases[ci].cum;

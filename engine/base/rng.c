@@ -11,34 +11,12 @@ static uint64_t splitmix64(uint64_t *x) {
     return z ^ (z >> 31);
 }
 
-void pb_rng_seed(pb_rng *r, uint64_t seed, uint64_t stream) {
-    uint64_t x = seed ^ (stream * 0xd1342543de82ef95ULL + 0x2545f4914f6cdd1dULL);
-    for (int i = 0; i < 4; i++) r->s[i] = splitmix64(&x);
-}
-
-static inline uint64_t rotl(uint64_t x, int k) { return (x << k) | (x >> (64 - k)); }
-
-uint64_t pb_rng_u64(pb_rng *r) {
-    uint64_t *s = r->s;
-    uint64_t result = rotl(s[1] * 5, 7) * 9;
-    uint64_t t = s[1] << 17;
-    s[2] ^= s[0]; s[3] ^= s[1]; s[1] ^= s[2]; s[0] ^= s[3];
-    s[2] ^= t;
-    s[3] = rotl(s[3], 45);
-    return result;
-}
-
-double pb_rng_uniform(pb_rng *r) { return (double)(pb_rng_u64(r) >> 11) * 0x1.0p-53; }
-
-uint64_t pb_rng_below(pb_rng *r, uint64_t n) {
-    /* Lemire's multiply-shift with rejection */
-    uint64_t x = pb_rng_u64(r);
+/* pb_rng_below's rare branch: the low product of draw x is < n; reject while it is
+   below 2^64 mod n (Lemire 2019). */
+uint64_t pb_rng_below_reject_(pb_rng *r, uint64_t n, uint64_t x) {
     __uint128_t m = (__uint128_t)x * n;
-    uint64_t l = (uint64_t)m;
-    if (l < n) {
-        uint64_t t = -n % n;
-        while (l < t) { x = pb_rng_u64(r); m = (__uint128_t)x * n; l = (uint64_t)m; }
-    }
+    uint64_t l = (uint64_t)m, t = -n % n;
+    while (l < t) { x = pb_rng_u64(r); m = (__uint128_t)x * n; l = (uint64_t)m; }
     return (uint64_t)(m >> 64);
 }
 
@@ -59,38 +37,46 @@ double pb_rng_exp(pb_rng *r, double rate) { return -log1p(-pb_rng_uniform(r)) / 
  * by memorylessness. ---- */
 enum { ZIG_LAYERS = 256 };
 static const double ZIG_R = 7.697117470131487, ZIG_V = 3.949659822581572e-3;
-static struct { uint64_t k[ZIG_LAYERS]; double w[ZIG_LAYERS], f[ZIG_LAYERS]; } zig;
+pb_rng_zig_table pb_rng_zig_;   /* all zero (every draw slow) until built */
 static pthread_once_t zig_once = PTHREAD_ONCE_INIT;
 
 static void zig_build(void) {   /* Marsaglia & Tsang's zigset, with 53-bit j */
+    pb_rng_zig_table *z = &pb_rng_zig_;
     const double m = 0x1.0p53;
     double de = ZIG_R, te = ZIG_R, q = ZIG_V / exp(-ZIG_R);
-    zig.k[0] = (uint64_t)((de / q) * m);
-    zig.k[1] = 0;
-    zig.w[0] = q / m;
-    zig.w[ZIG_LAYERS - 1] = de / m;
-    zig.f[0] = 1.0;
-    zig.f[ZIG_LAYERS - 1] = exp(-de);
+    z->k[0] = (uint64_t)((de / q) * m);
+    z->k[1] = 0;
+    z->w[0] = q / m;
+    z->w[ZIG_LAYERS - 1] = de / m;
+    z->f[0] = 1.0;
+    z->f[ZIG_LAYERS - 1] = exp(-de);
     for (int i = ZIG_LAYERS - 2; i >= 1; i--) {
         de = -log(ZIG_V / de + exp(-de));
-        zig.k[i + 1] = (uint64_t)((de / te) * m);
+        z->k[i + 1] = (uint64_t)((de / te) * m);
         te = de;
-        zig.f[i] = exp(-de);
-        zig.w[i] = de / m;
+        z->f[i] = exp(-de);
+        z->w[i] = de / m;
     }
 }
 
-double pb_rng_exp_zig(pb_rng *r) {
+/* The draw u was not accepted by the inline test (or the table was not built yet). */
+double pb_rng_exp_zig_slow_(pb_rng *r, uint64_t u) {
     pthread_once(&zig_once, zig_build);
-    for (;;) {
-        uint64_t u = pb_rng_u64(r);
+    const pb_rng_zig_table *z = &pb_rng_zig_;
+    for (;; u = pb_rng_u64(r)) {
         int i = (int)(u & (ZIG_LAYERS - 1));
         uint64_t j = u >> 11;
-        double x = (double)j * zig.w[i];
-        if (j < zig.k[i]) return x;
+        double x = (double)j * z->w[i];
+        if (j < z->k[i]) return x;
         if (i == 0) return ZIG_R - log1p(-pb_rng_uniform(r));
-        if (zig.f[i] + pb_rng_uniform(r) * (zig.f[i - 1] - zig.f[i]) < exp(-x)) return x;
+        if (z->f[i] + pb_rng_uniform(r) * (z->f[i - 1] - z->f[i]) < exp(-x)) return x;
     }
+}
+
+void pb_rng_seed(pb_rng *r, uint64_t seed, uint64_t stream) {
+    pthread_once(&zig_once, zig_build);   /* pb_rng_exp_zig's table */
+    uint64_t x = seed ^ (stream * 0xd1342543de82ef95ULL + 0x2545f4914f6cdd1dULL);
+    for (int i = 0; i < 4; i++) r->s[i] = splitmix64(&x);
 }
 
 double pb_rng_gumbel(pb_rng *r) {

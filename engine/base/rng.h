@@ -22,18 +22,47 @@ extern "C" {
 typedef struct { uint64_t s[4]; } pb_rng;
 
 void     pb_rng_seed(pb_rng *r, uint64_t seed, uint64_t stream);
-uint64_t pb_rng_u64(pb_rng *r);
+
+/* The core draws are inline: simulators call them per sequence per step. */
+static inline uint64_t pb_rng_rotl_(uint64_t x, int k) { return (x << k) | (x >> (64 - k)); }
+
+static inline uint64_t pb_rng_u64(pb_rng *r) {
+    uint64_t *s = r->s;
+    uint64_t result = pb_rng_rotl_(s[1] * 5, 7) * 9;
+    uint64_t t = s[1] << 17;
+    s[2] ^= s[0]; s[3] ^= s[1]; s[1] ^= s[2]; s[0] ^= s[3];
+    s[2] ^= t;
+    s[3] = pb_rng_rotl_(s[3], 45);
+    return result;
+}
+
 /* uniform in [0, 1) with 53 random bits */
-double   pb_rng_uniform(pb_rng *r);
-/* uniform integer in [0, n), unbiased (Lemire); n > 0 */
-uint64_t pb_rng_below(pb_rng *r, uint64_t n);
+static inline double pb_rng_uniform(pb_rng *r) { return (double)(pb_rng_u64(r) >> 11) * 0x1.0p-53; }
+
+/* uniform integer in [0, n), unbiased (Lemire's multiply-shift with rejection); n > 0 */
+uint64_t pb_rng_below_reject_(pb_rng *r, uint64_t n, uint64_t x);
+static inline uint64_t pb_rng_below(pb_rng *r, uint64_t n) {
+    uint64_t x = pb_rng_u64(r);
+    if ((uint64_t)((__uint128_t)x * n) < n) return pb_rng_below_reject_(r, n, x);
+    return (uint64_t)(((__uint128_t)x * n) >> 64);
+}
 /* standard normal (Box-Muller, no cached second value: one call = two uniforms) */
 double   pb_rng_normal(pb_rng *r);
 /* exponential with the given rate (mean 1/rate); rate > 0 */
 double   pb_rng_exp(pb_rng *r, double rate);
 /* standard exponential (rate 1) by the ziggurat method: the law of pb_rng_exp(r, 1)
- * from another stream, one u64 and no logarithm in 98.9% of draws (rng.c) */
-double   pb_rng_exp_zig(pb_rng *r);
+ * from another stream, one u64 and no logarithm in 98.9% of draws (rng.c).  The
+ * accepted case is inline; the table is built by the first pb_rng_seed (or by the
+ * first slow case, for a generator that was never seeded). */
+typedef struct { uint64_t k[256]; double w[256], f[256]; } pb_rng_zig_table;
+extern pb_rng_zig_table pb_rng_zig_;
+double pb_rng_exp_zig_slow_(pb_rng *r, uint64_t u);
+static inline double pb_rng_exp_zig(pb_rng *r) {
+    uint64_t u = pb_rng_u64(r), j = u >> 11;
+    int i = (int)(u & 255);
+    if (j < pb_rng_zig_.k[i]) return (double)j * pb_rng_zig_.w[i];
+    return pb_rng_exp_zig_slow_(r, u);
+}
 /* Poisson count with mean lambda >= 0 (Knuth for lambda < 30, PTRS above) */
 int64_t  pb_rng_poisson(pb_rng *r, double lambda);
 /* Gumbel(0,1), for sampling with the Gumbel-max trick */
