@@ -208,16 +208,18 @@ static pb_status beam_step(pb_sched *s, pb_group *g, bool has_tokens) {
     bool used[PB_MAX_TOP / 2] = {false};
     pb_seq *dst[PB_MAX_TOP / 2] = {NULL};
     int32_t kid[PB_MAX_TOP / 2], n_kids = 0, dead[PB_MAX_TOP / 2], n_dead = 0;
-    for (int32_t c = 0; c < nc; c++) {
-        if (!used[ch[c].parent]) {
-            used[ch[c].parent] = true;
-            dst[c] = par[ch[c].parent];
-        } else {
-            kid[n_kids++] = c;
-        }
+    for (int32_t c = 0; c < nc; c++) {   /* without branches: the parents are random */
+        int32_t p = ch[c].parent;
+        bool again = used[p];
+        used[p] = true;
+        dst[c] = again ? NULL : par[p];
+        kid[n_kids] = c;
+        n_kids += again;
     }
-    for (int32_t i = 0; i < nb; i++)
-        if (!used[i]) dead[n_dead++] = i;
+    for (int32_t i = 0; i < nb; i++) {
+        dead[n_dead] = i;
+        n_dead += !used[i];
+    }
     /* the order: entities 0..nb-1 the parents, nb + j the j-th child */
     int32_t ord[PB_MAX_TOP], pos[PB_MAX_TOP], n_ord = nb + n_kids;
     for (int32_t e = 0; e < n_ord; e++) ord[e] = pos[e] = e;
@@ -252,8 +254,10 @@ static pb_status beam_step(pb_sched *s, pb_group *g, bool has_tokens) {
         order[e] = x < nb ? par[x] : dst[kid[x - nb]];
     }
     pb_group_set_order(g, order);
-    for (int32_t c = 0; c < nc; c++)   /* clones carry the parent's cum_logprob */
-        pb_seq_append_token(s->pool, dst[c], ch[c].token, ch[c].logprob);
+    for (int32_t c = 0; c < nc; c++) {   /* clones carry the parent's cum_logprob */
+        if (s->p.store_tokens) pb_seq_append_token(s->pool, dst[c], ch[c].token, ch[c].logprob);
+        else pb_seq_advance(dst[c], ch[c].logprob);   /* the pool keeps no ids */
+    }
     return PB_OK;
 }
 
