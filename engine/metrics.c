@@ -5,6 +5,11 @@
 #include <stdlib.h>
 #include <string.h>
 
+typedef struct {
+    double value;
+    int64_t count;            /* >= 1 bitwise-equal values in a row */
+} val_run;
+
 struct pb_metrics {
     bool record_steps;
     const pb_request *trace;  /* the run's requests (pb_metrics_begin)               */
@@ -20,8 +25,8 @@ struct pb_metrics {
     int64_t mem_steps;
     double logical_sum, saved_sum;
     double clock_s;
-    double *itl;              /* every inter-token gap, s, in recording order */
-    int64_t n_itl, cap_itl;
+    val_run *itl;             /* the inter-token gaps, s, in recording order, as runs */
+    int64_t n_runs, cap_runs, n_itl;   /* n_itl: the gaps, the runs' counts summed */
     bool prefix_caching;
     int64_t prefix_hit_tokens, prefix_query_tokens;
 };
@@ -70,15 +75,6 @@ void pb_metrics_begin(pb_metrics *m, const pb_trace *t, int32_t max_model_len) {
     m->trace = t->reqs;
     m->n_reqs = t->n;
     m->max_len = max_model_len;
-    int64_t max_gaps = 0;
-    for (int64_t i = 0; i < t->n; i++) {
-        pb_req_metrics r;
-        row_init(m, i, &r);
-        max_gaps += r.output_len - 1;
-    }
-    max_gaps = PB_MIN(max_gaps, (int64_t)1 << 26);   /* at most 512 MiB up front */
-    m->cap_itl = max_gaps;
-    m->itl = max_gaps > 0 ? pb_xmalloc((size_t)max_gaps * sizeof *m->itl) : NULL;
 }
 
 void pb_metrics_set_prefix_cache(pb_metrics *m, int64_t hit_tokens, int64_t query_tokens) {
@@ -91,11 +87,18 @@ void pb_metrics_set_prefix_cache(pb_metrics *m, int64_t hit_tokens, int64_t quer
 void pb_metrics_token(pb_metrics *m, int64_t id, double t) {
     pb_req_metrics *r = pb_metrics_req(m, id);
     if (r->last_token_s >= 0) {
-        if (m->n_itl == m->cap_itl) {
-            m->cap_itl = m->cap_itl ? 2 * m->cap_itl : 4096;
-            m->itl = pb_xrealloc(m->itl, (size_t)m->cap_itl * sizeof *m->itl);
+        double gap = t - r->last_token_s;
+        val_run *last = m->n_runs ? &m->itl[m->n_runs - 1] : NULL;
+        if (last && memcmp(&last->value, &gap, sizeof gap) == 0) {
+            last->count++;
+        } else {
+            if (m->n_runs == m->cap_runs) {
+                m->cap_runs = m->cap_runs ? 2 * m->cap_runs : 4096;
+                m->itl = pb_xrealloc(m->itl, (size_t)m->cap_runs * sizeof *m->itl);
+            }
+            m->itl[m->n_runs++] = (val_run){gap, 1};
         }
-        m->itl[m->n_itl++] = t - r->last_token_s;
+        m->n_itl++;
     }
     r->last_token_s = t;
 }
@@ -174,6 +177,26 @@ double pb_percentile(double *v, int64_t n, double p) {
     if (n <= 0) return 0;
     qsort(v, (size_t)n, sizeof *v, cmp_double);
     return percentile_sorted(v, n, p);
+}
+
+static int cmp_run(const void *a, const void *b) {
+    return cmp_double(&((const val_run *)a)->value, &((const val_run *)b)->value);
+}
+
+/* The value of rank k (from 0) in the multiset the runs r, sorted by value, expand to. */
+static double run_rank(const val_run *r, int64_t k) {
+    for (; k >= r->count; r++) k -= r->count;
+    return r->value;
+}
+
+/* percentile_sorted over the n values the sorted runs r expand to. */
+static double percentile_runs(const val_run *r, int64_t n, double p) {
+    if (n <= 0) return 0;
+    double pos = p / 100.0 * (double)(n - 1);
+    int64_t lo = (int64_t)pos;
+    if (lo >= n - 1) return run_rank(r, n - 1);
+    double frac = pos - (double)lo, v_lo = run_rank(r, lo);
+    return v_lo + frac * (run_rank(r, lo + 1) - v_lo);
 }
 
 static double mean(const double *v, int64_t n) {
@@ -283,9 +306,19 @@ void pb_metrics_summary(const pb_metrics *m, pb_run_summary *o) {
     free(ttft);
     free(tpot);
     free(e2e);
-    double *itl = pb_xmalloc((size_t)(m->n_itl + 1) * sizeof(double));
-    for (int64_t i = 0; i < m->n_itl; i++) itl[i] = m->itl[i] * 1e3;
-    stats4(itl, m->n_itl, &o->itl_mean_ms, &o->itl_p50_ms, &o->itl_p90_ms, &o->itl_p99_ms);
+    /* ITL in ms: the mean adds every gap in recording order (the sum stats4 would
+     * make over the expanded gaps), the percentiles read the runs sorted by value */
+    val_run *itl = pb_xmalloc((size_t)(m->n_runs + 1) * sizeof *itl);
+    double sum = 0;
+    for (int64_t i = 0; i < m->n_runs; i++) {
+        itl[i] = (val_run){m->itl[i].value * 1e3, m->itl[i].count};
+        for (int64_t c = 0; c < itl[i].count; c++) sum += itl[i].value;
+    }
+    o->itl_mean_ms = m->n_itl ? sum / (double)m->n_itl : 0;
+    qsort(itl, (size_t)m->n_runs, sizeof *itl, cmp_run);
+    o->itl_p50_ms = percentile_runs(itl, m->n_itl, 50);
+    o->itl_p90_ms = percentile_runs(itl, m->n_itl, 90);
+    o->itl_p99_ms = percentile_runs(itl, m->n_itl, 99);
     free(itl);
     o->duration_s = o->n_unfinished ? m->clock_s : last_finish;
     if (o->duration_s > 0) {
@@ -514,16 +547,20 @@ pb_status pb_metrics_check(const pb_metrics *m) {
     }
     int64_t max_gaps = 0;   /* a request has at most output_len - 1 gaps (per group, not per sequence) */
     for (int64_t i = 0; i < m->n_rows; i++) max_gaps += m->reqs[i].output_len - 1;
-    if (m->n_itl > max_gaps) {
-        pb_log_error("metrics: %lld inter-token gaps, more than the %lld the requests allow", (long long)m->n_itl,
-                     (long long)max_gaps);
-        return PB_ERR_INVALID;
-    }
-    for (int64_t i = 0; i < m->n_itl; i++)
-        if (!finite_nonneg(m->itl[i])) {
-            pb_log_error("metrics: inter-token gap %lld is %.17g", (long long)i, m->itl[i]);
+    int64_t n_gaps = 0;
+    for (int64_t i = 0; i < m->n_runs; i++) {
+        if (!finite_nonneg(m->itl[i].value) || m->itl[i].count < 1) {
+            pb_log_error("metrics: inter-token gap run %lld is %lld x %.17g", (long long)i,
+                         (long long)m->itl[i].count, m->itl[i].value);
             return PB_ERR_INVALID;
         }
+        n_gaps += m->itl[i].count;
+    }
+    if (n_gaps != m->n_itl || m->n_itl > max_gaps) {
+        pb_log_error("metrics: %lld inter-token gaps (runs hold %lld), the requests allow at most %lld",
+                     (long long)m->n_itl, (long long)n_gaps, (long long)max_gaps);
+        return PB_ERR_INVALID;
+    }
     double frac = m->mem_token + m->mem_reserved + m->mem_internal + m->mem_free;
     if (fabs(frac - (double)m->mem_steps) > 1e-9 * (double)(m->mem_steps + 1)) {
         pb_log_error("metrics: memory fractions sum to %.17g over %lld steps", frac, (long long)m->mem_steps);

@@ -164,14 +164,16 @@ void pb_metrics_print_summary(FILE *f, const pb_run_summary *s, const char *titl
  * request it touched, O(arrived requests), not O(trace).  A new row holds the
  * request's shape as its group sees it (pb_group_shape under max_model_len: capped
  * output_len, n, beam_width, n_seqs = the group's max sequences), no times (-1),
- * zero counters.  Reserves room for the run's inter-token gaps up front (the sum of
- * output_len - 1 over the requests, the most a run records, capped at 2^26) so that
- * recording does not reallocate; pb_metrics_token grows the array past it. */
+ * zero counters. */
 void pb_metrics_begin(pb_metrics *m, const pb_trace *t, int32_t max_model_len);
 pb_req_metrics *pb_metrics_req(pb_metrics *m, int64_t id);
 void pb_metrics_add_step(pb_metrics *m, const pb_step_metrics *st);
 /* Request id produced a token at clock t (every sequence of it in that step): the
- * gap since its previous token is one ITL sample. */
+ * gap since its previous token is one ITL sample.  Gaps are kept in recording order
+ * as runs of bitwise-equal values (value, count): the groups that decoded in the
+ * previous step share one gap, so memory and the summary's sort grow with the
+ * runs, about O(steps), not O(tokens) (its mean still adds each gap in order); the
+ * summary's ITL numbers are those of the expanded gaps, bit for bit. */
 void pb_metrics_token(pb_metrics *m, int64_t id, double t);
 void pb_metrics_end(pb_metrics *m, double clock_s);
 /* After the run (pb_metrics_begin clears it): the KV manager's prefix-cache counters
@@ -189,8 +191,9 @@ void pb_metrics_set_prefix_cache(pb_metrics *m, int64_t hit_tokens, int64_t quer
  *     summing to the total slots; steps in clock order (t + latency <= next t);
  *   aggregates: step and prefill-step counts and busy time equal the recorded rows
  *     (when recorded); the averaged memory fractions sum to one per step;
- *   inter-token gaps: finite, >= 0, at most sum(output_len - 1) over the rows made
- *     (a request without a row has produced no token).
+ *   inter-token gaps: every run's value finite and >= 0, its count >= 1; the counts
+ *     sum to the gaps recorded, at most sum(output_len - 1) over the rows made (a
+ *     request without a row has produced no token).
  * PB_OK or PB_ERR_INVALID with the first violation logged through pb_log_error. */
 pb_status pb_metrics_check(const pb_metrics *m);
 

@@ -4,7 +4,8 @@
  * shared prefixes, random stress under memory pressure in every preemption mode and
  * step structure with pb_engine_check() after every step, determinism; the fused
  * synthetic beam path equal to synth + select; pb_metrics_check() on every run and
- * on broken metrics. */
+ * on broken metrics; the summary's ITL from the gap runs equal, bit for bit, to that of the
+ * expanded gaps. */
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -562,6 +563,140 @@ PB_TEST(metrics_check_catches_broken_rows) {
     pb_metrics_add_step(m, &st);
     PB_CHECK(pb_metrics_check(m) == PB_ERR_INVALID);
     pb_metrics_destroy(m);
+}
+
+/* ---- inter-token latency: the runs give the numbers of the expanded gaps ---- */
+
+static int cmp_dbl(const void *a, const void *b) {
+    double x = *(const double *)a, y = *(const double *)b;
+    return (x > y) - (x < y);
+}
+
+static double ref_percentile(const double *sorted, int64_t n, double p) {
+    if (n <= 0) return 0;
+    double pos = p / 100.0 * (double)(n - 1);
+    int64_t lo = (int64_t)pos;
+    if (lo >= n - 1) return sorted[n - 1];
+    double frac = pos - (double)lo;
+    return sorted[lo] + frac * (sorted[lo + 1] - sorted[lo]);
+}
+
+static bool same_bits(double a, double b, const char *what) {
+    if (memcmp(&a, &b, sizeof a) == 0) return true;
+    fprintf(stderr, "  %s: summary %.17g, reference %.17g\n", what, a, b);
+    return false;
+}
+
+/* m's summary ITL against the plain gaps gap_s[0..n) (seconds, recording order):
+ * mean added in order, numpy-linear percentiles of the sorted copy, bit for bit. */
+static void check_itl(const pb_metrics *m, const double *gap_s, int64_t n) {
+    double *ms = malloc((size_t)(n + 1) * sizeof *ms), sum = 0;
+    for (int64_t i = 0; i < n; i++) sum += ms[i] = gap_s[i] * 1e3;
+    qsort(ms, (size_t)n, sizeof *ms, cmp_dbl);
+    pb_run_summary su;
+    pb_metrics_summary(m, &su);
+    PB_CHECK(same_bits(su.itl_mean_ms, n ? sum / (double)n : 0, "ITL mean"));
+    PB_CHECK(same_bits(su.itl_p50_ms, ref_percentile(ms, n, 50), "ITL p50"));
+    PB_CHECK(same_bits(su.itl_p90_ms, ref_percentile(ms, n, 90), "ITL p90"));
+    PB_CHECK(same_bits(su.itl_p99_ms, ref_percentile(ms, n, 99), "ITL p99"));
+    PB_CHECK(pb_metrics_check(m) == PB_OK);
+    free(ms);
+}
+
+#define ITL_REQS 8
+#define ITL_STEPS 400
+
+typedef struct {
+    pb_metrics *m;
+    double last[ITL_REQS];
+    double gap[ITL_REQS * ITL_STEPS];
+    int64_t n;
+} itl_rec;
+
+/* Request id produces a token at t: into the metrics and the plain gap list. */
+static void itl_token(itl_rec *r, int64_t id, double t) {
+    if (r->last[id] >= 0) r->gap[r->n++] = t - r->last[id];
+    r->last[id] = t;
+    pb_metrics_token(r->m, id, t);
+}
+
+PB_TEST(metrics_itl_runs_match_expanded_gaps) {
+    pb_trace tr = {0};
+    int64_t cap = 0;
+    for (int64_t i = 0; i < ITL_REQS; i++) {
+        pb_request q = pb_request_make(0, 1, 1000);
+        pb_trace_push(&tr, &cap, &q);
+    }
+    static itl_rec r;
+    r.m = pb_metrics_create(false);
+    for (int c = 0; c < 5; c++) {
+        pb_metrics_begin(r.m, &tr, 2000);
+        r.n = 0;
+        for (int i = 0; i < ITL_REQS; i++) r.last[i] = -1;
+        double t0 = c == 2 || c == 3 ? 1.0 : 0.25;
+        for (int64_t i = 0; i < ITL_REQS; i++) itl_token(&r, i, t0);   /* first tokens: no gap */
+        if (c == 0) { check_itl(r.m, r.gap, r.n); continue; }            /* n = 0 */
+        if (c == 1) {                                                      /* n = 1 */
+            itl_token(&r, 5, 0.7);
+            PB_REQUIRE(r.n == 1);
+            check_itl(r.m, r.gap, r.n);
+            continue;
+        }
+        if (c == 2) {   /* all equal: 1.1 - 1 (not 0.1), added exactly while t < 2 */
+            double g = 1.1 - 1.0;
+            for (double t = 1.0 + g; t < 2; t += g)
+                for (int64_t i = 0; i < ITL_REQS; i++) itl_token(&r, i, t);
+            for (int64_t i = 1; i < r.n; i++) PB_REQUIRE(memcmp(&r.gap[i], &r.gap[0], sizeof r.gap[0]) == 0);
+            PB_REQUIRE(r.n == 9 * ITL_REQS);
+            check_itl(r.m, r.gap, r.n);
+            continue;
+        }
+        if (c == 3) {   /* gaps one ulp apart are two runs: 1.1 - 1 and 1.2 - 1.1 */
+            for (int64_t i = 0; i < 4; i++) itl_token(&r, i, 1.1);
+            for (int64_t i = 0; i < 4; i++) itl_token(&r, i, 1.2);
+            PB_REQUIRE(r.n == 8 && r.gap[3] != r.gap[4] && fabs(r.gap[3] - r.gap[4]) < 1e-15);
+            check_itl(r.m, r.gap, r.n);
+            continue;
+        }
+        /* a run broken and restarted with the same value: gaps 0.25 x 3, 0.5, 0.25 */
+        itl_token(&r, 0, 0.5);
+        itl_token(&r, 1, 0.5);
+        itl_token(&r, 0, 0.75);
+        itl_token(&r, 2, 0.75);
+        itl_token(&r, 1, 0.75);
+        PB_REQUIRE(r.n == 5 && r.gap[2] == 0.25 && r.gap[3] == 0.5 && r.gap[4] == 0.25);
+        /* random steps: most a grid step (repeated gaps), some not; each request
+         * produces with probability 3/4, so idle requests make longer gaps mid-step */
+        pb_rng rng;
+        pb_rng_seed(&rng, 18, 1);
+        double t = 0.75;
+        for (int s = 0; s < ITL_STEPS - 3; s++) {
+            t += pb_rng_below(&rng, 4) ? (double)(1 + pb_rng_below(&rng, 3)) / 64 : 0.05 * pb_rng_uniform(&rng);
+            for (int64_t i = 0; i < ITL_REQS; i++)
+                if (pb_rng_below(&rng, 4)) itl_token(&r, i, t);
+        }
+        int64_t distinct = 0, repeats = 0;
+        for (int64_t i = 1; i < r.n; i++) {
+            repeats += r.gap[i] == r.gap[i - 1];
+            bool seen = false;
+            for (int64_t j = 0; j < i && !seen; j++) seen = r.gap[j] == r.gap[i];
+            distinct += !seen;
+        }
+        PB_CHECK(repeats > r.n / 4 && distinct > 100);   /* the sequence exercises both */
+        check_itl(r.m, r.gap, r.n);
+    }
+    /* the checker: a negative gap; more gaps than the requests' outputs allow */
+    pb_metrics_begin(r.m, &tr, 2000);
+    pb_metrics_token(r.m, 0, 1.0);
+    pb_metrics_token(r.m, 0, 0.5);
+    PB_CHECK(pb_metrics_check(r.m) == PB_ERR_INVALID);
+    pb_metrics_begin(r.m, &tr, 4);   /* output capped to 4 - 1: at most 2 gaps per request */
+    for (int k = 0; k < 3; k++) pb_metrics_token(r.m, 0, k);
+    PB_CHECK(pb_metrics_check(r.m) == PB_OK);
+    pb_metrics_token(r.m, 0, 3);
+    PB_CHECK(pb_metrics_check(r.m) == PB_ERR_INVALID);
+    pb_metrics_destroy(r.m);
+    pb_trace_free(&tr);
 }
 
 PB_TEST_MAIN()
