@@ -280,6 +280,7 @@ static pb_status parallel_fork(pb_sched *s, pb_group *g, bool has_tokens) {
 /* g's next token(s) after a step that ran it; nothing while its prefill is partial
    (only the completing chunk samples: first token, parallel forks). */
 static pb_status group_token(pb_sched *s, pb_group *g, bool has_tokens) {
+    g->in_batch = false;
     if (g->prefill && g->seqs[0]->n_computed < g->len) {   /* a partial prefill */
         for (int32_t i = 0; i < g->n_seqs; i++) g->seqs[i]->batch_idx = -1;
         return PB_OK;
@@ -538,7 +539,7 @@ pb_status pb_engine_check(pb_engine *e) {
                              q->id, has_kv ? "holds" : "lacks");
                 return PB_ERR_INVALID;
             }
-            if (q->batch_idx != -1) {
+            if (q->batch_idx != -1 || g->in_batch) {
                 pb_log_error("engine: seq %d still marked in a batch", q->id);
                 return PB_ERR_INVALID;
             }

@@ -220,6 +220,7 @@ static void batch_reserve(pb_sched *s, int32_t extra) {
 }
 
 static void batch_add_group(pb_sched *s, pb_group *g) {
+    g->in_batch = true;
     if (s->n_bgroups == s->cap_bgroups) {
         s->cap_bgroups = s->cap_bgroups ? 2 * s->cap_bgroups : 256;
         s->bgroups = pb_xrealloc(s->bgroups, (size_t)s->cap_bgroups * sizeof *s->bgroups);

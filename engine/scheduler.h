@@ -76,7 +76,7 @@ void pb_sched_free(pb_sched *s);
    chunked prefill splits it) */
 pb_alloc_status pb_sched_admit_status(pb_sched *s, const pb_group *g, bool chunked);
 /* scheduled this step */
-static inline bool pb_sched_in_batch(const pb_group *g) { return g->n_seqs > 0 && g->seqs[0]->batch_idx >= 0; }
+static inline bool pb_sched_in_batch(const pb_group *g) { return g->in_batch; }
 void pb_sched_begin_step(pb_sched *s);
 void pb_sched_enqueue_waiting(pb_sched *s, pb_group *g);   /* PENDING/new -> WAITING */
 void pb_sched_running_remove(pb_sched *s, pb_group *g);    /* for finishing groups   */

@@ -107,6 +107,8 @@ struct pb_group {
     double wait_key;       /* policy priority key in the waiting heap (smaller first) */
     int64_t preempted_step;/* engine step index of the last preemption (-1 = never)   */
     int64_t admitted_step; /* step it was last admitted / swapped in                  */
+    bool in_batch;         /* in the current step's batch (its sequences' batch_idx
+                              >= 0); set when scheduled, cleared by post-processing  */
     bool prefill;          /* in the prefill phase: admitted, prefill not complete
                               (set at admission, cleared by the step that completes
                               it; only chunking policies leave it set between steps) */
