@@ -12,13 +12,12 @@
  *                          with the contiguous KV manager, reservation max.
  *
  * Registry lines (experiments/policy_registry.c):
- *   X("orca", pb_policy_orca_create, "Orca: iteration-level FCFS, ...")
- *   X("ft",   pb_policy_ft_create,   "FasterTransformer: request-level batches ...")
+ *   X("orca", pb_policy_orca_create, pb_policy_orca_keys, "Orca: iteration-level FCFS, ...")
+ *   X("ft",   pb_policy_ft_create,   pb_policy_ft_keys,   "FasterTransformer: request-level batches ...")
  *
- * Options are read from the system's YAML map (other keys are ignored):
- *   max_batch  int >= 0: groups per batch; 0 (default) = as many as the KV space
- *              holds (FT: B = 7 for OPT-13B on an A100-40GB with max-length
- *              reservations), bounded by max_num_seqs.
+ * Both take one option from the system's YAML map, PB_BASELINE_MAX_BATCH below:
+ * max_batch, groups per batch (FT: B = 7 for OPT-13B on an A100-40GB with
+ * max-length reservations when memory decides).
  *
  * FasterTransformer's request completion: the engine records a request's finish
  * when its last token is produced; FT returns a batch's results together, so after
@@ -38,6 +37,11 @@
 #ifdef __cplusplus
 extern "C" {
 #endif
+
+/* The baselines' option (a pb_policy_option, policy.h), declared alike for both. */
+#define PB_BASELINE_MAX_BATCH                                                                                \
+    {.name = "max_batch", .type = PB_T_INT, .lo = 0, .hi = 1 << 20, .dflt = "0",                            \
+     .doc = "groups per batch at most (0 = as many as the KV space holds), bounded by max_num_seqs"}
 
 pb_status pb_policy_orca_create(const pb_node *opts, pb_policy **out, pb_cfg_err *err);
 pb_status pb_policy_ft_create(const pb_node *opts, pb_policy **out, pb_cfg_err *err);

@@ -76,16 +76,14 @@ static const pb_policy_i ft_iface = {
     .destroy = ft_destroy,
 };
 
+static const pb_policy_option FT_OPTIONS[] = {PB_BASELINE_MAX_BATCH, {0}};
+const pb_policy_keys pb_policy_ft_keys = {FT_OPTIONS, NULL};
+
 pb_status pb_policy_ft_create(const pb_node *opts, pb_policy **out, pb_cfg_err *err) {
     *out = NULL;
-    int64_t mb = opts ? pb_node_int(opts, "max_batch", 0) : 0;
-    if (mb < 0 || mb > (1 << 20)) {
-        if (err && opts) pb_cfg_fail(err, pb_node_get(opts, "max_batch"), false,
-                                     "max_batch: %lld out of range [0, 1048576]", (long long)mb);
-        return PB_ERR_INVALID;
-    }
+    if (pb_policy_opts_check(ft_iface.name, &pb_policy_ft_keys, opts, err)) return PB_ERR_INVALID;
     ft_policy *f = pb_xcalloc(1, sizeof *f);
-    f->max_batch = (int32_t)mb;
+    f->max_batch = (int32_t)pb_policy_opt_int(&pb_policy_ft_keys, opts, "max_batch");
     pb_policy *p = pb_xcalloc(1, sizeof *p);
     p->iface = &ft_iface;
     p->impl = f;

@@ -17,9 +17,8 @@
  * manager gives each parallel sample / beam candidate its own region and stores a
  * shared prefix per request.
  *
- * Options (the system's YAML map): max_batch (int, 0 = no limit beyond
- * max_num_seqs).  Registered as "orca"; the reservation rule is the KV manager's
- * (kv_contiguous.h). */
+ * Option (the system's YAML map): max_batch, PB_BASELINE_MAX_BATCH (baselines.h).
+ * Registered as "orca"; the reservation rule is the KV manager's (kv_contiguous.h). */
 #include <stdlib.h>
 
 #include "baselines.h"
@@ -44,16 +43,14 @@ static const pb_policy_i orca_iface = {
     .destroy = pb_policy_plain_destroy,
 };
 
+static const pb_policy_option ORCA_OPTIONS[] = {PB_BASELINE_MAX_BATCH, {0}};
+const pb_policy_keys pb_policy_orca_keys = {ORCA_OPTIONS, NULL};
+
 pb_status pb_policy_orca_create(const pb_node *opts, pb_policy **out, pb_cfg_err *err) {
     *out = NULL;
-    int64_t mb = opts ? pb_node_int(opts, "max_batch", 0) : 0;
-    if (mb < 0 || mb > (1 << 20)) {
-        if (err && opts) pb_cfg_fail(err, pb_node_get(opts, "max_batch"), false,
-                                     "max_batch: %lld out of range [0, 1048576]", (long long)mb);
-        return PB_ERR_INVALID;
-    }
+    if (pb_policy_opts_check(orca_iface.name, &pb_policy_orca_keys, opts, err)) return PB_ERR_INVALID;
     orca_policy *o = pb_xcalloc(1, sizeof *o);
-    o->max_batch = (int32_t)mb;
+    o->max_batch = (int32_t)pb_policy_opt_int(&pb_policy_orca_keys, opts, "max_batch");
     pb_policy *p = pb_xcalloc(1, sizeof *p);
     p->iface = &orca_iface;
     p->impl = o;

@@ -49,9 +49,9 @@
  * with max_tokens below the prompt), and only the completing step samples (the
  * group's first token).  KV is allocated for the whole prompt at admission.
  *
- * Adding a policy: one file with a pb_policy_create_fn, plus one X(...) line in
- * experiments/policy_registry.c (README "A scheduling policy").  The YAML names it
- * (system.policy: <name>). */
+ * Adding a policy: one file with a pb_policy_create_fn (and, when it takes options,
+ * its pb_policy_keys, below), plus one X(...) line in experiments/policy_registry.c
+ * (README "A scheduling policy").  The YAML names it (system.policy: <name>). */
 #ifndef PB_POLICY_H
 #define PB_POLICY_H
 
@@ -120,6 +120,51 @@ struct pb_policy {
 
 static inline void pb_policy_destroy(pb_policy *p) { if (p) p->iface->destroy(p); }
 
+/* ---- options: what a policy reads of its system's YAML map ----
+ * A policy declares, next to its constructor, the keys of the system's map it takes
+ * (its options: name, type, range or choices, default, one-line doc) and the keys of
+ * its system type it never reads (its step is fixed).  That declaration is the one
+ * place they are described: its registry line names it, and from it the experiment
+ * schema checks and documents the keys (experiments/experiment.c, `pagedbench list
+ * --keys`), experiments/system.c hands the policy exactly its options (another
+ * policy's option, or an ignored key, is a config error), and the constructor checks
+ * and reads them with pb_policy_opts_check / pb_policy_opt_* below. */
+typedef struct {
+    const char *name;       /* NULL terminates a table                                */
+    pb_type type;           /* PB_T_INT, PB_T_NUM or PB_T_ENUM (config.h)             */
+    double lo, hi;          /* INT, NUM: the range, inclusive (lo < hi)               */
+    const char *choices;    /* ENUM: "a|b|c"                                          */
+    const char *dflt;       /* the default, as YAML text ("512", "prompt")            */
+    const char *doc;        /* one line, for `pagedbench list --keys`                 */
+} pb_policy_option;
+
+typedef struct {
+    const pb_policy_option *options;   /* {NULL}-terminated; NULL: none                */
+    const char *ignores;               /* keys of its system type it never reads,
+                                          "a|b" (an error when given); NULL: none       */
+} pb_policy_keys;
+
+extern const pb_policy_keys pb_policy_no_keys;   /* no options, reads all of its type's */
+
+/* The option `name` of k, or NULL. */
+const pb_policy_option *pb_policy_option_find(const pb_policy_keys *k, const char *name);
+/* Option o as a schema key (config.h): type, range, choices, doc. */
+pb_key pb_policy_option_key(const pb_policy_option *o);
+/* Check map opts (NULL: no options given) against k: each key is one of k's options
+   ("policy <policy>: unknown option 'x' (its options: ...)") with a value of its type
+   and range (pb_config_validate_value).  Errors at file:line:col in err (may be NULL). */
+pb_status pb_policy_opts_check(const char *policy, const pb_policy_keys *k, const pb_node *opts,
+                               pb_cfg_err *err);
+/* The value of option `name` (declared in k) in opts, checked by pb_policy_opts_check,
+   else its default.  ENUM options are read with pb_policy_opt_str. */
+int64_t pb_policy_opt_int(const pb_policy_keys *k, const pb_node *opts, const char *name);
+double pb_policy_opt_num(const pb_policy_keys *k, const pb_node *opts, const char *name);
+const char *pb_policy_opt_str(const pb_policy_keys *k, const pb_node *opts, const char *name);
+/* Invariants of a declaration: names unique and given, types readable, ranges
+   ordered, choices given exactly for ENUM, a doc line, every default a valid value.
+   PB_OK, or PB_ERR_INVALID with the problems in err ("<policy>: option ..."). */
+pb_status pb_policy_keys_check(const char *policy, const pb_policy_keys *k, pb_cfg_err *err);
+
 /* ---- registry (experiments/policy_registry.c) ---- */
 /* Create a policy.  opts: the policy's own YAML map (NULL = defaults); errors are
    recorded in err (file:line:col when opts is given). */
@@ -127,17 +172,24 @@ typedef pb_status (*pb_policy_create_fn)(const pb_node *opts, pb_policy **out, p
 typedef struct {
     const char *name;
     pb_policy_create_fn create;
-    const char *summary;     /* one line for `pagedbench list` */
+    const pb_policy_keys *keys;   /* its options and ignored type keys */
+    const char *summary;          /* one line for `pagedbench list` */
 } pb_policy_entry;
-extern const pb_policy_entry pb_policy_registry[];   /* terminated by {NULL, NULL, NULL} */
+extern const pb_policy_entry pb_policy_registry[];   /* terminated by {NULL, ...} */
 const pb_policy_entry *pb_policy_find(const char *name);   /* NULL if unknown */
 /* "vllm|spf|..." for a PB_T_ENUM schema key (static storage). */
 const char *pb_policy_names(void);
 /* Find + create.  Unknown name: PB_ERR_INVALID with "unknown policy 'x' (known: ...)". */
 pb_status pb_policy_create(const char *name, const pb_node *opts, pb_policy **out,
                            pb_cfg_err *err);
+/* The registry's invariants: names unique; every entry's keys (pb_policy_keys_check);
+   its ignored keys are keys of a system's map and its options are not; an option
+   several policies take is declared alike by all of them (type, range, choices,
+   default: the experiment schema holds it once).  PB_OK or PB_ERR_INVALID. */
+pb_status pb_policy_registry_check(pb_cfg_err *err);
 
-/* The shipped policies' constructors. */
+/* The shipped policies' constructors (a new policy's is declared by its registry
+   line, as is every policy's pb_policy_keys). */
 pb_status pb_policy_vllm_create(const pb_node *opts, pb_policy **out, pb_cfg_err *err);
 pb_status pb_policy_vllm_v01_create(const pb_node *opts, pb_policy **out, pb_cfg_err *err);
 pb_status pb_policy_vllm_v02_create(const pb_node *opts, pb_policy **out, pb_cfg_err *err);

@@ -12,13 +12,13 @@
  * re-keying as time passes.  Waiting time counts from arrival, so a group preempted
  * by recompute returns with the key it had (it keeps its seniority).
  *
- * Where p comes from (option priority_by): the trace carries no priorities, so p is
- * a length in tokens --
- *     prompt  (default) the prompt length: shortest-prompt-first with aging, i.e.
+ * Where p comes from (option priority_by; the options and their defaults are
+ * PRIO_OPTIONS below): the trace carries no priorities, so p is a length in tokens --
+ *     prompt  the prompt length: shortest-prompt-first with aging, i.e.
  *             SJF on what the server knows at arrival;
  *     total   prompt + output length: SJF with an oracle of the output length (an
  *             upper bound on what length prediction could give).
- * aging_rate (default 1000) is in priority units (tokens) per second of waiting: a
+ * aging_rate is in priority units (tokens) per second of waiting: a
  * request overtakes any newer one whose priority is less than aging_rate * (the
  * difference in arrival times) smaller.  No starvation: a request with priority p
  * that arrived at a ranks ahead of every request arriving after a + (p - p_min) /
@@ -28,7 +28,6 @@
  * ones).  Running groups keep FCFS order, so preemption still takes the latest
  * arrivals (paper §4.5).  YAML: `policy: priority`, options `priority_by` and
  * `aging_rate` in the system's map. */
-#include <stdlib.h>
 #include <string.h>
 
 #include "policy.h"
@@ -59,36 +58,25 @@ static const pb_policy_i PRIO_IFACE = {
     .destroy = pb_policy_plain_destroy,
 };
 
+static const pb_policy_option PRIO_OPTIONS[] = {
+    {.name = "priority_by", .type = PB_T_ENUM, .choices = "prompt|total", .dflt = "prompt",
+     .doc = "a request's priority, its prompt length (prompt) or prompt + output length (total: an oracle)"},
+    {.name = "aging_rate", .type = PB_T_NUM, .lo = 0, .hi = 1e12, .dflt = "1000",
+     .doc = "priority units (tokens) gained per second of waiting (0 = no aging)"},
+    {0},
+};
+const pb_policy_keys pb_policy_priority_keys = {PRIO_OPTIONS, NULL};
+
 pb_status pb_policy_priority_create(const pb_node *opts, pb_policy **out, pb_cfg_err *err) {
     *out = NULL;
-    prio_policy q = {PRIO_BY_PROMPT, 1000.0};
-    for (int i = 0; opts && opts->kind == PB_NODE_MAP && i < opts->n_kids; i++) {
-        const pb_node *k = opts->kids[i];
-        if (!strcmp(k->key, "priority_by")) {
-            const char *v = k->value ? k->value : "";
-            if (!strcmp(v, "prompt")) q.by = PRIO_BY_PROMPT;
-            else if (!strcmp(v, "total")) q.by = PRIO_BY_TOTAL;
-            else {
-                if (err) pb_cfg_fail(err, k, false, "priority_by: '%s' is not one of prompt|total", v);
-                return PB_ERR_INVALID;
-            }
-        } else if (!strcmp(k->key, "aging_rate")) {
-            q.aging_rate = pb_node_num(opts, "aging_rate", -1);
-            if (!(q.aging_rate >= 0 && q.aging_rate <= 1e12)) {
-                if (err) pb_cfg_fail(err, k, false, "aging_rate: must be a number in [0, 1e12]");
-                return PB_ERR_INVALID;
-            }
-        } else {
-            if (err) pb_cfg_fail(err, k, true, "policy priority: unknown key '%s' (known: priority_by, aging_rate)",
-                                 k->key);
-            return PB_ERR_INVALID;
-        }
-    }
-    prio_policy *impl = pb_xcalloc(1, sizeof *impl);
-    *impl = q;
+    if (pb_policy_opts_check(PRIO_IFACE.name, &pb_policy_priority_keys, opts, err)) return PB_ERR_INVALID;
+    prio_policy *q = pb_xcalloc(1, sizeof *q);
+    q->by = strcmp(pb_policy_opt_str(&pb_policy_priority_keys, opts, "priority_by"), "total") ? PRIO_BY_PROMPT
+                                                                                            : PRIO_BY_TOTAL;
+    q->aging_rate = pb_policy_opt_num(&pb_policy_priority_keys, opts, "aging_rate");
     pb_policy *p = pb_xcalloc(1, sizeof *p);
     p->iface = &PRIO_IFACE;
-    p->impl = impl;
+    p->impl = q;
     *out = p;
     return PB_OK;
 }

@@ -27,13 +27,11 @@
  * budget.  Prompts longer than max_num_batched_tokens are admissible (the
  * chunks are what a step computes); max_num_batched_tokens is not used.
  *
- * Option token_budget (tokens per step, default 512): 512 is what Sarathi-Serve
- * runs under strict latency targets, and vLLM's default max_num_batched_tokens when
- * chunked prefill is enabled ("512 is the default max_num_batched_tokens for chunked
- * prefill", vLLM docs, Performance and Tuning, v0.4-v0.5).  YAML: `policy: sarathi`,
- * `token_budget: N` in the system's map. */
-#include <string.h>
-
+ * Option token_budget (tokens per step, SARATHI_OPTIONS below): its default 512 is
+ * what Sarathi-Serve runs under strict latency targets, and vLLM's default
+ * max_num_batched_tokens when chunked prefill is enabled ("512 is the default
+ * max_num_batched_tokens for chunked prefill", vLLM docs, Performance and Tuning,
+ * v0.4-v0.5).  YAML: `policy: sarathi`, `token_budget: N` in the system's map. */
 #include "policy.h"
 
 typedef struct {
@@ -57,27 +55,22 @@ static const pb_policy_i SARATHI_IFACE = {
     .destroy = pb_policy_plain_destroy,
 };
 
+static const pb_policy_option SARATHI_OPTIONS[] = {
+    {.name = "token_budget", .type = PB_T_INT, .lo = 1, .hi = 1 << 24, .dflt = "512",
+     .doc = "tokens per step, decodes included (default: Sarathi-Serve's and vLLM's chunked-prefill budget)"},
+    {0},
+};
+/* its step is fixed: the engine's step_mode and max_paddings do not apply */
+const pb_policy_keys pb_policy_sarathi_keys = {SARATHI_OPTIONS, "step_mode|max_paddings"};
+
 pb_status pb_policy_sarathi_create(const pb_node *opts, pb_policy **out, pb_cfg_err *err) {
     *out = NULL;
-    sarathi_policy q = {512};
-    for (int i = 0; opts && opts->kind == PB_NODE_MAP && i < opts->n_kids; i++) {
-        const pb_node *k = opts->kids[i];
-        if (strcmp(k->key, "token_budget")) {
-            if (err) pb_cfg_fail(err, k, true, "policy sarathi: unknown key '%s' (known: token_budget)", k->key);
-            return PB_ERR_INVALID;
-        }
-        int64_t v = pb_node_int(opts, "token_budget", -1);
-        if (v < 1 || v > (1 << 24)) {
-            if (err) pb_cfg_fail(err, k, false, "token_budget: must be an integer in [1, 16777216]");
-            return PB_ERR_INVALID;
-        }
-        q.token_budget = (int32_t)v;
-    }
-    sarathi_policy *impl = pb_xcalloc(1, sizeof *impl);
-    *impl = q;
+    if (pb_policy_opts_check(SARATHI_IFACE.name, &pb_policy_sarathi_keys, opts, err)) return PB_ERR_INVALID;
+    sarathi_policy *q = pb_xcalloc(1, sizeof *q);
+    q->token_budget = (int32_t)pb_policy_opt_int(&pb_policy_sarathi_keys, opts, "token_budget");
     pb_policy *p = pb_xcalloc(1, sizeof *p);
     p->iface = &SARATHI_IFACE;
-    p->impl = impl;
+    p->impl = q;
     *out = p;
     return PB_OK;
 }

@@ -19,6 +19,9 @@ static const pb_policy_i V01_IFACE = {
     .destroy = pb_policy_plain_destroy,
 };
 
+/* its step is fixed (mixed, unpadded): the engine's step_mode and max_paddings do not apply */
+const pb_policy_keys pb_policy_vllm_v01_keys = {NULL, "step_mode|max_paddings"};
+
 pb_status pb_policy_vllm_v01_create(const pb_node *opts, pb_policy **out, pb_cfg_err *err) {
     return pb_policy_plain_create(&V01_IFACE, opts, out, err);
 }

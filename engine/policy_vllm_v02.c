@@ -26,6 +26,9 @@ static const pb_policy_i V02_IFACE = {
     .destroy = pb_policy_plain_destroy,
 };
 
+/* its steps alternate whatever the engine's step_mode; max_paddings applies */
+const pb_policy_keys pb_policy_vllm_v02_keys = {NULL, "step_mode"};
+
 pb_status pb_policy_vllm_v02_create(const pb_node *opts, pb_policy **out, pb_cfg_err *err) {
     return pb_policy_plain_create(&V02_IFACE, opts, out, err);
 }

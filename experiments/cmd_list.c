@@ -45,6 +45,21 @@ static void print_keys(const pb_key *k, const char *prefix) {
     }
 }
 
+/* The policies' options and the type keys each never reads, from their declarations
+   (policy.h pb_policy_keys). */
+static void print_policy_keys(void) {
+    for (const pb_policy_entry *e = pb_policy_registry; e->name; e++) {
+        for (const pb_policy_option *o = e->keys->options; o && o->name; o++) {
+            char what[128];
+            if (o->type == PB_T_ENUM) snprintf(what, sizeof what, "%s", o->choices);
+            else snprintf(what, sizeof what, "%s in [%.10g, %.10g]", o->type == PB_T_INT ? "an integer" : "a number",
+                          o->lo, o->hi);
+            printf("  systems[].%-26s policy %s: %s (%s; default %s)\n", o->name, e->name, o->doc, what, o->dflt);
+        }
+        if (e->keys->ignores) printf("  (policy %s never reads %s: an error when given)\n", e->name, e->keys->ignores);
+    }
+}
+
 static void usage(FILE *f) {
     fprintf(f,
             "usage: pagedbench list [--keys]\n\n"
@@ -87,6 +102,8 @@ int pb_cmd_list(int argc, char **argv) {
         print_keys(pb_experiment_schema, "");
         printf("keys of each entry of systems:\n");
         print_keys(pb_system_entry_schema, "systems[].");
+        printf("options of the policies (keys of a system's map, read by the policy it names):\n");
+        print_policy_keys();
         printf("keys of executor when it is a map (executor: {type: cpu, ...}):\n");
         print_keys(pb_executor_schema, "executor.");
         return PB_EXIT_OK;

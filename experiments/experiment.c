@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "executor_sim.h"   /* pb_sim_cost_from_node, pb_sim_params_from_node */
+#include "policy.h"         /* pb_policy_registry: the policies' options */
 #include "spec.h"
 #include "vllm_version.h"   /* PB_VLLM_VERSION_CHOICES */
 #include "workload.h"        /* pb_workload_from_node */
@@ -58,18 +59,11 @@ const pb_key pb_system_entry_schema[] = {
     {"type", PB_T_ENUM, true, 0, 0, "vllm|orca|ft", NULL, 0, "paged vLLM, Orca over a buddy allocator, FasterTransformer"},
     {"tags", PB_T_MAP, false, 0, 0, NULL, NULL, 0, "constant CSV columns of this series (mode: swap)"},
     {"sweep", PB_T_MAP, false, 0, 0, NULL, NULL, 0, "axis -> values overriding the experiment's for this system"},
-    /* options (read by system.c) */
+    /* options (read by system.c); each policy's own options are added by pb_system_entry_keys */
     {"block_size", PB_T_INT, false, 1, 4096, NULL, NULL, 0, "vLLM: tokens per KV block (default 16)"},
     {"preemption", PB_T_ENUM, false, 0, 0, "auto|swap|recompute", NULL, 0,
      "vLLM: auto = recompute single-sequence groups, swap multi-sequence ones"},
     {"reservation", PB_T_ENUM, false, 0, 0, "oracle|pow2|max", NULL, 0, "Orca/FT: output slots reserved per request"},
-    {"max_batch", PB_T_INT, false, 0, 1 << 20, NULL, NULL, 0, "FT: batch size B (0 = as many max-length requests as fit)"},
-    {"priority_by", PB_T_ENUM, false, 0, 0, "prompt|total", NULL, 0,
-     "policy priority: a request's priority, its prompt length (default) or prompt + output length"},
-    {"aging_rate", PB_T_NUM, false, 0, 1e12, NULL, NULL, 0,
-     "policy priority: priority units (tokens) gained per second of waiting (default 1000; 0 = no aging)"},
-    {"token_budget", PB_T_INT, false, 1, 1 << 24, NULL, NULL, 0,
-     "policy sarathi: tokens per step, decodes included (default 512, vLLM's chunked-prefill default)"},
     {"watermark", PB_T_NUM, false, 0, 0.5, NULL, NULL, 0, "vLLM: free-block fraction kept at admission (default 0.01)"},
     {"engine", PB_T_ENUM, false, 0, 0, PB_VLLM_VERSION_CHOICES, NULL, 0,
      "vLLM version whose defaults apply (default v0.1, the paper's; table: engine/vllm_version.h)"},
@@ -87,7 +81,7 @@ const pb_key pb_system_entry_schema[] = {
     {"sim", PB_T_MAP, false, 0, 0, NULL, NULL, 0,
      "cost model: {attention_kernel: paged|contiguous, framework: python|cpp, profile: csv}"},
     {"policy", PB_T_STR, false, 0, 0, NULL, NULL, 0,
-     "scheduler policy by name (default: the type's); its options are this map's keys (max_batch, priority_by, aging_rate, token_budget)"},
+     "scheduler policy by name (default: the type's); its options are keys of this map (list --keys: options of the policies)"},
     {"kv_slots", PB_T_INT, false, 0, 1e12, NULL, NULL, 0, "override the KV space, token slots (0 = from the specs)"},
     {"max_clock_s", PB_T_NUM, false, 0, 1e9, NULL, NULL, 0, "stop a run at this simulated time (0 = never)"},
     {NULL, 0, false, 0, 0, NULL, NULL, 0, NULL},
@@ -121,6 +115,21 @@ const pb_key pb_experiment_schema[] = {
      "cut prompts to max_len - 1 and outputs to what is left of max_len (default false: the engine rejects longer prompts)"},
     {NULL, 0, false, 0, 0, NULL, NULL, 0, NULL},
 };
+
+const pb_key *pb_system_entry_keys(pb_key out[PB_SYSTEM_MAX_KEYS]) {
+    int n = 0;
+    for (const pb_key *k = pb_system_entry_schema; k->name; k++) out[n++] = *k;
+    for (const pb_policy_entry *e = pb_policy_registry; e->name; e++)
+        for (const pb_policy_option *o = e->keys->options; o && o->name; o++) {
+            bool seen = false;   /* taken by an earlier policy too (declared alike: pb_policy_registry_check) */
+            for (int i = 0; i < n && !seen; i++) seen = !strcmp(out[i].name, o->name);
+            if (seen) continue;
+            PB_ASSERT(n < PB_SYSTEM_MAX_KEYS - 1);
+            out[n++] = pb_policy_option_key(o);
+        }
+    out[n] = (pb_key){0};
+    return out;
+}
 
 /* ---- helpers ---- */
 const char *pb_experiment_executor_type(const pb_node *root) {
@@ -199,25 +208,26 @@ static int read_tags(const pb_node *m, pb_tag *tags, int max, pb_cfg_err *err) {
  * each system's sim map), so that a bad value is a config error (exit 2) before any
  * point runs.  Used on the loaded tree and on every resolved point. */
 pb_status pb_experiment_validate_tree(const pb_node *root, pb_cfg_err *err) {
-    pb_status st = PB_OK;
     {
-        /* `executor:` is a scalar (sim|cpu|cuda) or a map {type, ...}: validate a map
-           against pb_executor_schema and the rest against the schema with that entry
-           relaxed to "any map" */
+        /* the schema with each system's keys and the policies' options
+           (pb_system_entry_keys); `executor:` is a scalar (sim|cpu|cuda) or a map
+           {type, ...}: a map is validated against pb_executor_schema and the rest
+           against the schema with that entry relaxed to "any map" */
+        pb_key sys_keys[PB_SYSTEM_MAX_KEYS], keys[64];
+        pb_system_entry_keys(sys_keys);
         const pb_node *exn = pb_node_get(root, "executor");
-        if (exn && exn->kind == PB_NODE_MAP) {
-            enum { NK = 64 };
-            pb_key keys[NK];
-            int nk = 0;
-            for (const pb_key *k = pb_experiment_schema; k->name && nk < NK - 1; k++, nk++) {
-                keys[nk] = *k;
-                if (!strcmp(k->name, "executor")) { keys[nk].type = PB_T_MAP; keys[nk].choices = NULL; }
-            }
-            memset(&keys[nk], 0, sizeof keys[nk]);
-            pb_status s1 = pb_config_validate(root, keys, "", err);
-            pb_status s2 = pb_config_validate(exn, pb_executor_schema, "executor", err);
-            if (s1 || s2) return PB_ERR_INVALID;
-        } else if ((st = pb_config_validate(root, pb_experiment_schema, "", err))) return PB_ERR_INVALID;
+        bool exmap = exn && exn->kind == PB_NODE_MAP;
+        int nk = 0;
+        for (const pb_key *k = pb_experiment_schema; k->name; k++, nk++) {
+            PB_ASSERT(nk < (int)PB_ARRAY_LEN(keys) - 1);
+            keys[nk] = *k;
+            if (!strcmp(k->name, "systems")) keys[nk].sub = sys_keys;
+            if (exmap && !strcmp(k->name, "executor")) { keys[nk].type = PB_T_MAP; keys[nk].choices = NULL; }
+        }
+        keys[nk] = (pb_key){0};
+        pb_status s1 = pb_config_validate(root, keys, "", err);
+        pb_status s2 = exmap ? pb_config_validate(exn, pb_executor_schema, "executor", err) : PB_OK;
+        if (s1 || s2) return PB_ERR_INVALID;
     }
     /* the sections other modules own: validate them now, so that a bad value is a
        config error (exit 2) before any point runs */
@@ -245,7 +255,7 @@ pb_status pb_experiment_validate_tree(const pb_node *root, pb_cfg_err *err) {
                              pb_experiment_executor_type(root));
         if (s1 || s2 || s3 || s4) return PB_ERR_INVALID;
     }
-    return st;
+    return PB_OK;
 }
 
 /* Names that become file names (results/points/<experiment>/<system>-...). */
@@ -292,7 +302,8 @@ static bool numeric_key(const pb_key *schema, const char *name) {
 }
 static bool set_path_ok(const char *set) {
     if (!strcmp(set, "gpus") || !strcmp(set, "seed") || !strcmp(set, "length_scale")) return true;
-    if (!strncmp(set, "system.", 7)) return numeric_key(pb_system_entry_schema, set + 7);
+    pb_key sys_keys[PB_SYSTEM_MAX_KEYS];
+    if (!strncmp(set, "system.", 7)) return numeric_key(pb_system_entry_keys(sys_keys), set + 7);
     if (!strncmp(set, "workload.", 9)) return numeric_key(pb_workload_schema, set + 9);
     if (!strncmp(set, "executor.", 9)) return numeric_key(pb_executor_schema, set + 9);
     if (!strncmp(set, "cost_model.", 11)) return set[11] != 0 && !strchr(set + 11, ' ');

@@ -108,7 +108,13 @@ typedef struct {
 } pb_experiment;
 
 extern const pb_key pb_experiment_schema[];
-extern const pb_key pb_system_entry_schema[];
+extern const pb_key pb_system_entry_schema[];   /* a system's keys, the policies' options aside */
+/* The keys of a system's map: pb_system_entry_schema, then the options of every
+ * policy (declared by the policy, engine/policy.h pb_policy_keys; an option several
+ * policies take, once), {NULL}-terminated in out.  Returns out.  The experiment's
+ * validation, sweep paths and `pagedbench list --keys` use this table. */
+#define PB_SYSTEM_MAX_KEYS 64
+const pb_key *pb_system_entry_keys(pb_key out[PB_SYSTEM_MAX_KEYS]);
 extern const pb_key pb_executor_schema[];     /* `executor:` as a map */
 
 /* The executor type of a (validated) experiment tree: root.executor or

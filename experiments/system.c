@@ -15,7 +15,7 @@
 #include "kv_contiguous.h"   /* pb_kv_contiguous_create */
 #include "metrics.h"         /* pb_metrics (the engine's) */
 #include "point_out.h"       /* pb_point_out_fill */
-#include "policy.h"          /* pb_policy_create, pb_policy_find */
+#include "policy.h"          /* pb_policy_create, pb_policy_find, pb_policy_option_find */
 #include "sim_profile.h"     /* pb_sim_profile_load (checked up front) */
 #include "spec.h"
 #include "vllm_version.h"    /* pb_vllm_knobs: the `engine:` version's defaults */
@@ -88,8 +88,8 @@ static void system_vllm_knobs(const pb_node *sys, int32_t max_model_len, pb_vllm
  * Each type names its KV manager, its default policy and its executor defaults, and
  * lists the options (keys of the system's map) it reads.  Whatever names the policy
  * (the type, or `policy:`), the policy gets ONE options node: the keys of the
- * system's map that the policy takes (POLICIES below), so `type: ft` and
- * `type: ft, policy: ft` read max_batch the same way. */
+ * system's map that the policy declares as its options (policy.h pb_policy_keys), so
+ * `type: ft` and `type: ft, policy: ft` read max_batch the same way. */
 typedef struct {
     const char *name;
     pb_system_type type;
@@ -110,20 +110,6 @@ static const sys_type TYPES[] = {
 static const char COMMON_KEYS[] =
     "name|label|type|tags|sweep|policy|sim|kv_slots|max_clock_s|max_num_batched_tokens|max_num_seqs|"
     "kv_profile_tokens|gpu_mem_util";
-
-typedef struct {
-    const char *name;
-    const char *options;        /* keys of the system's map this policy takes           */
-    const char *ignores;        /* keys of its type it never reads (its step is fixed)  */
-} policy_opts;
-/* A policy that takes options, or ignores some of its type's, is listed here; one
-   absent from this table takes none and reads all of its type's. */
-static const policy_opts POLICIES[] = {
-    {"vllm", "", ""}, {"spf", "", ""}, {"priority", "priority_by|aging_rate", ""},
-    {"vllm-v0.1", "", "step_mode|max_paddings"}, {"vllm-v0.2", "", "step_mode"},
-    {"sarathi", "token_budget", "step_mode|max_paddings"},
-    {"orca", "max_batch", ""}, {"ft", "max_batch", ""},
-};
 
 static bool in_list(const char *list, const char *key) {
     size_t lk = strlen(key);
@@ -208,31 +194,40 @@ static pb_status plan_point(const pb_experiment *e, int si, const pb_node *root,
                            "gpus: tensor parallelism %d does not divide %s's %d attention heads (%d KV heads)", P->tp,
                            P->model.name, P->model.n_heads, P->model.n_kv_heads);
 
-    /* options: each key must be one this type (or its policy) reads */
+    /* options: each key must be one this type or its policy reads (the policy's
+       declaration, policy.h pb_policy_keys, says which are its options and which of
+       its type's keys it never reads) */
     P->policy = pb_node_str(sys, "policy", P->type->policy);
-    static const policy_opts NO_OPTIONS = {"", "", ""};   /* a registered policy not listed: none */
-    const policy_opts *po = &NO_OPTIONS;
-    for (size_t i = 0; i < PB_ARRAY_LEN(POLICIES); i++)
-        if (!strcmp(POLICIES[i].name, P->policy)) po = &POLICIES[i];
-    if (!pb_policy_find(P->policy))
+    const pb_policy_entry *pe = pb_policy_find(P->policy);
+    if (!pe)
         return pb_cfg_fail(ce, pb_node_get(sys, "policy"), false, "%s.policy: unknown policy '%s' (known: %s)", kp,
                            P->policy, pb_policy_names());
     P->policy_opts = pb_config_root(P->tmp);
     for (int i = 0; i < sys->n_kids; i++) {
         const pb_node *k = sys->kids[i];
-        if (in_list(P->type->options, k->key) && in_list(po->ignores, k->key)) {
+        if (in_list(P->type->options, k->key) && pe->keys->ignores && in_list(pe->keys->ignores, k->key)) {
             st = pb_cfg_fail(ce, k, true, "%s.%s: policy %s has a fixed step and does not read '%s'", kp,
                              k->key, P->policy, k->key);
             continue;
         }
         if (in_list(COMMON_KEYS, k->key) || in_list(P->type->options, k->key)) continue;
-        if (in_list(po->options, k->key)) {
+        if (pb_policy_option_find(pe->keys, k->key)) {
             pb_node_put(P->tmp, P->policy_opts, k->key, pb_config_clone_node(P->tmp, k));
             continue;
         }
-        st = pb_cfg_fail(ce, k, true, "%s.%s: a %s system with policy %s does not read '%s'", kp, k->key,
-                         P->type->name, P->policy, k->key);
+        char owners[256] = "";   /* another policy's option? say whose */
+        int n_owners = 0;
+        for (const pb_policy_entry *d = pb_policy_registry; d->name; d++)
+            if (pb_policy_option_find(d->keys, k->key))
+                snprintf(owners + strlen(owners), sizeof owners - strlen(owners), "%s%s", n_owners++ ? ", " : "",
+                         d->name);
+        st = pb_cfg_fail(ce, k, true, "%s.%s: a %s system with policy %s does not read '%s'%s%s%s", kp, k->key,
+                         P->type->name, P->policy, k->key,
+                         !n_owners ? "" : n_owners == 1 ? " (an option of policy " : " (an option of policies ", owners,
+                         n_owners ? ")" : "");
     }
+    /* the policy's own check of its options (as its constructor will do) */
+    if (!st && pb_policy_opts_check(P->policy, pe->keys, P->policy_opts, ce)) st = PB_ERR_INVALID;
     if (st) return st;
 
     P->block_size = (int32_t)pb_node_int(sys, "block_size", 16);

@@ -9,9 +9,10 @@
  *   workload             workloads/workload.h: generate the trace with the experiment
  *                        seed -- every system of an experiment replays the same trace
  *   the system's map     type vllm | orca | ft and its options (experiment.c
- *                        pb_system_entry_schema; system.c's TYPES table says which
- *                        keys each type reads, POLICIES which keys each policy takes:
- *                        any other key is an error, never ignored):
+ *                        pb_system_entry_keys; system.c's TYPES table says which
+ *                        keys each type reads, each policy's declaration (policy.h
+ *                        pb_policy_keys) which keys it takes and which of its type's
+ *                        it never reads: any other key is an error, never ignored):
  *     vllm  paged KV manager (block_size, watermark, swap_space_gib), policy "vllm"
  *           (FCFS, all-or-nothing preemption: preemption auto | swap | recompute)
  *     orca  contiguous KV manager over a buddy allocator with reservation

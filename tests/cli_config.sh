@@ -75,6 +75,10 @@ if runs pol.yaml r_pol; then
 else bad "policy run: $(tail -3 r_pol.err)"; fi
 sed 's/  - {name: vllm, type: vllm}/  - {name: v, type: vllm, max_batch: 3}/' base.yaml >polv.yaml
 rejects "an option the system's policy does not read" polv.yaml "polv.yaml:12:27: systems.0.max_batch: a vllm system with policy vllm does not read"
+sed 's/  - {name: vllm, type: vllm}/  - {name: v, type: vllm, policy: priority, token_budget: 64}/' base.yaml >polother.yaml
+rejects "another policy's option (declared by sarathi, given to priority)" polother.yaml "polother.yaml:12:45: systems.0.token_budget: a vllm system with policy priority does not read 'token_budget' (an option of policy sarathi)"
+sed 's/  - {name: vllm, type: vllm}/  - {name: v, type: vllm, policy: sarathi, token_budget: 0}/' base.yaml >polrange.yaml
+rejects "a policy's option out of its declared range, at its YAML position" polrange.yaml "polrange.yaml:12:58: systems.0.token_budget: 0 out of range [1, 16777216]"
 sed 's/  - {name: vllm, type: vllm}/  - {name: v, type: vllm, policy: sarathi, step_mode: alternate}/' base.yaml >polstep.yaml
 rejects "a type key the policy's fixed step never reads" polstep.yaml "polstep.yaml:12:44: systems.0.step_mode: policy sarathi has a fixed step and does not read 'step_mode'"
 

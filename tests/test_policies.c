@@ -5,7 +5,11 @@
  * longer than max_num_batched_tokens; `vllm` follows the engine's version while
  * vllm-v0.1 / vllm-v0.2 are fixed; a policy's own victim rule decides whom
  * to preempt; Sarathi under memory pressure in every preemption mode with the
- * invariants checked every step; the sarathi options. */
+ * invariants checked every step; the sarathi options; every policy's declared
+ * options (pb_policy_keys): the registry's check, out-of-range values and another
+ * policy's options rejected at file:line:col, defaults read from the declaration. */
+#include <math.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -324,6 +328,99 @@ PB_TEST(policy_names_and_sarathi_options) {
     PB_CHECK(pb_policy_create("sarathi", pb_config_root(c), &p, NULL) == PB_OK);
     pb_policy_destroy(p);
     pb_config_destroy(c);
+}
+
+/* an option table with one problem each: pb_policy_keys_check must say so */
+PB_TEST(policy_keys_check_finds_bad_declarations) {
+    pb_cfg_err err;
+    pb_cfg_err_clear(&err);
+    PB_CHECK(pb_policy_registry_check(&err) == PB_OK && err.count == 0);
+    if (err.count) fprintf(stderr, "%s\n", err.msg);
+    static const pb_policy_option BAD[][2] = {
+        {{.name = "b", .type = PB_T_INT, .lo = 1, .hi = 9, .dflt = "0", .doc = "default out of range"}, {0}},
+        {{.name = "b", .type = PB_T_INT, .lo = 1, .hi = 9, .doc = "no default"}, {0}},
+        {{.name = "b", .type = PB_T_NUM, .dflt = "1", .doc = "no range"}, {0}},
+        {{.name = "b", .type = PB_T_ENUM, .choices = "x|y", .dflt = "z", .doc = "default not a choice"}, {0}},
+        {{.name = "b", .type = PB_T_BOOL, .dflt = "true", .doc = "a type an option cannot have"}, {0}},
+        {{.name = "b", .type = PB_T_ENUM, .choices = "x|y", .dflt = "x"}, {0}},   /* no doc */
+    };
+    for (size_t i = 0; i < PB_ARRAY_LEN(BAD); i++) {
+        pb_policy_keys k = {BAD[i], NULL};
+        pb_cfg_err_clear(&err);
+        PB_CHECK(pb_policy_keys_check("bad", &k, &err) == PB_ERR_INVALID);
+        PB_CHECK_STR_CONTAINS(err.msg, "bad: option 'b'");
+    }
+    static const pb_policy_option TWICE[] = {
+        {.name = "b", .type = PB_T_INT, .lo = 0, .hi = 1, .dflt = "1", .doc = "d"},
+        {.name = "b", .type = PB_T_INT, .lo = 0, .hi = 1, .dflt = "1", .doc = "d"},
+        {0},
+    };
+    pb_policy_keys k = {TWICE, NULL};
+    pb_cfg_err_clear(&err);
+    PB_CHECK(pb_policy_keys_check("bad", &k, &err) == PB_ERR_INVALID);
+    PB_CHECK_STR_CONTAINS(err.msg, "declared twice");
+    /* a good one, read back: defaults from the table, values from the node */
+    static const pb_policy_option GOOD[] = {
+        {.name = "n", .type = PB_T_INT, .lo = 1, .hi = 9, .dflt = "3", .doc = "an int"},
+        {.name = "x", .type = PB_T_NUM, .lo = 0, .hi = 1, .dflt = "0.5", .doc = "a number"},
+        {.name = "e", .type = PB_T_ENUM, .choices = "p|q", .dflt = "q", .doc = "a choice"},
+        {0},
+    };
+    pb_policy_keys g = {GOOD, "step_mode"};
+    pb_cfg_err_clear(&err);
+    PB_CHECK(pb_policy_keys_check("good", &g, &err) == PB_OK);
+    PB_CHECK(pb_policy_opt_int(&g, NULL, "n") == 3 && pb_policy_opt_num(&g, NULL, "x") == 0.5);
+    PB_CHECK(!strcmp(pb_policy_opt_str(&g, NULL, "e"), "q"));
+    pb_config *c = NULL;
+    PB_REQUIRE(pb_config_load_string("g.yaml", "n: 9\nx: 0.25\ne: p\n", &c, &err) == PB_OK);
+    const pb_node *o = pb_config_root(c);
+    PB_CHECK(pb_policy_opts_check("good", &g, o, &err) == PB_OK);
+    PB_CHECK(pb_policy_opt_int(&g, o, "n") == 9 && pb_policy_opt_num(&g, o, "x") == 0.25);
+    PB_CHECK(!strcmp(pb_policy_opt_str(&g, o, "e"), "p"));
+    pb_config_destroy(c);
+}
+
+/* Every registered policy's declared options, whatever they are: a value out of its
+   range (or not a choice) is an error at file:line:col naming the key; an option of
+   one policy given to another that does not declare it is an error at the key. */
+PB_TEST(declared_options_are_checked_at_their_position) {
+    int n_range = 0, n_foreign = 0;
+    for (const pb_policy_entry *e = pb_policy_registry; e->name; e++) {
+        pb_policy *p = NULL;
+        PB_CHECK(pb_policy_create(e->name, NULL, &p, NULL) == PB_OK);   /* every default is valid */
+        pb_policy_destroy(p);
+        for (const pb_policy_option *o = e->keys->options; o && o->name; o++) {
+            char yaml[128], want[160];
+            if (o->type == PB_T_ENUM) snprintf(yaml, sizeof yaml, "%s: not-a-choice\n", o->name);
+            else snprintf(yaml, sizeof yaml, "%s: %.0f\n", o->name, o->hi + 1 + fabs(o->hi));
+            snprintf(want, sizeof want, "opts.yaml:1:%d: %s: ", (int)strlen(o->name) + 3, o->name);
+            pb_config *c = NULL;
+            pb_cfg_err err;
+            pb_cfg_err_clear(&err);
+            PB_REQUIRE(pb_config_load_string("opts.yaml", yaml, &c, &err) == PB_OK);
+            PB_CHECK(pb_policy_create(e->name, pb_config_root(c), &p, &err) == PB_ERR_INVALID && !p);
+            PB_CHECK_STR_CONTAINS(err.msg, want);
+            n_range++;
+            pb_config_destroy(c);
+            /* the same option, in range (its default), given to every policy not declaring it */
+            snprintf(yaml, sizeof yaml, "%s: %s\n", o->name, o->dflt);
+            PB_REQUIRE(pb_config_load_string("opts.yaml", yaml, &c, &err) == PB_OK);
+            for (const pb_policy_entry *d = pb_policy_registry; d->name; d++) {
+                pb_cfg_err_clear(&err);
+                bool takes = pb_policy_option_find(d->keys, o->name) != NULL;
+                PB_CHECK(pb_policy_create(d->name, pb_config_root(c), &p, &err) == (takes ? PB_OK : PB_ERR_INVALID));
+                pb_policy_destroy(p);
+                if (takes) continue;
+                snprintf(want, sizeof want, "opts.yaml:1:1: policy %s", d->name);
+                PB_CHECK_STR_CONTAINS(err.msg, want);
+                snprintf(want, sizeof want, "'%s'", o->name);
+                PB_CHECK_STR_CONTAINS(err.msg, want);
+                n_foreign++;
+            }
+            pb_config_destroy(c);
+        }
+    }
+    PB_CHECK(n_range >= 4 && n_foreign >= 4 * 6);   /* sarathi, priority x2, orca, ft; the rest take none */
 }
 
 PB_TEST_MAIN()

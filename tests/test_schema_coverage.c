@@ -381,6 +381,9 @@ static void walk(const pb_key *schema, const char *prefix) {
         kref *r = &g_keys[g_nkeys++];
         snprintf(r->path, sizeof r->path, "%s%s", prefix, k->name);
         r->key = k;
+        bool seen = false;   /* reached before (a system's keys, from the top) */
+        for (int i = 0; i + 1 < g_nkeys; i++) seen = seen || !strcmp(g_keys[i].path, r->path);
+        if (seen) { g_nkeys--; continue; }
         if (k->sub && (k->type == PB_T_MAP || k->type == PB_T_LIST)) {
             char p[200];
             snprintf(p, sizeof p, "%s%s%s.", prefix, k->name, k->type == PB_T_LIST ? "[]" : "");
@@ -425,7 +428,8 @@ PB_TEST(every_schema_key_takes_effect_or_is_a_label) {
                               "decode,1,1,16,90000\ndecode,1,1,2048,95000\ndecode,64,64,16,120000\ndecode,64,64,2048,180000\n"
                               "prefill,1,16,0,90000\nprefill,1,4096,0,400000\n");
     walk(pb_experiment_schema, "");
-    walk(pb_system_entry_schema, "systems[].");
+    static pb_key sys_keys[PB_SYSTEM_MAX_KEYS];   /* with every policy's options */
+    walk(pb_system_entry_keys(sys_keys), "systems[].");
     walk(pb_executor_schema, "executor.");
     walk(pb_workload_schema, "workload.");
     walk(pb_sim_system_schema, "systems[].sim.");

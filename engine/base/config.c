@@ -611,11 +611,11 @@ static pb_status check_scalar(const pb_node *v, const pb_key *k, pb_type t, cons
         return PB_OK;
     }
     if (k->lo < k->hi && (x < k->lo || x > k->hi))
-        return pb_cfg_fail(err, v, false, "%s: %s out of range [%g, %g]", kp, v->value, k->lo, k->hi);
+        return pb_cfg_fail(err, v, false, "%s: %s out of range [%.10g, %.10g]", kp, v->value, k->lo, k->hi);
     return PB_OK;
 }
 
-static pb_status check_value(const pb_node *v, const pb_key *k, const char *kp, pb_cfg_err *err) {
+pb_status pb_config_validate_value(const pb_node *v, const pb_key *k, const char *kp, pb_cfg_err *err) {
     switch (k->type) {
     case PB_T_MAP:
         if (v->kind != PB_NODE_MAP)
@@ -681,7 +681,7 @@ pb_status pb_config_validate(const pb_node *n, const pb_key *schema, const char 
             st = PB_ERR_INVALID;
             continue;
         }
-        if (check_value(v, k, kp, err)) st = PB_ERR_INVALID;
+        if (pb_config_validate_value(v, k, kp, err)) st = PB_ERR_INVALID;
     }
     for (const pb_key *s = schema; s->name; s++) {
         if (!s->required || map_find(n, s->name, strlen(s->name))) continue;

@@ -136,6 +136,10 @@ struct pb_key {
  * Returns PB_OK, or PB_ERR_INVALID with every error recorded in err. */
 pb_status pb_config_validate(const pb_node *n, const pb_key *schema, const char *path,
                              pb_cfg_err *err);
+/* Validate one value v against one key k (its type, range, choices, sub-schema);
+ * path names it in messages ("systems.0.token_budget").  Same errors as above. */
+pb_status pb_config_validate_value(const pb_node *v, const pb_key *k, const char *path,
+                                   pb_cfg_err *err);
 
 /* ---- getters (dotted paths relative to a map node; "a.0.b" indexes sequences) ---- */
 const pb_node *pb_node_get(const pb_node *n, const char *path);   /* NULL if absent */
