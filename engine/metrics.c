@@ -179,24 +179,57 @@ double pb_percentile(double *v, int64_t n, double p) {
     return percentile_sorted(v, n, p);
 }
 
-static int cmp_run(const void *a, const void *b) {
-    return cmp_double(&((const val_run *)a)->value, &((const val_run *)b)->value);
+/* The ITL percentiles read the gap runs by weighted selection, not by a sort: a run of
+ * count c stands for c equal values of the multiset the runs expand to. r[from..n)
+ * expands to the ranks base.. of that multiset (unsorted); each read moves from and
+ * base up to the value it found, so that a read of a rank not smaller starts there. */
+typedef struct {
+    val_run *r;
+    int64_t n, from, base;
+} run_sel;
+
+/* The value of rank k (from 0; k >= base, k below the counts summed) of the sorted
+ * multiset, and in *next the value of rank k+1 (left alone if k is the last rank).
+ * Three-way partitions r[lo..hi) around a median-of-three run's value, summing the
+ * counts on each side, and goes on in the side holding k; O(runs) expected. */
+static double run_select(run_sel *s, int64_t k, double *next) {
+    PB_ASSERT(k >= s->base);
+    val_run *r = s->r;
+    int64_t lo = s->from, hi = s->n, base = s->base;   /* r[lo..hi) holds ranks base.. */
+    double above = *next;   /* the least value above r[lo..hi) (set once a step goes left) */
+    for (;;) {
+        PB_ASSERT(lo < hi);   /* r[lo..hi) holds rank k: not empty */
+        double a = r[lo].value, b = r[lo + (hi - lo) / 2].value, c = r[hi - 1].value;
+        double piv = a < b ? (b < c ? b : (a < c ? c : a)) : (a < c ? a : (b < c ? c : b));
+        int64_t lt = lo, i = lo, gt = hi, n_lt = 0, n_eq = 0;
+        while (i < gt) {   /* r[lo..lt) < piv, r[lt..i) == piv, r[gt..hi) > piv */
+            val_run t = r[i];
+            if (t.value < piv) { n_lt += t.count; r[i++] = r[lt]; r[lt++] = t; }
+            else if (t.value > piv) { r[i] = r[--gt]; r[gt] = t; }
+            else { n_eq += t.count; i++; }
+        }
+        if (k < base + n_lt) { hi = lt; above = piv; continue; }
+        if (k >= base + n_lt + n_eq) { base += n_lt + n_eq; lo = gt; continue; }
+        s->from = lt;
+        s->base = base + n_lt;
+        if (k + 1 < base + n_lt + n_eq) *next = piv;
+        else if (gt < hi) {
+            *next = r[gt].value;
+            for (int64_t j = gt + 1; j < hi; j++) if (r[j].value < *next) *next = r[j].value;
+        } else *next = above;
+        return piv;
+    }
 }
 
-/* The value of rank k (from 0) in the multiset the runs r, sorted by value, expand to. */
-static double run_rank(const val_run *r, int64_t k) {
-    for (; k >= r->count; r++) k -= r->count;
-    return r->value;
-}
-
-/* percentile_sorted over the n values the sorted runs r expand to. */
-static double percentile_runs(const val_run *r, int64_t n, double p) {
+/* percentile_sorted over the n values the runs of s expand to; p must not decrease
+ * from one call on s to the next. */
+static double percentile_runs(run_sel *s, int64_t n, double p) {
     if (n <= 0) return 0;
-    double pos = p / 100.0 * (double)(n - 1);
+    double pos = p / 100.0 * (double)(n - 1), next = 0;
     int64_t lo = (int64_t)pos;
-    if (lo >= n - 1) return run_rank(r, n - 1);
-    double frac = pos - (double)lo, v_lo = run_rank(r, lo);
-    return v_lo + frac * (run_rank(r, lo + 1) - v_lo);
+    if (lo >= n - 1) return run_select(s, n - 1, &next);
+    double frac = pos - (double)lo, v_lo = run_select(s, lo, &next);
+    return v_lo + frac * (next - v_lo);
 }
 
 static double mean(const double *v, int64_t n) {
@@ -307,7 +340,7 @@ void pb_metrics_summary(const pb_metrics *m, pb_run_summary *o) {
     free(tpot);
     free(e2e);
     /* ITL in ms: the mean adds every gap in recording order (the sum stats4 would
-     * make over the expanded gaps), the percentiles read the runs sorted by value */
+     * make over the expanded gaps), the percentiles select from the runs */
     val_run *itl = pb_xmalloc((size_t)(m->n_runs + 1) * sizeof *itl);
     double sum = 0;
     for (int64_t i = 0; i < m->n_runs; i++) {
@@ -315,10 +348,10 @@ void pb_metrics_summary(const pb_metrics *m, pb_run_summary *o) {
         for (int64_t c = 0; c < itl[i].count; c++) sum += itl[i].value;
     }
     o->itl_mean_ms = m->n_itl ? sum / (double)m->n_itl : 0;
-    qsort(itl, (size_t)m->n_runs, sizeof *itl, cmp_run);
-    o->itl_p50_ms = percentile_runs(itl, m->n_itl, 50);
-    o->itl_p90_ms = percentile_runs(itl, m->n_itl, 90);
-    o->itl_p99_ms = percentile_runs(itl, m->n_itl, 99);
+    run_sel sel = {itl, m->n_runs, 0, 0};
+    o->itl_p50_ms = percentile_runs(&sel, m->n_itl, 50);
+    o->itl_p90_ms = percentile_runs(&sel, m->n_itl, 90);
+    o->itl_p99_ms = percentile_runs(&sel, m->n_itl, 99);
     free(itl);
     o->duration_s = o->n_unfinished ? m->clock_s : last_finish;
     if (o->duration_s > 0) {

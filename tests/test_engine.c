@@ -699,4 +699,66 @@ PB_TEST(metrics_itl_runs_match_expanded_gaps) {
     pb_trace_free(&tr);
 }
 
+/* Runs (value k[j]/64, count c[j]) in this order: request j makes c[j] gaps of k[j]/64
+ * (tokens at 0, v, 2v, ...: every gap exactly v), equal neighbours make one run; then
+ * the summary against the expanded gaps. */
+static void check_itl_runs(const int32_t *k, const int32_t *c, int64_t n_runs) {
+    pb_trace tr = {0};
+    int64_t cap = 0, n = 0;
+    for (int64_t j = 0; j < n_runs; j++) {
+        pb_request q = pb_request_make(0, 1, 1000);
+        pb_trace_push(&tr, &cap, &q);
+        n += c[j];
+    }
+    pb_metrics *m = pb_metrics_create(false);
+    pb_metrics_begin(m, &tr, 2000);
+    double *gap = malloc((size_t)(n + 1) * sizeof *gap);
+    n = 0;
+    for (int64_t j = 0; j < n_runs; j++) {
+        double v = k[j] / 64.0, last = 0;
+        pb_metrics_token(m, j, 0);
+        for (int32_t i = 1; i <= c[j]; i++) {
+            pb_metrics_token(m, j, i * v);
+            gap[n++] = i * v - last;
+            last = i * v;
+        }
+    }
+    check_itl(m, gap, n);
+    free(gap);
+    pb_metrics_destroy(m);
+    pb_trace_free(&tr);
+}
+
+PB_TEST(metrics_itl_selection_matches_sorted_gaps) {
+    /* a single run */
+    check_itl_runs((int32_t[]){5}, (int32_t[]){37}, 1);
+    /* one value in runs at several places, between runs of others */
+    int32_t dk[] = {3, 1, 3, 2, 1, 3, 2, 3, 1, 2}, dc[] = {5, 2, 4, 7, 1, 3, 2, 1, 6, 3};
+    check_itl_runs(dk, dc, 10);
+    /* 102 gaps: p50/p90/p99 read ranks 50/51, 90/91, 99/100 with weights .5/.9/.99, and
+     * each lo is the last of its value (1/64 x 51, 2/64 x 40, 3/64 x 9, 4/64 x 2), in
+     * runs apart, so lo + 1 is the next value */
+    int32_t bk[] = {3, 1, 4, 2, 1, 3, 2, 4, 1}, bc[] = {4, 20, 1, 25, 20, 5, 15, 1, 11};
+    check_itl_runs(bk, bc, 9);
+    /* random: small (edge ranks, few runs) and 10,000 runs of 1..50 gaps over 12 values */
+    pb_rng rng;
+    pb_rng_seed(&rng, 18, 2);
+    int32_t *rk = malloc(10000 * sizeof *rk), *rc = malloc(10000 * sizeof *rc);
+    for (int t = 0; t < 300; t++) {
+        int64_t n_runs = 1 + (int64_t)pb_rng_below(&rng, 12);
+        for (int64_t j = 0; j < n_runs; j++) {
+            rk[j] = 1 + (int32_t)pb_rng_below(&rng, 4);
+            rc[j] = 1 + (int32_t)pb_rng_below(&rng, 5);
+        }
+        check_itl_runs(rk, rc, n_runs);
+    }
+    for (int64_t j = 0; j < 10000; j++) {
+        rk[j] = 1 + (int32_t)pb_rng_below(&rng, 12);
+        rc[j] = 1 + (int32_t)pb_rng_below(&rng, 50);
+    }
+    check_itl_runs(rk, rc, 10000);
+    free(rk);
+    free(rc);
+}
+
 PB_TEST_MAIN()
