@@ -313,7 +313,8 @@ static pb_status group_token(pb_sched *s, pb_group *g, bool has_tokens) {
         for (int32_t i = 0; i < g->n_seqs; i++) g->seqs[i]->batch_idx = -1;
     g->n_generated++;
     g->len++;
-    pb_metrics_token(s->metrics, g->id, s->now);
+    pb_metrics_token(s->metrics, g->last_token_s, s->now);
+    g->last_token_s = s->now;
     if (first) {
         g->first_token_s = s->now;
         pb_metrics_req(s->metrics, g->id)->first_token_s = s->now;

@@ -62,7 +62,7 @@ static void row_init(const pb_metrics *m, int64_t id, pb_req_metrics *r) {
     memset(r, 0, sizeof *r);
     r->id = id;
     r->arrival_s = g.arrival_s;
-    r->first_token_s = r->finish_s = r->last_token_s = -1;
+    r->first_token_s = r->finish_s = -1;
     r->prompt_len = g.prompt_len;
     r->output_len = g.output_len;
     r->n_seqs = g.max_seqs;
@@ -84,10 +84,9 @@ void pb_metrics_set_prefix_cache(pb_metrics *m, int64_t hit_tokens, int64_t quer
     m->prefix_query_tokens = query_tokens;
 }
 
-void pb_metrics_token(pb_metrics *m, int64_t id, double t) {
-    pb_req_metrics *r = pb_metrics_req(m, id);
-    if (r->last_token_s >= 0) {
-        double gap = t - r->last_token_s;
+void pb_metrics_token(pb_metrics *m, double last_s, double t) {
+    if (last_s >= 0) {
+        double gap = t - last_s;
         val_run *last = m->n_runs ? &m->itl[m->n_runs - 1] : NULL;
         if (last && memcmp(&last->value, &gap, sizeof gap) == 0) {
             last->count++;
@@ -100,7 +99,6 @@ void pb_metrics_token(pb_metrics *m, int64_t id, double t) {
         }
         m->n_itl++;
     }
-    r->last_token_s = t;
 }
 
 /* Make the rows up to id (geometric growth). */

@@ -66,7 +66,6 @@ typedef struct {
     int32_t n_swap;           /* preemptions by swapping                             */
     int64_t swap_blocks;      /* pairs moved out + in                                */
     double swap_bytes;
-    double last_token_s;      /* clock of the latest token (-1 before the first)     */
     bool finished, rejected;
 } pb_req_metrics;
 
@@ -160,7 +159,7 @@ void pb_metrics_print_summary(FILE *f, const pb_run_summary *s, const char *titl
 /* ---- recording (engine.c) ---- */
 /* Start a run of trace t (which must outlive the metrics' results: rows not yet made
  * are derived from it).  A request's row is made, in id order, on its first
- * pb_metrics_req / pb_metrics_token -- so a run holds rows only up to the latest
+ * pb_metrics_req -- so a run holds rows only up to the latest
  * request it touched, O(arrived requests), not O(trace).  A new row holds the
  * request's shape as its group sees it (pb_group_shape under max_model_len: capped
  * output_len, n, beam_width, n_seqs = the group's max sequences), no times (-1),
@@ -168,13 +167,16 @@ void pb_metrics_print_summary(FILE *f, const pb_run_summary *s, const char *titl
 void pb_metrics_begin(pb_metrics *m, const pb_trace *t, int32_t max_model_len);
 pb_req_metrics *pb_metrics_req(pb_metrics *m, int64_t id);
 void pb_metrics_add_step(pb_metrics *m, const pb_step_metrics *st);
-/* Request id produced a token at clock t (every sequence of it in that step): the
- * gap since its previous token is one ITL sample.  Gaps are kept in recording order
- * as runs of bitwise-equal values (value, count): the groups that decoded in the
- * previous step share one gap, so memory and the summary's sort grow with the
- * runs, about O(steps), not O(tokens) (its mean still adds each gap in order); the
- * summary's ITL numbers are those of the expanded gaps, bit for bit. */
-void pb_metrics_token(pb_metrics *m, int64_t id, double t);
+/* A request produced a token at clock t (every sequence of it in that step), its
+ * previous one at last_s (< 0: this is its first, no gap): t - last_s is one ITL
+ * sample.  The caller keeps last_s (the engine: pb_group.last_token_s), so recording
+ * touches no request row; the request's row must exist by the end of the run (the
+ * engine makes it at the first token).  Gaps are kept in recording order as runs of
+ * bitwise-equal values (value, count): the groups that decoded in the previous step
+ * share one gap, so memory and the summary's selection grow with the runs, about
+ * O(steps), not O(tokens) (its mean still adds each gap in order); the summary's ITL
+ * numbers are those of the expanded gaps, bit for bit. */
+void pb_metrics_token(pb_metrics *m, double last_s, double t);
 void pb_metrics_end(pb_metrics *m, double clock_s);
 /* After the run (pb_metrics_begin clears it): the KV manager's prefix-cache counters
  * over the run (block_manager.h pb_paged_cache_stats); marks the run as caching. */

@@ -52,7 +52,7 @@ void pb_group_init(pb_group *g, int32_t id, const pb_request *r, int32_t max_len
     g->heap_idx = -1;
     g->preempted_step = -1;
     g->admitted_step = -1;
-    g->first_token_s = -1;
+    g->first_token_s = g->last_token_s = -1;
     g->finish_s = -1;
     pb_rng_seed(&g->rng, seed, 0x5e9000ULL + (uint64_t)id);
 }

@@ -117,6 +117,7 @@ struct pb_group {
     int32_t n_swap_out;    /* times preempted by swapping                             */
     int64_t swap_blocks;   /* blocks moved out + in (paged) / slots (contiguous)      */
     double first_token_s;  /* clock after the step that produced the first token       */
+    double last_token_s;   /* ... the latest token (-1 before the first): ITL gaps    */
     double finish_s;       /* clock after the step that produced the last token        */
     pb_rng rng;            /* synthetic tokens / beam scores of this request           */
     void *kv;              /* (kv) manager-private per-group state                     */

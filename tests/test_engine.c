@@ -616,8 +616,9 @@ typedef struct {
 /* Request id produces a token at t: into the metrics and the plain gap list. */
 static void itl_token(itl_rec *r, int64_t id, double t) {
     if (r->last[id] >= 0) r->gap[r->n++] = t - r->last[id];
+    else pb_metrics_req(r->m, id);   /* the row, made at the first token (as the engine) */
+    pb_metrics_token(r->m, r->last[id], t);
     r->last[id] = t;
-    pb_metrics_token(r->m, id, t);
 }
 
 PB_TEST(metrics_itl_runs_match_expanded_gaps) {
@@ -687,13 +688,15 @@ PB_TEST(metrics_itl_runs_match_expanded_gaps) {
     }
     /* the checker: a negative gap; more gaps than the requests' outputs allow */
     pb_metrics_begin(r.m, &tr, 2000);
-    pb_metrics_token(r.m, 0, 1.0);
-    pb_metrics_token(r.m, 0, 0.5);
+    pb_metrics_req(r.m, 0);
+    pb_metrics_token(r.m, -1, 1.0);
+    pb_metrics_token(r.m, 1.0, 0.5);
     PB_CHECK(pb_metrics_check(r.m) == PB_ERR_INVALID);
     pb_metrics_begin(r.m, &tr, 4);   /* output capped to 4 - 1: at most 2 gaps per request */
-    for (int k = 0; k < 3; k++) pb_metrics_token(r.m, 0, k);
+    pb_metrics_req(r.m, 0);
+    for (int k = 0; k < 3; k++) pb_metrics_token(r.m, k - 1, k);
     PB_CHECK(pb_metrics_check(r.m) == PB_OK);
-    pb_metrics_token(r.m, 0, 3);
+    pb_metrics_token(r.m, 2, 3);
     PB_CHECK(pb_metrics_check(r.m) == PB_ERR_INVALID);
     pb_metrics_destroy(r.m);
     pb_trace_free(&tr);
@@ -716,9 +719,10 @@ static void check_itl_runs(const int32_t *k, const int32_t *c, int64_t n_runs) {
     n = 0;
     for (int64_t j = 0; j < n_runs; j++) {
         double v = k[j] / 64.0, last = 0;
-        pb_metrics_token(m, j, 0);
+        pb_metrics_req(m, j);
+        pb_metrics_token(m, -1, 0);
         for (int32_t i = 1; i <= c[j]; i++) {
-            pb_metrics_token(m, j, i * v);
+            pb_metrics_token(m, last, i * v);
             gap[n++] = i * v - last;
             last = i * v;
         }
