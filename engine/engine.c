@@ -30,6 +30,7 @@ void pb_engine_params_default(pb_engine_params *p) {
     p->check_every_step = false;
     p->max_clock_s = 0;
     p->max_steps = 0;
+    p->fast_forward = true;
 }
 
 pb_status pb_engine_create(const pb_engine_params *p, pb_kv_manager *kv, pb_policy *policy,

@@ -1,0 +1,454 @@
+/* test_fastfwd.c -- the engine's fast-forward (pb_engine_params.fast_forward) changes
+ * nothing: for many seeded random configurations of the sim executor, the paged KV
+ * manager and the vLLM policies, pb_engine_run with fast_forward on gives exactly what
+ * it gives with fast_forward off, and what the step-level API (which never fast-
+ * forwards) gives: the same status, summary, goodput, request rows, step rows, final
+ * clock and step count, and the same per-request and per-step CSV bytes.  Numbers are
+ * compared bit for bit, field by field (memcmp of each field: the structs' padding is
+ * not part of a result), and the first difference is printed with its config, row and
+ * field.
+ *
+ * The configurations (ff_random_cfg): ShareGPT and Alpaca traces (Poisson arrivals by
+ * duration or by count) from light load (the queue often empty: windows end on
+ * arrivals) to heavy overload; small KV spaces (a few hundred to a few thousand token
+ * slots: windows end on memory, groups get preempted) and some roomier ones; block
+ * sizes 1, 8, 16, 32; preemption auto, recompute and swap (with and without CPU
+ * blocks); policies vllm-v0.1, vllm-v0.2 (max_paddings 256 and -1) and vllm (mixed or
+ * alternate steps); some sequence budgets (max_num_seqs) that bind; some traces where
+ * a share of the requests sample n = 2..4 or beam-search with width 2..4 amid n = 1
+ * requests; max_steps and max_clock_s limits that stop a run mid-window; a few runs
+ * with check_every_step.
+ *
+ * The fast path cannot be observed from outside, so the test shows that the
+ * comparison is not vacuous: heavy ShareGPT configurations run over a thousand steps,
+ * and most steps of the runs follow a pure-decode step (no prefill, preemption or
+ * swap; single-sequence groups; every running group in the batch), the steps the
+ * fast loop replays. */
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "block_manager.h"
+#include "engine.h"
+#include "executor_sim.h"
+#include "pbtest.h"
+#include "rng.h"
+#include "spec.h"
+#include "workload.h"
+
+typedef struct { pb_model m; pb_hw hw; pb_sim_cost c; } specs;
+
+static bool specs_load(specs *s) {
+    pb_cfg_err e;
+    pb_cfg_err_clear(&e);
+    const char *dir = pb_spec_dir();
+    if (pb_model_load(dir, "opt-13b", &s->m, &e) || pb_hw_load(dir, "a100-40gb", &s->hw, &e) ||
+        pb_sim_cost_load(dir, "a100-40gb", &s->c, &e)) {
+        fprintf(stderr, "  specs: %s\n", e.msg);
+        return false;
+    }
+    return true;
+}
+
+/* ---- one configuration ---- */
+
+typedef struct {
+    uint64_t seed;               /* the trace's and the engine's                        */
+    const char *dataset;         /* sharegpt | alpaca                                   */
+    bool heavy;                  /* overload (the control's configurations)             */
+    double rate;                 /* Poisson arrivals, req/s                             */
+    double duration_s;           /* > 0: arrivals in [0, duration_s); else num requests */
+    int64_t num;
+    double multi_frac;           /* share of requests that sample n = 2..4 or beam-search */
+    bool beam;                   /* ... with width 2..4                                 */
+    int32_t block_size, gpu_blocks, cpu_blocks;
+    const char *policy;
+    pb_step_mode step_mode;
+    int32_t max_paddings;
+    int32_t max_num_seqs;
+    pb_preempt_mode preemption;
+    int64_t max_steps;           /* 0 = none                                            */
+    double max_clock_s;          /* 0 = none                                            */
+    bool check_every_step;
+} ff_cfg;
+
+static void ff_describe(const ff_cfg *c, char *buf, size_t n) {
+    snprintf(buf, n,
+             "seed %llu %s%s rate %.3g %s %.3g%s multi %.2f (%s) block %d gpu %d cpu %d "
+             "policy %s step %s paddings %d max_seqs %d preempt %s max_steps %lld max_clock %.3g%s",
+             (unsigned long long)c->seed, c->dataset, c->heavy ? " heavy" : "", c->rate,
+             c->duration_s > 0 ? "duration" : "num", c->duration_s > 0 ? c->duration_s : (double)c->num,
+             c->duration_s > 0 ? " s" : "", c->multi_frac, c->beam ? "beam" : "n", c->block_size,
+             c->gpu_blocks, c->cpu_blocks, c->policy, pb_step_mode_str(c->step_mode), c->max_paddings,
+             c->max_num_seqs, pb_preempt_mode_str(c->preemption), (long long)c->max_steps, c->max_clock_s,
+             c->check_every_step ? " check_every_step" : "");
+}
+
+static double uniform(pb_rng *r, double lo, double hi) { return lo + (hi - lo) * pb_rng_uniform(r); }
+static int32_t pick(pb_rng *r, const int32_t *v, int n) { return v[pb_rng_below(r, (uint64_t)n)]; }
+
+/* Configuration i of the random sweep (seeded by i). */
+static ff_cfg ff_random_cfg(uint64_t i) {
+    pb_rng r;
+    pb_rng_seed(&r, 0xff00 + i, 0);
+    ff_cfg c;
+    memset(&c, 0, sizeof c);
+    c.seed = i;
+    bool sharegpt = pb_rng_uniform(&r) < 0.6;
+    c.dataset = sharegpt ? "sharegpt" : "alpaca";
+    /* load: ShareGPT requests take ~340 decode steps, Alpaca ones ~60 */
+    double u = pb_rng_uniform(&r), scale = sharegpt ? 1.0 : 4.0;
+    c.heavy = u >= 0.6;
+    c.rate = scale * (u < 0.3 ? uniform(&r, 0.03, 0.3) : u < 0.6 ? uniform(&r, 0.3, 2) : uniform(&r, 2, 8));
+    int64_t n_req = c.heavy ? 60 + (int64_t)pb_rng_below(&r, 60) : 15 + (int64_t)pb_rng_below(&r, 30);
+    if (pb_rng_uniform(&r) < 0.5) c.duration_s = (double)n_req / c.rate;
+    else c.num = n_req;
+    if (pb_rng_uniform(&r) < 0.4) {
+        c.multi_frac = uniform(&r, 0.1, 0.4);
+        c.beam = pb_rng_uniform(&r) < 0.5;
+    }
+    /* KV space: mostly small, so that windows end on memory and groups get preempted */
+    static const int32_t BS[] = {1, 8, 16, 32};
+    c.block_size = pick(&r, BS, 4);
+    double tokens = pb_rng_uniform(&r) < 0.75 ? 640 * pow(10.0, pb_rng_uniform(&r)) : uniform(&r, 8000, 16000);
+    c.gpu_blocks = (int32_t)(tokens / c.block_size);
+    u = pb_rng_uniform(&r);
+    c.preemption = u < 0.4 ? PB_PREEMPT_AUTO : u < 0.7 ? PB_PREEMPT_RECOMPUTE : PB_PREEMPT_SWAP;
+    if (c.preemption == PB_PREEMPT_SWAP || pb_rng_uniform(&r) < 0.5)
+        c.cpu_blocks = (int32_t)(c.gpu_blocks * uniform(&r, 0.25, 1.0));
+    /* policy and step structure */
+    u = pb_rng_uniform(&r);
+    static const int32_t PADDINGS[] = {256, -1};
+    c.policy = u < 0.35 ? "vllm-v0.1" : u < 0.65 ? "vllm-v0.2" : "vllm";
+    /* vllm-v0.1 steps are mixed and vllm-v0.2 ones alternate whatever step_mode says */
+    if (!strcmp(c.policy, "vllm-v0.2")) c.step_mode = PB_STEP_ALTERNATE;
+    else if (!strcmp(c.policy, "vllm")) c.step_mode = pb_rng_uniform(&r) < 0.6 ? PB_STEP_ALTERNATE : PB_STEP_MIXED;
+    c.max_paddings = c.step_mode == PB_STEP_ALTERNATE ? pick(&r, PADDINGS, 2) : -1;
+    static const int32_t SEQS[] = {4, 16, 64};
+    c.max_num_seqs = pb_rng_uniform(&r) < 0.25 ? pick(&r, SEQS, 3) : 256;
+    /* limits that stop the run mid-window */
+    u = pb_rng_uniform(&r);
+    if (u < 0.12) c.max_steps = 50 + (int64_t)pb_rng_below(&r, 3000);
+    else if (u < 0.24) c.max_clock_s = uniform(&r, 2, 60);
+    c.check_every_step = pb_rng_uniform(&r) < 0.1;
+    return c;
+}
+
+/* The trace of c: the workload's, then a share of the requests made parallel-sampling
+ * (n = 2..4) or beam-search (width 2..4) ones. */
+static bool ff_trace(const ff_cfg *c, pb_trace *t) {
+    pb_workload_cfg wc;
+    pb_workload_defaults(&wc);
+    snprintf(wc.dataset, sizeof wc.dataset, "%s", c->dataset);
+    wc.arrivals.rate = c->rate;
+    wc.arrivals.duration_s = c->duration_s;
+    wc.arrivals.num = c->num;
+    char err[512];
+    if (pb_workload_generate(&wc, c->seed, t, err, sizeof err)) {
+        fprintf(stderr, "  trace: %s\n", err);
+        return false;
+    }
+    pb_rng r;
+    pb_rng_seed(&r, c->seed, 7);
+    for (int64_t i = 0; i < t->n; i++) {
+        if (pb_rng_uniform(&r) >= c->multi_frac) continue;
+        int16_t k = (int16_t)(2 + pb_rng_below(&r, 3));
+        t->reqs[i].n = k;
+        if (c->beam) t->reqs[i].beam_width = k;
+    }
+    return true;
+}
+
+/* ---- one run ---- */
+
+typedef enum {
+    FF_OFF,        /* pb_engine_run, fast_forward = false: the reference          */
+    FF_ON,         /* pb_engine_run, fast_forward = true                          */
+    FF_STEPWISE    /* begin / step / end with fast_forward = true (never fast)    */
+} ff_mode;
+
+typedef struct {
+    pb_status st;
+    pb_run_summary sum;
+    int64_t good_met;
+    double good_frac, good_rate;
+    int64_t n_reqs, n_steps;
+    pb_req_metrics *reqs;        /* copies of the metrics' rows                 */
+    pb_step_metrics *steps;
+    int64_t engine_steps;
+    double engine_now;
+    int64_t kv_used;             /* GPU blocks still used after the run         */
+    char *req_csv, *step_csv;
+    size_t req_len, step_len;
+} ff_out;
+
+static void ff_out_free(ff_out *o) {
+    free(o->reqs);
+    free(o->steps);
+    free(o->req_csv);
+    free(o->step_csv);
+}
+
+static void *dup_bytes(const void *p, size_t n) {
+    void *q = malloc(n ? n : 1);
+    if (n) memcpy(q, p, n);
+    return q;
+}
+
+static void ff_run(const specs *sp, const ff_cfg *c, const pb_trace *t, ff_mode mode, ff_out *o) {
+    memset(o, 0, sizeof *o);
+    pb_paged_params pp;
+    pb_paged_params_default(&pp);
+    pp.block_size = c->block_size;
+    pp.n_gpu_blocks = c->gpu_blocks;
+    pp.n_cpu_blocks = c->cpu_blocks;
+    pb_kv_manager *kv = NULL;
+    pb_policy *pol = NULL;
+    pb_engine *e = NULL;
+    pb_cfg_err err;
+    pb_cfg_err_clear(&err);
+    pb_executor *ex = pb_executor_sim_create(&sp->m, &sp->hw, &sp->c, 1, NULL, &err);
+    PB_ASSERT(ex && pb_paged_kv_create(&pp, &kv) == PB_OK && pb_policy_create(c->policy, NULL, &pol, NULL) == PB_OK);
+    pb_engine_params ep;
+    pb_engine_params_default(&ep);
+    ep.seed = c->seed;
+    ep.preemption = c->preemption;
+    ep.step_mode = c->step_mode;
+    ep.max_paddings = c->max_paddings;
+    ep.max_num_seqs = c->max_num_seqs;
+    ep.max_steps = c->max_steps;
+    ep.max_clock_s = c->max_clock_s;
+    ep.check_every_step = c->check_every_step;
+    ep.kv_bytes_per_token = pb_kv_bytes_per_token(&sp->m, 1);
+    ep.fast_forward = mode != FF_OFF;
+    PB_ASSERT(pb_engine_create(&ep, kv, pol, ex, &e) == PB_OK);
+    pb_metrics *m = pb_metrics_create(true);
+
+    if (mode == FF_STEPWISE) {
+        o->st = pb_engine_begin(e, t, m);
+        for (bool done = false; o->st == PB_OK && !done;) o->st = pb_engine_step(e, &done);
+        pb_status end = pb_engine_end(e);
+        if (o->st == PB_OK) o->st = end;
+    } else {
+        o->st = pb_engine_run(e, t, m);
+    }
+    pb_metrics_summary(m, &o->sum);
+    pb_metrics_goodput(m, 200, 50, o->sum.duration_s, &o->good_met, &o->good_frac, &o->good_rate);
+    const pb_req_metrics *rows = pb_metrics_requests(m, &o->n_reqs);
+    o->reqs = dup_bytes(rows, (size_t)o->n_reqs * sizeof *rows);
+    const pb_step_metrics *steps = pb_metrics_steps(m, &o->n_steps);
+    o->steps = dup_bytes(steps, (size_t)o->n_steps * sizeof *steps);
+    o->engine_steps = pb_engine_steps(e);
+    o->engine_now = pb_engine_now(e);
+    o->kv_used = pb_block_alloc_used(pb_paged_gpu(kv));
+    FILE *f = open_memstream(&o->req_csv, &o->req_len);
+    pb_metrics_write_requests(m, f, "x,");
+    fclose(f);
+    f = open_memstream(&o->step_csv, &o->step_len);
+    pb_metrics_write_steps(m, f, "x,");
+    fclose(f);
+    if (o->st == PB_OK) PB_CHECK(pb_metrics_check(m) == PB_OK);
+
+    pb_metrics_destroy(m);
+    pb_engine_destroy(e);
+    pb_executor_destroy(ex);
+    pb_policy_destroy(pol);
+    pb_kv_destroy(kv);
+}
+
+/* ---- comparing two runs ---- */
+
+/* Field f of a and b, bit for bit; on the first difference print it and return false. */
+#define SAME(what, row, a, b, f)                                                            \
+    do {                                                                                    \
+        if (memcmp(&(a).f, &(b).f, sizeof (a).f)) {                                         \
+            fprintf(stderr, "  %s: %s", desc, what);                                        \
+            if ((row) >= 0) fprintf(stderr, " row %lld", (long long)(row));                 \
+            fprintf(stderr, " field %s: %.17g vs %.17g\n", #f, (double)(a).f, (double)(b).f); \
+            return false;                                                                   \
+        }                                                                                   \
+    } while (0)
+
+static bool same_summary(const char *desc, const pb_run_summary *a, const pb_run_summary *b) {
+#define S(f) SAME("summary", -1, *a, *b, f)
+    S(n_requests); S(n_finished); S(n_rejected); S(n_unfinished); S(n_steps); S(n_prefill_steps);
+    S(duration_s); S(busy_s);
+    S(norm_latency_mean); S(norm_latency_p50); S(norm_latency_p90); S(norm_latency_p99);
+    S(e2e_latency_mean); S(e2e_p50); S(e2e_p90); S(e2e_p99);
+    S(ttft_mean_ms); S(ttft_p50_ms); S(ttft_p90_ms); S(ttft_p99_ms);
+    S(tpot_mean_ms); S(tpot_p50_ms); S(tpot_p90_ms); S(tpot_p99_ms);
+    S(itl_mean_ms); S(itl_p50_ms); S(itl_p90_ms); S(itl_p99_ms);
+    S(req_throughput); S(output_tok_throughput); S(total_tok_throughput);
+    S(prompt_tokens); S(output_tokens); S(avg_batched_requests); S(avg_batched_seqs);
+    S(mem_token_frac); S(mem_reserved_frac); S(mem_internal_frac); S(mem_free_frac); S(mem_saving);
+    S(n_preempt_recompute); S(n_preempt_swap); S(swap_blocks); S(swap_bytes);
+    S(prefix_caching); S(prefix_hit_tokens); S(prefix_query_tokens); S(prefix_hit_frac);
+#undef S
+    return true;
+}
+
+static bool same_request(const char *desc, int64_t i, const pb_req_metrics *a, const pb_req_metrics *b) {
+#define R(f) SAME("request", i, *a, *b, f)
+    R(id); R(arrival_s); R(first_token_s); R(finish_s); R(prompt_len); R(output_len); R(n_seqs);
+    R(n); R(beam_width); R(n_recompute); R(n_swap); R(swap_blocks); R(swap_bytes); R(finished);
+    R(rejected);
+#undef R
+    return true;
+}
+
+static bool same_step(const char *desc, int64_t i, const pb_step_metrics *a, const pb_step_metrics *b) {
+#define T(f) SAME("step", i, *a, *b, f)
+    T(t_s); T(latency_s); T(swap_s); T(copy_s); T(n_groups); T(n_seqs); T(n_prefill_seqs);
+    T(prefill_tokens); T(decode_tokens); T(n_preempted); T(n_swap_in_groups); T(n_copies);
+    T(n_swap_in); T(n_swap_out); T(n_running); T(n_waiting); T(n_swapped);
+    T(mem.total_slots); T(mem.token_slots); T(mem.reserved_slots); T(mem.internal_frag_slots);
+    T(mem.free_slots); T(mem.logical_blocks); T(mem.physical_blocks); T(mem.gpu_blocks_total);
+    T(mem.gpu_blocks_free); T(mem.gpu_blocks_cached); T(mem.cpu_blocks_total); T(mem.cpu_blocks_used);
+#undef T
+    return true;
+}
+
+/* The first line where two CSV texts differ, printed; false if they differ. */
+static bool same_text(const char *desc, const char *what, const char *a, size_t na, const char *b, size_t nb) {
+    if (na == nb && !memcmp(a, b, na)) return true;
+    size_t i = 0, line = 1, start = 0;
+    for (; i < na && i < nb && a[i] == b[i]; i++)
+        if (a[i] == '\n') { line++; start = i + 1; }
+    const char *ea = memchr(a + start, '\n', na - start), *eb = memchr(b + start, '\n', nb - start);
+    int la = (int)((ea ? (size_t)(ea - a) : na) - start), lb = (int)((eb ? (size_t)(eb - b) : nb) - start);
+    fprintf(stderr, "  %s: %s CSV line %zu: '%.*s' vs '%.*s'\n", desc, what, line, la, a + start, lb, b + start);
+    return false;
+}
+
+/* Step rows first (the first step that differs is where the runs diverged), then
+ * request rows, the summary and the rest. */
+static bool ff_same(const char *desc, const ff_out *a, const ff_out *b) {
+    SAME("run", -1, *a, *b, st);
+    for (int64_t i = 0; i < a->n_steps && i < b->n_steps; i++)
+        if (!same_step(desc, i, &a->steps[i], &b->steps[i])) return false;
+    SAME("steps", -1, *a, *b, n_steps);
+    for (int64_t i = 0; i < a->n_reqs && i < b->n_reqs; i++)
+        if (!same_request(desc, i, &a->reqs[i], &b->reqs[i])) return false;
+    SAME("requests", -1, *a, *b, n_reqs);
+    if (!same_summary(desc, &a->sum, &b->sum)) return false;
+    SAME("goodput", -1, *a, *b, good_met);
+    SAME("goodput", -1, *a, *b, good_frac);
+    SAME("goodput", -1, *a, *b, good_rate);
+    SAME("engine", -1, *a, *b, engine_steps);
+    SAME("engine", -1, *a, *b, engine_now);
+    SAME("kv", -1, *a, *b, kv_used);
+    return same_text(desc, "request", a->req_csv, a->req_len, b->req_csv, b->req_len) &&
+           same_text(desc, "step", a->step_csv, a->step_len, b->step_csv, b->step_len);
+}
+
+/* Steps that follow a pure-decode step: the previous step prefilled, preempted and
+ * swapped nothing, its groups were single-sequence and all the running ones. */
+static int64_t after_pure_decode(const ff_out *o) {
+    int64_t k = 0;
+    for (int64_t i = 1; i < o->n_steps; i++) {
+        const pb_step_metrics *p = &o->steps[i - 1];
+        k += p->n_prefill_seqs == 0 && p->n_preempted == 0 && p->n_swap_in == 0 && p->n_swap_out == 0 &&
+             p->n_seqs == p->n_groups && p->n_groups == p->n_running && p->n_groups > 0;
+    }
+    return k;
+}
+
+/* Run c on t with fast_forward off and on (and, when stepwise, through the step-level
+ * API) and compare; the reference run is left in *ref (the caller frees it). */
+static bool ff_check(const specs *sp, const ff_cfg *c, const pb_trace *t, bool stepwise, ff_out *ref) {
+    char desc[512];
+    ff_describe(c, desc, sizeof desc);
+    ff_run(sp, c, t, FF_OFF, ref);
+    if (ref->st != PB_OK) fprintf(stderr, "  %s: run failed: %s\n", desc, pb_status_str(ref->st));
+    PB_CHECK(ref->st == PB_OK);
+    ff_out other;
+    ff_run(sp, c, t, FF_ON, &other);
+    bool ok = ff_same(desc, ref, &other);
+    ff_out_free(&other);
+    if (ok && stepwise) {
+        ff_run(sp, c, t, FF_STEPWISE, &other);
+        ok = ff_same(desc, ref, &other);
+        ff_out_free(&other);
+    }
+    return ok;
+}
+
+/* ---- the tests ---- */
+
+#define FF_CONFIGS 96
+
+PB_TEST(fast_forward_equals_step_by_step) {
+    specs sp;
+    PB_REQUIRE(specs_load(&sp));
+    int64_t steps = 0, pure = 0;
+    int heavy_sharegpt = 0, failed = 0;
+    for (uint64_t i = 0; i < FF_CONFIGS; i++) {
+        ff_cfg c = ff_random_cfg(i);
+        pb_trace t = {0};
+        PB_REQUIRE(ff_trace(&c, &t));
+        ff_out ref;
+        failed += !ff_check(&sp, &c, &t, i % 4 == 0, &ref);
+        if (!c.max_steps && !c.max_clock_s && c.heavy && !strcmp(c.dataset, "sharegpt")) {
+            heavy_sharegpt++;
+            PB_CHECK(ref.n_steps > 1000);
+        }
+        steps += ref.n_steps;
+        pure += after_pure_decode(&ref);
+        ff_out_free(&ref);
+        pb_trace_free(&t);
+    }
+    fprintf(stderr, "  %d configurations (%d heavy ShareGPT ones), %lld steps, %lld after a pure-decode step\n",
+            FF_CONFIGS, heavy_sharegpt, (long long)steps, (long long)pure);
+    PB_CHECK_EQ_INT(failed, 0);
+    PB_CHECK(heavy_sharegpt >= 10);
+    PB_CHECK(pure > steps / 2);   /* most steps are in the fast loop's reach */
+}
+
+/* A run stopped by max_steps or max_clock_s stops at the same step with the fast loop:
+ * two base runs, stopped after k steps for k spread over the whole run, and at the
+ * clock of a step's start (the run goes on: it stops once the clock PASSES the limit)
+ * and just before it. */
+PB_TEST(fast_forward_stops_where_step_by_step_stops) {
+    specs sp;
+    PB_REQUIRE(specs_load(&sp));
+    ff_cfg base[2] = {
+        {.seed = 101, .dataset = "sharegpt", .rate = 1.0, .num = 12, .block_size = 16, .gpu_blocks = 60,
+         .policy = "vllm-v0.1", .step_mode = PB_STEP_MIXED, .max_paddings = -1, .max_num_seqs = 256,
+         .preemption = PB_PREEMPT_RECOMPUTE},
+        {.seed = 102, .dataset = "alpaca", .rate = 4.0, .num = 30, .multi_frac = 0.25, .beam = true,
+         .block_size = 8, .gpu_blocks = 150, .cpu_blocks = 100, .policy = "vllm",
+         .step_mode = PB_STEP_ALTERNATE, .max_paddings = 256, .max_num_seqs = 256,
+         .preemption = PB_PREEMPT_AUTO},
+    };
+    enum { K = 24 };
+    int failed = 0;
+    for (int b = 0; b < 2; b++) {
+        pb_trace t = {0};
+        PB_REQUIRE(ff_trace(&base[b], &t));
+        ff_out full;
+        failed += !ff_check(&sp, &base[b], &t, false, &full);
+        PB_CHECK(full.n_steps > 300);
+        for (int j = 0; j < K; j++) {
+            ff_cfg c = base[b];
+            ff_out ref;
+            c.max_steps = 1 + j % 3 + (int64_t)j * full.n_steps / K;
+            failed += !ff_check(&sp, &c, &t, false, &ref);
+            ff_out_free(&ref);
+            c.max_steps = 0;
+            double at = full.steps[(int64_t)j * full.n_steps / K].t_s;
+            if (!(at > 0)) continue;   /* 0 = no limit */
+            c.max_clock_s = at;
+            failed += !ff_check(&sp, &c, &t, false, &ref);
+            ff_out_free(&ref);
+            c.max_clock_s = nextafter(at, 0);
+            failed += !ff_check(&sp, &c, &t, false, &ref);
+            ff_out_free(&ref);
+        }
+        ff_out_free(&full);
+        pb_trace_free(&t);
+    }
+    PB_CHECK_EQ_INT(failed, 0);
+}
+
+PB_TEST_MAIN()
