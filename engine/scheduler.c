@@ -164,6 +164,8 @@ void pb_sched_free(pb_sched *s) {
     pb_pair_vec_free(&s->swap_out);
     free(s->cand);
     free(s->prompt_tok);
+    free(s->ff_seqs);
+    free(s->ff_phase);
 }
 
 void pb_sched_begin_step(pb_sched *s) {
@@ -190,6 +192,7 @@ void pb_sched_begin_step(pb_sched *s) {
     s->n_preempted = 0;
     s->n_swapped_out_now = 0;
     s->n_swap_in_groups = 0;
+    s->admit_stop = PB_ADMIT_STOP_EMPTY;
 }
 
 void pb_sched_group_done(pb_sched *s, pb_group *g) {

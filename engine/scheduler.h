@@ -18,6 +18,14 @@
 #include "policy.h"
 #include "sequence.h"
 
+/* Why the last admission loop of the step stopped (pb_sched_admit_waiting):
+   EMPTY  the waiting queue ran out (or was empty), or no loop ran this step;
+   HELD   its head waits for memory (LATER / NO_SPACE), the sequence budget or the
+          group cap -- none of which a decode-only step can free: free blocks only
+          shrink, the running set and its sequences stay;
+   OTHER  the token budget (the next step's may differ) or a group preempted now. */
+typedef enum { PB_ADMIT_STOP_EMPTY = 0, PB_ADMIT_STOP_HELD, PB_ADMIT_STOP_OTHER } pb_admit_stop;
+
 struct pb_sched {
     pb_engine_params p;
     pb_kv_manager *kv;
@@ -68,6 +76,15 @@ struct pb_sched {
     int32_t cap_cand;
     int32_t *prompt_tok;          /* scratch for synthetic prompt tokens           */
     int32_t cap_prompt_tok;
+    /* fast-forward (engine.c) */
+    pb_admit_stop admit_stop;     /* this step's admission loop (sched_step.c)     */
+    bool steady;                  /* the next steps repeat a pure decode step      */
+    pb_seq **ff_seqs;             /* the running groups' sequences, in order       */
+    int32_t cap_ff_seqs;
+    int32_t *ff_phase;            /* [block_size]: sequences starting a block at
+                                     replayed steps k with k % block_size == index  */
+    int32_t cap_ff_phase;
+    int64_t ff_steps;             /* steps replayed fast this run                  */
 };
 
 /* scheduler.c */
