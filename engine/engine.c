@@ -551,11 +551,12 @@ static pb_status fast_forward(pb_engine *e) {
     }
     memset(s->ff_phase, 0, (size_t)bs * sizeof *s->ff_phase);
     int64_t ctx = 0, blocks = 0;
+    int32_t sh = s->b_bs_shift;   /* log2(bs) when a power of two: no divisions */
     for (i = 0; i < n; i++) {
-        int32_t c = s->ff_seqs[i]->kv_len;
+        int32_t c = s->ff_seqs[i]->kv_len, in_block = sh >= 0 ? c & (bs - 1) : c % bs;
         ctx += c;
-        blocks += (c + bs - 1) / bs;
-        s->ff_phase[(bs - c % bs) % bs]++;
+        blocks += sh >= 0 ? (c + bs - 1) >> sh : (c + bs - 1) / bs;
+        s->ff_phase[in_block ? bs - in_block : 0]++;
     }
     const pb_group *head = pb_sched_waiting_peek(s);
     double last_token = s->now;   /* every running group's: the pure decode step's */
@@ -567,7 +568,7 @@ static pb_status fast_forward(pb_engine *e) {
         pb_pair_vec_clear(&s->copies);
         if (pb_kv_append_each(s->kv, s->ff_seqs, n, &s->copies) != PB_OK) break;   /* it preempts */
         ctx += n;
-        blocks += s->ff_phase[k % bs];
+        blocks += s->ff_phase[sh >= 0 ? k & (bs - 1) : k % bs];
         ff_batch(s, n, ctx, blocks);
         pb_step_metrics sm;
         memset(&sm, 0, sizeof sm);

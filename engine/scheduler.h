@@ -2,7 +2,8 @@
  * scheduler.c (queues, the step's batch under construction).  Policies never include
  * this; they use the pb_sched_* functions of policy.h.
  *
- * Queues: waiting = binary heap on (wait_key, arrival_s, id) with g->heap_idx;
+ * Queues: waiting = binary heap on (wait_key, arrival_s, id) with g->heap_idx, its
+ * entries holding copies of the three keys (comparisons read no group);
  * running / swapped = doubly linked lists sorted by (arrival_s, id) with sorted
  * insertion from the tail (O(1) in the common case of the latest arrival).
  * The batch: parallel arrays bseq (what the executor sees) and bseq_seq (the
@@ -25,6 +26,12 @@
           shrink, the running set and its sequences stay;
    OTHER  the token budget (the next step's may differ) or a group preempted now. */
 typedef enum { PB_ADMIT_STOP_EMPTY = 0, PB_ADMIT_STOP_HELD, PB_ADMIT_STOP_OTHER } pb_admit_stop;
+
+typedef struct {   /* a waiting group and its heap order (copies of its keys) */
+    double key, arrival_s;   /* g->wait_key, g->arrival_s */
+    int32_t id;
+    pb_group *g;
+} pb_heap_entry;
 
 struct pb_sched {
     pb_engine_params p;
@@ -53,7 +60,7 @@ struct pb_sched {
     int32_t n_running, running_seqs;
     pb_group *swp_head, *swp_tail;
     int32_t n_swapped;
-    pb_group **heap;
+    pb_heap_entry *heap;
     int32_t n_waiting, cap_heap;
     /* the batch under construction */
     pb_batch_seq *bseq;
