@@ -52,13 +52,14 @@ typedef struct { pb_model m; pb_hw hw; pb_sim_cost c; } specs;
 
 /* One replay; returns CPU seconds, or < 0 on error. */
 static double replay(const specs *sp, const pb_trace *t, int64_t *steps, int64_t *tokens, int64_t *finished,
-                     double *served) {
+                     double *served, int64_t *ff_steps) {
     int64_t unused_i;
     double unused_d;
     if (!steps) steps = &unused_i;
     if (!tokens) tokens = &unused_i;
     if (!finished) finished = &unused_i;
     if (!served) served = &unused_d;
+    if (!ff_steps) ff_steps = &unused_i;
     pb_kv_capacity cap;
     if (pb_kv_capacity_compute(&sp->m, &sp->hw, 1, 16, 2560, 0.95, &cap)) return -1;
     pb_paged_params pp;
@@ -93,6 +94,7 @@ static double replay(const specs *sp, const pb_trace *t, int64_t *steps, int64_t
     *tokens = sum.prompt_tokens + sum.output_tokens;
     *finished = sum.n_finished;
     *served = sum.req_throughput;
+    *ff_steps = pb_engine_fast_forwarded(e);
     dt = t1 - t0;
 out:
     pb_engine_destroy(e);
@@ -181,7 +183,7 @@ static double us_per_request(const specs *sp, const char *dataset, double rate, 
     }
     double secs[3];
     for (int r = 0; r < reps; r++) {
-        secs[r] = replay(sp, &t, NULL, NULL, NULL, NULL);
+        secs[r] = replay(sp, &t, NULL, NULL, NULL, NULL, NULL);
         if (secs[r] < 0) {
             pb_trace_free(&t);
             return -1;
@@ -230,10 +232,10 @@ int pb_bench_sim(int argc, char **argv) {
     }
     int reps = quick ? 1 : 3;
     double secs[3];
-    int64_t steps = 0, tokens = 0, finished = 0;
+    int64_t steps = 0, tokens = 0, finished = 0, ff_steps = 0;
     double served = 0;
     for (int r = 0; r < reps; r++) {
-        secs[r] = replay(&sp, &t, &steps, &tokens, &finished, &served);
+        secs[r] = replay(&sp, &t, &steps, &tokens, &finished, &served, &ff_steps);
         if (secs[r] < 0) {
             pb_trace_free(&t);
             return PB_EXIT_RUNTIME;
@@ -251,6 +253,7 @@ int pb_bench_sim(int argc, char **argv) {
         {"sim_requests_per_s", (double)t.n / s, "req/s"},
         {"sim_tokens_per_s", (double)tokens / s, "tok/s"},
         {"sim_steps_per_s", (double)steps / s, "steps/s"},
+        {"sim_fast_forwarded_pct", steps > 0 ? 100.0 * (double)ff_steps / (double)steps : 0, "%"},
         {"sim_replay_cpu_s", s, "s"},
         {"sim_trace_requests", (double)t.n, "req"},
         {"sim_finished_requests", (double)finished, "req"},

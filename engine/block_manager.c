@@ -535,22 +535,27 @@ static bool bm_can_append(pb_kv_manager *m, const pb_group *g) {
     return g->n_seqs <= gpu_avail(BM(m));
 }
 
-static pb_status bm_append(pb_kv_manager *m, pb_seq *s, pb_pair_vec *copies) {
-    bm *b = BM(m);
+/* append's common case, a private last block with room: written in place, and its
+   share of the reservation (min(empty, to come), both one less) drops by one unless
+   nothing was to come.  False (nothing done) otherwise. */
+static inline bool append_in_place(bm *b, pb_seq *s) {
     int32_t kv = s->kv_len;
     int32_t off = b->bs_mask >= 0 ? (kv & b->bs_mask) : kv % b->bs;
     int32_t last = (int32_t)s->kv_aux;   /* the table's last block (last_enter), without
                                             reading the table */
-    if (off != 0 && pb_block_alloc_ref(b->gpu, last) == 1) {
-        /* the common case, a private last block with room: written in place, and its
-           share of the reservation (min(empty, to come), both one less) drops by one
-           unless nothing was to come */
-        const pb_group *g = s->group;
-        if (g && g->prompt_len + g->output_len - 1 - kv >= 1) b->reserved--;
-        pb_block_alloc_set_fill(b->gpu, last, off + 1);
-        s->kv_len = kv + 1;
-        return PB_OK;
-    }
+    if (off == 0 || pb_block_alloc_ref(b->gpu, last) != 1) return false;
+    const pb_group *g = s->group;
+    if (g && g->prompt_len + g->output_len - 1 - kv >= 1) b->reserved--;
+    pb_block_alloc_set_fill(b->gpu, last, off + 1);
+    s->kv_len = kv + 1;
+    return true;
+}
+
+static pb_status bm_append(pb_kv_manager *m, pb_seq *s, pb_pair_vec *copies) {
+    bm *b = BM(m);
+    if (append_in_place(b, s)) return PB_OK;
+    int32_t kv = s->kv_len;
+    int32_t off = b->bs_mask >= 0 ? (kv & b->bs_mask) : kv % b->bs;
     bm_table *t = s->kv;
     PB_ASSERT(t && !t->on_cpu && t->n == PB_CDIV(kv, b->bs));
     if (gpu_avail(b) == 0 && (off == 0 || pb_block_alloc_ref(b->gpu, t->blocks[t->n - 1]) > 1))
@@ -749,6 +754,27 @@ static void bm_batch_info(pb_kv_manager *m, const pb_seq *s, pb_batch_seq *out) 
     out->block_table = t->blocks;
     out->n_blocks = t->n;
     out->kv_offset = 0;
+}
+
+/* can_append (one free block per sequence) then append, for each in turn: a sequence
+   takes a block when its last is full or shared, so the whole step fits when each
+   one finds a block free after those taken before it. */
+static pb_status bm_append_each(pb_kv_manager *m, pb_seq *const *seqs, int32_t n, pb_pair_vec *copies) {
+    bm *b = BM(m);
+    int32_t avail = gpu_avail(b);
+    for (int32_t i = 0; i < n; i++) {
+        PB_ASSERT(seqs[i]->group->n_seqs == 1);
+        if (avail < 1) return PB_ERR_NO_SPACE;
+        int32_t kv = seqs[i]->kv_len, off = b->bs_mask >= 0 ? (kv & b->bs_mask) : kv % b->bs;
+        avail -= off == 0 || pb_block_alloc_ref(b->gpu, (int32_t)seqs[i]->kv_aux) > 1;
+    }
+    for (int32_t i = 0; i < n; i++) {
+        if (append_in_place(b, seqs[i])) continue;
+        pb_status st = bm_append(m, seqs[i], copies);
+        PB_ASSERT(st == PB_OK);
+        (void)st;
+    }
+    return PB_OK;
 }
 
 static void bm_usage(pb_kv_manager *m, pb_kv_usage *u) {
@@ -1006,7 +1032,8 @@ static void bm_destroy(pb_kv_manager *m) {
    blocks), which the engine then calls for every batch sequence after every step */
 #define BM_OPS                                                                                 \
     .name = "paged", .can_allocate = bm_can_allocate, .allocate = bm_allocate,                \
-    .can_append = bm_can_append, .append = bm_append, .fork = bm_fork, .refork = bm_refork,   \
+    .can_append = bm_can_append, .append = bm_append, .append_each = bm_append_each,          \
+    .fork = bm_fork, .refork = bm_refork,                                                      \
     .free = bm_free, .can_swap_out = bm_can_swap_out, .swap_out = bm_swap_out,                \
     .can_swap_in = bm_can_swap_in, .swap_in = bm_swap_in, .batch_info = bm_batch_info,        \
     .cached_tokens = bm_cached_tokens, .usage = bm_usage, .check = bm_check, .destroy = bm_destroy

@@ -117,6 +117,7 @@ void pb_engine_destroy(pb_engine *e) {
 
 double pb_engine_now(const pb_engine *e) { return e->s.now; }
 int64_t pb_engine_steps(const pb_engine *e) { return e->s.step; }
+int64_t pb_engine_fast_forwarded(const pb_engine *e) { return e->s.ff_steps; }
 const pb_group *pb_engine_group(const pb_engine *e, int64_t id) {
     for (int32_t i = 0; i < e->s.n_live; i++)
         if (e->s.live[i]->id == id) return e->s.live[i];
@@ -148,6 +149,8 @@ pb_status pb_engine_begin(pb_engine *e, const pb_trace *t, pb_metrics *m) {
     s->now = 0;
     s->step = 0;
     s->run_head = s->run_tail = s->swp_head = s->swp_tail = NULL;
+    s->steady = false;
+    s->ff_steps = 0;
     s->n_running = s->running_seqs = s->n_swapped = s->n_waiting = 0;
     memset(&s->batch, 0, sizeof s->batch);
     pb_metrics_begin(m, t, s->p.max_model_len);   /* rows made as requests are touched */
@@ -456,6 +459,163 @@ static pb_status postprocess(pb_sched *s, bool has_tokens, const pb_step_metrics
     return PB_OK;
 }
 
+/* ---- fast-forward: the steps that repeat a pure decode step ----
+ * A pure decode step: every running group decoded, one sequence each, and nothing
+ * else happened (no admission, swap, preemption, rejection, finish, memory copy,
+ * partial prefill).  With a steady_decode policy (policy.h) the steps after it are
+ * the same decode of the same groups as long as no group finished in the step before,
+ * every group can append and the waiting queue's head stays the same; fast_forward
+ * replays them: arrivals as in schedule(), the manager's append_each in running
+ * order, the batch's counts and sums for the executor (PB_EXEC_SUMS_ONLY: no
+ * entries), the step's metrics and its n equal inter-token gaps.  When the replay
+ * stops the groups' lengths are brought up to date and the groups whose last token
+ * the last replayed step produced finish, in running order, as post-processing
+ * would finish them; the next step is an ordinary one. */
+
+/* Is fast-forward possible for this run at all? */
+static bool ff_possible(const pb_sched *s) {
+    unsigned caps = s->ex->iface->caps;
+    return s->p.fast_forward && s->policy->iface->steady_decode && s->kv->iface->append_each &&
+           !s->kv->iface->computed && (caps & PB_EXEC_SUMS_ONLY) &&
+           !(caps & (PB_EXEC_KV_LAYOUT | PB_EXEC_TOKENS)) && !s->p.store_tokens;
+}
+
+/* Is the next step a pure decode step (so that it and the next ones may be
+   replayed)?  The step just run scheduled every running group and did nothing else
+   (no preemption, swap, rejection, finish, memory copy) and either
+   - decoded them all, one sequence each: the pure decode step itself; or
+   - admitted some of them, each now decoding with one sequence (its prefill
+     complete), nothing swapped, and the admission stopped at an empty queue or at a
+     head held for good by a decode-only step (scheduler.h pb_admit_stop): the next
+     step schedules the same groups' decodes and admits nobody. */
+static bool steady_next(const pb_sched *s, bool has_tokens) {
+    if (has_tokens || s->n_running == 0 || s->n_bgroups != s->n_running || s->n_preempted > 0 ||
+        s->n_swap_in_groups > 0 || s->n_dead > 0 || s->copies.n > 0 || s->swap_in.n > 0 || s->swap_out.n > 0 ||
+        s->batch.n_slot_copies > 0 || !ff_possible(s))
+        return false;
+    if (s->b_prefill_seqs == 0) return s->n_bseq == s->n_bgroups;
+    if (s->n_swapped > 0 || s->admit_stop == PB_ADMIT_STOP_OTHER) return false;
+    for (const pb_group *g = s->run_head; g; g = g->next)
+        if (g->n_seqs != 1 || g->prefill) return false;
+    return true;
+}
+
+/* The batch of a replayed step: n decodes whose contexts (the kv_len each reached)
+   sum to ctx tokens and blocks blocks, this step's copy-on-write pairs; seqs[] not
+   filled. */
+static void ff_batch(pb_sched *s, int32_t n, int64_t ctx, int64_t blocks) {
+    pb_batch *b = &s->batch;
+    b->n_seqs = n;
+    b->seqs = s->bseq;   /* last filled by an ordinary step; PB_EXEC_SUMS_ONLY reads none */
+    b->n_prefill_tokens = b->n_padded_tokens = 0;
+    b->n_decode = n;
+    b->block_size = s->kv->block_size;
+    b->n_top = 1;
+    b->copies = s->copies.v;
+    b->n_copies = s->copies.n;
+    b->swap_in = b->swap_out = NULL;
+    b->n_swap_in = b->n_swap_out = 0;
+    b->slot_copies = NULL;
+    b->n_slot_copies = 0;
+    b->has_sums = true;
+    b->sum_new = n;
+    b->n_sample = n;
+    b->decode_ctx = ctx;
+    b->decode_blocks = blocks;
+    b->prefill_pairs2 = b->prefill_cached = 0;
+}
+
+static pb_status fast_forward(pb_engine *e) {
+    pb_sched *s = &e->s;
+    s->steady = false;
+    int32_t n = s->n_running, left = INT32_MAX;
+    if (s->cap_ff_seqs < n) {
+        s->cap_ff_seqs = PB_MAX(n, 2 * s->cap_ff_seqs);
+        s->ff_seqs = pb_xrealloc(s->ff_seqs, (size_t)s->cap_ff_seqs * sizeof *s->ff_seqs);
+    }
+    int32_t i = 0;
+    for (pb_group *g = s->run_head; g; g = g->next) {
+        s->ff_seqs[i++] = g->seqs[0];
+        left = PB_MIN(left, g->output_len - g->n_generated - 1);   /* the steps before its last */
+    }
+    PB_ASSERT(i == n);
+    /* the decode sums, advanced per step: every context grows by one, and a context
+       starts a block (ceil(c / bs) grows) at the steps where its kv_len before the
+       append is a multiple of bs: at = (bs - kv_len % bs) % bs steps from now,
+       then every bs */
+    int32_t bs = s->kv->block_size;
+    PB_ASSERT(bs >= 1);
+    if (s->cap_ff_phase < bs) {
+        s->cap_ff_phase = bs;
+        s->ff_phase = pb_xrealloc(s->ff_phase, (size_t)bs * sizeof *s->ff_phase);
+    }
+    memset(s->ff_phase, 0, (size_t)bs * sizeof *s->ff_phase);
+    int64_t ctx = 0, blocks = 0;
+    int32_t sh = s->b_bs_shift;   /* log2(bs) when a power of two: no divisions */
+    for (i = 0; i < n; i++) {
+        int32_t c = s->ff_seqs[i]->kv_len, in_block = sh >= 0 ? c & (bs - 1) : c % bs;
+        ctx += c;
+        blocks += sh >= 0 ? (c + bs - 1) >> sh : (c + bs - 1) / bs;
+        s->ff_phase[in_block ? bs - in_block : 0]++;
+    }
+    const pb_group *head = pb_sched_waiting_peek(s);
+    double last_token = s->now;   /* every running group's: the pure decode step's */
+    int32_t k = 0;   /* steps replayed; the one with index left finishes a group: the last */
+    for (; k <= left && !run_over(s); k++) {
+        while (s->next_arrival < s->n_requests && s->reqs[s->next_arrival].arrival_s <= s->now)
+            pb_sched_enqueue_waiting(s, group_arrive(s, s->next_arrival++));
+        if (pb_sched_waiting_peek(s) != head) break;   /* the policy must look at it */
+        pb_pair_vec_clear(&s->copies);
+        if (pb_kv_append_each(s->kv, s->ff_seqs, n, &s->copies) != PB_OK) break;   /* it preempts */
+        ctx += n;
+        blocks += s->ff_phase[sh >= 0 ? k & (bs - 1) : k % bs];
+        ff_batch(s, n, ctx, blocks);
+        pb_step_metrics sm;
+        memset(&sm, 0, sizeof sm);
+        sm.t_s = s->now;
+        sm.n_groups = sm.n_seqs = sm.decode_tokens = n;
+        sm.n_copies = s->copies.n;
+        sm.n_running = s->n_running;
+        sm.n_waiting = s->n_waiting;
+        sm.n_swapped = s->n_swapped;
+        pb_kv_usage_get(s->kv, &sm.mem);
+        pb_step_result res;
+        memset(&res, 0, sizeof res);
+        pb_status st = pb_executor_execute(s->ex, &s->batch, &res, NULL);
+        if (st == PB_OK && (!(res.latency_s >= 0) || !isfinite(res.latency_s) || res.has_tokens)) st = PB_ERR_INVALID;
+        if (st != PB_OK) {
+            pb_log_error("engine: executor '%s' failed at step %lld (fast-forward): %s", s->ex->iface->name,
+                         (long long)s->step, pb_status_str(st));
+            return st;
+        }
+        s->now += res.latency_s;
+        sm.latency_s = res.latency_s;
+        sm.swap_s = res.swap_s;
+        sm.copy_s = res.copy_s;
+        pb_metrics_tokens(s->metrics, last_token, s->now, n);
+        last_token = s->now;
+        pb_metrics_add_step(s->metrics, &sm);
+        s->step++;
+    }
+    pb_pair_vec_clear(&s->copies);
+    for (i = 0; i < n && k > 0; i++) {   /* k tokens each: lengths, computed KV, times */
+        pb_seq *q = s->ff_seqs[i];
+        pb_group *g = q->group;
+        q->len += k;
+        q->n_generated += k;
+        q->n_computed = q->len - 1;
+        g->len += k;
+        g->n_generated += k;
+        g->last_token_s = last_token;
+    }
+    for (i = 0; i < n && k == left + 1; i++) {   /* the last step's last tokens */
+        pb_group *g = s->ff_seqs[i]->group;
+        if (g->n_generated >= g->output_len) finish_group(s, g);
+    }
+    s->ff_steps += k;
+    return s->p.check_every_step && k > 0 ? pb_engine_check(e) : PB_OK;
+}
+
 pb_status pb_engine_step(pb_engine *e, bool *done) {
     pb_sched *s = &e->s;
     *done = false;
@@ -471,6 +631,7 @@ pb_status pb_engine_step(pb_engine *e, bool *done) {
     if (st == PB_OK && ready) st = postprocess(s, has_tokens, &sm);
     if (st != PB_OK || !ready) return st;
     s->step++;
+    s->steady = steady_next(s, has_tokens);
     return s->p.check_every_step ? pb_engine_check(e) : PB_OK;
 }
 
@@ -500,7 +661,10 @@ pb_status pb_engine_run(pb_engine *e, const pb_trace *t, pb_metrics *m) {
     pb_status st = pb_engine_begin(e, t, m);
     if (st != PB_OK) return st;
     bool done = false;
-    while (!done && st == PB_OK) st = pb_engine_step(e, &done);
+    while (!done && st == PB_OK) {
+        st = pb_engine_step(e, &done);
+        if (st == PB_OK && e->s.steady) st = fast_forward(e);
+    }
     pb_status st2 = pb_engine_end(e);
     return st != PB_OK ? st : st2;
 }

@@ -20,7 +20,10 @@
  * same metrics, bit for bit.
  *
  * The step-level API (begin / step / end) exists for tests and benchmarks;
- * pb_engine_run() = begin + step until done + end. */
+ * pb_engine_run() = begin + step until done + end, where -- with fast_forward --
+ * the steps that repeat a pure decode step are replayed without the policy, the
+ * batch entries and the per-group post-processing (engine.c, "fast-forward"):
+ * the same steps, clock, blocks and metrics, bit for bit (tests/test_fastfwd.c). */
 #ifndef PB_ENGINE_H
 #define PB_ENGINE_H
 
@@ -62,6 +65,11 @@ struct pb_engine_params {
     double max_clock_s;             /* stop when the clock passes this (0 = never);
                                        unfinished requests are counted as such      */
     int64_t max_steps;              /* stop after this many steps (0 = never)        */
+    bool fast_forward;              /* pb_engine_run replays steps that repeat a pure
+                                       decode step in a fast loop (true; it applies
+                                       when the policy is steady_decode, the manager
+                                       has append_each, the executor PB_EXEC_SUMS_ONLY
+                                       and no token ids are kept; else a no-op)     */
     /* Optional: called when a group finishes, before its sequences are freed (e.g.
        to write real executors' output tokens: g->seqs[i]->tokens[prompt_len ..
        len)).  NULL = none. */
@@ -95,6 +103,7 @@ pb_status pb_engine_end(pb_engine *e);                /* frees what is left, clo
 
 double pb_engine_now(const pb_engine *e);
 int64_t pb_engine_steps(const pb_engine *e);
+int64_t pb_engine_fast_forwarded(const pb_engine *e);   /* of the steps, replayed fast */
 /* The group of request id while it lives: from its arrival to the step after it
    finishes or is rejected (groups are recycled); NULL otherwise.  O(live groups). */
 const pb_group *pb_engine_group(const pb_engine *e, int64_t id);

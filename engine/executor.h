@@ -104,8 +104,11 @@ typedef struct pb_executor pb_executor;
 /* What an executor needs from the engine beyond lengths (pb_executor_i.caps). */
 enum {
     PB_EXEC_KV_LAYOUT = 1,   /* reads block_table / n_blocks / kv_offset            */
-    PB_EXEC_TOKENS = 2       /* may return candidates (has_tokens): the engine
+    PB_EXEC_TOKENS = 2,      /* may return candidates (has_tokens): the engine
                                 clears cand[].n before each call                   */
+    PB_EXEC_SUMS_ONLY = 4    /* reads only the batch's counts, sums (has_sums) and
+                                memory operations, never seqs[]: the engine may
+                                run steps without filling them (fast-forward)      */
 };
 
 typedef struct {

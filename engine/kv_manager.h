@@ -109,6 +109,13 @@ typedef struct {
        write when the last block is shared (push (src, dst)).  PB_ERR_NO_SPACE if
        out of space (s unchanged). */
     pb_status (*append)(pb_kv_manager *m, pb_seq *s, pb_pair_vec *copies);
+    /* (optional) One step of decoding for n single-sequence RUNNING groups at once:
+       seqs[i] is the only sequence of its group, in the scheduler's order.  If
+       can_append(g_i) followed by append(seqs[i]), for i = 0 .. n-1 in turn, would
+       all succeed, do exactly that (same blocks, same copies pushed) and return PB_OK;
+       otherwise change nothing and return PB_ERR_NO_SPACE.  NULL: not supported (the
+       engine then never fast-forwards, engine.h). */
+    pb_status (*append_each)(pb_kv_manager *m, pb_seq *const *seqs, int32_t n, pb_pair_vec *copies);
     /* child shares all of parent's KV (reference counts; contiguous managers copy or
        reserve).  child->kv_len = parent->kv_len.  May return PB_ERR_NO_SPACE for
        managers that cannot share. */
@@ -178,6 +185,9 @@ static inline bool pb_kv_can_append(pb_kv_manager *m, const pb_group *g) {
 }
 static inline pb_status pb_kv_append(pb_kv_manager *m, pb_seq *s, pb_pair_vec *c) {
     return m->iface->append(m, s, c);
+}
+static inline pb_status pb_kv_append_each(pb_kv_manager *m, pb_seq *const *s, int32_t n, pb_pair_vec *c) {
+    return m->iface->append_each ? m->iface->append_each(m, s, n, c) : PB_ERR_UNSUPPORTED;
 }
 static inline pb_status pb_kv_fork(pb_kv_manager *m, const pb_seq *p, pb_seq *c) {
     return m->iface->fork(m, p, c);

@@ -84,22 +84,23 @@ void pb_metrics_set_prefix_cache(pb_metrics *m, int64_t hit_tokens, int64_t quer
     m->prefix_query_tokens = query_tokens;
 }
 
-void pb_metrics_token(pb_metrics *m, double last_s, double t) {
-    if (last_s >= 0) {
-        double gap = t - last_s;
-        val_run *last = m->n_runs ? &m->itl[m->n_runs - 1] : NULL;
-        if (last && memcmp(&last->value, &gap, sizeof gap) == 0) {
-            last->count++;
-        } else {
-            if (m->n_runs == m->cap_runs) {
-                m->cap_runs = m->cap_runs ? 2 * m->cap_runs : 4096;
-                m->itl = pb_xrealloc(m->itl, (size_t)m->cap_runs * sizeof *m->itl);
-            }
-            m->itl[m->n_runs++] = (val_run){gap, 1};
+void pb_metrics_tokens(pb_metrics *m, double last_s, double t, int64_t n) {
+    if (last_s < 0 || n <= 0) return;
+    double gap = t - last_s;
+    val_run *last = m->n_runs ? &m->itl[m->n_runs - 1] : NULL;
+    if (last && memcmp(&last->value, &gap, sizeof gap) == 0) {
+        last->count += n;
+    } else {
+        if (m->n_runs == m->cap_runs) {
+            m->cap_runs = m->cap_runs ? 2 * m->cap_runs : 4096;
+            m->itl = pb_xrealloc(m->itl, (size_t)m->cap_runs * sizeof *m->itl);
         }
-        m->n_itl++;
+        m->itl[m->n_runs++] = (val_run){gap, n};
     }
+    m->n_itl += n;
 }
+
+void pb_metrics_token(pb_metrics *m, double last_s, double t) { pb_metrics_tokens(m, last_s, t, 1); }
 
 /* Make the rows up to id (geometric growth). */
 static void make_rows(pb_metrics *m, int64_t id) {

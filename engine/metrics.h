@@ -177,6 +177,9 @@ void pb_metrics_add_step(pb_metrics *m, const pb_step_metrics *st);
  * O(steps), not O(tokens) (its mean still adds each gap in order); the summary's ITL
  * numbers are those of the expanded gaps, bit for bit. */
 void pb_metrics_token(pb_metrics *m, double last_s, double t);
+/* n requests each produced a token at t, their previous ones all at last_s: exactly
+ * n calls of pb_metrics_token(m, last_s, t). */
+void pb_metrics_tokens(pb_metrics *m, double last_s, double t, int64_t n);
 void pb_metrics_end(pb_metrics *m, double clock_s);
 /* After the run (pb_metrics_begin clears it): the KV manager's prefix-cache counters
  * over the run (block_manager.h pb_paged_cache_stats); marks the run as caching. */

@@ -111,6 +111,17 @@ typedef struct {
     /* The paged KV manager keeps computed full blocks cached by content (automatic
        prefix caching, block_manager.h) for this policy's systems. */
     bool prefix_caching;
+    /* After a PURE DECODE step -- every running group decoded, one sequence each, and
+       nothing else happened: no admission, swap, preemption, rejection, finish or
+       memory copy -- the next step this policy schedules is the same decode of the
+       same groups in the same order, as long as no running group finishes in it,
+       every group can append, and the waiting queue's head is the same group (or the
+       queue stays empty); a policy that says so lets the engine replay such steps
+       without calling schedule (engine.h, fast_forward).  True for the vLLM steps:
+       admission and swap-in stay blocked while free blocks only shrink, the token
+       and sequence budgets see the same decodes, and FCFS arrivals queue behind the
+       head.  Stateful or reordering policies leave it false. */
+    bool steady_decode;
 } pb_policy_i;
 
 struct pb_policy {

@@ -140,21 +140,25 @@ static bool admit_fits(pb_sched *s, const pb_admit_rule *r, const pb_group *g, i
 
 pb_status pb_sched_admit_waiting(pb_sched *s, const pb_admit_rule *r, int32_t *n_admitted) {
     int32_t n = 0;
+    pb_admit_stop stop = PB_ADMIT_STOP_EMPTY;   /* what ended the loop (scheduler.h) */
     pb_group *g;
     while ((g = pb_sched_waiting_peek(s)) != NULL) {
-        if (pb_sched_preempted_this_step(s, g)) break;
+        stop = PB_ADMIT_STOP_HELD;   /* memory, the group cap or the sequence budget */
+        if (pb_sched_preempted_this_step(s, g)) { stop = PB_ADMIT_STOP_OTHER; break; }
         if (r->max_groups > 0 && s->n_running >= r->max_groups) break;
         pb_alloc_status a = pb_sched_admit_status(s, g, r->chunk > 0);
         if (a == PB_ALLOC_NEVER) { pb_sched_reject(s, g); continue; }
         if (a == PB_ALLOC_LATER) break;
         int32_t max_tokens;
-        if (!admit_fits(s, r, g, &max_tokens)) break;
+        if (!admit_fits(s, r, g, &max_tokens)) { stop = PB_ADMIT_STOP_OTHER; break; }
         if (s->running_seqs + PB_MAX(g->n_seqs, g->max_seqs) > s->p.max_num_seqs) break;
         pb_status e = pb_sched_admit(s, g, max_tokens);
         if (e == PB_ERR_NO_SPACE) break;
         if (e != PB_OK) return e;
         n++;
+        stop = PB_ADMIT_STOP_EMPTY;
     }
+    s->admit_stop = stop;
     if (n_admitted) *n_admitted = n;
     return PB_OK;
 }

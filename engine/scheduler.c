@@ -51,40 +51,41 @@ static inline bool arrival_before(const pb_group *a, const pb_group *b) {
     return a->id < b->id;
 }
 
-static inline bool heap_before(const pb_group *a, const pb_group *b) {
-    if (a->wait_key != b->wait_key) return a->wait_key < b->wait_key;
-    return arrival_before(a, b);
+/* ---- waiting heap: entries carry the order's keys (no group is read to compare) ---- */
+
+static inline bool heap_before(const pb_heap_entry *a, const pb_heap_entry *b) {
+    if (a->key != b->key) return a->key < b->key;
+    if (a->arrival_s != b->arrival_s) return a->arrival_s < b->arrival_s;
+    return a->id < b->id;
 }
 
-/* ---- waiting heap ---- */
-
-static void heap_set(pb_sched *s, int32_t i, pb_group *g) {
-    s->heap[i] = g;
-    g->heap_idx = i;
+static void heap_set(pb_sched *s, int32_t i, pb_heap_entry e) {
+    s->heap[i] = e;
+    e.g->heap_idx = i;
 }
 
 static void heap_up(pb_sched *s, int32_t i) {
-    pb_group *g = s->heap[i];
+    pb_heap_entry e = s->heap[i];
     while (i > 0) {
         int32_t p = (i - 1) / 2;
-        if (!heap_before(g, s->heap[p])) break;
+        if (!heap_before(&e, &s->heap[p])) break;
         heap_set(s, i, s->heap[p]);
         i = p;
     }
-    heap_set(s, i, g);
+    heap_set(s, i, e);
 }
 
 static void heap_down(pb_sched *s, int32_t i) {
-    pb_group *g = s->heap[i];
+    pb_heap_entry e = s->heap[i];
     for (;;) {
         int32_t c = 2 * i + 1;
         if (c >= s->n_waiting) break;
-        if (c + 1 < s->n_waiting && heap_before(s->heap[c + 1], s->heap[c])) c++;
-        if (!heap_before(s->heap[c], g)) break;
+        if (c + 1 < s->n_waiting && heap_before(&s->heap[c + 1], &s->heap[c])) c++;
+        if (!heap_before(&s->heap[c], &e)) break;
         heap_set(s, i, s->heap[c]);
         i = c;
     }
-    heap_set(s, i, g);
+    heap_set(s, i, e);
 }
 
 static void heap_push(pb_sched *s, pb_group *g) {
@@ -92,19 +93,19 @@ static void heap_push(pb_sched *s, pb_group *g) {
         s->cap_heap = s->cap_heap ? 2 * s->cap_heap : 256;
         s->heap = pb_xrealloc(s->heap, (size_t)s->cap_heap * sizeof *s->heap);
     }
-    heap_set(s, s->n_waiting++, g);
+    heap_set(s, s->n_waiting++, (pb_heap_entry){.key = g->wait_key, .arrival_s = g->arrival_s, .id = g->id, .g = g});
     heap_up(s, s->n_waiting - 1);
 }
 
 static void heap_remove(pb_sched *s, pb_group *g) {
     int32_t i = g->heap_idx;
-    PB_ASSERT(i >= 0 && i < s->n_waiting && s->heap[i] == g);
-    pb_group *last = s->heap[--s->n_waiting];
+    PB_ASSERT(i >= 0 && i < s->n_waiting && s->heap[i].g == g);
+    pb_heap_entry last = s->heap[--s->n_waiting];
     g->heap_idx = -1;
-    if (last != g) {
+    if (last.g != g) {
         heap_set(s, i, last);
         heap_up(s, i);
-        heap_down(s, last->heap_idx);
+        heap_down(s, last.g->heap_idx);
     }
 }
 
@@ -164,6 +165,8 @@ void pb_sched_free(pb_sched *s) {
     pb_pair_vec_free(&s->swap_out);
     free(s->cand);
     free(s->prompt_tok);
+    free(s->ff_seqs);
+    free(s->ff_phase);
 }
 
 void pb_sched_begin_step(pb_sched *s) {
@@ -190,6 +193,7 @@ void pb_sched_begin_step(pb_sched *s) {
     s->n_preempted = 0;
     s->n_swapped_out_now = 0;
     s->n_swap_in_groups = 0;
+    s->admit_stop = PB_ADMIT_STOP_EMPTY;
 }
 
 void pb_sched_group_done(pb_sched *s, pb_group *g) {
@@ -286,7 +290,7 @@ int32_t pb_sched_running_seqs(const pb_sched *s) { return s->running_seqs; }
 pb_group *pb_sched_swapped_head(pb_sched *s) { return s->swp_head; }
 pb_group *pb_sched_swapped_tail(pb_sched *s) { return s->swp_tail; }
 int32_t pb_sched_n_swapped(const pb_sched *s) { return s->n_swapped; }
-pb_group *pb_sched_waiting_peek(pb_sched *s) { return s->n_waiting ? s->heap[0] : NULL; }
+pb_group *pb_sched_waiting_peek(pb_sched *s) { return s->n_waiting ? s->heap[0].g : NULL; }
 int32_t pb_sched_n_waiting(const pb_sched *s) { return s->n_waiting; }
 int64_t pb_sched_batch_tokens(const pb_sched *s) { return s->b_prefill_tokens + s->b_decode; }
 int32_t pb_sched_batch_prefill_tokens(const pb_sched *s) { return (int32_t)s->b_prefill_tokens; }
@@ -522,9 +526,10 @@ pb_status pb_sched_check(pb_sched *s) {
         return PB_ERR_INVALID;
     }
     for (int32_t i = 0; i < s->n_waiting; i++) {
-        pb_group *g = s->heap[i];
-        if (g->heap_idx != i || g->state != PB_GROUP_WAITING ||
-            (i > 0 && heap_before(g, s->heap[(i - 1) / 2]))) {
+        const pb_heap_entry *e = &s->heap[i];
+        const pb_group *g = e->g;
+        if (g->heap_idx != i || g->state != PB_GROUP_WAITING || e->key != g->wait_key ||
+            e->arrival_s != g->arrival_s || e->id != g->id || (i > 0 && heap_before(e, &s->heap[(i - 1) / 2]))) {
             pb_log_error("sched: waiting heap broken at %d", i);
             return PB_ERR_INVALID;
         }

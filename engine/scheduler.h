@@ -2,7 +2,8 @@
  * scheduler.c (queues, the step's batch under construction).  Policies never include
  * this; they use the pb_sched_* functions of policy.h.
  *
- * Queues: waiting = binary heap on (wait_key, arrival_s, id) with g->heap_idx;
+ * Queues: waiting = binary heap on (wait_key, arrival_s, id) with g->heap_idx, its
+ * entries holding copies of the three keys (comparisons read no group);
  * running / swapped = doubly linked lists sorted by (arrival_s, id) with sorted
  * insertion from the tail (O(1) in the common case of the latest arrival).
  * The batch: parallel arrays bseq (what the executor sees) and bseq_seq (the
@@ -17,6 +18,20 @@
 #include "metrics.h"
 #include "policy.h"
 #include "sequence.h"
+
+/* Why the last admission loop of the step stopped (pb_sched_admit_waiting):
+   EMPTY  the waiting queue ran out (or was empty), or no loop ran this step;
+   HELD   its head waits for memory (LATER / NO_SPACE), the sequence budget or the
+          group cap -- none of which a decode-only step can free: free blocks only
+          shrink, the running set and its sequences stay;
+   OTHER  the token budget (the next step's may differ) or a group preempted now. */
+typedef enum { PB_ADMIT_STOP_EMPTY = 0, PB_ADMIT_STOP_HELD, PB_ADMIT_STOP_OTHER } pb_admit_stop;
+
+typedef struct {   /* a waiting group and its heap order (copies of its keys) */
+    double key, arrival_s;   /* g->wait_key, g->arrival_s */
+    int32_t id;
+    pb_group *g;
+} pb_heap_entry;
 
 struct pb_sched {
     pb_engine_params p;
@@ -45,7 +60,7 @@ struct pb_sched {
     int32_t n_running, running_seqs;
     pb_group *swp_head, *swp_tail;
     int32_t n_swapped;
-    pb_group **heap;
+    pb_heap_entry *heap;
     int32_t n_waiting, cap_heap;
     /* the batch under construction */
     pb_batch_seq *bseq;
@@ -68,6 +83,15 @@ struct pb_sched {
     int32_t cap_cand;
     int32_t *prompt_tok;          /* scratch for synthetic prompt tokens           */
     int32_t cap_prompt_tok;
+    /* fast-forward (engine.c) */
+    pb_admit_stop admit_stop;     /* this step's admission loop (sched_step.c)     */
+    bool steady;                  /* the next steps repeat a pure decode step      */
+    pb_seq **ff_seqs;             /* the running groups' sequences, in order       */
+    int32_t cap_ff_seqs;
+    int32_t *ff_phase;            /* [block_size]: sequences starting a block at
+                                     replayed steps k with k % block_size == index  */
+    int32_t cap_ff_phase;
+    int64_t ff_steps;             /* steps replayed fast this run                  */
 };
 
 /* scheduler.c */

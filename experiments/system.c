@@ -157,32 +157,12 @@ typedef struct {
 
 #define PB_SYSTEM_MAX_REQUESTS 10000000.0   /* requests one point may generate */
 
-static double phys_mem_bytes(void) {
-    long pages = sysconf(_SC_PHYS_PAGES), page = sysconf(_SC_PAGE_SIZE);
-    return pages > 0 && page > 0 ? (double)pages * (double)page : 64.0 * GIB;
-}
+/* ---- plan_point's steps: each fills its part of the plan from the point's resolved
+ * tree (root) and its system's map (sys), checks it, and records an error at
+ * file:line:col in ce (kp names the system, "systems.<i>"). ---- */
 
-/* The node to blame for a KV-size problem: the system's kv_slots, the executor's, else gpus. */
-static const pb_node *kv_blame(const pb_node *root, const pb_node *sys) {
-    const pb_node *n = pb_node_get(sys, "kv_slots");
-    if (!n || pb_node_int(sys, "kv_slots", 0) <= 0) n = NULL;
-    const pb_node *x = pb_node_get(root, "executor");
-    if (!n && x && x->kind == PB_NODE_MAP) n = pb_node_get(x, "kv_slots") ? pb_node_get(x, "kv_slots") : pb_node_get(x, "kv_mib");
-    if (!n) n = pb_node_get(sys, "block_size");
-    if (!n) n = pb_node_get(root, "hardware");
-    return n ? n : root;
-}
-
-static pb_status plan_point(const pb_experiment *e, int si, const pb_node *root, const pb_node *sys, plan *P,
-                            pb_cfg_err *ce) {
-    memset(P, 0, sizeof *P);
-    P->tmp = pb_config_new("(system)");
-    const pb_system_spec *spec = &e->systems[si];
-    P->type = type_by_id(spec->type);
-    char kp[64];
-    snprintf(kp, sizeof kp, "systems.%d", si);
-    pb_status st = PB_OK;
-
+/* The model, the hardware, tensor parallelism (gpus) and the seed; gpus divides the heads. */
+static pb_status plan_model(plan *P, const pb_node *root, pb_cfg_err *ce) {
     if (pb_model_from_node(pb_node_get(root, "model"), &P->model, ce) ||
         pb_hw_from_node(pb_node_get(root, "hardware"), &P->hw, ce))
         return PB_ERR_INVALID;
@@ -193,16 +173,32 @@ static pb_status plan_point(const pb_experiment *e, int si, const pb_node *root,
         return pb_cfg_fail(ce, gn, false,
                            "gpus: tensor parallelism %d does not divide %s's %d attention heads (%d KV heads)", P->tp,
                            P->model.name, P->model.n_heads, P->model.n_kv_heads);
+    return PB_OK;
+}
 
-    /* options: each key must be one this type or its policy reads (the policy's
-       declaration, policy.h pb_policy_keys, says which are its options and which of
-       its type's keys it never reads) */
+/* The shipped policies that declare `key` an option, ", "-separated in buf; how many. */
+static int option_owners(const char *key, char *buf, size_t n) {
+    int count = 0;
+    buf[0] = 0;
+    for (const pb_policy_entry *d = pb_policy_registry; d->name; d++)
+        if (pb_policy_option_find(d->keys, key))
+            snprintf(buf + strlen(buf), n - strlen(buf), "%s%s", count++ ? ", " : "", d->name);
+    return count;
+}
+
+/* The policy (`policy:`, else the type's) and its ONE options node: each key of sys
+   must be one this type or its policy reads (the policy's declaration, policy.h
+   pb_policy_keys, says which are its options and which of its type's keys it never
+   reads); its options are copied into P->policy_opts and checked as its constructor
+   will check them.  Every bad key is recorded, not only the first. */
+static pb_status plan_policy(plan *P, const pb_node *sys, const char *kp, pb_cfg_err *ce) {
     P->policy = pb_node_str(sys, "policy", P->type->policy);
     const pb_policy_entry *pe = pb_policy_find(P->policy);
     if (!pe)
         return pb_cfg_fail(ce, pb_node_get(sys, "policy"), false, "%s.policy: unknown policy '%s' (known: %s)", kp,
                            P->policy, pb_policy_names());
     P->policy_opts = pb_config_root(P->tmp);
+    pb_status st = PB_OK;
     for (int i = 0; i < sys->n_kids; i++) {
         const pb_node *k = sys->kids[i];
         if (in_list(P->type->options, k->key) && pe->keys->ignores && in_list(pe->keys->ignores, k->key)) {
@@ -215,30 +211,33 @@ static pb_status plan_point(const pb_experiment *e, int si, const pb_node *root,
             pb_node_put(P->tmp, P->policy_opts, k->key, pb_config_clone_node(P->tmp, k));
             continue;
         }
-        char owners[256] = "";   /* another policy's option? say whose */
-        int n_owners = 0;
-        for (const pb_policy_entry *d = pb_policy_registry; d->name; d++)
-            if (pb_policy_option_find(d->keys, k->key))
-                snprintf(owners + strlen(owners), sizeof owners - strlen(owners), "%s%s", n_owners++ ? ", " : "",
-                         d->name);
+        char owners[256];   /* another policy's option? say whose */
+        int n_owners = option_owners(k->key, owners, sizeof owners);
         st = pb_cfg_fail(ce, k, true, "%s.%s: a %s system with policy %s does not read '%s'%s%s%s", kp, k->key,
                          P->type->name, P->policy, k->key,
                          !n_owners ? "" : n_owners == 1 ? " (an option of policy " : " (an option of policies ", owners,
                          n_owners ? ")" : "");
     }
-    /* the policy's own check of its options (as its constructor will do) */
     if (!st && pb_policy_opts_check(P->policy, pe->keys, P->policy_opts, ce)) st = PB_ERR_INVALID;
-    if (st) return st;
+    return st;
+}
 
-    P->block_size = (int32_t)pb_node_int(sys, "block_size", 16);
+/* The engine's knobs (system_vllm_knobs) and the step limits they set; max_clock_s. */
+static void plan_engine(plan *P, const pb_node *sys) {
     system_vllm_knobs(sys, P->model.max_len, &P->knobs);
     P->max_tokens = P->knobs.max_num_batched_tokens;
     P->max_seqs = P->knobs.max_num_seqs;
     P->util = P->knobs.gpu_mem_util;
     P->profile_tokens = pb_vllm_knobs_profile_tokens(&P->knobs);
+    P->max_clock_s = pb_node_num(sys, "max_clock_s", 0);
+}
+
+/* The KV manager's parameters: block size, swap space, watermark, preemption mode and
+   reservation rule.  FasterTransformer reserves only `max`; a block fits the model. */
+static pb_status plan_kv_manager(plan *P, const pb_node *sys, const char *kp, pb_cfg_err *ce) {
+    P->block_size = (int32_t)pb_node_int(sys, "block_size", 16);
     P->swap_gib = pb_node_num(sys, "swap_space_gib", 20.0);
     P->watermark = pb_node_num(sys, "watermark", 0.01);
-    P->max_clock_s = pb_node_num(sys, "max_clock_s", 0);
     P->pmode = PB_PREEMPT_AUTO;
     pb_preempt_mode_parse(pb_node_str(sys, "preemption", "auto"), &P->pmode);   /* validated: an enum */
     P->rule = PB_RESV_MAX;
@@ -250,29 +249,47 @@ static pb_status plan_point(const pb_experiment *e, int si, const pb_node *root,
         return pb_cfg_fail(ce, pb_node_get(sys, "block_size"), false,
                            "%s.block_size: %d is larger than %s's longest sequence (%d tokens)", kp, P->block_size,
                            P->model.name, P->model.max_len);
+    return PB_OK;
+}
 
-    /* executor (executor: {type, ...}; absent for `executor: sim` etc.) */
+/* The executor's map (executor: {type, ...}), or NULL for a bare `executor: sim` etc. */
+static const pb_node *executor_map(const pb_node *root) {
+    const pb_node *exn = pb_node_get(root, "executor");
+    return exn && exn->kind == PB_NODE_MAP ? exn : NULL;
+}
+
+/* The executor: its type, and the keys only the real executors read (an error under sim). */
+static pb_status plan_executor(plan *P, const pb_node *root, pb_cfg_err *ce) {
     P->executor = pb_experiment_executor_type(root);
     P->real = strcmp(P->executor, "sim") != 0;
-    const pb_node *exn = pb_node_get(root, "executor");
-    if (exn && exn->kind != PB_NODE_MAP) exn = NULL;
+    const pb_node *exn = executor_map(root);
     static const char *const REAL_ONLY[] = {"fixed_latency_s", "kv_mib", "swap_slots"};
     for (size_t i = 0; !P->real && exn && i < PB_ARRAY_LEN(REAL_ONLY); i++)
         if (pb_node_has(exn, REAL_ONLY[i]))
             return pb_cfg_fail(ce, pb_node_get(exn, REAL_ONLY[i]), true,
                                "executor.%s: only the real executors (cpu, cuda) read it (executor: sim)", REAL_ONLY[i]);
     P->fixed_latency_s = pb_node_num(exn, "fixed_latency_s", 0);
-    double kv_mib = P->real ? pb_node_num(exn, "kv_mib", !strcmp(P->executor, "cpu") ? PB_SYSTEM_CPU_KV_MIB : 0) : 0;
-    int64_t swap_slots = pb_node_int(exn, "swap_slots", -1);
+    return PB_OK;
+}
 
-    /* KV space: the paper harness's rule; contiguous managers count slots.  Overrides:
-       the system's kv_slots, else the executor's; real executors cap it at kv_mib. */
+/* The KV space given in token slots: the system's kv_slots, else the executor's; <= 0: none. */
+static int64_t kv_slots_given(const pb_node *root, const pb_node *sys) {
+    int64_t kv_slots = pb_node_int(sys, "kv_slots", 0);
+    return kv_slots > 0 ? kv_slots : pb_node_int(executor_map(root), "kv_slots", 0);
+}
+
+/* KV space: the paper harness's rule; contiguous managers count slots.  Overrides:
+   the system's kv_slots, else the executor's; real executors cap it at kv_mib.  Sets
+   n_gpu_blocks, slots and n_cpu_blocks (the swap pool; paged managers only).  Fails
+   when the hardware has no memory left for the KV cache and no kv_slots is given. */
+static pb_status plan_kv_space(plan *P, const pb_node *root, const pb_node *sys, pb_cfg_err *ce) {
+    const pb_node *exn = executor_map(root);
     bool paged = P->type->paged;
     int32_t unit = paged ? P->block_size : 1;
-    int64_t kv_slots = pb_node_int(sys, "kv_slots", 0);
-    if (kv_slots <= 0) kv_slots = pb_node_int(exn, "kv_slots", 0);
+    int64_t kv_slots = kv_slots_given(root, sys);
     pb_kv_capacity cap;
     memset(&cap, 0, sizeof cap);
+    pb_status st;
     if (P->knobs.kv_rule == PB_KV_RULE_PROFILE)
         st = pb_kv_capacity_profile(&P->model, &P->hw, P->tp, unit, P->profile_tokens,
                                     PB_MIN(P->max_seqs, P->profile_tokens), P->util, &cap);
@@ -284,40 +301,73 @@ static pb_status plan_point(const pb_experiment *e, int si, const pb_node *root,
                            P->hw.name, P->tp, P->model.name, pb_param_bytes(&P->model) / P->tp / GIB);
     int64_t n_gpu_blocks = kv_slots > 0 ? kv_slots / unit : cap.num_blocks;
     double bytes_per_token = pb_kv_bytes_per_token(&P->model, P->tp);
+    double kv_mib = P->real ? pb_node_num(exn, "kv_mib", !strcmp(P->executor, "cpu") ? PB_SYSTEM_CPU_KV_MIB : 0) : 0;
     if (kv_mib > 0) {
         int64_t max_blocks = (int64_t)floor(kv_mib * 1024.0 * 1024.0 / bytes_per_token) / unit;
         if (n_gpu_blocks > max_blocks) n_gpu_blocks = max_blocks;
     }
-    int64_t slots = n_gpu_blocks * unit;
-    double block_bytes_gpu = bytes_per_token * P->block_size;
-    int64_t n_cpu_blocks = (int64_t)floor(P->swap_gib * GIB / block_bytes_gpu);
+    int64_t n_cpu_blocks = (int64_t)floor(P->swap_gib * GIB / (bytes_per_token * P->block_size));
     /* a real executor allocates its swap pool: as large as the KV space unless stated */
+    int64_t swap_slots = pb_node_int(exn, "swap_slots", -1);
     if (P->real) n_cpu_blocks = swap_slots >= 0 ? PB_MIN(n_cpu_blocks, swap_slots / P->block_size)
                                                 : PB_MIN(n_cpu_blocks, n_gpu_blocks);
-    if (!paged) n_cpu_blocks = 0;
-    if (n_gpu_blocks < 1)
+    P->n_gpu_blocks = n_gpu_blocks;
+    P->n_cpu_blocks = paged ? n_cpu_blocks : 0;
+    P->slots = n_gpu_blocks * unit;
+    return PB_OK;
+}
+
+/* This machine's physical memory in bytes (64 GiB when the system does not say). */
+static double phys_mem_bytes(void) {
+    long pages = sysconf(_SC_PHYS_PAGES), page = sysconf(_SC_PAGE_SIZE);
+    return pages > 0 && page > 0 ? (double)pages * (double)page : 64.0 * GIB;
+}
+
+/* The node to blame for a KV-size problem: the system's kv_slots, the executor's
+   kv_slots or kv_mib, else the system's block_size, else the hardware. */
+static const pb_node *kv_blame(const pb_node *root, const pb_node *sys) {
+    const pb_node *n = pb_node_get(sys, "kv_slots");
+    if (!n || pb_node_int(sys, "kv_slots", 0) <= 0) n = NULL;
+    const pb_node *x = executor_map(root);
+    if (!n && x) n = pb_node_get(x, "kv_slots") ? pb_node_get(x, "kv_slots") : pb_node_get(x, "kv_mib");
+    if (!n) n = pb_node_get(sys, "block_size");
+    if (!n) n = pb_node_get(root, "hardware");
+    return n ? n : root;
+}
+
+/* The KV space holds a block (or slot), one max-length request, fits the managers'
+   ranges, and needs at most half of this machine's memory: the managers' per-block
+   bookkeeping (~64 B a block or slot), plus, for real executors, the KV and swap
+   buffers themselves. */
+static pb_status check_kv_space(const plan *P, const char *id, const pb_node *root, const pb_node *sys,
+                                const char *kp, pb_cfg_err *ce) {
+    bool paged = P->type->paged;
+    int32_t unit = paged ? P->block_size : 1;
+    int64_t kv_slots = kv_slots_given(root, sys);
+    if (P->n_gpu_blocks < 1)
         return pb_cfg_fail(ce, kv_blame(root, sys), false, "%s: the KV space of %s (%lld token slots) holds no %s of %d tokens",
-                           kp, spec->id, (long long)(kv_slots > 0 ? kv_slots : slots), paged ? "block" : "slot", unit);
-    if (slots < P->model.max_len)
+                           kp, id, (long long)(kv_slots > 0 ? kv_slots : P->slots), paged ? "block" : "slot", unit);
+    if (P->slots < P->model.max_len)
         return pb_cfg_fail(ce, kv_blame(root, sys), false,
                            "%s: the KV space of %s (%lld token slots) cannot hold one max-length request of %s "
-                           "(%d tokens)", kp, spec->id, (long long)slots, P->model.name, P->model.max_len);
-    if (n_gpu_blocks > INT32_MAX || (!paged && slots > (1 << 30)))
+                           "(%d tokens)", kp, id, (long long)P->slots, P->model.name, P->model.max_len);
+    if (P->n_gpu_blocks > INT32_MAX || (!paged && P->slots > (1 << 30)))
         return pb_cfg_fail(ce, kv_blame(root, sys), false, "%s: the KV space of %s (%lld blocks) is out of range", kp,
-                           spec->id, (long long)n_gpu_blocks);
-    /* host memory the point would take: the managers' per-block bookkeeping (~64 B a
-       block or slot), plus, for real executors, the KV and swap buffers themselves */
-    double host = 64.0 * (double)(paged ? n_gpu_blocks + n_cpu_blocks : slots);
-    if (P->real) host += bytes_per_token * (double)P->tp * ((double)slots + (double)n_cpu_blocks * P->block_size);
+                           id, (long long)P->n_gpu_blocks);
+    double host = 64.0 * (double)(paged ? P->n_gpu_blocks + P->n_cpu_blocks : P->slots);
+    if (P->real)
+        host += pb_kv_bytes_per_token(&P->model, P->tp) * (double)P->tp *
+                ((double)P->slots + (double)P->n_cpu_blocks * P->block_size);
     if (host > 0.5 * phys_mem_bytes())
         return pb_cfg_fail(ce, kv_blame(root, sys), false,
                            "%s: the KV space of %s needs %.1f GiB of host memory, more than half of this machine's "
-                           "%.1f GiB", kp, spec->id, host / GIB, phys_mem_bytes() / GIB);
-    P->n_gpu_blocks = n_gpu_blocks;
-    P->n_cpu_blocks = n_cpu_blocks;
-    P->slots = slots;
+                           "%.1f GiB", kp, id, host / GIB, phys_mem_bytes() / GIB);
+    return PB_OK;
+}
 
-    /* workload: generated requests are capped; a trace file is read by the caller */
+/* The workload: generated requests are capped (a trace file is read by the caller);
+   length_scale and clamp_to_max_len fit the trace to the model. */
+static pb_status plan_workload(plan *P, const pb_node *root, pb_cfg_err *ce) {
     const pb_node *wn = pb_node_get(root, "workload");
     if (pb_workload_from_node(wn, &P->wc, ce)) return PB_ERR_INVALID;
     if (!P->wc.trace[0] && P->wc.arrivals.kind != PB_ARRIVALS_REPLAY) {
@@ -337,32 +387,62 @@ static pb_status plan_point(const pb_experiment *e, int si, const pb_node *root,
     }
     P->length_scale = pb_node_num(root, "length_scale", 1.0);
     P->clamp = pb_node_bool(root, "clamp_to_max_len", false);
+    return PB_OK;
+}
 
-    /* sim executor: the hardware's cost model with the experiment's cost_model: on top */
-    if (!P->real) {
-        pb_node *hwc = pb_config_clone_node(P->tmp, pb_node_get(root, "hardware"));
-        const pb_node *over = pb_node_get(root, "cost_model");
-        if (over) {
-            pb_node *cm = (pb_node *)pb_node_get(hwc, "cost_model");
-            if (cm && cm->kind == PB_NODE_MAP) pb_node_overlay(P->tmp, cm, over);
-        }
-        if (pb_sim_cost_from_node(hwc, &P->cost, ce)) return PB_ERR_INVALID;
-        P->sp = pb_sim_params_default();
-        P->sp.attn = P->type->attn;
-        P->sp.framework = P->type->fw;
-        const pb_node *simn = pb_node_get(sys, "sim");
-        if (simn) {
-            pb_sim_params over2;
-            if (pb_sim_params_from_node(simn, &over2, ce)) return PB_ERR_INVALID;
-            if (pb_node_has(simn, "attention_kernel")) P->sp.attn = over2.attn;
-            if (pb_node_has(simn, "framework")) P->sp.framework = over2.framework;
-            if (pb_node_has(simn, "profile")) memcpy(P->sp.profile, over2.profile, sizeof P->sp.profile);
-        }
-    } else if (pb_node_has(sys, "sim")) {
+/* The sim executor's settings: the hardware's cost model with the experiment's
+   cost_model: on top, and the type's sim defaults with the system's sim: on top.  A
+   real executor reads no sim: (an error when given). */
+static pb_status plan_sim(plan *P, const pb_node *root, const pb_node *sys, const char *kp, pb_cfg_err *ce) {
+    if (P->real) {
+        if (!pb_node_has(sys, "sim")) return PB_OK;
         return pb_cfg_fail(ce, pb_node_get(sys, "sim"), true, "%s.sim: only the sim executor reads it (executor: %s)",
                            kp, P->executor);
     }
+    pb_node *hwc = pb_config_clone_node(P->tmp, pb_node_get(root, "hardware"));
+    const pb_node *over = pb_node_get(root, "cost_model");
+    if (over) {
+        pb_node *cm = (pb_node *)pb_node_get(hwc, "cost_model");
+        if (cm && cm->kind == PB_NODE_MAP) pb_node_overlay(P->tmp, cm, over);
+    }
+    if (pb_sim_cost_from_node(hwc, &P->cost, ce)) return PB_ERR_INVALID;
+    P->sp = pb_sim_params_default();
+    P->sp.attn = P->type->attn;
+    P->sp.framework = P->type->fw;
+    const pb_node *simn = pb_node_get(sys, "sim");
+    if (simn) {
+        pb_sim_params over2;
+        if (pb_sim_params_from_node(simn, &over2, ce)) return PB_ERR_INVALID;
+        if (pb_node_has(simn, "attention_kernel")) P->sp.attn = over2.attn;
+        if (pb_node_has(simn, "framework")) P->sp.framework = over2.framework;
+        if (pb_node_has(simn, "profile")) memcpy(P->sp.profile, over2.profile, sizeof P->sp.profile);
+    }
     return PB_OK;
+}
+
+/* The plan of grid point `si`'s system (sys: its map in the resolved tree root): the
+   steps above in order, so the first error reported for a bad config is always the
+   same one (at file:line:col in ce).  PB_OK or PB_ERR_INVALID; plan_free() it either way. */
+static pb_status plan_point(const pb_experiment *e, int si, const pb_node *root, const pb_node *sys, plan *P,
+                            pb_cfg_err *ce) {
+    const pb_system_spec *spec = &e->systems[si];
+    char kp[64];
+    snprintf(kp, sizeof kp, "systems.%d", si);
+    memset(P, 0, sizeof *P);
+    P->tmp = pb_config_new("(system)");
+    P->type = type_by_id(spec->type);
+    pb_status st = plan_model(P, root, ce);
+    if (!st) st = plan_policy(P, sys, kp, ce);
+    if (!st) {
+        plan_engine(P, sys);
+        st = plan_kv_manager(P, sys, kp, ce);
+    }
+    if (!st) st = plan_executor(P, root, ce);
+    if (!st) st = plan_kv_space(P, root, sys, ce);
+    if (!st) st = check_kv_space(P, spec->id, root, sys, kp, ce);
+    if (!st) st = plan_workload(P, root, ce);
+    if (!st) st = plan_sim(P, root, sys, kp, ce);
+    return st;
 }
 
 static void plan_free(plan *P) { pb_config_destroy(P->tmp); P->tmp = NULL; }
@@ -475,8 +555,8 @@ static pb_status make_trace(point_run *R, char *err, size_t err_n) {
     return PB_OK;
 }
 
-/* The KV manager: paged (vLLM) or contiguous slots (Orca, FasterTransformer). */
-/* The KV manager (after the policy: a caching policy needs a paged one). */
+/* The KV manager: paged (vLLM) or contiguous slots (Orca, FasterTransformer); made
+   after the policy, since a caching policy needs a paged one. */
 static pb_status make_kv(point_run *R, const pb_point_ctx *pt, char *err, size_t err_n) {
     const plan *P = &R->P;
     const pb_system_spec *spec = &pt->exp->systems[pt->sys];

@@ -598,7 +598,8 @@ static void sim_destroy(pb_executor *ex) {
     free(ex);
 }
 
-static const pb_executor_i SIM_IFACE = {"sim", sim_execute, sim_destroy, 0};
+/* with the engine's sums (has_sums) the cost model never reads seqs[] */
+static const pb_executor_i SIM_IFACE = {"sim", sim_execute, sim_destroy, PB_EXEC_SUMS_ONLY};
 
 pb_executor *pb_executor_sim_create(const pb_model *m, const pb_hw *hw, const pb_sim_cost *c, int32_t tp,
                                     const pb_sim_params *p, pb_cfg_err *err) {
