@@ -75,8 +75,6 @@ struct pb_engine_params {
        len)).  NULL = none. */
     void (*on_finish)(void *user, const pb_group *g);
     void *on_finish_user;
-    bool fast_forward;              /* pb_engine_run replays pure-decode windows in a
-                                       fast loop, same results bit for bit (true)   */
 };
 
 /* vLLM v0.1.x defaults (engine/vllm_version.h table): 2560 / 256 / 2048, auto,

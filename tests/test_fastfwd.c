@@ -19,11 +19,12 @@
  * requests; max_steps and max_clock_s limits that stop a run mid-window; a few runs
  * with check_every_step.
  *
- * The fast path cannot be observed from outside, so the test shows that the
- * comparison is not vacuous: heavy ShareGPT configurations run over a thousand steps,
- * and most steps of the runs follow a pure-decode step (no prefill, preemption or
- * swap; single-sequence groups; every running group in the batch), the steps the
- * fast loop replays. */
+ * The comparison is not vacuous: heavy ShareGPT configurations run over a thousand
+ * steps, most steps of the runs follow a pure-decode step (no prefill, preemption or
+ * swap; single-sequence groups; every running group in the batch), and the fast loop
+ * replays many of them (pb_engine_fast_forwarded: > 0 on every heavy ShareGPT run and
+ * on the stop sweeps' base runs, over a quarter of all steps; 0 with fast_forward off
+ * and through the step-level API). */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -178,6 +179,7 @@ typedef struct {
     pb_step_metrics *steps;
     int64_t engine_steps;
     double engine_now;
+    int64_t fast_steps;          /* of the steps, replayed by the fast loop     */
     int64_t kv_used;             /* GPU blocks still used after the run         */
     char *req_csv, *step_csv;
     size_t req_len, step_len;
@@ -241,6 +243,7 @@ static void ff_run(const specs *sp, const ff_cfg *c, const pb_trace *t, ff_mode 
     o->steps = dup_bytes(steps, (size_t)o->n_steps * sizeof *steps);
     o->engine_steps = pb_engine_steps(e);
     o->engine_now = pb_engine_now(e);
+    o->fast_steps = pb_engine_fast_forwarded(e);
     o->kv_used = pb_block_alloc_used(pb_paged_gpu(kv));
     FILE *f = open_memstream(&o->req_csv, &o->req_len);
     pb_metrics_write_requests(m, f, "x,");
@@ -355,8 +358,10 @@ static int64_t after_pure_decode(const ff_out *o) {
 }
 
 /* Run c on t with fast_forward off and on (and, when stepwise, through the step-level
- * API) and compare; the reference run is left in *ref (the caller frees it). */
-static bool ff_check(const specs *sp, const ff_cfg *c, const pb_trace *t, bool stepwise, ff_out *ref) {
+ * API) and compare; the reference run is left in *ref (the caller frees it), the steps
+ * the fast run replayed fast in *fast_steps (when not NULL). */
+static bool ff_check(const specs *sp, const ff_cfg *c, const pb_trace *t, bool stepwise, ff_out *ref,
+                     int64_t *fast_steps) {
     char desc[512];
     ff_describe(c, desc, sizeof desc);
     ff_run(sp, c, t, FF_OFF, ref);
@@ -365,10 +370,13 @@ static bool ff_check(const specs *sp, const ff_cfg *c, const pb_trace *t, bool s
     ff_out other;
     ff_run(sp, c, t, FF_ON, &other);
     bool ok = ff_same(desc, ref, &other);
+    PB_CHECK_EQ_INT(ref->fast_steps, 0);
+    if (fast_steps) *fast_steps = other.fast_steps;
     ff_out_free(&other);
     if (ok && stepwise) {
         ff_run(sp, c, t, FF_STEPWISE, &other);
         ok = ff_same(desc, ref, &other);
+        PB_CHECK_EQ_INT(other.fast_steps, 0);
         ff_out_free(&other);
     }
     return ok;
@@ -381,28 +389,33 @@ static bool ff_check(const specs *sp, const ff_cfg *c, const pb_trace *t, bool s
 PB_TEST(fast_forward_equals_step_by_step) {
     specs sp;
     PB_REQUIRE(specs_load(&sp));
-    int64_t steps = 0, pure = 0;
+    int64_t steps = 0, pure = 0, fast_total = 0;
     int heavy_sharegpt = 0, failed = 0;
     for (uint64_t i = 0; i < FF_CONFIGS; i++) {
         ff_cfg c = ff_random_cfg(i);
         pb_trace t = {0};
         PB_REQUIRE(ff_trace(&c, &t));
         ff_out ref;
-        failed += !ff_check(&sp, &c, &t, i % 4 == 0, &ref);
+        int64_t fast = 0;
+        failed += !ff_check(&sp, &c, &t, i % 4 == 0, &ref, &fast);
         if (!c.max_steps && !c.max_clock_s && c.heavy && !strcmp(c.dataset, "sharegpt")) {
             heavy_sharegpt++;
             PB_CHECK(ref.n_steps > 1000);
+            PB_CHECK(fast > 0);
         }
+        fast_total += fast;
         steps += ref.n_steps;
         pure += after_pure_decode(&ref);
         ff_out_free(&ref);
         pb_trace_free(&t);
     }
-    fprintf(stderr, "  %d configurations (%d heavy ShareGPT ones), %lld steps, %lld after a pure-decode step\n",
-            FF_CONFIGS, heavy_sharegpt, (long long)steps, (long long)pure);
+    fprintf(stderr, "  %d configurations (%d heavy ShareGPT ones), %lld steps, %lld after a pure-decode step, "
+            "%lld replayed fast\n", FF_CONFIGS, heavy_sharegpt, (long long)steps, (long long)pure,
+            (long long)fast_total);
     PB_CHECK_EQ_INT(failed, 0);
     PB_CHECK(heavy_sharegpt >= 10);
-    PB_CHECK(pure > steps / 2);   /* most steps are in the fast loop's reach */
+    PB_CHECK(pure > steps / 2);        /* most steps are in the fast loop's reach */
+    PB_CHECK(fast_total > steps / 4);  /* and many of them replayed by it          */
 }
 
 /* A run stopped by max_steps or max_clock_s stops at the same step with the fast loop:
@@ -427,22 +440,23 @@ PB_TEST(fast_forward_stops_where_step_by_step_stops) {
         pb_trace t = {0};
         PB_REQUIRE(ff_trace(&base[b], &t));
         ff_out full;
-        failed += !ff_check(&sp, &base[b], &t, false, &full);
-        PB_CHECK(full.n_steps > 300);
+        int64_t fast = 0;
+        failed += !ff_check(&sp, &base[b], &t, false, &full, &fast);
+        PB_CHECK(full.n_steps > 300 && fast > 0);
         for (int j = 0; j < K; j++) {
             ff_cfg c = base[b];
             ff_out ref;
             c.max_steps = 1 + j % 3 + (int64_t)j * full.n_steps / K;
-            failed += !ff_check(&sp, &c, &t, false, &ref);
+            failed += !ff_check(&sp, &c, &t, false, &ref, NULL);
             ff_out_free(&ref);
             c.max_steps = 0;
             double at = full.steps[(int64_t)j * full.n_steps / K].t_s;
             if (!(at > 0)) continue;   /* 0 = no limit */
             c.max_clock_s = at;
-            failed += !ff_check(&sp, &c, &t, false, &ref);
+            failed += !ff_check(&sp, &c, &t, false, &ref, NULL);
             ff_out_free(&ref);
             c.max_clock_s = nextafter(at, 0);
-            failed += !ff_check(&sp, &c, &t, false, &ref);
+            failed += !ff_check(&sp, &c, &t, false, &ref, NULL);
             ff_out_free(&ref);
         }
         ff_out_free(&full);
