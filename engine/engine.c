@@ -149,7 +149,7 @@ pb_status pb_engine_begin(pb_engine *e, const pb_trace *t, pb_metrics *m) {
     s->now = 0;
     s->step = 0;
     s->run_head = s->run_tail = s->swp_head = s->swp_tail = NULL;
-    s->steady = false;
+    s->steady = s->replayed = false;
     s->ff_steps = 0;
     s->n_running = s->running_seqs = s->n_swapped = s->n_waiting = 0;
     memset(&s->batch, 0, sizeof s->batch);
@@ -613,6 +613,7 @@ static pb_status fast_forward(pb_engine *e) {
         if (g->n_generated >= g->output_len) finish_group(s, g);
     }
     s->ff_steps += k;
+    if (k > 0) s->replayed = true;
     return s->p.check_every_step && k > 0 ? pb_engine_check(e) : PB_OK;
 }
 
@@ -644,7 +645,7 @@ pb_status pb_engine_end(pb_engine *e) {
     pb_sched *s = &e->s;
     if (!s->running_run) return PB_ERR_INVALID;
     groups_recycle(s);
-    qsort(s->live, (size_t)s->n_live, sizeof *s->live, group_id_cmp);   /* in request order */
+    if (s->n_live > 1) qsort(s->live, (size_t)s->n_live, sizeof *s->live, group_id_cmp);   /* in request order */
     for (int32_t i = 0; i < s->n_live; i++) {   /* what is left: unfinished */
         pb_group *g = s->live[i];
         g->live_idx = i;

@@ -194,6 +194,7 @@ void pb_sched_begin_step(pb_sched *s) {
     s->n_swapped_out_now = 0;
     s->n_swap_in_groups = 0;
     s->admit_stop = PB_ADMIT_STOP_EMPTY;
+    s->replayed = false;
 }
 
 void pb_sched_group_done(pb_sched *s, pb_group *g) {
@@ -514,7 +515,7 @@ pb_status pb_sched_check(pb_sched *s) {
         return PB_ERR_INVALID;
     }
     const pb_batch *bt = &s->batch;
-    if (bt->has_sums && (bt->sum_new != sum_new || bt->n_sample != n_sample || bt->decode_ctx != ctx ||
+    if (bt->has_sums && !s->replayed && (bt->sum_new != sum_new || bt->n_sample != n_sample || bt->decode_ctx != ctx ||
                          bt->decode_blocks != blocks || bt->prefill_pairs2 != pairs2 ||
                          bt->prefill_cached != cached)) {
         pb_log_error("sched: batch sums (new %lld, sampled %d, decode context %lld, blocks %lld, prefill "

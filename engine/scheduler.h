@@ -86,6 +86,8 @@ struct pb_sched {
     /* fast-forward (engine.c) */
     pb_admit_stop admit_stop;     /* this step's admission loop (sched_step.c)     */
     bool steady;                  /* the next steps repeat a pure decode step      */
+    bool replayed;                /* the last step was replayed: the batch has its
+                                     sums but no entries (pb_sched_check)          */
     pb_seq **ff_seqs;             /* the running groups' sequences, in order       */
     int32_t cap_ff_seqs;
     int32_t *ff_phase;            /* [block_size]: sequences starting a block at
