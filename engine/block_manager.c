@@ -762,7 +762,7 @@ static void bm_batch_info(pb_kv_manager *m, const pb_seq *s, pb_batch_seq *out) 
 static pb_status bm_append_each(pb_kv_manager *m, pb_seq *const *seqs, int32_t n, pb_pair_vec *copies) {
     bm *b = BM(m);
     int32_t avail = gpu_avail(b);
-    for (int32_t i = 0; i < n; i++) {
+    for (int32_t i = 0; i < n && avail < n; i++) {   /* each takes at most one block */
         PB_ASSERT(seqs[i]->group->n_seqs == 1);
         if (avail < 1) return PB_ERR_NO_SPACE;
         int32_t kv = seqs[i]->kv_len, off = b->bs_mask >= 0 ? (kv & b->bs_mask) : kv % b->bs;
