@@ -525,80 +525,90 @@ static void ff_batch(pb_sched *s, int32_t n, int64_t ctx, int64_t blocks) {
     b->prefill_pairs2 = b->prefill_cached = 0;
 }
 
-static pb_status fast_forward(pb_engine *e) {
-    pb_sched *s = &e->s;
-    s->steady = false;
-    int32_t n = s->n_running, left = INT32_MAX;
+/* The replay's state: the running groups' sequences in order, the decode sums and
+   the blocks the contexts start at each step (ff_phase), the last tokens' time. */
+typedef struct {
+    int32_t n, bs, sh;     /* groups; block size; log2(bs) when a power of two, else -1 */
+    int32_t left;          /* steps before the first group's last token               */
+    int64_t ctx, blocks;   /* sums over the contexts, as of the last step             */
+    double last_token;     /* every group's latest token time                         */
+} ff_state;
+
+/* Collect the running groups and the sums of the pure decode step just run.  A
+   context starts a block (ceil(c / bs) grows) at the replayed steps k where its
+   kv_len before the append, c + k, is a multiple of bs: k = (bs - c % bs) % bs, then
+   every bs steps, so ff_phase[k % bs] counts the contexts starting one at step k. */
+static void ff_begin(pb_sched *s, ff_state *f) {
+    int32_t n = s->n_running, bs = s->kv->block_size, sh = s->b_bs_shift;
+    PB_ASSERT(bs >= 1);
     if (s->cap_ff_seqs < n) {
         s->cap_ff_seqs = PB_MAX(n, 2 * s->cap_ff_seqs);
         s->ff_seqs = pb_xrealloc(s->ff_seqs, (size_t)s->cap_ff_seqs * sizeof *s->ff_seqs);
     }
-    int32_t i = 0;
-    for (pb_group *g = s->run_head; g; g = g->next) {
-        s->ff_seqs[i++] = g->seqs[0];
-        left = PB_MIN(left, g->output_len - g->n_generated - 1);   /* the steps before its last */
-    }
-    PB_ASSERT(i == n);
-    /* the decode sums, advanced per step: every context grows by one, and a context
-       starts a block (ceil(c / bs) grows) at the steps where its kv_len before the
-       append is a multiple of bs: at = (bs - kv_len % bs) % bs steps from now,
-       then every bs */
-    int32_t bs = s->kv->block_size;
-    PB_ASSERT(bs >= 1);
     if (s->cap_ff_phase < bs) {
         s->cap_ff_phase = bs;
         s->ff_phase = pb_xrealloc(s->ff_phase, (size_t)bs * sizeof *s->ff_phase);
     }
     memset(s->ff_phase, 0, (size_t)bs * sizeof *s->ff_phase);
-    int64_t ctx = 0, blocks = 0;
-    int32_t sh = s->b_bs_shift;   /* log2(bs) when a power of two: no divisions */
-    for (i = 0; i < n; i++) {
-        int32_t c = s->ff_seqs[i]->kv_len, in_block = sh >= 0 ? c & (bs - 1) : c % bs;
-        ctx += c;
-        blocks += sh >= 0 ? (c + bs - 1) >> sh : (c + bs - 1) / bs;
+    *f = (ff_state){.n = n, .bs = bs, .sh = sh, .left = INT32_MAX, .last_token = s->now};
+    int32_t i = 0;
+    for (pb_group *g = s->run_head; g; g = g->next) {
+        pb_seq *q = g->seqs[0];
+        s->ff_seqs[i++] = q;
+        f->left = PB_MIN(f->left, g->output_len - g->n_generated - 1);
+        int32_t c = q->kv_len, in_block = sh >= 0 ? c & (bs - 1) : c % bs;
+        f->ctx += c;
+        f->blocks += sh >= 0 ? (c + bs - 1) >> sh : (c + bs - 1) / bs;
         s->ff_phase[in_block ? bs - in_block : 0]++;
     }
-    const pb_group *head = pb_sched_waiting_peek(s);
-    double last_token = s->now;   /* every running group's: the pure decode step's */
-    int32_t k = 0;   /* steps replayed; the one with index left finishes a group: the last */
-    for (; k <= left && !run_over(s); k++) {
-        while (s->next_arrival < s->n_requests && s->reqs[s->next_arrival].arrival_s <= s->now)
-            pb_sched_enqueue_waiting(s, group_arrive(s, s->next_arrival++));
-        if (pb_sched_waiting_peek(s) != head) break;   /* the policy must look at it */
-        pb_pair_vec_clear(&s->copies);
-        if (pb_kv_append_each(s->kv, s->ff_seqs, n, &s->copies) != PB_OK) break;   /* it preempts */
-        ctx += n;
-        blocks += s->ff_phase[sh >= 0 ? k & (bs - 1) : k % bs];
-        ff_batch(s, n, ctx, blocks);
-        pb_step_metrics sm;
-        memset(&sm, 0, sizeof sm);
-        sm.t_s = s->now;
-        sm.n_groups = sm.n_seqs = sm.decode_tokens = n;
-        sm.n_copies = s->copies.n;
-        sm.n_running = s->n_running;
-        sm.n_waiting = s->n_waiting;
-        sm.n_swapped = s->n_swapped;
-        pb_kv_usage_get(s->kv, &sm.mem);
-        pb_step_result res;
-        memset(&res, 0, sizeof res);
-        pb_status st = pb_executor_execute(s->ex, &s->batch, &res, NULL);
-        if (st == PB_OK && (!(res.latency_s >= 0) || !isfinite(res.latency_s) || res.has_tokens)) st = PB_ERR_INVALID;
-        if (st != PB_OK) {
-            pb_log_error("engine: executor '%s' failed at step %lld (fast-forward): %s", s->ex->iface->name,
-                         (long long)s->step, pb_status_str(st));
-            return st;
-        }
-        s->now += res.latency_s;
-        sm.latency_s = res.latency_s;
-        sm.swap_s = res.swap_s;
-        sm.copy_s = res.copy_s;
-        pb_metrics_tokens(s->metrics, last_token, s->now, n);
-        last_token = s->now;
-        pb_metrics_add_step(s->metrics, &sm);
-        s->step++;
-    }
+    PB_ASSERT(i == n);
+}
+
+/* Replayed step k: the manager's appends, the executor, the clock, the metrics.
+   *ran = false (nothing changed) when a group cannot append: an ordinary step must
+   preempt. */
+static pb_status ff_step(pb_sched *s, ff_state *f, int32_t k, bool *ran) {
     pb_pair_vec_clear(&s->copies);
-    for (i = 0; i < n && k > 0; i++) {   /* k tokens each: lengths, computed KV, times */
+    *ran = pb_kv_append_each(s->kv, s->ff_seqs, f->n, &s->copies) == PB_OK;
+    if (!*ran) return PB_OK;
+    f->ctx += f->n;
+    f->blocks += s->ff_phase[f->sh >= 0 ? k & (f->bs - 1) : k % f->bs];
+    ff_batch(s, f->n, f->ctx, f->blocks);
+    pb_step_metrics sm;
+    memset(&sm, 0, sizeof sm);
+    sm.t_s = s->now;
+    sm.n_groups = sm.n_seqs = sm.decode_tokens = f->n;
+    sm.n_copies = s->copies.n;
+    sm.n_running = s->n_running;
+    sm.n_waiting = s->n_waiting;
+    sm.n_swapped = s->n_swapped;
+    pb_kv_usage_get(s->kv, &sm.mem);
+    pb_step_result res;
+    memset(&res, 0, sizeof res);
+    pb_status st = pb_executor_execute(s->ex, &s->batch, &res, NULL);
+    if (st == PB_OK && (!(res.latency_s >= 0) || !isfinite(res.latency_s) || res.has_tokens)) st = PB_ERR_INVALID;
+    if (st != PB_OK) {
+        pb_log_error("engine: executor '%s' failed at step %lld (fast-forward): %s", s->ex->iface->name,
+                     (long long)s->step, pb_status_str(st));
+        return st;
+    }
+    s->now += res.latency_s;
+    sm.latency_s = res.latency_s;
+    sm.swap_s = res.swap_s;
+    sm.copy_s = res.copy_s;
+    pb_metrics_tokens(s->metrics, f->last_token, s->now, f->n);
+    f->last_token = s->now;
+    pb_metrics_add_step(s->metrics, &sm);
+    s->step++;
+    return PB_OK;
+}
+
+/* After k replayed steps: k tokens each (lengths, computed KV, token time); the
+   groups whose last token the last step produced finish, in running order. */
+static void ff_end(pb_sched *s, const ff_state *f, int32_t k) {
+    pb_pair_vec_clear(&s->copies);
+    if (k == 0) return;
+    for (int32_t i = 0; i < f->n; i++) {
         pb_seq *q = s->ff_seqs[i];
         pb_group *g = q->group;
         q->len += k;
@@ -606,14 +616,33 @@ static pb_status fast_forward(pb_engine *e) {
         q->n_computed = q->len - 1;
         g->len += k;
         g->n_generated += k;
-        g->last_token_s = last_token;
+        g->last_token_s = f->last_token;
     }
-    for (i = 0; i < n && k == left + 1; i++) {   /* the last step's last tokens */
+    for (int32_t i = 0; i < f->n && k == f->left + 1; i++) {
         pb_group *g = s->ff_seqs[i]->group;
         if (g->n_generated >= g->output_len) finish_group(s, g);
     }
     s->ff_steps += k;
-    if (k > 0) s->replayed = true;
+    s->replayed = true;
+}
+
+static pb_status fast_forward(pb_engine *e) {
+    pb_sched *s = &e->s;
+    s->steady = false;
+    ff_state f;
+    ff_begin(s, &f);
+    const pb_group *head = pb_sched_waiting_peek(s);
+    int32_t k = 0;   /* steps replayed; step f.left produces a group's last token: the last */
+    for (; k <= f.left && !run_over(s); k++) {
+        while (s->next_arrival < s->n_requests && s->reqs[s->next_arrival].arrival_s <= s->now)
+            pb_sched_enqueue_waiting(s, group_arrive(s, s->next_arrival++));
+        if (pb_sched_waiting_peek(s) != head) break;   /* the policy must look at it */
+        bool ran;
+        pb_status st = ff_step(s, &f, k, &ran);
+        if (st != PB_OK) return st;
+        if (!ran) break;   /* a group cannot append: an ordinary step preempts */
+    }
+    ff_end(s, &f, k);
     return s->p.check_every_step && k > 0 ? pb_engine_check(e) : PB_OK;
 }
 
