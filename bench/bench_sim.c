@@ -6,7 +6,9 @@
  * the paper's 12 GiB-class KV budget) on the sim executor.  We time the replay alone
  * (trace generation excluded) in CPU seconds of this process, take the median of 3
  * repetitions, and report simulated requests per CPU-second (sim_requests_per_s),
- * simulated tokens (prompt + output) per CPU-second, and engine steps per CPU-second;
+ * simulated tokens (prompt + output) per CPU-second, and engine steps per CPU-second,
+ * of which the share the engine replayed in its fast-forward (sim_fast_forwarded_pct,
+ * engine.h);
  * also the simulated system's own throughput (requests per simulated second), a
  * sanity check of the cost model (saturated vLLM, OPT-13B, ShareGPT).
  * Beam search against n = 1: a one-hour Alpaca trace at 1 req/s (fig14's vLLM
