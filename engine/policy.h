@@ -116,11 +116,15 @@ typedef struct {
        memory copy -- the next step this policy schedules is the same decode of the
        same groups in the same order, as long as no running group finishes in it,
        every group can append, and the waiting queue's head is the same group (or the
-       queue stays empty); a policy that says so lets the engine replay such steps
-       without calling schedule (engine.h, fast_forward).  True for the vLLM steps:
-       admission and swap-in stay blocked while free blocks only shrink, the token
-       and sequence budgets see the same decodes, and FCFS arrivals queue behind the
-       head.  Stateful or reordering policies leave it false. */
+       queue stays empty).  So is the step after one that only admitted groups
+       (through pb_sched_admit_waiting, each completing its prefill with one
+       sequence) besides decoding all others, when nothing is swapped and the
+       admission loop stopped at an empty queue or at a head held by memory, the
+       sequence budget or the group cap.  A policy that says so lets the engine
+       replay such steps without calling schedule (engine.h, fast_forward).  True for
+       the vLLM steps: admission and swap-in stay blocked while free blocks only
+       shrink, the token and sequence budgets see the same decodes, and FCFS arrivals
+       queue behind the head.  Stateful or reordering policies leave it false. */
     bool steady_decode;
 } pb_policy_i;
 
