@@ -460,44 +460,37 @@ static pb_status postprocess(pb_sched *s, bool has_tokens, const pb_step_metrics
 }
 
 /* ---- fast-forward: the steps that repeat a pure decode step ----
- * A pure decode step: every running group decoded, one sequence each, and nothing
- * else happened (no admission, swap, preemption, rejection, finish, memory copy,
- * partial prefill).  With a steady_decode policy (policy.h) the steps after it are
- * the same decode of the same groups as long as no group finished in the step before,
- * every group can append and the waiting queue's head stays the same; fast_forward
- * replays them: arrivals as in schedule(), the manager's append_each in running
+ * A pure decode step decodes every running group, one sequence each, and does nothing
+ * else.  When after a step every running group has one sequence past its prefill and
+ * the policy answers steady (policy.h: it would schedule such a step, and keep doing
+ * so while free blocks shrink and arrivals queue behind the waiting head), the
+ * following steps are replayed here until a group cannot append (an ordinary step
+ * preempts), the waiting head changes (the policy must look at it) or a group's last
+ * token is produced: arrivals as in schedule(), the manager's append_each in running
  * order, the batch's counts and sums for the executor (PB_EXEC_SUMS_ONLY: no
  * entries), the step's metrics and its n equal inter-token gaps.  When the replay
  * stops the groups' lengths are brought up to date and the groups whose last token
  * the last replayed step produced finish, in running order, as post-processing
- * would finish them; the next step is an ordinary one. */
+ * would finish them; the next step is an ordinary one.  Bit for bit the steps
+ * pb_engine_step would run (tests/test_fastfwd.c). */
 
 /* Is fast-forward possible for this run at all? */
 static bool ff_possible(const pb_sched *s) {
     unsigned caps = s->ex->iface->caps;
-    return s->p.fast_forward && s->policy->iface->steady_decode && s->kv->iface->append_each &&
+    return s->p.fast_forward && s->policy->iface->steady && s->kv->iface->append_each &&
            !s->kv->iface->computed && (caps & PB_EXEC_SUMS_ONLY) &&
            !(caps & (PB_EXEC_KV_LAYOUT | PB_EXEC_TOKENS)) && !s->p.store_tokens;
 }
 
 /* Is the next step a pure decode step (so that it and the next ones may be
-   replayed)?  The step just run scheduled every running group and did nothing else
-   (no preemption, swap, rejection, finish, memory copy) and either
-   - decoded them all, one sequence each: the pure decode step itself; or
-   - admitted some of them, each now decoding with one sequence (its prefill
-     complete), nothing swapped, and the admission stopped at an empty queue or at a
-     head held for good by a decode-only step (scheduler.h pb_admit_stop): the next
-     step schedules the same groups' decodes and admits nobody. */
-static bool steady_next(const pb_sched *s, bool has_tokens) {
-    if (has_tokens || s->n_running == 0 || s->n_bgroups != s->n_running || s->n_preempted > 0 ||
-        s->n_swap_in_groups > 0 || s->n_dead > 0 || s->copies.n > 0 || s->swap_in.n > 0 || s->swap_out.n > 0 ||
-        s->batch.n_slot_copies > 0 || !ff_possible(s))
-        return false;
-    if (s->b_prefill_seqs == 0) return s->n_bseq == s->n_bgroups;
-    if (s->n_swapped > 0 || s->admit_stop == PB_ADMIT_STOP_OTHER) return false;
+   replayed)?  Every running group got a token in the step just run (so they share
+   the last token time) and has one sequence past its prefill, and the policy says
+   it would decode them and nothing else (pb_policy_i.steady). */
+static bool steady_next(pb_sched *s, bool has_tokens) {
+    if (has_tokens || s->n_running == 0 || s->n_bgroups != s->n_running || !ff_possible(s)) return false;
     for (const pb_group *g = s->run_head; g; g = g->next)
         if (g->n_seqs != 1 || g->prefill) return false;
-    return true;
+    return s->policy->iface->steady(s->policy, s);
 }
 
 /* The batch of a replayed step: n decodes whose contexts (the kv_len each reached)
@@ -634,6 +627,7 @@ static pb_status fast_forward(pb_engine *e) {
     const pb_group *head = pb_sched_waiting_peek(s);
     int32_t k = 0;   /* steps replayed; step f.left produces a group's last token: the last */
     for (; k <= f.left && !run_over(s); k++) {
+        groups_recycle(s);   /* as schedule() */
         while (s->next_arrival < s->n_requests && s->reqs[s->next_arrival].arrival_s <= s->now)
             pb_sched_enqueue_waiting(s, group_arrive(s, s->next_arrival++));
         if (pb_sched_waiting_peek(s) != head) break;   /* the policy must look at it */

@@ -111,21 +111,17 @@ typedef struct {
     /* The paged KV manager keeps computed full blocks cached by content (automatic
        prefix caching, block_manager.h) for this policy's systems. */
     bool prefix_caching;
-    /* After a PURE DECODE step -- every running group decoded, one sequence each, and
-       nothing else happened: no admission, swap, preemption, rejection, finish or
-       memory copy -- the next step this policy schedules is the same decode of the
-       same groups in the same order, as long as no running group finishes in it,
-       every group can append, and the waiting queue's head is the same group (or the
-       queue stays empty).  So is the step after one that only admitted groups
-       (through pb_sched_admit_waiting, each completing its prefill with one
-       sequence) besides decoding all others, when nothing is swapped and the
-       admission loop stopped at an empty queue or at a head held by memory, the
-       sequence budget or the group cap.  A policy that says so lets the engine
-       replay such steps without calling schedule (engine.h, fast_forward).  True for
-       the vLLM steps: admission and swap-in stay blocked while free blocks only
-       shrink, the token and sequence budgets see the same decodes, and FCFS arrivals
-       queue behind the head.  Stateful or reordering policies leave it false. */
-    bool steady_decode;
+    /* Optional (NULL: never), for the engine's fast-forward (engine.h): a pure query
+       at the end of a step after which every running group has one sequence past
+       its prefill.  True means: the next step -- if every running group can append
+       -- decodes exactly the running groups, in running order, and admits, swaps in
+       and rejects nobody; and so do the steps after it while free blocks only
+       shrink, the running set stays, and arrivals queue behind the waiting head
+       (the engine stops replaying when the head changes, a group finishes or one
+       cannot append).  The engine then replays those steps without calling
+       schedule.  The vLLM steps answer with pb_policy_vllm_steady (held heads);
+       stateful or reordering policies leave it NULL. */
+    bool (*steady)(pb_policy *p, pb_sched *s);
 } pb_policy_i;
 
 struct pb_policy {
@@ -331,6 +327,11 @@ pb_status pb_sched_admit_waiting(pb_sched *s, const pb_admit_rule *r, int32_t *n
 pb_status pb_sched_vllm_v01_step(pb_sched *s);
 pb_status pb_sched_vllm_v02_step(pb_sched *s, int32_t max_paddings);
 pb_status pb_sched_vllm_step(pb_sched *s);
+/* The vLLM steps' pb_policy_i.steady answer (a pure query): the swapped head, or
+   with nothing swapped the waiting head, is held -- LATER or over the sequence
+   budget -- or there is none. */
+bool pb_sched_vllm_steady(pb_sched *s);
+bool pb_policy_vllm_steady(pb_policy *p, pb_sched *s);   /* the same, as an iface entry */
 
 #ifdef __cplusplus
 }

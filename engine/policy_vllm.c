@@ -15,7 +15,7 @@ static const pb_policy_i VLLM_IFACE = {
     .waiting_key = NULL,   /* FCFS: arrival time */
     .schedule = vllm_schedule,
     .destroy = pb_policy_plain_destroy,
-    .steady_decode = true,   /* pb_policy_i */
+    .steady = pb_policy_vllm_steady,
 };
 
 pb_status pb_policy_vllm_create(const pb_node *opts, pb_policy **out, pb_cfg_err *err) {

@@ -17,7 +17,7 @@ static const pb_policy_i V01_IFACE = {
     .waiting_key = NULL,   /* FCFS */
     .schedule = v01_schedule,
     .destroy = pb_policy_plain_destroy,
-    .steady_decode = true,   /* pb_policy_i */
+    .steady = pb_policy_vllm_steady,
 };
 
 /* its step is fixed (mixed, unpadded): the engine's step_mode and max_paddings do not apply */

@@ -24,7 +24,7 @@ static const pb_policy_i V02_IFACE = {
     .waiting_key = NULL,   /* FCFS */
     .schedule = v02_schedule,
     .destroy = pb_policy_plain_destroy,
-    .steady_decode = true,   /* pb_policy_i */
+    .steady = pb_policy_vllm_steady,
 };
 
 /* its steps alternate whatever the engine's step_mode; max_paddings applies */

@@ -140,25 +140,21 @@ static bool admit_fits(pb_sched *s, const pb_admit_rule *r, const pb_group *g, i
 
 pb_status pb_sched_admit_waiting(pb_sched *s, const pb_admit_rule *r, int32_t *n_admitted) {
     int32_t n = 0;
-    pb_admit_stop stop = PB_ADMIT_STOP_EMPTY;   /* what ended the loop (scheduler.h) */
     pb_group *g;
     while ((g = pb_sched_waiting_peek(s)) != NULL) {
-        stop = PB_ADMIT_STOP_HELD;   /* memory, the group cap or the sequence budget */
-        if (pb_sched_preempted_this_step(s, g)) { stop = PB_ADMIT_STOP_OTHER; break; }
+        if (pb_sched_preempted_this_step(s, g)) break;
         if (r->max_groups > 0 && s->n_running >= r->max_groups) break;
         pb_alloc_status a = pb_sched_admit_status(s, g, r->chunk > 0);
         if (a == PB_ALLOC_NEVER) { pb_sched_reject(s, g); continue; }
         if (a == PB_ALLOC_LATER) break;
         int32_t max_tokens;
-        if (!admit_fits(s, r, g, &max_tokens)) { stop = PB_ADMIT_STOP_OTHER; break; }
+        if (!admit_fits(s, r, g, &max_tokens)) break;
         if (s->running_seqs + PB_MAX(g->n_seqs, g->max_seqs) > s->p.max_num_seqs) break;
         pb_status e = pb_sched_admit(s, g, max_tokens);
         if (e == PB_ERR_NO_SPACE) break;
         if (e != PB_OK) return e;
         n++;
-        stop = PB_ADMIT_STOP_EMPTY;
     }
-    s->admit_stop = stop;
     if (n_admitted) *n_admitted = n;
     return PB_OK;
 }
@@ -189,6 +185,25 @@ pb_status pb_sched_vllm_v02_step(pb_sched *s, int32_t max_paddings) {
     pb_status st = pb_sched_decode_running(s, pb_victim_latest, NULL);
     if (st == PB_OK && s->n_preempted == 0) st = pb_sched_swap_in_fcfs(s);
     return st;
+}
+
+/* Held heads: the swapped queue's head (if any) cannot swap in -- LATER, or over the
+   sequence budget -- and, with nothing swapped, the waiting head (if any) cannot be
+   admitted -- LATER, or over the sequence budget.  Both stay so while free blocks
+   only shrink and the running set is the same; a NEVER head is not held (a step
+   would reject it).  The vLLM steps then decode the running groups only, in either
+   step mode: that is their pb_policy_i.steady answer. */
+bool pb_sched_vllm_steady(pb_sched *s) {
+    pb_group *g = s->swp_head;
+    if (g) {
+        pb_alloc_status a = pb_sched_can_swap_in(s, g);
+        return a == PB_ALLOC_LATER ||
+               (a == PB_ALLOC_OK && s->running_seqs + PB_MAX(g->n_seqs, g->max_seqs) > s->p.max_num_seqs);
+    }
+    if ((g = pb_sched_waiting_peek(s)) == NULL) return true;
+    pb_alloc_status a = pb_sched_admit_status(s, g, false);
+    return a == PB_ALLOC_LATER ||
+           (a == PB_ALLOC_OK && s->running_seqs + PB_MAX(g->n_seqs, g->max_seqs) > s->p.max_num_seqs);
 }
 
 pb_status pb_sched_vllm_step(pb_sched *s) {

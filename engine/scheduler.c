@@ -193,7 +193,6 @@ void pb_sched_begin_step(pb_sched *s) {
     s->n_preempted = 0;
     s->n_swapped_out_now = 0;
     s->n_swap_in_groups = 0;
-    s->admit_stop = PB_ADMIT_STOP_EMPTY;
     s->replayed = false;
 }
 

@@ -19,14 +19,6 @@
 #include "policy.h"
 #include "sequence.h"
 
-/* Why the last admission loop of the step stopped (pb_sched_admit_waiting):
-   EMPTY  the waiting queue ran out (or was empty), or no loop ran this step;
-   HELD   its head waits for memory (LATER / NO_SPACE), the sequence budget or the
-          group cap -- none of which a decode-only step can free: free blocks only
-          shrink, the running set and its sequences stay;
-   OTHER  the token budget (the next step's may differ) or a group preempted now. */
-typedef enum { PB_ADMIT_STOP_EMPTY = 0, PB_ADMIT_STOP_HELD, PB_ADMIT_STOP_OTHER } pb_admit_stop;
-
 typedef struct {   /* a waiting group and its heap order (copies of its keys) */
     double key, arrival_s;   /* g->wait_key, g->arrival_s */
     int32_t id;
@@ -84,7 +76,6 @@ struct pb_sched {
     int32_t *prompt_tok;          /* scratch for synthetic prompt tokens           */
     int32_t cap_prompt_tok;
     /* fast-forward (engine.c) */
-    pb_admit_stop admit_stop;     /* this step's admission loop (sched_step.c)     */
     bool steady;                  /* the next steps repeat a pure decode step      */
     bool replayed;                /* the last step was replayed: the batch has its
                                      sums but no entries (pb_sched_check)          */
