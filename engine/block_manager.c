@@ -763,12 +763,12 @@ static pb_status bm_append_each(pb_kv_manager *m, pb_seq *const *seqs, int32_t n
     bm *b = BM(m);
     int32_t avail = gpu_avail(b);
     for (int32_t i = 0; i < n && avail < n; i++) {   /* each takes at most one block */
-        PB_ASSERT(seqs[i]->group->n_seqs == 1);
         if (avail < 1) return PB_ERR_NO_SPACE;
         int32_t kv = seqs[i]->kv_len, off = b->bs_mask >= 0 ? (kv & b->bs_mask) : kv % b->bs;
         avail -= off == 0 || pb_block_alloc_ref(b->gpu, (int32_t)seqs[i]->kv_aux) > 1;
     }
     for (int32_t i = 0; i < n; i++) {
+        PB_ASSERT(seqs[i]->group->n_seqs == 1);
         if (append_in_place(b, seqs[i])) continue;
         pb_status st = bm_append(m, seqs[i], copies);
         PB_ASSERT(st == PB_OK);
