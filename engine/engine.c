@@ -413,6 +413,25 @@ static void step_metrics_begin(pb_sched *s, pb_step_metrics *sm) {
 }
 
 /* Run the batch, advance the clock, record what became computed. */
+/* The executor on s->batch into res: its status, or PB_ERR_INVALID when the result
+   is not a latency (finite, >= 0) or has tokens it may not return. */
+static pb_status run_executor(pb_sched *s, pb_candidates *cand, pb_step_result *res) {
+    bool tokens = s->ex->iface->caps & PB_EXEC_TOKENS;
+    memset(res, 0, sizeof *res);
+    pb_status st = pb_executor_execute(s->ex, &s->batch, res, cand);
+    if (st != PB_OK) {
+        pb_log_error("engine: executor '%s' failed at step %lld: %s", s->ex->iface->name,
+                     (long long)s->step, pb_status_str(st));
+        return st;
+    }
+    if (!(res->latency_s >= 0) || !isfinite(res->latency_s) || (res->has_tokens && !tokens)) {
+        pb_log_error("engine: executor '%s' returned latency %g%s", s->ex->iface->name, res->latency_s,
+                     res->has_tokens && !tokens ? " and tokens without PB_EXEC_TOKENS" : "");
+        return PB_ERR_INVALID;
+    }
+    return PB_OK;
+}
+
 static pb_status execute(pb_sched *s, pb_step_metrics *sm, bool *has_tokens) {
     batch_fill(s);
     step_metrics_begin(s, sm);
@@ -424,18 +443,8 @@ static pb_status execute(pb_sched *s, pb_step_metrics *sm, bool *has_tokens) {
     if (tokens)
         for (int32_t i = 0; i < s->n_bseq; i++) s->cand[i].n = 0;
     pb_step_result res;
-    memset(&res, 0, sizeof res);
-    pb_status st = pb_executor_execute(s->ex, &s->batch, &res, s->cand);
-    if (st != PB_OK) {
-        pb_log_error("engine: executor '%s' failed at step %lld: %s", s->ex->iface->name,
-                     (long long)s->step, pb_status_str(st));
-        return st;
-    }
-    if (!(res.latency_s >= 0) || !isfinite(res.latency_s) || (res.has_tokens && !tokens)) {
-        pb_log_error("engine: executor '%s' returned latency %g%s", s->ex->iface->name, res.latency_s,
-                     res.has_tokens && !tokens ? " and tokens without PB_EXEC_TOKENS" : "");
-        return PB_ERR_INVALID;
-    }
+    pb_status st = run_executor(s, s->cand, &res);
+    if (st != PB_OK) return st;
     s->now += res.latency_s;
     for (int32_t i = 0; i < s->n_bseq; i++) s->bseq_seq[i]->n_computed = s->bseq[i].context_len;
     if (s->kv->iface->computed)
@@ -577,14 +586,8 @@ static pb_status ff_step(pb_sched *s, ff_state *f, int32_t k, bool *ran) {
     sm.n_swapped = s->n_swapped;
     pb_kv_usage_get(s->kv, &sm.mem);
     pb_step_result res;
-    memset(&res, 0, sizeof res);
-    pb_status st = pb_executor_execute(s->ex, &s->batch, &res, NULL);
-    if (st == PB_OK && (!(res.latency_s >= 0) || !isfinite(res.latency_s) || res.has_tokens)) st = PB_ERR_INVALID;
-    if (st != PB_OK) {
-        pb_log_error("engine: executor '%s' failed at step %lld (fast-forward): %s", s->ex->iface->name,
-                     (long long)s->step, pb_status_str(st));
-        return st;
-    }
+    pb_status st = run_executor(s, NULL, &res);   /* no PB_EXEC_TOKENS (ff_possible) */
+    if (st != PB_OK) return st;
     s->now += res.latency_s;
     sm.latency_s = res.latency_s;
     sm.swap_s = res.swap_s;

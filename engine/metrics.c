@@ -178,8 +178,9 @@ double pb_percentile(double *v, int64_t n, double p) {
     return percentile_sorted(v, n, p);
 }
 
-/* The ITL percentiles read the gap runs by weighted selection, not by a sort: a run of
- * count c stands for c equal values of the multiset the runs expand to. r[from..n)
+/* Percentiles read runs (value, count) by weighted selection, not by a sort: a run of
+ * count c stands for c equal values of the multiset the runs expand to (the summary's
+ * per-request values are runs of one, or of a request's sequences). r[from..n)
  * expands to the ranks base.. of that multiset (unsorted); each read moves from and
  * base up to the value it found, so that a read of a rank not smaller starts there. */
 typedef struct {
@@ -231,12 +232,6 @@ static double percentile_runs(run_sel *s, int64_t n, double p) {
     return v_lo + frac * (next - v_lo);
 }
 
-static double mean(const double *v, int64_t n) {
-    double s = 0;
-    for (int64_t i = 0; i < n; i++) s += v[i];
-    return n ? s / (double)n : 0;
-}
-
 pb_req_latency pb_req_latency_of(const pb_req_metrics *r) {
     pb_req_latency l = {NAN, NAN, NAN, NAN};
     if (r->first_token_s >= 0) l.ttft_ms = (r->first_token_s - r->arrival_s) * 1e3;
@@ -247,49 +242,19 @@ pb_req_latency pb_req_latency_of(const pb_req_metrics *r) {
     return l;
 }
 
-/* Put the k-th smallest of v[lo..hi] at v[k], smaller ones before it, larger after
- * (Hoare's selection, median-of-three pivot); O(n) expected. */
-static void select_kth(double *v, int64_t lo, int64_t hi, int64_t k) {
-    while (hi > lo) {
-        int64_t mid = lo + (hi - lo) / 2;
-        double a = v[lo], b = v[mid], c = v[hi];
-        double piv = a < b ? (b < c ? b : (a < c ? c : a)) : (a < c ? a : (b < c ? c : b));
-        int64_t i = lo, j = hi;
-        while (i <= j) {
-            while (v[i] < piv) i++;
-            while (v[j] > piv) j--;
-            if (i <= j) { double t = v[i]; v[i] = v[j]; v[j] = t; i++; j--; }
-        }
-        if (k <= j) hi = j;
-        else if (k >= i) lo = i;
-        else return;
-    }
-}
-
-/* The p-th percentile as percentile_sorted would read it from the sorted v, with v
- * only partitioned: v[from..n) holds the ranks from..n-1 unsorted; *from moves past
- * the rank used, so that a larger p starts there. */
-static double percentile_select(double *v, int64_t n, double p, int64_t *from) {
-    if (n <= 0) return 0;
-    double pos = p / 100.0 * (double)(n - 1);
-    int64_t lo = (int64_t)pos;
-    if (lo >= n - 1) lo = n - 1;
-    if (lo >= *from) select_kth(v, *from, n - 1, lo);   /* else a smaller p put it there */
-    if (lo + 1 > *from) *from = lo + 1;
-    if (lo >= n - 1) return v[n - 1];
-    double next = v[lo + 1];
-    for (int64_t i = lo + 2; i < n; i++) if (v[i] < next) next = v[i];
-    double frac = pos - (double)lo;
-    return v[lo] + frac * (next - v[lo]);
-}
-
-/* mean in row order, then p50/p90/p99 by selection (the values a sort would give) */
-static void stats4(double *v, int64_t n, double *mean_, double *p50, double *p90, double *p99) {
-    *mean_ = mean(v, n);
-    int64_t from = 0;
-    *p50 = percentile_select(v, n, 50, &from);
-    *p90 = percentile_select(v, n, 90, &from);
-    *p99 = percentile_select(v, n, 99, &from);
+/* The mean of the values r[0..n_runs) expands to (n of them), adding each in order
+ * (bit for bit the sum over the expanded values), and p50/p90/p99 by selection over
+ * the runs (the values a sort would give).  Reorders r. */
+static void stats_runs(val_run *r, int64_t n_runs, int64_t n, double *mean, double *p50, double *p90,
+                       double *p99) {
+    double sum = 0;
+    for (int64_t i = 0; i < n_runs; i++)
+        for (int64_t c = 0; c < r[i].count; c++) sum += r[i].value;
+    *mean = n ? sum / (double)n : 0;
+    run_sel sel = {r, n_runs, 0, 0};
+    *p50 = percentile_runs(&sel, n, 50);
+    *p90 = percentile_runs(&sel, n, 90);
+    *p99 = percentile_runs(&sel, n, 99);
 }
 
 void pb_metrics_summary(const pb_metrics *m, pb_run_summary *o) {
@@ -302,15 +267,12 @@ void pb_metrics_summary(const pb_metrics *m, pb_run_summary *o) {
     o->prefix_hit_tokens = m->prefix_hit_tokens;
     o->prefix_query_tokens = m->prefix_query_tokens;
     o->prefix_hit_frac = m->prefix_query_tokens > 0 ? (double)m->prefix_hit_tokens / (double)m->prefix_query_tokens : 0;
-    int64_t n_seq_rows = 0;   /* rows not made: unfinished, no tokens, no preemptions */
-    for (int64_t i = 0; i < m->n_rows; i++)
-        if (m->reqs[i].finished) n_seq_rows += PB_MAX(m->reqs[i].n_seqs, 1);
-    o->n_unfinished = m->n_reqs - m->n_rows;
+    o->n_unfinished = m->n_reqs - m->n_rows;   /* rows not made: unfinished, no tokens */
+    /* per finished request one value (normalized latency: one per sequence, a run) */
     size_t nr = (size_t)(m->n_rows + 1);
-    double *nl = pb_xmalloc((size_t)(n_seq_rows + 1) * sizeof(double));
-    double *ttft = pb_xmalloc(nr * sizeof(double)), *tpot = pb_xmalloc(nr * sizeof(double));
-    double *e2e = pb_xmalloc(nr * sizeof(double));
-    int64_t k = 0, nt = 0, np = 0, ne = 0;
+    val_run *nl = pb_xmalloc(nr * sizeof *nl), *ttft = pb_xmalloc(nr * sizeof *ttft);
+    val_run *tpot = pb_xmalloc(nr * sizeof *tpot), *e2e = pb_xmalloc(nr * sizeof *e2e);
+    int64_t n_nl = 0, n_done = 0, n_tpot = 0;
     double last_finish = 0;
     for (int64_t i = 0; i < m->n_rows; i++) {
         const pb_req_metrics *r = &m->reqs[i];
@@ -322,35 +284,27 @@ void pb_metrics_summary(const pb_metrics *m, pb_run_summary *o) {
         if (!r->finished) { o->n_unfinished++; continue; }
         o->n_finished++;
         pb_req_latency l = pb_req_latency_of(r);
-        e2e[ne++] = l.e2e_s;
         if (r->finish_s > last_finish) last_finish = r->finish_s;
-        for (int32_t j = 0; j < PB_MAX(r->n_seqs, 1); j++) nl[k++] = l.norm_latency_s_per_token;
-        ttft[nt++] = l.ttft_ms;
-        if (!isnan(l.tpot_ms)) tpot[np++] = l.tpot_ms;
+        nl[n_done] = (val_run){l.norm_latency_s_per_token, PB_MAX(r->n_seqs, 1)};
+        n_nl += nl[n_done].count;
+        e2e[n_done] = (val_run){l.e2e_s, 1};
+        ttft[n_done++] = (val_run){l.ttft_ms, 1};
+        if (!isnan(l.tpot_ms)) tpot[n_tpot++] = (val_run){l.tpot_ms, 1};
         o->prompt_tokens += r->prompt_len;
         o->output_tokens += (int64_t)r->output_len * PB_MAX(r->n_seqs, 1);
     }
-    stats4(e2e, ne, &o->e2e_latency_mean, &o->e2e_p50, &o->e2e_p90, &o->e2e_p99);
-    stats4(nl, k, &o->norm_latency_mean, &o->norm_latency_p50, &o->norm_latency_p90, &o->norm_latency_p99);
-    stats4(ttft, nt, &o->ttft_mean_ms, &o->ttft_p50_ms, &o->ttft_p90_ms, &o->ttft_p99_ms);
-    stats4(tpot, np, &o->tpot_mean_ms, &o->tpot_p50_ms, &o->tpot_p90_ms, &o->tpot_p99_ms);
+    stats_runs(e2e, n_done, n_done, &o->e2e_latency_mean, &o->e2e_p50, &o->e2e_p90, &o->e2e_p99);
+    stats_runs(nl, n_done, n_nl, &o->norm_latency_mean, &o->norm_latency_p50, &o->norm_latency_p90,
+               &o->norm_latency_p99);
+    stats_runs(ttft, n_done, n_done, &o->ttft_mean_ms, &o->ttft_p50_ms, &o->ttft_p90_ms, &o->ttft_p99_ms);
+    stats_runs(tpot, n_tpot, n_tpot, &o->tpot_mean_ms, &o->tpot_p50_ms, &o->tpot_p90_ms, &o->tpot_p99_ms);
     free(nl);
     free(ttft);
     free(tpot);
     free(e2e);
-    /* ITL in ms: the mean adds every gap in recording order (the sum stats4 would
-     * make over the expanded gaps), the percentiles select from the runs */
-    val_run *itl = pb_xmalloc((size_t)(m->n_runs + 1) * sizeof *itl);
-    double sum = 0;
-    for (int64_t i = 0; i < m->n_runs; i++) {
-        itl[i] = (val_run){m->itl[i].value * 1e3, m->itl[i].count};
-        for (int64_t c = 0; c < itl[i].count; c++) sum += itl[i].value;
-    }
-    o->itl_mean_ms = m->n_itl ? sum / (double)m->n_itl : 0;
-    run_sel sel = {itl, m->n_runs, 0, 0};
-    o->itl_p50_ms = percentile_runs(&sel, m->n_itl, 50);
-    o->itl_p90_ms = percentile_runs(&sel, m->n_itl, 90);
-    o->itl_p99_ms = percentile_runs(&sel, m->n_itl, 99);
+    val_run *itl = pb_xmalloc((size_t)(m->n_runs + 1) * sizeof *itl);   /* in ms */
+    for (int64_t i = 0; i < m->n_runs; i++) itl[i] = (val_run){m->itl[i].value * 1e3, m->itl[i].count};
+    stats_runs(itl, m->n_runs, m->n_itl, &o->itl_mean_ms, &o->itl_p50_ms, &o->itl_p90_ms, &o->itl_p99_ms);
     free(itl);
     o->duration_s = o->n_unfinished ? m->clock_s : last_finish;
     if (o->duration_s > 0) {

@@ -193,17 +193,16 @@ pb_status pb_sched_vllm_v02_step(pb_sched *s, int32_t max_paddings) {
    only shrink and the running set is the same; a NEVER head is not held (a step
    would reject it).  The vLLM steps then decode the running groups only, in either
    step mode: that is their pb_policy_i.steady answer. */
-bool pb_sched_vllm_steady(pb_sched *s) {
-    pb_group *g = s->swp_head;
-    if (g) {
-        pb_alloc_status a = pb_sched_can_swap_in(s, g);
-        return a == PB_ALLOC_LATER ||
-               (a == PB_ALLOC_OK && s->running_seqs + PB_MAX(g->n_seqs, g->max_seqs) > s->p.max_num_seqs);
-    }
-    if ((g = pb_sched_waiting_peek(s)) == NULL) return true;
-    pb_alloc_status a = pb_sched_admit_status(s, g, false);
+static bool held(const pb_sched *s, const pb_group *g, pb_alloc_status a) {
     return a == PB_ALLOC_LATER ||
            (a == PB_ALLOC_OK && s->running_seqs + PB_MAX(g->n_seqs, g->max_seqs) > s->p.max_num_seqs);
+}
+
+bool pb_sched_vllm_steady(pb_sched *s) {
+    pb_group *g = s->swp_head;
+    if (g) return held(s, g, pb_sched_can_swap_in(s, g));
+    g = pb_sched_waiting_peek(s);
+    return !g || held(s, g, pb_sched_admit_status(s, g, false));
 }
 
 pb_status pb_sched_vllm_step(pb_sched *s) {
