@@ -35,6 +35,20 @@ typedef struct {
     bool present;
 } bm_prefix;
 
+/* Replayed decode steps (kv_manager.h replay_*; "replayed decode steps" below). */
+typedef struct {
+    pb_seq *const *seqs;     /* the engine's array                                  */
+    int32_t n, k;            /* sequences; steps done                               */
+    int32_t *base;           /* [n] kv_len at begin: seqs[i] has base[i] + k now    */
+    int32_t *order, *start;  /* sequence indices by phase, each phase in order:
+                                phase p's are order[start[p] .. start[p + 1])       */
+    int32_t last_phase;      /* the phase of seqs[n - 1]                            */
+    int32_t steps_left;      /* steps before some group's last token (contract)     */
+    int64_t pending;         /* slots written in place, not yet in block fills      */
+    int32_t cap_n, cap_bs;
+    bool on;
+} bm_replay;
+
 typedef struct {
     pb_kv_manager base;
     int32_t bs;
@@ -72,6 +86,7 @@ typedef struct {
     int32_t *hit_scratch;    /* allocate(): pinned hits of all sequences             */
     int32_t hit_cap;
     int64_t hit_tokens, query_tokens, evictions;
+    bm_replay rp;            /* replayed decode steps (below); rp.on between begin/end */
 } bm;
 
 static const pb_kv_manager_i BM_IFACE;
@@ -756,25 +771,106 @@ static void bm_batch_info(pb_kv_manager *m, const pb_seq *s, pb_batch_seq *out) 
     out->kv_offset = 0;
 }
 
-/* can_append (one free block per sequence) then append, for each in turn: a sequence
-   takes a block when its last is full or shared, so the whole step fits when each
-   one finds a block free after those taken before it. */
-static pb_status bm_append_each(pb_kv_manager *m, pb_seq *const *seqs, int32_t n, pb_pair_vec *copies) {
+/* ---- replayed decode steps (kv_manager.h replay_*) ----
+ * At replay step k (from 0) sequence i has kv_len base[i] + k before its append; its
+ * last block is full, and it takes a block, at the steps whose phase k % bs is
+ * (bs - base[i] % bs) % bs.  Every other append writes in place, which the replay
+ * counts instead of doing: one slot more in `pending` (usage adds it to the token
+ * slots) and one reserved slot less (the sequence's share min(empty, to come) drops
+ * by one, to come staying >= 1 by the contract).  A sequence taking a block is
+ * brought up to date first (its kv_len, its full last block's fill), then appends as
+ * append() does; replay_end brings every sequence up to date.  So a step costs O(1
+ * + the sequences taking a block) and leaves the pools, reference counts and
+ * reservation exactly as can_append + append of each in turn would. */
+
+static pb_status bm_replay_begin(pb_kv_manager *m, pb_seq *const *seqs, int32_t n) {
     bm *b = BM(m);
-    int32_t avail = gpu_avail(b);
-    for (int32_t i = 0; i < n && avail < n; i++) {   /* each takes at most one block */
-        if (avail < 1) return PB_ERR_NO_SPACE;
+    bm_replay *r = &b->rp;
+    PB_ASSERT(!r->on && n >= 1);
+    for (int32_t i = 0; i < n; i++) {   /* a shared partial last block: copy on write */
         int32_t kv = seqs[i]->kv_len, off = b->bs_mask >= 0 ? (kv & b->bs_mask) : kv % b->bs;
-        avail -= off == 0 || pb_block_alloc_ref(b->gpu, (int32_t)seqs[i]->kv_aux) > 1;
+        if (off != 0 && pb_block_alloc_ref(b->gpu, (int32_t)seqs[i]->kv_aux) != 1) return PB_ERR_UNSUPPORTED;
     }
+    if (r->cap_n < n) {
+        r->cap_n = PB_MAX(n, 2 * r->cap_n);
+        r->base = pb_xrealloc(r->base, (size_t)r->cap_n * sizeof *r->base);
+        r->order = pb_xrealloc(r->order, (size_t)r->cap_n * sizeof *r->order);
+    }
+    if (r->cap_bs < b->bs + 1) {
+        r->cap_bs = b->bs + 1;
+        r->start = pb_xrealloc(r->start, (size_t)r->cap_bs * sizeof *r->start);
+    }
+    /* counting sort by phase, stable: start[p + 1] counts phase p, then running starts */
+    memset(r->start, 0, (size_t)(b->bs + 1) * sizeof *r->start);
+    r->steps_left = INT32_MAX;
     for (int32_t i = 0; i < n; i++) {
-        PB_ASSERT(seqs[i]->group->n_seqs == 1);
-        if (append_in_place(b, seqs[i])) continue;
-        pb_status st = bm_append(m, seqs[i], copies);
+        const pb_seq *q = seqs[i];
+        const pb_group *g = q->group;
+        PB_ASSERT(q->kv && !((const bm_table *)q->kv)->on_cpu && g->n_seqs == 1);
+        int32_t kv = q->kv_len, off = b->bs_mask >= 0 ? (kv & b->bs_mask) : kv % b->bs;
+        r->base[i] = kv;
+        r->start[(off ? b->bs - off : 0) + 1]++;
+        r->steps_left = PB_MIN(r->steps_left, g->prompt_len + g->output_len - 1 - kv);
+    }
+    for (int32_t p = 0; p < b->bs; p++) r->start[p + 1] += r->start[p];
+    for (int32_t i = 0; i < n; i++) {   /* start[p] runs to phase p's end ... */
+        int32_t off = b->bs_mask >= 0 ? (r->base[i] & b->bs_mask) : r->base[i] % b->bs;
+        int32_t p = off ? b->bs - off : 0;
+        r->order[r->start[p]++] = i;
+        if (i == n - 1) r->last_phase = p;
+    }
+    for (int32_t p = b->bs; p > 0; p--) r->start[p] = r->start[p - 1];   /* ... and back */
+    r->start[0] = 0;
+    r->seqs = seqs;
+    r->n = n;
+    r->k = 0;
+    r->pending = 0;
+    r->on = true;
+    return PB_OK;
+}
+
+/* Sequence i of the replay up to date: kv_len, and its last block's fill (the
+   slots written in place move from pending into the fills). */
+static void replay_sync(bm *b, int32_t i) {
+    bm_replay *r = &b->rp;
+    pb_seq *s = r->seqs[i];
+    bm_table *t = s->kv;
+    s->kv_len = r->base[i] + r->k;
+    int32_t last = t->blocks[t->n - 1], fill = s->kv_len - (t->n - 1) * b->bs;
+    r->pending -= fill - pb_block_alloc_fill(b->gpu, last);
+    pb_block_alloc_set_fill(b->gpu, last, fill);
+}
+
+static pb_status bm_replay_step(pb_kv_manager *m) {
+    bm *b = BM(m);
+    bm_replay *r = &b->rp;
+    PB_ASSERT(r->on && r->k < r->steps_left);
+    int32_t p = b->bs_mask >= 0 ? (r->k & b->bs_mask) : r->k % b->bs;
+    int32_t lo = r->start[p], take = r->start[p + 1] - lo;
+    /* can_append (one free block per sequence) before each append: every sequence
+       finds a block free after those the ones before it took */
+    if (gpu_avail(b) - take + (r->last_phase == p) < 1) return PB_ERR_NO_SPACE;
+    for (int32_t j = lo; j < lo + take; j++) {
+        int32_t i = r->order[j];
+        pb_seq *s = r->seqs[i];
+        replay_sync(b, i);   /* its last block is full: share 0, as the reservation has it */
+        pb_status st = bm_append(m, s, NULL);
         PB_ASSERT(st == PB_OK);
         (void)st;
     }
+    r->pending += r->n - take;
+    b->reserved -= r->n - take;
+    r->k++;
     return PB_OK;
+}
+
+static void bm_replay_end(pb_kv_manager *m) {
+    bm *b = BM(m);
+    bm_replay *r = &b->rp;
+    PB_ASSERT(r->on);
+    for (int32_t i = 0; i < r->n; i++) replay_sync(b, i);
+    PB_ASSERT(r->pending == 0);
+    r->on = false;
 }
 
 static void bm_usage(pb_kv_manager *m, pb_kv_usage *u) {
@@ -790,7 +886,7 @@ static void bm_usage(pb_kv_manager *m, pb_kv_usage *u) {
     u->logical_blocks = b->logical_gpu;
     u->total_slots = (int64_t)b->gpu->n_blocks * bs;
     int64_t allocated = u->physical_blocks * bs;
-    u->token_slots = b->gpu->token_slots;
+    u->token_slots = b->gpu->token_slots + b->rp.pending;
     u->free_slots = u->total_slots - allocated;
     u->reserved_slots = b->reserved;
     u->internal_frag_slots = allocated - u->token_slots - b->reserved;
@@ -889,6 +985,10 @@ static pb_status cache_check(bm *b) {
 static pb_status bm_check(pb_kv_manager *m) {
     bm *b = BM(m);
     int32_t bs = b->bs;
+    if (b->rp.on) {
+        pb_log_error("paged: check inside a replay (kv_len and fills lag until replay_end)");
+        return PB_ERR_INVALID;
+    }
     if (pb_block_alloc_check(b->gpu) != PB_OK || pb_block_alloc_check(b->cpu) != PB_OK)
         return PB_ERR_INVALID;
     int32_t *rg = pb_xcalloc((size_t)b->gpu->n_blocks + 1, sizeof(int32_t));
@@ -1023,6 +1123,9 @@ static void bm_destroy(pb_kv_manager *m) {
     free(b->lru_prev);
     free(b->lru_next);
     free(b->hit_scratch);
+    free(b->rp.base);
+    free(b->rp.order);
+    free(b->rp.start);
     pb_block_alloc_destroy(b->gpu);
     pb_block_alloc_destroy(b->cpu);
     free(b);
@@ -1032,7 +1135,8 @@ static void bm_destroy(pb_kv_manager *m) {
    blocks), which the engine then calls for every batch sequence after every step */
 #define BM_OPS                                                                                 \
     .name = "paged", .can_allocate = bm_can_allocate, .allocate = bm_allocate,                \
-    .can_append = bm_can_append, .append = bm_append, .append_each = bm_append_each,          \
+    .can_append = bm_can_append, .append = bm_append, .replay_begin = bm_replay_begin,      \
+    .replay_step = bm_replay_step, .replay_end = bm_replay_end,                                \
     .fork = bm_fork, .refork = bm_refork,                                                      \
     .free = bm_free, .can_swap_out = bm_can_swap_out, .swap_out = bm_swap_out,                \
     .can_swap_in = bm_can_swap_in, .swap_in = bm_swap_in, .batch_info = bm_batch_info,        \

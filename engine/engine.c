@@ -475,8 +475,8 @@ static pb_status postprocess(pb_sched *s, bool has_tokens, const pb_step_metrics
  * so while free blocks shrink and arrivals queue behind the waiting head), the
  * following steps are replayed here until a group cannot append (an ordinary step
  * preempts), the waiting head changes (the policy must look at it) or a group's last
- * token is produced: arrivals as in schedule(), the manager's append_each in running
- * order, the batch's counts and sums for the executor (PB_EXEC_SUMS_ONLY: no
+ * token is produced: arrivals as in schedule(), the manager's replayed appends
+ * (kv_manager.h replay_*: O(1) per step but for the sequences taking a block), the batch's counts and sums for the executor (PB_EXEC_SUMS_ONLY: no
  * entries), the step's metrics and its n equal inter-token gaps.  When the replay
  * stops the groups' lengths are brought up to date and the groups whose last token
  * the last replayed step produced finish, in running order, as post-processing
@@ -486,7 +486,7 @@ static pb_status postprocess(pb_sched *s, bool has_tokens, const pb_step_metrics
 /* Is fast-forward possible for this run at all? */
 static bool ff_possible(const pb_sched *s) {
     unsigned caps = s->ex->iface->caps;
-    return s->p.fast_forward && s->policy->iface->steady && s->kv->iface->append_each &&
+    return s->p.fast_forward && s->policy->iface->steady && s->kv->iface->replay_begin &&
            !s->kv->iface->computed && (caps & PB_EXEC_SUMS_ONLY) &&
            !(caps & (PB_EXEC_KV_LAYOUT | PB_EXEC_TOKENS)) && !s->p.store_tokens;
 }
@@ -503,7 +503,7 @@ static bool steady_next(pb_sched *s, bool has_tokens) {
 }
 
 /* The batch of a replayed step: n decodes whose contexts (the kv_len each reached)
-   sum to ctx tokens and blocks blocks, this step's copy-on-write pairs; seqs[] not
+   sum to ctx tokens and blocks blocks, no copies (kv_manager.h); seqs[] not
    filled. */
 static void ff_batch(pb_sched *s, int32_t n, int64_t ctx, int64_t blocks) {
     pb_batch *b = &s->batch;
@@ -513,10 +513,8 @@ static void ff_batch(pb_sched *s, int32_t n, int64_t ctx, int64_t blocks) {
     b->n_decode = n;
     b->block_size = s->kv->block_size;
     b->n_top = 1;
-    b->copies = s->copies.v;
-    b->n_copies = s->copies.n;
-    b->swap_in = b->swap_out = NULL;
-    b->n_swap_in = b->n_swap_out = 0;
+    b->copies = b->swap_in = b->swap_out = NULL;
+    b->n_copies = b->n_swap_in = b->n_swap_out = 0;
     b->slot_copies = NULL;
     b->n_slot_copies = 0;
     b->has_sums = true;
@@ -570,8 +568,7 @@ static void ff_begin(pb_sched *s, ff_state *f) {
    *ran = false (nothing changed) when a group cannot append: an ordinary step must
    preempt. */
 static pb_status ff_step(pb_sched *s, ff_state *f, int32_t k, bool *ran) {
-    pb_pair_vec_clear(&s->copies);
-    *ran = pb_kv_append_each(s->kv, s->ff_seqs, f->n, &s->copies) == PB_OK;
+    *ran = pb_kv_replay_step(s->kv) == PB_OK;
     if (!*ran) return PB_OK;
     f->ctx += f->n;
     f->blocks += s->ff_phase[f->sh >= 0 ? k & (f->bs - 1) : k % f->bs];
@@ -580,7 +577,6 @@ static pb_status ff_step(pb_sched *s, ff_state *f, int32_t k, bool *ran) {
     memset(&sm, 0, sizeof sm);
     sm.t_s = s->now;
     sm.n_groups = sm.n_seqs = sm.decode_tokens = f->n;
-    sm.n_copies = s->copies.n;
     sm.n_running = s->n_running;
     sm.n_waiting = s->n_waiting;
     sm.n_swapped = s->n_swapped;
@@ -602,7 +598,8 @@ static pb_status ff_step(pb_sched *s, ff_state *f, int32_t k, bool *ran) {
 /* After k replayed steps: k tokens each (lengths, computed KV, token time); the
    groups whose last token the last step produced finish, in running order. */
 static void ff_end(pb_sched *s, const ff_state *f, int32_t k) {
-    pb_pair_vec_clear(&s->copies);
+    pb_kv_replay_end(s->kv);
+    pb_pair_vec_clear(&s->copies);   /* the pure decode step's, replayed without any */
     if (k == 0) return;
     for (int32_t i = 0; i < f->n; i++) {
         pb_seq *q = s->ff_seqs[i];
@@ -627,6 +624,7 @@ static pb_status fast_forward(pb_engine *e) {
     s->steady = false;
     ff_state f;
     ff_begin(s, &f);
+    if (pb_kv_replay_begin(s->kv, s->ff_seqs, f.n) != PB_OK) return PB_OK;   /* an ordinary step next */
     const pb_group *head = pb_sched_waiting_peek(s);
     int32_t k = 0;   /* steps replayed; step f.left produces a group's last token: the last */
     for (; k <= f.left && !run_over(s); k++) {

@@ -68,7 +68,7 @@ struct pb_engine_params {
     bool fast_forward;              /* pb_engine_run replays steps that repeat a pure
                                        decode step in a fast loop (true; it applies
                                        when the policy has steady, the manager
-                                       append_each, the executor PB_EXEC_SUMS_ONLY
+                                       replay_*, the executor PB_EXEC_SUMS_ONLY
                                        and no token ids are kept; else a no-op)     */
     /* Optional: called when a group finishes, before its sequences are freed (e.g.
        to write real executors' output tokens: g->seqs[i]->tokens[prompt_len ..
