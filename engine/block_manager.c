@@ -38,11 +38,13 @@ typedef struct {
 /* Replayed decode steps (kv_manager.h replay_*; "replayed decode steps" below). */
 typedef struct {
     pb_seq *const *seqs;     /* the engine's array                                  */
-    int32_t n, k;            /* sequences; steps done                               */
+    int32_t n, k;            /* sequences still in; steps done                      */
+    int32_t next;            /* the next sequence to append in step k (0: none yet) */
+    int32_t cur;             /* step k's next sequence taking a block: order[cur]   */
     int32_t *base;           /* [n] kv_len at begin: seqs[i] has base[i] + k now    */
-    int32_t *order, *start;  /* sequence indices by phase, each phase in order:
-                                phase p's are order[start[p] .. start[p + 1])       */
-    int32_t last_phase;      /* the phase of seqs[n - 1]                            */
+    int32_t *phase;          /* [n] the step phase at which seqs[i] takes a block   */
+    int32_t *order;          /* sequence indices by phase, each phase in order:     */
+    int32_t *start, *end;    /*   phase p's are order[start[p] .. end[p])           */
     int32_t steps_left;      /* steps before some group's last token (contract)     */
     int64_t pending;         /* slots written in place, not yet in block fills      */
     int32_t cap_n, cap_bs;
@@ -774,101 +776,131 @@ static void bm_batch_info(pb_kv_manager *m, const pb_seq *s, pb_batch_seq *out) 
 /* ---- replayed decode steps (kv_manager.h replay_*) ----
  * At replay step k (from 0) sequence i has kv_len base[i] + k before its append; its
  * last block is full, and it takes a block, at the steps whose phase k % bs is
- * (bs - base[i] % bs) % bs.  Every other append writes in place, which the replay
- * counts instead of doing: one slot more in `pending` (usage adds it to the token
- * slots) and one reserved slot less (the sequence's share min(empty, to come) drops
- * by one, to come staying >= 1 by the contract).  A sequence taking a block is
- * brought up to date first (its kv_len, its full last block's fill), then appends as
- * append() does; replay_end brings every sequence up to date.  So a step costs O(1
- * + the sequences taking a block) and leaves the pools, reference counts and
- * reservation exactly as can_append + append of each in turn would. */
+ * phase[i] = (bs - base[i] % bs) % bs.  Every other append writes in place, which
+ * the replay counts instead of doing: one slot more in `pending` (usage adds it to
+ * the token slots) and one reserved slot less (the sequence's share min(empty, to
+ * come) drops by one, to come staying >= 1 by the contract).  A sequence taking a
+ * block is brought up to date first (its kv_len, its full last block's fill), then
+ * appends as append() does; a popped sequence and replay_end bring sequences up to
+ * date.  So a step costs O(1 + the sequences taking a block) and leaves the pools,
+ * reference counts and reservation exactly as can_append + append of each in turn
+ * would. */
+
+static inline int32_t phase_of(const bm *b, int32_t kv) {
+    int32_t off = b->bs_mask >= 0 ? (kv & b->bs_mask) : kv % b->bs;
+    return off ? b->bs - off : 0;
+}
 
 static pb_status bm_replay_begin(pb_kv_manager *m, pb_seq *const *seqs, int32_t n) {
     bm *b = BM(m);
     bm_replay *r = &b->rp;
     PB_ASSERT(!r->on && n >= 1);
-    for (int32_t i = 0; i < n; i++) {   /* a shared partial last block: copy on write */
-        int32_t kv = seqs[i]->kv_len, off = b->bs_mask >= 0 ? (kv & b->bs_mask) : kv % b->bs;
-        if (off != 0 && pb_block_alloc_ref(b->gpu, (int32_t)seqs[i]->kv_aux) != 1) return PB_ERR_UNSUPPORTED;
-    }
     if (r->cap_n < n) {
         r->cap_n = PB_MAX(n, 2 * r->cap_n);
         r->base = pb_xrealloc(r->base, (size_t)r->cap_n * sizeof *r->base);
+        r->phase = pb_xrealloc(r->phase, (size_t)r->cap_n * sizeof *r->phase);
         r->order = pb_xrealloc(r->order, (size_t)r->cap_n * sizeof *r->order);
     }
     if (r->cap_bs < b->bs + 1) {
         r->cap_bs = b->bs + 1;
         r->start = pb_xrealloc(r->start, (size_t)r->cap_bs * sizeof *r->start);
+        r->end = pb_xrealloc(r->end, (size_t)r->cap_bs * sizeof *r->end);
     }
-    /* counting sort by phase, stable: start[p + 1] counts phase p, then running starts */
-    memset(r->start, 0, (size_t)(b->bs + 1) * sizeof *r->start);
+    memset(r->end, 0, (size_t)b->bs * sizeof *r->end);
     r->steps_left = INT32_MAX;
     for (int32_t i = 0; i < n; i++) {
         const pb_seq *q = seqs[i];
         const pb_group *g = q->group;
         PB_ASSERT(q->kv && !((const bm_table *)q->kv)->on_cpu && g->n_seqs == 1);
-        int32_t kv = q->kv_len, off = b->bs_mask >= 0 ? (kv & b->bs_mask) : kv % b->bs;
+        int32_t kv = q->kv_len, p = phase_of(b, kv);
+        if (p != 0 && pb_block_alloc_ref(b->gpu, (int32_t)q->kv_aux) != 1)
+            return PB_ERR_UNSUPPORTED;   /* a shared partial last block: copy on write */
         r->base[i] = kv;
-        r->start[(off ? b->bs - off : 0) + 1]++;
+        r->phase[i] = p;
+        r->end[p]++;
         r->steps_left = PB_MIN(r->steps_left, g->prompt_len + g->output_len - 1 - kv);
     }
-    for (int32_t p = 0; p < b->bs; p++) r->start[p + 1] += r->start[p];
-    for (int32_t i = 0; i < n; i++) {   /* start[p] runs to phase p's end ... */
-        int32_t off = b->bs_mask >= 0 ? (r->base[i] & b->bs_mask) : r->base[i] % b->bs;
-        int32_t p = off ? b->bs - off : 0;
-        r->order[r->start[p]++] = i;
-        if (i == n - 1) r->last_phase = p;
+    /* counting sort by phase, stable: end[p] counts phase p, then runs to its end */
+    for (int32_t p = 0, at = 0; p < b->bs; p++) {
+        r->start[p] = at;
+        at += r->end[p];
+        r->end[p] = r->start[p];
     }
-    for (int32_t p = b->bs; p > 0; p--) r->start[p] = r->start[p - 1];   /* ... and back */
-    r->start[0] = 0;
+    for (int32_t i = 0; i < n; i++) r->order[r->end[r->phase[i]]++] = i;
     r->seqs = seqs;
     r->n = n;
-    r->k = 0;
+    r->k = r->next = 0;
     r->pending = 0;
     r->on = true;
     return PB_OK;
 }
 
-/* Sequence i of the replay up to date: kv_len, and its last block's fill (the
-   slots written in place move from pending into the fills). */
-static void replay_sync(bm *b, int32_t i) {
+/* Sequence i of the replay up to date: kv_len (appended in step k or not), and its
+   last block's fill (the slots written in place move from pending into the fills). */
+static void replay_sync(bm *b, int32_t i, bool appended) {
     bm_replay *r = &b->rp;
     pb_seq *s = r->seqs[i];
     bm_table *t = s->kv;
-    s->kv_len = r->base[i] + r->k;
+    s->kv_len = r->base[i] + r->k + appended;
     int32_t last = t->blocks[t->n - 1], fill = s->kv_len - (t->n - 1) * b->bs;
     r->pending -= fill - pb_block_alloc_fill(b->gpu, last);
     pb_block_alloc_set_fill(b->gpu, last, fill);
 }
 
-static pb_status bm_replay_step(pb_kv_manager *m) {
+/* Step k's appends from seqs[next] on, in order, until one cannot (can_append: no
+   free block): its index; the step is complete (k + 1) when they all could. */
+static int32_t bm_replay_step(pb_kv_manager *m, int32_t from) {
     bm *b = BM(m);
     bm_replay *r = &b->rp;
-    PB_ASSERT(r->on && r->k < r->steps_left);
+    PB_ASSERT(r->on && r->k < r->steps_left && from == r->next);
     int32_t p = b->bs_mask >= 0 ? (r->k & b->bs_mask) : r->k % b->bs;
-    int32_t lo = r->start[p], take = r->start[p + 1] - lo;
-    /* can_append (one free block per sequence) before each append: every sequence
-       finds a block free after those the ones before it took */
-    if (gpu_avail(b) - take + (r->last_phase == p) < 1) return PB_ERR_NO_SPACE;
-    for (int32_t j = lo; j < lo + take; j++) {
-        int32_t i = r->order[j];
-        pb_seq *s = r->seqs[i];
-        replay_sync(b, i);   /* its last block is full: share 0, as the reservation has it */
-        pb_status st = bm_append(m, s, NULL);
-        PB_ASSERT(st == PB_OK);
-        (void)st;
+    if (from == 0) r->cur = r->start[p];
+    int32_t taken = 0, stuck = r->n;   /* blocks taken in this call */
+    if (gpu_avail(b) < 1) {
+        stuck = from;
+    } else {
+        for (; r->cur < r->end[p]; r->cur++) {
+            int32_t i = r->order[r->cur];   /* from <= i: the ones before appended */
+            replay_sync(b, i, false);       /* its last block is full: share 0, as the
+                                               reservation has it */
+            pb_status st = bm_append(m, r->seqs[i], NULL);
+            PB_ASSERT(st == PB_OK);
+            (void)st;
+            taken++;
+            if (gpu_avail(b) < 1 && i + 1 < r->n) {
+                stuck = i + 1;
+                r->cur++;
+                break;
+            }
+        }
     }
-    r->pending += r->n - take;
-    b->reserved -= r->n - take;
-    r->k++;
-    return PB_OK;
+    int32_t in_place = stuck - from - taken;   /* seqs [from, stuck) less those taking a block */
+    r->pending += in_place;
+    b->reserved -= in_place;
+    r->next = stuck;
+    if (stuck == r->n) r->k++, r->next = 0;
+    return stuck;
+}
+
+/* The last sequence, not yet appended in step k, leaves the replay up to date. */
+static void bm_replay_pop(pb_kv_manager *m) {
+    bm *b = BM(m);
+    bm_replay *r = &b->rp;
+    int32_t i = r->n - 1;
+    PB_ASSERT(r->on && i >= r->next && i >= 0);
+    replay_sync(b, i, false);
+    int32_t p = r->phase[i];
+    PB_ASSERT(r->order[r->end[p] - 1] == i);   /* the last of its phase */
+    r->end[p]--;
+    r->n--;
+    if (r->n == r->next && r->next > 0) r->k++, r->next = 0;   /* the step is complete */
 }
 
 static void bm_replay_end(pb_kv_manager *m) {
     bm *b = BM(m);
     bm_replay *r = &b->rp;
-    PB_ASSERT(r->on);
-    for (int32_t i = 0; i < r->n; i++) replay_sync(b, i);
+    PB_ASSERT(r->on && r->next == 0);
+    for (int32_t i = 0; i < r->n; i++) replay_sync(b, i, false);
     PB_ASSERT(r->pending == 0);
     r->on = false;
 }
@@ -1124,8 +1156,10 @@ static void bm_destroy(pb_kv_manager *m) {
     free(b->lru_next);
     free(b->hit_scratch);
     free(b->rp.base);
+    free(b->rp.phase);
     free(b->rp.order);
     free(b->rp.start);
+    free(b->rp.end);
     pb_block_alloc_destroy(b->gpu);
     pb_block_alloc_destroy(b->cpu);
     free(b);
@@ -1136,7 +1170,7 @@ static void bm_destroy(pb_kv_manager *m) {
 #define BM_OPS                                                                                 \
     .name = "paged", .can_allocate = bm_can_allocate, .allocate = bm_allocate,                \
     .can_append = bm_can_append, .append = bm_append, .replay_begin = bm_replay_begin,      \
-    .replay_step = bm_replay_step, .replay_end = bm_replay_end,                                \
+    .replay_step = bm_replay_step, .replay_pop = bm_replay_pop, .replay_end = bm_replay_end,  \
     .fork = bm_fork, .refork = bm_refork,                                                      \
     .free = bm_free, .can_swap_out = bm_can_swap_out, .swap_out = bm_swap_out,                \
     .can_swap_in = bm_can_swap_in, .swap_in = bm_swap_in, .batch_info = bm_batch_info,        \

@@ -334,6 +334,9 @@ static bool run_over(const pb_sched *s) {
            (s->p.max_clock_s > 0 && s->now > s->p.max_clock_s);
 }
 
+static pb_status policy_schedule(pb_sched *s, int64_t done0, bool *ready);
+static pb_status step_run(pb_engine *e, bool ready);
+
 /* Arrivals, then the policy's schedule.  *ready: a batch (or memory operations) to
    run; otherwise the clock jumped to the next arrival, or the state moved without
    anything to execute (a step of preemptions or rejections only). */
@@ -350,7 +353,14 @@ static pb_status schedule(pb_sched *s, bool *ready) {
         return PB_OK;
     }
     pb_sched_begin_step(s);
-    int64_t done0 = s->n_done;
+    return policy_schedule(s, s->n_done, ready);
+}
+
+/* The policy's schedule on the step begun (pb_sched_begin_step; done0: the groups
+   done before it), then *ready; a step of preemptions or rejections only counts
+   here, a step with nothing to do moves the clock to the next arrival. */
+static pb_status policy_schedule(pb_sched *s, int64_t done0, bool *ready) {
+    *ready = false;
     pb_status st = s->policy->iface->schedule(s->policy, s);
     if (st != PB_OK) return st;
     /* fork copies of a contiguous manager, queued by this step's forks and appends */
@@ -564,12 +574,62 @@ static void ff_begin(pb_sched *s, ff_state *f) {
     PB_ASSERT(i == n);
 }
 
-/* Replayed step k: the manager's appends, the executor, the clock, the metrics.
-   *ran = false (nothing changed) when a group cannot append: an ordinary step must
-   preempt. */
-static pb_status ff_step(pb_sched *s, ff_state *f, int32_t k, bool *ran) {
-    *ran = pb_kv_replay_step(s->kv) == PB_OK;
-    if (!*ran) return PB_OK;
+/* Sequence q of the replay (and its group) up to date after k replayed steps: k
+   tokens (lengths, computed KV, the token time). */
+static void ff_catch_up(const ff_state *f, pb_seq *q, int32_t k) {
+    pb_group *g = q->group;
+    q->len += k;
+    q->n_generated += k;
+    q->n_computed = q->len - 1;
+    g->len += k;
+    g->n_generated += k;
+    g->last_token_s = f->last_token;
+}
+
+/* Step k could not append every group: as the policy's decode does (policy.h
+   steady), the latest groups are preempted until the rest could append (step k
+   begins here: pb_sched_begin_step, for its preemption counts and swap maps). */
+static void ff_preempt(pb_sched *s, ff_state *f, int32_t k, int32_t stuck) {
+    pb_sched_begin_step(s);
+    while (stuck < f->n) {
+        int32_t last = f->n - 1;
+        pb_seq *q = s->ff_seqs[last];
+        pb_kv_replay_pop(s->kv);   /* q->kv_len up to date: its context before step k */
+        ff_catch_up(f, q, k);
+        int32_t c = q->kv_len, base = c - k, in_block = f->sh >= 0 ? base & (f->bs - 1) : base % f->bs;
+        f->ctx -= c;
+        f->blocks -= f->sh >= 0 ? (c + f->bs - 1) >> f->sh : (c + f->bs - 1) / f->bs;
+        s->ff_phase[in_block ? f->bs - in_block : 0]--;
+        f->n--;
+        pb_sched_preempt(s, q->group, s->p.preemption);
+        stuck = stuck == last ? f->n : pb_kv_replay_step(s->kv, stuck);
+    }
+}
+
+/* What follows a replayed step: the next one, none (an ordinary step next), or the
+   policy completes this one (steady_preempted false: an ordinary step from there). */
+typedef enum { FF_NEXT, FF_STOP, FF_POLICY } ff_next;
+
+/* Replayed step k: the manager's appends (and the preemptions when a group cannot
+   append), the executor, the clock, the metrics. */
+static pb_status ff_step(pb_sched *s, ff_state *f, int32_t k, ff_next *next) {
+    *next = FF_NEXT;
+    int32_t stuck = pb_kv_replay_step(s->kv, 0);
+    bool preempted = stuck < f->n;
+    if (preempted) {
+        ff_preempt(s, f, k, stuck);
+        if (!s->policy->iface->steady_preempted(s->policy, s)) {
+            *next = FF_POLICY;
+            return PB_OK;
+        }
+        /* the step runs as it is; after it the policy looks again, unless the
+           heads stay held (steady: the running groups decode again next) */
+        *next = f->n > 0 && s->policy->iface->steady(s->policy, s) ? FF_NEXT : FF_STOP;
+        if (f->n == 0 && s->swap_out.n == 0) {   /* nothing to run (schedule(): step++) */
+            s->step++;
+            return PB_OK;
+        }
+    }
     f->ctx += f->n;
     f->blocks += s->ff_phase[f->sh >= 0 ? k & (f->bs - 1) : k % f->bs];
     ff_batch(s, f->n, f->ctx, f->blocks);
@@ -577,6 +637,11 @@ static pb_status ff_step(pb_sched *s, ff_state *f, int32_t k, bool *ran) {
     memset(&sm, 0, sizeof sm);
     sm.t_s = s->now;
     sm.n_groups = sm.n_seqs = sm.decode_tokens = f->n;
+    if (preempted) {
+        s->batch.swap_out = s->swap_out.v;
+        s->batch.n_swap_out = sm.n_swap_out = s->swap_out.n;
+        sm.n_preempted = s->n_preempted;
+    }
     sm.n_running = s->n_running;
     sm.n_waiting = s->n_waiting;
     sm.n_swapped = s->n_swapped;
@@ -595,28 +660,33 @@ static pb_status ff_step(pb_sched *s, ff_state *f, int32_t k, bool *ran) {
     return PB_OK;
 }
 
-/* After k replayed steps: k tokens each (lengths, computed KV, token time); the
-   groups whose last token the last step produced finish, in running order. */
+/* After k replayed steps: the manager's replay ends, the groups are brought up to
+   date, and those whose last token the last step produced finish, in running
+   order. */
 static void ff_end(pb_sched *s, const ff_state *f, int32_t k) {
     pb_kv_replay_end(s->kv);
     pb_pair_vec_clear(&s->copies);   /* the pure decode step's, replayed without any */
     if (k == 0) return;
-    for (int32_t i = 0; i < f->n; i++) {
-        pb_seq *q = s->ff_seqs[i];
-        pb_group *g = q->group;
-        q->len += k;
-        q->n_generated += k;
-        q->n_computed = q->len - 1;
-        g->len += k;
-        g->n_generated += k;
-        g->last_token_s = f->last_token;
-    }
+    for (int32_t i = 0; i < f->n; i++) ff_catch_up(f, s->ff_seqs[i], k);
     for (int32_t i = 0; i < f->n && k == f->left + 1; i++) {
         pb_group *g = s->ff_seqs[i]->group;
         if (g->n_generated >= g->output_len) finish_group(s, g);
     }
     s->ff_steps += k;
     s->replayed = true;
+}
+
+/* Replayed step k preempted and the policy completes it: the groups that decoded
+   enter the batch, then the policy's schedule, and the step runs as an ordinary
+   one. */
+static pb_status ff_policy_completes(pb_engine *e, const ff_state *f, int32_t k) {
+    pb_sched *s = &e->s;
+    ff_end(s, f, k);   /* the survivors appended in step k: kv_len == len */
+    s->replayed = false;   /* the batch is whole again: entries and sums */
+    for (pb_group *g = s->run_head; g; g = g->next) pb_sched_decoded(s, g);
+    bool ready = false;
+    pb_status st = policy_schedule(s, s->n_done, &ready);
+    return st == PB_OK ? step_run(e, ready) : st;
 }
 
 static pb_status fast_forward(pb_engine *e) {
@@ -627,18 +697,35 @@ static pb_status fast_forward(pb_engine *e) {
     if (pb_kv_replay_begin(s->kv, s->ff_seqs, f.n) != PB_OK) return PB_OK;   /* an ordinary step next */
     const pb_group *head = pb_sched_waiting_peek(s);
     int32_t k = 0;   /* steps replayed; step f.left produces a group's last token: the last */
-    for (; k <= f.left && !run_over(s); k++) {
+    ff_next next = FF_NEXT;
+    while (next == FF_NEXT && k <= f.left && !run_over(s)) {
         groups_recycle(s);   /* as schedule() */
         while (s->next_arrival < s->n_requests && s->reqs[s->next_arrival].arrival_s <= s->now)
             pb_sched_enqueue_waiting(s, group_arrive(s, s->next_arrival++));
         if (pb_sched_waiting_peek(s) != head) break;   /* the policy must look at it */
-        bool ran;
-        pb_status st = ff_step(s, &f, k, &ran);
+        pb_status st = ff_step(s, &f, k, &next);
         if (st != PB_OK) return st;
-        if (!ran) break;   /* a group cannot append: an ordinary step preempts */
+        if (next == FF_POLICY) return ff_policy_completes(e, &f, k);
+        k++;
+        head = pb_sched_waiting_peek(s);   /* a preempted group may lead now */
     }
     ff_end(s, &f, k);
     return s->p.check_every_step && k > 0 ? pb_engine_check(e) : PB_OK;
+}
+
+/* A scheduled step (ready: with a batch or memory operations) run: execute,
+   postprocess, whether the next steps may be replayed, the checks. */
+static pb_status step_run(pb_engine *e, bool ready) {
+    pb_sched *s = &e->s;
+    if (!ready) return PB_OK;
+    bool has_tokens = false;
+    pb_step_metrics sm;
+    pb_status st = execute(s, &sm, &has_tokens);
+    if (st == PB_OK) st = postprocess(s, has_tokens, &sm);
+    if (st != PB_OK) return st;
+    s->step++;
+    s->steady = steady_next(s, has_tokens);
+    return s->p.check_every_step ? pb_engine_check(e) : PB_OK;
 }
 
 pb_status pb_engine_step(pb_engine *e, bool *done) {
@@ -649,15 +736,9 @@ pb_status pb_engine_step(pb_engine *e, bool *done) {
         *done = true;
         return PB_OK;
     }
-    bool ready = false, has_tokens = false;
-    pb_step_metrics sm;
+    bool ready = false;
     pb_status st = schedule(s, &ready);
-    if (st == PB_OK && ready) st = execute(s, &sm, &has_tokens);
-    if (st == PB_OK && ready) st = postprocess(s, has_tokens, &sm);
-    if (st != PB_OK || !ready) return st;
-    s->step++;
-    s->steady = steady_next(s, has_tokens);
-    return s->p.check_every_step ? pb_engine_check(e) : PB_OK;
+    return st == PB_OK ? step_run(e, ready) : st;
 }
 
 static int group_id_cmp(const void *a, const void *b) {
@@ -686,10 +767,7 @@ pb_status pb_engine_run(pb_engine *e, const pb_trace *t, pb_metrics *m) {
     pb_status st = pb_engine_begin(e, t, m);
     if (st != PB_OK) return st;
     bool done = false;
-    while (!done && st == PB_OK) {
-        st = pb_engine_step(e, &done);
-        if (st == PB_OK && e->s.steady) st = fast_forward(e);
-    }
+    while (!done && st == PB_OK) st = e->s.steady ? fast_forward(e) : pb_engine_step(e, &done);
     pb_status st2 = pb_engine_end(e);
     return st != PB_OK ? st : st2;
 }

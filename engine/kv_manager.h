@@ -109,21 +109,28 @@ typedef struct {
        write when the last block is shared (push (src, dst)).  PB_ERR_NO_SPACE if
        out of space (s unchanged). */
     pb_status (*append)(pb_kv_manager *m, pb_seq *s, pb_pair_vec *copies);
-    /* (optional: all three or none) Replayed decode steps, the engine's fast-forward
+    /* (optional: all four or none) Replayed decode steps, the engine's fast-forward
        (engine.h).  replay_begin: each of the next steps appends one token to every
        one of seqs[0..n), the only sequences of n RUNNING groups in the scheduler's
-       order (the array is the engine's, unchanged until replay_end), and every step
-       comes before each group's last token (prompt_len + output_len - 1 - kv_len >= 1
-       at every append).  PB_ERR_UNSUPPORTED (nothing changed, no replay) when a step
-       could copy on write (a shared partial last block).  replay_step: one step: if
-       can_append(g_i) followed by append(seqs[i]), for i = 0 .. n-1 in turn, would
-       all succeed, do exactly that (the same blocks in the same order; no copies) and
-       return PB_OK; otherwise change nothing and return PB_ERR_NO_SPACE.  Between
-       begin and end the engine calls replay_step and usage only (usage is exact after
-       every step) and reads no kv_len (they may lag until replay_end brings them up
-       to date).  NULL: not supported (the engine then never fast-forwards). */
+       order (the array is the engine's; it changes only by replay_pop), and every
+       step comes before each group's last token (prompt_len + output_len - 1 -
+       kv_len >= 1 at every append).  PB_ERR_UNSUPPORTED (nothing changed, no
+       replay) when a step could copy on write (a shared partial last block).
+       replay_step(from): the current step's appends from seqs[from] on (from = 0
+       starts a step; otherwise the index the last call returned), each as
+       can_append(g_i) then append(seqs[i]) would do it (the same blocks in the same
+       order; no copies), until one cannot: returns its index, nothing done for it
+       and the ones after; returns n when the step is complete.  replay_pop: the last
+       sequence, not appended in the current step, leaves the replay brought up to
+       date (a plain sequence again; the step is complete if every other one has
+       appended).  replay_end (between steps): every sequence brought up to date.
+       Between begin and end the engine reads no kv_len of the replay's sequences
+       (they may lag) and calls, besides these, only usage (exact at any time), the
+       pure queries can_allocate / can_swap_in, and free / swap_out of popped
+       groups.  NULL: not supported (the engine then never fast-forwards). */
     pb_status (*replay_begin)(pb_kv_manager *m, pb_seq *const *seqs, int32_t n);
-    pb_status (*replay_step)(pb_kv_manager *m);
+    int32_t (*replay_step)(pb_kv_manager *m, int32_t from);
+    void (*replay_pop)(pb_kv_manager *m);
     void (*replay_end)(pb_kv_manager *m);
     /* child shares all of parent's KV (reference counts; contiguous managers copy or
        reserve).  child->kv_len = parent->kv_len.  May return PB_ERR_NO_SPACE for
@@ -198,7 +205,8 @@ static inline pb_status pb_kv_append(pb_kv_manager *m, pb_seq *s, pb_pair_vec *c
 static inline pb_status pb_kv_replay_begin(pb_kv_manager *m, pb_seq *const *s, int32_t n) {
     return m->iface->replay_begin ? m->iface->replay_begin(m, s, n) : PB_ERR_UNSUPPORTED;
 }
-static inline pb_status pb_kv_replay_step(pb_kv_manager *m) { return m->iface->replay_step(m); }
+static inline int32_t pb_kv_replay_step(pb_kv_manager *m, int32_t from) { return m->iface->replay_step(m, from); }
+static inline void pb_kv_replay_pop(pb_kv_manager *m) { m->iface->replay_pop(m); }
 static inline void pb_kv_replay_end(pb_kv_manager *m) { m->iface->replay_end(m); }
 static inline pb_status pb_kv_fork(pb_kv_manager *m, const pb_seq *p, pb_seq *c) {
     return m->iface->fork(m, p, c);

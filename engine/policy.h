@@ -119,9 +119,18 @@ typedef struct {
        shrink, the running set stays, and arrivals queue behind the waiting head
        (the engine stops replaying when the head changes, a group finishes or one
        cannot append).  The engine then replays those steps without calling
-       schedule.  The vLLM steps answer with pb_policy_vllm_steady (held heads);
-       stateful or reordering policies leave it NULL. */
+       schedule.  In such a step a group that cannot append makes the latest
+       running groups be preempted, as pb_sched_decode_running with pb_victim_latest
+       does (the engine replays that too, then asks steady_preempted).  The vLLM
+       steps answer with pb_policy_vllm_steady (held heads); stateful or reordering
+       policies leave it NULL. */
     bool (*steady)(pb_policy *p, pb_sched *s);
+    /* With steady (required with it): a pure query in the middle of a replayed step
+       that had to preempt, after its decodes and preemptions.  True: the step
+       schedules nothing more (no swap-in, admission or rejection).  False: the
+       policy's schedule, called now (the decoded groups in the batch, the victims
+       preempted), completes the step exactly as the policy's step would have. */
+    bool (*steady_preempted)(pb_policy *p, pb_sched *s);
 } pb_policy_i;
 
 struct pb_policy {
@@ -263,6 +272,9 @@ bool pb_sched_can_decode(pb_sched *s, const pb_group *g);
 /* Schedule RUNNING g's decode: append a slot per sequence (CoW pairs collected).
    PB_ERR_NO_SPACE if a slot cannot be had (call pb_sched_can_decode first). */
 pb_status pb_sched_decode(pb_sched *s, pb_group *g);
+/* RUNNING g, whose sequences' slots for this step were appended already (the
+   engine's replay), into the batch as pb_sched_decode puts it. */
+void pb_sched_decoded(pb_sched *s, pb_group *g);
 /* Preempt RUNNING g (not already in this step's batch) all-or-nothing.  AUTO picks
    recompute for max_seqs == 1, else swap; SWAP falls back to RECOMPUTE when the
    manager cannot swap or the CPU space is full, and for a group in its prefill
@@ -332,6 +344,12 @@ pb_status pb_sched_vllm_step(pb_sched *s);
    budget -- or there is none. */
 bool pb_sched_vllm_steady(pb_sched *s);
 bool pb_policy_vllm_steady(pb_policy *p, pb_sched *s);   /* the same, as an iface entry */
+/* The vLLM steps' pb_policy_i.steady_preempted answer in step mode `mode`: mixed
+   steps (v0.1) go on to swap in unless a group was swapped out, then admit while
+   nothing is swapped -- nothing more when a group was swapped out or the heads are
+   held (pb_sched_vllm_steady); and since their decodes come first, their schedule
+   completes such a step.  Alternate steps (v0.2) do nothing after a preemption. */
+bool pb_sched_vllm_steady_preempted(pb_sched *s, pb_step_mode mode);
 
 #ifdef __cplusplus
 }

@@ -3,11 +3,17 @@
  * (policy vllm-v0.2), as params->step_mode says (YAML `engine: v0.1|v0.2`, or
  * `step_mode:`).  FCFS waiting order.  Options: none (preemption mode, step
  * structure, budgets and max_paddings are engine parameters). */
+#include "engine.h"   /* pb_engine_params */
 #include "policy.h"
 
 static pb_status vllm_schedule(pb_policy *p, pb_sched *s) {
     (void)p;
     return pb_sched_vllm_step(s);
+}
+
+static bool vllm_steady_preempted(pb_policy *p, pb_sched *s) {
+    (void)p;
+    return pb_sched_vllm_steady_preempted(s, pb_sched_params(s)->step_mode);
 }
 
 static const pb_policy_i VLLM_IFACE = {
@@ -16,6 +22,7 @@ static const pb_policy_i VLLM_IFACE = {
     .schedule = vllm_schedule,
     .destroy = pb_policy_plain_destroy,
     .steady = pb_policy_vllm_steady,
+    .steady_preempted = vllm_steady_preempted,
 };
 
 pb_status pb_policy_vllm_create(const pb_node *opts, pb_policy **out, pb_cfg_err *err) {

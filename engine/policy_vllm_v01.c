@@ -12,12 +12,18 @@ static pb_status v01_schedule(pb_policy *p, pb_sched *s) {
     return pb_sched_vllm_v01_step(s);
 }
 
+static bool v01_steady_preempted(pb_policy *p, pb_sched *s) {
+    (void)p;
+    return pb_sched_vllm_steady_preempted(s, PB_STEP_MIXED);
+}
+
 static const pb_policy_i V01_IFACE = {
     .name = "vllm-v0.1",
     .waiting_key = NULL,   /* FCFS */
     .schedule = v01_schedule,
     .destroy = pb_policy_plain_destroy,
     .steady = pb_policy_vllm_steady,
+    .steady_preempted = v01_steady_preempted,
 };
 
 /* its step is fixed (mixed, unpadded): the engine's step_mode and max_paddings do not apply */

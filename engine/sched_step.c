@@ -205,6 +205,10 @@ bool pb_sched_vllm_steady(pb_sched *s) {
     return !g || held(s, g, pb_sched_admit_status(s, g, false));
 }
 
+bool pb_sched_vllm_steady_preempted(pb_sched *s, pb_step_mode mode) {
+    return mode == PB_STEP_ALTERNATE || s->n_swapped_out_now > 0 || pb_sched_vllm_steady(s);
+}
+
 pb_status pb_sched_vllm_step(pb_sched *s) {
     return s->p.step_mode == PB_STEP_ALTERNATE ? pb_sched_vllm_v02_step(s, s->p.max_paddings)
                                                : pb_sched_vllm_v01_step(s);

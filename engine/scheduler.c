@@ -382,16 +382,21 @@ bool pb_sched_can_decode(pb_sched *s, const pb_group *g) {
 
 pb_status pb_sched_decode(pb_sched *s, pb_group *g) {
     PB_ASSERT(g->state == PB_GROUP_RUNNING && !g->prefill);
-    batch_reserve(s, g->n_seqs);
     for (int32_t i = 0; i < g->n_seqs; i++) {
         pb_seq *q = g->seqs[i];
         PB_ASSERT(q->batch_idx < 0 && q->kv_len == q->len - 1);
         pb_status st = pb_kv_append(s->kv, q, &s->copies);
         if (st != PB_OK) return st;
-        batch_add_seq(s, q, false, 1);
     }
-    batch_add_group(s, g);
+    pb_sched_decoded(s, g);
     return PB_OK;
+}
+
+void pb_sched_decoded(pb_sched *s, pb_group *g) {
+    PB_ASSERT(g->state == PB_GROUP_RUNNING && !g->prefill && !g->in_batch);
+    batch_reserve(s, g->n_seqs);
+    for (int32_t i = 0; i < g->n_seqs; i++) batch_add_seq(s, g->seqs[i], false, 1);
+    batch_add_group(s, g);
 }
 
 pb_preempt_mode pb_sched_preempt(pb_sched *s, pb_group *g, pb_preempt_mode mode) {
