@@ -483,13 +483,17 @@ static pb_status postprocess(pb_sched *s, bool has_tokens, const pb_step_metrics
  * else.  When after a step every running group has one sequence past its prefill and
  * the policy answers steady (policy.h: it would schedule such a step, and keep doing
  * so while free blocks shrink and arrivals queue behind the waiting head), the
- * following steps are replayed here until a group cannot append (an ordinary step
- * preempts), the waiting head changes (the policy must look at it) or a group's last
- * token is produced: arrivals as in schedule(), the manager's replayed appends
- * (kv_manager.h replay_*: O(1) per step but for the sequences taking a block), the batch's counts and sums for the executor (PB_EXEC_SUMS_ONLY: no
- * entries), the step's metrics and its n equal inter-token gaps.  When the replay
- * stops the groups' lengths are brought up to date and the groups whose last token
- * the last replayed step produced finish, in running order, as post-processing
+ * following steps are replayed here until the waiting head changes (the policy must
+ * look at it) or a group's last token is produced: arrivals as in schedule(), the
+ * manager's replayed appends (kv_manager.h replay_*: O(1) per step but for the
+ * sequences taking a block), the batch's counts and sums for the executor
+ * (PB_EXEC_SUMS_ONLY: no entries), the step's metrics and its n equal inter-token
+ * gaps.  A step in which a group cannot append preempts the latest groups as the
+ * policy's decode does; then the policy says whether the step schedules anything
+ * more (steady_preempted: if so its schedule completes the step, an ordinary one
+ * from there) and, after the step, whether the heads stay held (steady).  When the
+ * replay stops the groups' lengths are brought up to date and the groups whose last
+ * token the last replayed step produced finish, in running order, as post-processing
  * would finish them; the next step is an ordinary one.  Bit for bit the steps
  * pb_engine_step would run (tests/test_fastfwd.c). */
 

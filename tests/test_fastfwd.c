@@ -24,7 +24,12 @@
  * swap; single-sequence groups; every running group in the batch), and the fast loop
  * replays many of them (pb_engine_fast_forwarded: > 0 on every heavy ShareGPT run and
  * on the stop sweeps' base runs, over a quarter of all steps; 0 with fast_forward off
- * and through the step-level API). */
+ * and through the step-level API).  The replay's preemption paths are covered too:
+ * counted once with a temporary counter, these runs replay about a million steps that
+ * preempt (recompute and swap victims; some leaving no group running) and hand about
+ * a quarter million of them to the policy to complete (mixed steps whose heads are no
+ * longer held after the preemption); dropping the victim's block phase or answering
+ * steady_preempted always true makes the test fail (tried). */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
