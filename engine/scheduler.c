@@ -51,24 +51,35 @@ static inline bool arrival_before(const pb_group *a, const pb_group *b) {
     return a->id < b->id;
 }
 
-/* ---- waiting heap: entries carry the order's keys (no group is read to compare) ---- */
+/* ---- waiting queue ----
+ * The order is (wait_key, arrival_s, id), a strict total order (ids are unique), and
+ * every entry carries copies of the three keys (no group is read to compare).  Groups
+ * that come in order -- arrivals at the back, FCFS recompute preemptions at the
+ * front -- go to a sorted ring buffer (the deque), the others to a binary heap; the
+ * head is the smaller of the deque's front and the heap's top, so the pop sequence
+ * is that of one priority queue.  g->heap_idx locates the entry: i >= 0 the heap's
+ * slot i, -2 - i the ring's slot i, -1 not waiting.  A group removed from inside the
+ * deque leaves a tombstone (g NULL, keys kept): the ends are trimmed at once, and the
+ * ring is repacked when the tombstones outnumber the live entries (amortized O(1)).
+ * n_waiting == 0 means empty whatever the other fields hold (pb_engine_begin zeroes
+ * only n_waiting): the next push resets them. */
 
-static inline bool heap_before(const pb_heap_entry *a, const pb_heap_entry *b) {
+static inline bool wait_before(const pb_wait_entry *a, const pb_wait_entry *b) {
     if (a->key != b->key) return a->key < b->key;
     if (a->arrival_s != b->arrival_s) return a->arrival_s < b->arrival_s;
     return a->id < b->id;
 }
 
-static void heap_set(pb_sched *s, int32_t i, pb_heap_entry e) {
+static void heap_set(pb_sched *s, int32_t i, pb_wait_entry e) {
     s->heap[i] = e;
     e.g->heap_idx = i;
 }
 
 static void heap_up(pb_sched *s, int32_t i) {
-    pb_heap_entry e = s->heap[i];
+    pb_wait_entry e = s->heap[i];
     while (i > 0) {
         int32_t p = (i - 1) / 2;
-        if (!heap_before(&e, &s->heap[p])) break;
+        if (!wait_before(&e, &s->heap[p])) break;
         heap_set(s, i, s->heap[p]);
         i = p;
     }
@@ -76,37 +87,97 @@ static void heap_up(pb_sched *s, int32_t i) {
 }
 
 static void heap_down(pb_sched *s, int32_t i) {
-    pb_heap_entry e = s->heap[i];
+    pb_wait_entry e = s->heap[i];
     for (;;) {
         int32_t c = 2 * i + 1;
-        if (c >= s->n_waiting) break;
-        if (c + 1 < s->n_waiting && heap_before(&s->heap[c + 1], &s->heap[c])) c++;
-        if (!heap_before(&s->heap[c], &e)) break;
+        if (c >= s->n_heap) break;
+        if (c + 1 < s->n_heap && wait_before(&s->heap[c + 1], &s->heap[c])) c++;
+        if (!wait_before(&s->heap[c], &e)) break;
         heap_set(s, i, s->heap[c]);
         i = c;
     }
     heap_set(s, i, e);
 }
 
-static void heap_push(pb_sched *s, pb_group *g) {
-    if (s->n_waiting == s->cap_heap) {
+static void heap_push(pb_sched *s, pb_wait_entry e) {
+    if (s->n_heap == s->cap_heap) {
         s->cap_heap = s->cap_heap ? 2 * s->cap_heap : 256;
         s->heap = pb_xrealloc(s->heap, (size_t)s->cap_heap * sizeof *s->heap);
     }
-    heap_set(s, s->n_waiting++, (pb_heap_entry){.key = g->wait_key, .arrival_s = g->arrival_s, .id = g->id, .g = g});
-    heap_up(s, s->n_waiting - 1);
+    heap_set(s, s->n_heap++, e);
+    heap_up(s, s->n_heap - 1);
 }
 
-static void heap_remove(pb_sched *s, pb_group *g) {
-    int32_t i = g->heap_idx;
-    PB_ASSERT(i >= 0 && i < s->n_waiting && s->heap[i].g == g);
-    pb_heap_entry last = s->heap[--s->n_waiting];
-    g->heap_idx = -1;
-    if (last.g != g) {
+static void heap_remove(pb_sched *s, int32_t i) {
+    pb_wait_entry last = s->heap[--s->n_heap];
+    if (i < s->n_heap) {
         heap_set(s, i, last);
         heap_up(s, i);
         heap_down(s, last.g->heap_idx);
     }
+}
+
+/* deque slot k (0 = front) */
+static inline int32_t dq_slot(const pb_sched *s, int32_t k) { return (s->dq_head + k) & (s->cap_dq - 1); }
+
+static void dq_set(pb_sched *s, int32_t i, pb_wait_entry e) {
+    s->dq[i] = e;
+    e.g->heap_idx = -2 - i;
+}
+
+/* The live entries, in order, into a new ring of cap slots (a power of two). */
+static void dq_repack(pb_sched *s, int32_t cap) {
+    pb_wait_entry *old = s->dq;
+    int32_t head = s->dq_head, len = s->dq_len, mask = s->cap_dq - 1;
+    s->dq = pb_xmalloc((size_t)cap * sizeof *s->dq);
+    s->cap_dq = cap;
+    s->dq_head = s->dq_len = 0;
+    for (int32_t k = 0; k < len; k++) {
+        pb_wait_entry e = old[(head + k) & mask];
+        if (e.g) dq_set(s, s->dq_len++, e);
+    }
+    free(old);
+}
+
+static void dq_push(pb_sched *s, pb_wait_entry e, bool front) {
+    if (s->dq_len == s->cap_dq) dq_repack(s, s->cap_dq ? 2 * s->cap_dq : 256);
+    if (front) s->dq_head = dq_slot(s, s->cap_dq - 1);   /* one slot before the front */
+    s->dq_len++;
+    s->dq_live++;
+    dq_set(s, front ? s->dq_head : dq_slot(s, s->dq_len - 1), e);
+}
+
+static void dq_remove(pb_sched *s, int32_t i) {
+    s->dq[i].g = NULL;
+    s->dq_live--;
+    while (s->dq_len > 0 && !s->dq[s->dq_head].g) {
+        s->dq_head = dq_slot(s, 1);
+        s->dq_len--;
+    }
+    while (s->dq_len > 0 && !s->dq[dq_slot(s, s->dq_len - 1)].g) s->dq_len--;
+    if (s->dq_len - s->dq_live > s->dq_live) dq_repack(s, s->cap_dq);
+}
+
+void pb_sched_waiting_push(pb_sched *s, pb_group *g) {
+    pb_wait_entry e = {.key = g->wait_key, .arrival_s = g->arrival_s, .id = g->id, .g = g};
+    if (s->n_waiting++ == 0) s->n_heap = s->dq_head = s->dq_len = s->dq_live = 0;
+    if (s->dq_len == 0 || !wait_before(&e, &s->dq[dq_slot(s, s->dq_len - 1)])) dq_push(s, e, false);
+    else if (wait_before(&e, &s->dq[s->dq_head])) dq_push(s, e, true);
+    else heap_push(s, e);
+}
+
+void pb_sched_waiting_remove(pb_sched *s, pb_group *g) {
+    int32_t i = g->heap_idx;
+    PB_ASSERT(s->n_waiting > 0 && i != -1);
+    if (i >= 0) {
+        PB_ASSERT(i < s->n_heap && s->heap[i].g == g);
+        heap_remove(s, i);
+    } else {
+        PB_ASSERT(-2 - i < s->cap_dq && s->dq[-2 - i].g == g);
+        dq_remove(s, -2 - i);
+    }
+    g->heap_idx = -1;
+    s->n_waiting--;
 }
 
 /* ---- sorted lists ---- */
@@ -150,13 +221,14 @@ void pb_sched_enqueue_waiting(pb_sched *s, pb_group *g) {
     g->wait_key = s->policy->iface->waiting_key ? s->policy->iface->waiting_key(s->policy, g)
                                                 : g->arrival_s;
     g->state = PB_GROUP_WAITING;
-    heap_push(s, g);
+    pb_sched_waiting_push(s, g);
 }
 
 /* ---- lifecycle ---- */
 
 void pb_sched_free(pb_sched *s) {
     free(s->heap);
+    free(s->dq);
     free(s->bseq);
     free(s->bseq_seq);
     free(s->bgroups);
@@ -290,7 +362,12 @@ int32_t pb_sched_running_seqs(const pb_sched *s) { return s->running_seqs; }
 pb_group *pb_sched_swapped_head(pb_sched *s) { return s->swp_head; }
 pb_group *pb_sched_swapped_tail(pb_sched *s) { return s->swp_tail; }
 int32_t pb_sched_n_swapped(const pb_sched *s) { return s->n_swapped; }
-pb_group *pb_sched_waiting_peek(pb_sched *s) { return s->n_waiting ? s->heap[0].g : NULL; }
+pb_group *pb_sched_waiting_peek(pb_sched *s) {
+    if (s->n_waiting == 0) return NULL;
+    if (s->dq_len == 0) return s->heap[0].g;
+    const pb_wait_entry *f = &s->dq[s->dq_head];
+    return s->n_heap > 0 && wait_before(&s->heap[0], f) ? s->heap[0].g : f->g;
+}
 int32_t pb_sched_n_waiting(const pb_sched *s) { return s->n_waiting; }
 int64_t pb_sched_batch_tokens(const pb_sched *s) { return s->b_prefill_tokens + s->b_decode; }
 int32_t pb_sched_batch_prefill_tokens(const pb_sched *s) { return (int32_t)s->b_prefill_tokens; }
@@ -340,7 +417,7 @@ pb_status pb_sched_admit(pb_sched *s, pb_group *g, int32_t max_tokens) {
         s->copies.n = nc0;
         return st;
     }
-    heap_remove(s, g);
+    pb_sched_waiting_remove(s, g);
     running_add(s, g);
     g->prefill = true;
     g->admitted_step = s->step;
@@ -358,7 +435,7 @@ pb_status pb_sched_prefill(pb_sched *s, pb_group *g, int32_t max_tokens) {
 
 void pb_sched_reject(pb_sched *s, pb_group *g) {
     if (g->state == PB_GROUP_WAITING) {
-        heap_remove(s, g);
+        pb_sched_waiting_remove(s, g);
     } else if (g->state == PB_GROUP_SWAPPED) {
         list_remove(&s->swp_head, &s->swp_tail, g);
         s->n_swapped--;
@@ -460,7 +537,43 @@ pb_status pb_sched_swap_in(pb_sched *s, pb_group *g) {
 
 /* ---- invariants ---- */
 
+/* the entry of waiting group e->g at slot i (heap_idx encoding) */
+static bool wait_entry_ok(const pb_wait_entry *e, int32_t idx) {
+    const pb_group *g = e->g;
+    return g->heap_idx == idx && g->state == PB_GROUP_WAITING && e->key == g->wait_key &&
+           e->arrival_s == g->arrival_s && e->id == g->id;
+}
+
+pb_status pb_sched_waiting_check(const pb_sched *s) {
+    if (s->n_waiting == 0) return PB_OK;   /* empty, whatever the fields hold */
+    int32_t live = 0;
+    for (int32_t k = 0; k < s->dq_len && k < s->cap_dq; k++) live += s->dq[dq_slot(s, k)].g != NULL;
+    if (s->n_heap < 0 || s->n_heap > s->cap_heap || s->dq_len > s->cap_dq || (s->cap_dq & (s->cap_dq - 1)) ||
+        live != s->dq_live || s->n_heap + live != s->n_waiting || s->dq_len - live > live) {
+        pb_log_error("sched: waiting %d = heap %d + deque %d live (%d counted) of %d slots, ring of %d",
+                     s->n_waiting, s->n_heap, s->dq_live, live, s->dq_len, s->cap_dq);
+        return PB_ERR_INVALID;
+    }
+    for (int32_t i = 0; i < s->n_heap; i++)
+        if (!wait_entry_ok(&s->heap[i], i) || (i > 0 && wait_before(&s->heap[i], &s->heap[(i - 1) / 2]))) {
+            pb_log_error("sched: waiting heap broken at %d", i);
+            return PB_ERR_INVALID;
+        }
+    for (int32_t k = 0; k < s->dq_len; k++) {   /* sorted, tombstones inside only */
+        int32_t i = dq_slot(s, k);
+        const pb_wait_entry *e = &s->dq[i];
+        if ((e->g ? !wait_entry_ok(e, -2 - i) : k == 0 || k == s->dq_len - 1) ||
+            (k > 0 && !wait_before(&s->dq[dq_slot(s, k - 1)], e))) {
+            pb_log_error("sched: waiting deque broken at %d of %d", k, s->dq_len);
+            return PB_ERR_INVALID;
+        }
+    }
+    return PB_OK;
+}
+
 pb_status pb_sched_check(pb_sched *s) {
+    pb_status st = pb_sched_waiting_check(s);
+    if (st != PB_OK) return st;
     int32_t n = 0, seqs = 0;
     for (pb_group *g = s->run_head; g; g = g->next, n++) {
         if (g->state != PB_GROUP_RUNNING || (g->next && arrival_before(g->next, g)) ||
@@ -529,15 +642,6 @@ pb_status pb_sched_check(pb_sched *s) {
                      (long long)sum_new, n_sample, (long long)ctx, (long long)blocks, (long long)pairs2,
                      (long long)cached);
         return PB_ERR_INVALID;
-    }
-    for (int32_t i = 0; i < s->n_waiting; i++) {
-        const pb_heap_entry *e = &s->heap[i];
-        const pb_group *g = e->g;
-        if (g->heap_idx != i || g->state != PB_GROUP_WAITING || e->key != g->wait_key ||
-            e->arrival_s != g->arrival_s || e->id != g->id || (i > 0 && heap_before(e, &s->heap[(i - 1) / 2]))) {
-            pb_log_error("sched: waiting heap broken at %d", i);
-            return PB_ERR_INVALID;
-        }
     }
     return PB_OK;
 }

@@ -2,8 +2,10 @@
  * scheduler.c (queues, the step's batch under construction).  Policies never include
  * this; they use the pb_sched_* functions of policy.h.
  *
- * Queues: waiting = binary heap on (wait_key, arrival_s, id) with g->heap_idx, its
- * entries holding copies of the three keys (comparisons read no group);
+ * Queues: waiting = a priority queue on (wait_key, arrival_s, id): a sorted ring
+ * buffer (the deque) for groups that come in order, a binary heap for the others,
+ * g->heap_idx locating the entry (scheduler.c); entries hold copies of the three keys
+ * (comparisons read no group);
  * running / swapped = doubly linked lists sorted by (arrival_s, id) with sorted
  * insertion from the tail (O(1) in the common case of the latest arrival).
  * The batch: parallel arrays bseq (what the executor sees) and bseq_seq (the
@@ -19,11 +21,11 @@
 #include "policy.h"
 #include "sequence.h"
 
-typedef struct {   /* a waiting group and its heap order (copies of its keys) */
+typedef struct {   /* a waiting group and its order (copies of its keys) */
     double key, arrival_s;   /* g->wait_key, g->arrival_s */
     int32_t id;
-    pb_group *g;
-} pb_heap_entry;
+    pb_group *g;             /* NULL: a tombstone inside the deque */
+} pb_wait_entry;
 
 struct pb_sched {
     pb_engine_params p;
@@ -52,8 +54,13 @@ struct pb_sched {
     int32_t n_running, running_seqs;
     pb_group *swp_head, *swp_tail;
     int32_t n_swapped;
-    pb_heap_entry *heap;
-    int32_t n_waiting, cap_heap;
+    int32_t n_waiting;            /* heap + live deque entries; 0 = empty          */
+    pb_wait_entry *heap;          /* [cap_heap], n_heap used                       */
+    int32_t n_heap, cap_heap;
+    pb_wait_entry *dq;            /* ring [cap_dq] (a power of two), sorted: slots
+                                     dq_head.. (mod cap_dq), dq_len of them, dq_live
+                                     not tombstones, both ends live               */
+    int32_t dq_head, dq_len, dq_live, cap_dq;
     /* the batch under construction */
     pb_batch_seq *bseq;
     pb_seq **bseq_seq;
@@ -96,6 +103,12 @@ pb_alloc_status pb_sched_admit_status(pb_sched *s, const pb_group *g, bool chunk
 static inline bool pb_sched_in_batch(const pb_group *g) { return g->in_batch; }
 void pb_sched_begin_step(pb_sched *s);
 void pb_sched_enqueue_waiting(pb_sched *s, pb_group *g);   /* PENDING/new -> WAITING */
+/* The waiting queue alone: push g (its wait_key, arrival_s, id set; not waiting),
+   remove waiting g (any, O(1) from the deque, O(log n) from the heap), check it
+   (pb_sched_check calls it).  pb_sched_waiting_peek (policy.h) gives the head. */
+void pb_sched_waiting_push(pb_sched *s, pb_group *g);
+void pb_sched_waiting_remove(pb_sched *s, pb_group *g);
+pb_status pb_sched_waiting_check(const pb_sched *s);
 void pb_sched_running_remove(pb_sched *s, pb_group *g);    /* for finishing groups   */
 void pb_sched_release_group(pb_sched *s, pb_group *g);     /* free KV + seqs          */
 void pb_sched_group_done(pb_sched *s, pb_group *g);        /* finished / rejected: to
