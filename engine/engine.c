@@ -152,6 +152,7 @@ pb_status pb_engine_begin(pb_engine *e, const pb_trace *t, pb_metrics *m) {
     s->steady = s->replayed = false;
     s->ff_steps = 0;
     s->n_running = s->running_seqs = s->n_swapped = s->n_waiting = 0;
+    s->n_heap = s->dq_head = s->dq_len = s->dq_live = 0;   /* an empty waiting queue */
     memset(&s->batch, 0, sizeof s->batch);
     pb_metrics_begin(m, t, s->p.max_model_len);   /* rows made as requests are touched */
     s->running_run = true;

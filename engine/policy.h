@@ -11,7 +11,7 @@
  * invariant checker (pb_engine_check, run by the tests) may or may not catch.
  *
  * Queues the engine keeps (all O(1) or O(log n) per operation):
- *   waiting  a priority heap ordered by (wait_key, arrival_s, id); wait_key comes
+ *   waiting  a priority queue ordered by (wait_key, arrival_s, id); wait_key comes
  *            from the policy's waiting_key() (NULL: arrival time, i.e. FCFS; a
  *            recompute-preempted group keeps its key and so returns to the front
  *            under FCFS, as vLLM's waiting.insert(0, g));

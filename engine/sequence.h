@@ -102,9 +102,9 @@ struct pb_group {
     int32_t len;           /* tokens per sequence (prompt_len + n_generated)          */
     /* scheduling (engine-owned; policies read) */
     pb_group *prev, *next; /* links in the running or swapped list                    */
-    int32_t heap_idx;      /* position in the waiting heap, -1 when not waiting       */
+    int32_t heap_idx;      /* entry in the waiting queue (scheduler.h), -1: not waiting */
     int32_t live_idx;      /* position in the engine's live groups                    */
-    double wait_key;       /* policy priority key in the waiting heap (smaller first) */
+    double wait_key;       /* policy priority key in the waiting queue (smaller first) */
     int64_t preempted_step;/* engine step index of the last preemption (-1 = never)   */
     int64_t admitted_step; /* step it was last admitted / swapped in                  */
     bool in_batch;         /* in the current step's batch (its sequences' batch_idx
