@@ -849,10 +849,11 @@ static void replay_sync(bm *b, int32_t i, bool appended) {
 
 /* Step k's appends from seqs[next] on, in order, until one cannot (can_append: no
    free block): its index; the step is complete (k + 1) when they all could. */
-static int32_t bm_replay_step(pb_kv_manager *m, int32_t from) {
+static int32_t bm_replay_step(pb_kv_manager *m) {
     bm *b = BM(m);
     bm_replay *r = &b->rp;
-    PB_ASSERT(r->on && r->k < r->steps_left && from == r->next);
+    int32_t from = r->next;
+    PB_ASSERT(r->on && r->k < r->steps_left);
     int32_t p = b->bs_mask >= 0 ? (r->k & b->bs_mask) : r->k % b->bs;
     if (from == 0) r->cur = r->start[p];
     int32_t taken = 0, stuck = r->n;   /* blocks taken in this call */

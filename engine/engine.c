@@ -549,6 +549,15 @@ typedef struct {
     double last_token;     /* every group's latest token time                         */
 } ff_state;
 
+/* Add (sign 1) or remove (-1) a context of c tokens that had c - k before replayed
+   step k to the sums and to its phase's count. */
+static void ff_count(pb_sched *s, ff_state *f, int32_t c, int32_t k, int32_t sign) {
+    int32_t bs = f->bs, base = c - k, in_block = f->sh >= 0 ? base & (bs - 1) : base % bs;
+    f->ctx += sign * c;
+    f->blocks += sign * (f->sh >= 0 ? (c + bs - 1) >> f->sh : (c + bs - 1) / bs);
+    s->ff_phase[in_block ? bs - in_block : 0] += sign;
+}
+
 /* Collect the running groups and the sums of the pure decode step just run.  A
    context starts a block (ceil(c / bs) grows) at the replayed steps k where its
    kv_len before the append, c + k, is a multiple of bs: k = (bs - c % bs) % bs, then
@@ -571,10 +580,7 @@ static void ff_begin(pb_sched *s, ff_state *f) {
         pb_seq *q = g->seqs[0];
         s->ff_seqs[i++] = q;
         f->left = PB_MIN(f->left, g->output_len - g->n_generated - 1);
-        int32_t c = q->kv_len, in_block = sh >= 0 ? c & (bs - 1) : c % bs;
-        f->ctx += c;
-        f->blocks += sh >= 0 ? (c + bs - 1) >> sh : (c + bs - 1) / bs;
-        s->ff_phase[in_block ? bs - in_block : 0]++;
+        ff_count(s, f, q->kv_len, 0, 1);
     }
     PB_ASSERT(i == n);
 }
@@ -601,13 +607,10 @@ static void ff_preempt(pb_sched *s, ff_state *f, int32_t k, int32_t stuck) {
         pb_seq *q = s->ff_seqs[last];
         pb_kv_replay_pop(s->kv);   /* q->kv_len up to date: its context before step k */
         ff_catch_up(f, q, k);
-        int32_t c = q->kv_len, base = c - k, in_block = f->sh >= 0 ? base & (f->bs - 1) : base % f->bs;
-        f->ctx -= c;
-        f->blocks -= f->sh >= 0 ? (c + f->bs - 1) >> f->sh : (c + f->bs - 1) / f->bs;
-        s->ff_phase[in_block ? f->bs - in_block : 0]--;
+        ff_count(s, f, q->kv_len, k, -1);
         f->n--;
         pb_sched_preempt(s, q->group, s->p.preemption);
-        stuck = stuck == last ? f->n : pb_kv_replay_step(s->kv, stuck);
+        stuck = stuck == last ? f->n : pb_kv_replay_step(s->kv);
     }
 }
 
@@ -619,7 +622,7 @@ typedef enum { FF_NEXT, FF_STOP, FF_POLICY } ff_next;
    append), the executor, the clock, the metrics. */
 static pb_status ff_step(pb_sched *s, ff_state *f, int32_t k, ff_next *next) {
     *next = FF_NEXT;
-    int32_t stuck = pb_kv_replay_step(s->kv, 0);
+    int32_t stuck = pb_kv_replay_step(s->kv);
     bool preempted = stuck < f->n;
     if (preempted) {
         ff_preempt(s, f, k, stuck);

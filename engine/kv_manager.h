@@ -116,11 +116,11 @@ typedef struct {
        step comes before each group's last token (prompt_len + output_len - 1 -
        kv_len >= 1 at every append).  PB_ERR_UNSUPPORTED (nothing changed, no
        replay) when a step could copy on write (a shared partial last block).
-       replay_step(from): the current step's appends from seqs[from] on (from = 0
-       starts a step; otherwise the index the last call returned), each as
-       can_append(g_i) then append(seqs[i]) would do it (the same blocks in the same
-       order; no copies), until one cannot: returns its index, nothing done for it
-       and the ones after; returns n when the step is complete.  replay_pop: the last
+       replay_step: the current step's appends, from where the last call stopped (or
+       the next step's from its first sequence), each as can_append(g_i) then
+       append(seqs[i]) would do it (the same blocks in the same order; no copies),
+       until one cannot: returns its index, nothing done for it and the ones after;
+       returns n when the step is complete.  replay_pop: the last
        sequence, not appended in the current step, leaves the replay brought up to
        date (a plain sequence again; the step is complete if every other one has
        appended).  replay_end (between steps): every sequence brought up to date.
@@ -129,7 +129,7 @@ typedef struct {
        pure queries can_allocate / can_swap_in, and free / swap_out of popped
        groups.  NULL: not supported (the engine then never fast-forwards). */
     pb_status (*replay_begin)(pb_kv_manager *m, pb_seq *const *seqs, int32_t n);
-    int32_t (*replay_step)(pb_kv_manager *m, int32_t from);
+    int32_t (*replay_step)(pb_kv_manager *m);
     void (*replay_pop)(pb_kv_manager *m);
     void (*replay_end)(pb_kv_manager *m);
     /* child shares all of parent's KV (reference counts; contiguous managers copy or
@@ -205,7 +205,7 @@ static inline pb_status pb_kv_append(pb_kv_manager *m, pb_seq *s, pb_pair_vec *c
 static inline pb_status pb_kv_replay_begin(pb_kv_manager *m, pb_seq *const *s, int32_t n) {
     return m->iface->replay_begin ? m->iface->replay_begin(m, s, n) : PB_ERR_UNSUPPORTED;
 }
-static inline int32_t pb_kv_replay_step(pb_kv_manager *m, int32_t from) { return m->iface->replay_step(m, from); }
+static inline int32_t pb_kv_replay_step(pb_kv_manager *m) { return m->iface->replay_step(m); }
 static inline void pb_kv_replay_pop(pb_kv_manager *m) { m->iface->replay_pop(m); }
 static inline void pb_kv_replay_end(pb_kv_manager *m) { m->iface->replay_end(m); }
 static inline pb_status pb_kv_fork(pb_kv_manager *m, const pb_seq *p, pb_seq *c) {

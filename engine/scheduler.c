@@ -61,8 +61,8 @@ static inline bool arrival_before(const pb_group *a, const pb_group *b) {
  * slot i, -2 - i the ring's slot i, -1 not waiting.  A group removed from inside the
  * deque leaves a tombstone (g NULL, keys kept): the ends are trimmed at once, and the
  * ring is repacked when the tombstones outnumber the live entries (amortized O(1)).
- * n_waiting == 0 means empty whatever the other fields hold (pb_engine_begin zeroes
- * only n_waiting): the next push resets them. */
+ * n_waiting == 0 means empty whatever the other fields hold (a caller may zero only
+ * n_waiting): the next push resets them. */
 
 static inline bool wait_before(const pb_wait_entry *a, const pb_wait_entry *b) {
     if (a->key != b->key) return a->key < b->key;
