@@ -97,3 +97,31 @@ int32_t pb_beam_synth_select(pb_rng *r, const double *cum, int32_t n_beams, int3
     }
     return k;
 }
+
+void pb_beam_plan_make(const pb_beam_choice *ch, int32_t nc, int32_t nb, pb_beam_plan *p) {
+    PB_ASSERT(nb >= 1 && nb <= nc && nc <= PB_MAX_TOP / 2);
+    uint32_t chosen = 0;
+    int32_t first[PB_MAX_TOP / 2] = {0}, n_kids = 0, n_dead = 0;
+    for (int32_t c = 0; c < nc; c++) {   /* without branches: the parents are random */
+        int32_t b = ch[c].parent;
+        uint32_t again = (chosen >> b) & 1u;
+        first[b] = again ? first[b] : c;
+        p->kid[n_kids] = c;
+        n_kids += (int32_t)again;
+        chosen |= 1u << b;
+    }
+    for (int32_t i = 0; i < nb; i++) {
+        p->dead[n_dead] = i;
+        n_dead += !((chosen >> i) & 1u);
+    }
+    /* the dead, in index order, are swap-removed: each takes the last entity then,
+       a child from the end (nc >= nb: as many children as dead at least) */
+    for (int32_t i = 0, d = 0; i < nb; i++) {
+        bool alive = (chosen >> i) & 1u;
+        p->at[i] = alive ? first[i] : p->kid[n_kids - 1 - d];
+        d += !alive;
+    }
+    for (int32_t j = 0; j < n_kids - n_dead; j++) p->at[nb + j] = p->kid[j];
+    p->n_kids = n_kids;
+    p->n_dead = n_dead;
+}

@@ -72,6 +72,22 @@ int32_t pb_beam_select(const double *cum, const pb_candidates *cand, int32_t n_b
 int32_t pb_beam_synth_select(pb_rng *r, const double *cum, int32_t n_beams, int32_t n_top,
                              int32_t vocab, int32_t k, pb_beam_choice *out);
 
+/* The beams after a selection of nc choices among nb beams (choices as
+ * pb_beam_select writes them): a beam chosen at least once continues as its first
+ * choice and keeps its index; every further choice is a new child (kid[0..n_kids),
+ * choice indices in order); beams nobody chose die (dead[0..n_dead), in index order).
+ * at[e] is the choice at index e of the group afterwards (e < nc): what forking every
+ * child (appended in choice order) and then deleting the dead in index order
+ * (swap-remove) leaves -- the engine's sequence order (engine.c beam_step) and the
+ * replay's (beam_replay) alike. */
+typedef struct {
+    int32_t at[PB_MAX_TOP / 2];
+    int32_t kid[PB_MAX_TOP / 2], n_kids;
+    int32_t dead[PB_MAX_TOP / 2], n_dead;
+} pb_beam_plan;
+
+void pb_beam_plan_make(const pb_beam_choice *ch, int32_t nc, int32_t nb, pb_beam_plan *p);
+
 #ifdef __cplusplus
 }
 #endif

@@ -51,6 +51,32 @@ typedef struct {
     bool on;
 } bm_replay;
 
+/* Replayed beam-search steps (kv_manager.h beam_*; "replayed beam steps" below). */
+#define BM_BEAMS (PB_MAX_TOP / 2)
+typedef struct {
+    pb_group *g;
+    int32_t nb, kv, n;       /* beams; their kv_len; blocks of each table, ceil(kv / bs) */
+    int32_t to_end;          /* prompt_len + output_len - 1: tokens to come = to_end - kv */
+    int32_t phys, lasts;     /* distinct blocks; distinct last blocks                  */
+    int64_t tok, res;        /* their token slots and reserved slots (usage)           */
+    int32_t dfs[BM_BEAMS];   /* the beams in the order of a walk of their block tree    */
+    int32_t lcp[BM_BEAMS];   /* r >= 1: leading blocks beams dfs[r - 1] and dfs[r] share */
+    int32_t origin[BM_BEAMS];   /* the beam at begin that beam e descends from         */
+    int32_t osh[BM_BEAMS];      /* beam e's leading blocks still its origin's at begin  */
+} bm_beam;
+
+typedef struct {
+    bm_beam *gr;
+    int32_t n, cap;
+    int32_t held;            /* blocks the groups hold beyond their frozen tables (< 0:
+                                fewer): physical blocks and gpu_avail count it       */
+    int64_t tok, res, logical;   /* usage's token, reserved slots and logical blocks
+                                    beyond the frozen tables'                        */
+    int32_t *rows;           /* beam_end: the new tables                               */
+    int64_t cap_rows;
+    bool on;
+} bm_beams;
+
 typedef struct {
     pb_kv_manager base;
     int32_t bs;
@@ -89,6 +115,7 @@ typedef struct {
     int32_t hit_cap;
     int64_t hit_tokens, query_tokens, evictions;
     bm_replay rp;            /* replayed decode steps (below); rp.on between begin/end */
+    bm_beams bb;             /* replayed beam steps (below); bb.on between begin/end    */
 } bm;
 
 static const pb_kv_manager_i BM_IFACE;
@@ -255,7 +282,9 @@ static void lru_remove(bm *b, int32_t blk) {
 }
 
 /* GPU blocks an allocation can take: free, then evictable cached ones. */
-static inline int32_t gpu_avail(const bm *b) { return pb_block_alloc_free_count(b->gpu) + b->n_lru; }
+static inline int32_t gpu_avail(const bm *b) {
+    return pb_block_alloc_free_count(b->gpu) + b->n_lru - b->bb.held;
+}
 
 /* A GPU block (ref 1, fill 0): a free one, else the least recently used cached one is
  * evicted for it; -1 when neither exists. */
@@ -450,7 +479,7 @@ static pb_alloc_status bm_can_allocate(pb_kv_manager *m, const pb_group *g) {
     int32_t need = blocks_needed(b, g);
     int32_t usable = b->gpu->n_blocks - b->pinned_blocks - b->watermark_blocks;
     if (need > usable) return PB_ALLOC_NEVER;
-    if (pb_block_alloc_free_count(b->gpu) - need >= b->watermark_blocks) return PB_ALLOC_OK;
+    if (gpu_avail(b) - need >= b->watermark_blocks) return PB_ALLOC_OK;
     return PB_ALLOC_LATER;
 }
 
@@ -906,6 +935,246 @@ static void bm_replay_end(pb_kv_manager *m) {
     r->on = false;
 }
 
+/* ---- replayed beam steps (kv_manager.h beam_*) ----
+ * Each group is a tree of blocks: the beams' tables are paths from the prompt's
+ * first block (a block at the same index in two tables means the same blocks before
+ * it: forks copy tables, appends copy on write), kept as the beams in the order of a
+ * walk of the tree (dfs) and the leading blocks each shares with the one before it
+ * (lcp; no earlier beam shares more), so the group holds phys = nb n - sum of lcp
+ * distinct blocks, of them lasts = nb - #(lcp == n) last blocks.  An append takes a
+ * block per beam when the last is full (n + 1), else copies on write each shared
+ * last block once per extra holder (nb - lasts copies; lcp n becomes n - 1).  A
+ * selection puts each chosen parent's children where the parent was in the walk,
+ * siblings sharing all n blocks, a parent's first child sharing with the child
+ * before it the least lcp between their parents.  The tables stay as they were at
+ * begin (frozen: kv_len, fills and the reservation too); the difference -- blocks
+ * (held), token slots, reserved slots, logical blocks -- is kept in bb for usage()
+ * and gpu_avail().  beam_end rebuilds the tables in walk order: beam e's first
+ * osh[e] blocks are its origin's at begin (never copied since), the next ones up to
+ * its lcp the previous beam's, the rest new; then the frozen tables are dropped.
+ * A step costs O(beams) per group, begin O(beams^2 log n), the rebuild O(table
+ * entries). */
+
+/* Leading blocks tables a and c (n blocks each) share: equal up to some index,
+   different from there on (see above), so a binary search finds it. */
+static int32_t common_blocks(const bm_table *a, const bm_table *c, int32_t n) {
+    int32_t lo = 0, hi = n;
+    while (lo < hi) {
+        int32_t mid = (lo + hi) / 2;
+        if (a->blocks[mid] == c->blocks[mid]) lo = mid + 1;
+        else hi = mid;
+    }
+    return lo;
+}
+
+/* Does table a come before table c in the walk (block numbers at their first
+   difference; ties: equal tables)? */
+static bool walk_before(const bm_table *a, const bm_table *c, int32_t n) {
+    int32_t i = common_blocks(a, c, n);
+    return i < n && a->blocks[i] < c->blocks[i];
+}
+
+/* x's distinct blocks and last blocks from its walk. */
+static void beam_count(bm_beam *x) {
+    int32_t shared = 0, lasts = x->nb;
+    for (int32_t r = 1; r < x->nb; r++) {
+        shared += x->lcp[r];
+        lasts -= x->lcp[r] == x->n;
+    }
+    x->phys = x->nb * x->n - shared;
+    x->lasts = lasts;
+}
+
+/* x's token and reserved slots (as usage() and last_share() count them) from its
+   counts, the differences added to bb's. */
+static void beam_slots(bm *b, bm_beam *x) {
+    int32_t fill = x->kv - (x->n - 1) * b->bs, to_come = x->to_end - x->kv;
+    int64_t tok = (int64_t)(x->phys - x->lasts) * b->bs + (int64_t)x->lasts * fill;
+    int64_t res = to_come > 0 ? (int64_t)x->lasts * PB_MIN(b->bs - fill, to_come) : 0;
+    b->bb.tok += tok - x->tok;
+    b->bb.res += res - x->res;
+    x->tok = tok;
+    x->res = res;
+}
+
+static pb_status bm_beam_begin(pb_kv_manager *m, pb_group *const *groups, int32_t n) {
+    bm *b = BM(m);
+    bm_beams *bb = &b->bb;
+    PB_ASSERT(!bb->on && !b->rp.on && n >= 1);
+    if (b->caching) return PB_ERR_UNSUPPORTED;
+    for (int32_t i = 0; i < n; i++)
+        if (groups[i]->n_seqs > BM_BEAMS || uses_prefix(b, groups[i])) return PB_ERR_UNSUPPORTED;
+    if (bb->cap < n) {
+        bb->cap = PB_MAX(n, 2 * bb->cap);
+        bb->gr = pb_xrealloc(bb->gr, (size_t)bb->cap * sizeof *bb->gr);
+    }
+    bb->held = 0;
+    bb->tok = bb->res = bb->logical = 0;
+    for (int32_t i = 0; i < n; i++) {
+        pb_group *g = groups[i];
+        bm_beam *x = &bb->gr[i];
+        x->g = g;
+        x->nb = g->n_seqs;
+        x->kv = g->seqs[0]->kv_len;
+        x->n = PB_CDIV(x->kv, b->bs);
+        x->to_end = g->prompt_len + g->output_len - 1;
+        for (int32_t e = 0; e < x->nb; e++) {   /* the walk: tables in block order */
+            const bm_table *t = g->seqs[e]->kv;
+            PB_ASSERT(t && !t->on_cpu && t->n == x->n && g->seqs[e]->kv_len == x->kv);
+            x->origin[e] = e;
+            x->osh[e] = x->n;
+            int32_t r = e;
+            for (; r > 0 && walk_before(t, g->seqs[x->dfs[r - 1]]->kv, x->n); r--) x->dfs[r] = x->dfs[r - 1];
+            x->dfs[r] = e;
+        }
+        x->lcp[0] = 0;
+        for (int32_t r = 1; r < x->nb; r++)
+            x->lcp[r] = common_blocks(g->seqs[x->dfs[r - 1]]->kv, g->seqs[x->dfs[r]]->kv, x->n);
+        beam_count(x);
+        int32_t fill = x->kv - (x->n - 1) * b->bs, to_come = x->to_end - x->kv;   /* as frozen */
+        x->tok = (int64_t)(x->phys - x->lasts) * b->bs + (int64_t)x->lasts * fill;
+        x->res = to_come > 0 ? (int64_t)x->lasts * PB_MIN(b->bs - fill, to_come) : 0;
+    }
+    bb->n = n;
+    bb->on = true;
+    return PB_OK;
+}
+
+/* One step's appends; -1 (nothing done) when a group cannot append (can_append:
+   one possible block per beam, after the groups before it took theirs). */
+static int32_t bm_beam_step(pb_kv_manager *m) {
+    bm *b = BM(m);
+    bm_beams *bb = &b->bb;
+    PB_ASSERT(bb->on);
+    int32_t avail = gpu_avail(b), copies = 0;
+    for (int32_t i = 0; i < bb->n; i++) {
+        const bm_beam *x = &bb->gr[i];
+        PB_ASSERT(x->kv < x->to_end);
+        if (x->nb > avail) return -1;
+        avail -= x->kv % b->bs == 0 ? x->nb : x->nb - x->lasts;
+    }
+    for (int32_t i = 0; i < bb->n; i++) {
+        bm_beam *x = &bb->gr[i];
+        int32_t take = x->nb;   /* a block per beam at a block boundary */
+        if (x->kv % b->bs == 0) {
+            x->n++;
+            bb->logical += x->nb;
+        } else if ((take = x->nb - x->lasts) > 0) {   /* shared last blocks: copies */
+            for (int32_t r = 1; r < x->nb; r++) {
+                if (x->lcp[r] != x->n) continue;
+                x->lcp[r] = x->n - 1;
+                x->osh[x->dfs[r - 1]] = PB_MIN(x->osh[x->dfs[r - 1]], x->n - 1);
+                x->osh[x->dfs[r]] = PB_MIN(x->osh[x->dfs[r]], x->n - 1);
+            }
+            copies += take;
+        }
+        x->kv++;
+        x->phys += take;
+        x->lasts = x->nb;
+        bb->held += take;
+        beam_slots(b, x);
+    }
+    return copies;
+}
+
+static void bm_beam_select(pb_kv_manager *m, int32_t i, const int32_t *parent) {
+    bm *b = BM(m);
+    bm_beam *x = &b->bb.gr[i];
+    PB_ASSERT(b->bb.on && i < b->bb.n);
+    int32_t nb = x->nb, kids[BM_BEAMS][BM_BEAMS], n_kids[BM_BEAMS] = {0};
+    for (int32_t e = 0; e < nb; e++) {
+        int32_t p = parent[e];
+        PB_ASSERT(p >= 0 && p < nb);
+        kids[p][n_kids[p]++] = e;
+    }
+    int32_t dfs[BM_BEAMS], lcp[BM_BEAMS], origin[BM_BEAMS], osh[BM_BEAMS], at = 0, least = x->n;
+    for (int32_t r = 0; r < nb; r++) {   /* the parents in walk order, their children in place */
+        int32_t q = x->dfs[r];
+        if (r > 0) least = PB_MIN(least, x->lcp[r]);
+        for (int32_t c = 0; c < n_kids[q]; c++, at++) {
+            int32_t e = kids[q][c];
+            dfs[at] = e;
+            lcp[at] = c == 0 ? least : x->n;
+            origin[e] = x->origin[q];
+            osh[e] = x->osh[q];
+        }
+        if (n_kids[q] > 0) least = x->n;
+    }
+    lcp[0] = 0;
+    memcpy(x->dfs, dfs, (size_t)nb * sizeof *dfs);
+    memcpy(x->lcp, lcp, (size_t)nb * sizeof *lcp);
+    memcpy(x->origin, origin, (size_t)nb * sizeof *origin);
+    memcpy(x->osh, osh, (size_t)nb * sizeof *osh);
+    int32_t phys = x->phys;
+    beam_count(x);
+    b->bb.held += x->phys - phys;
+    beam_slots(b, x);
+}
+
+/* The tables rebuilt (see above): the new rows first (taking the references of the
+   begin blocks they keep), then the frozen tables dropped, then the new blocks. */
+static void bm_beam_end(pb_kv_manager *m) {
+    bm *b = BM(m);
+    bm_beams *bb = &b->bb;
+    PB_ASSERT(bb->on);
+    int64_t used = pb_block_alloc_used(b->gpu) + bb->held, tok = b->gpu->token_slots + bb->tok;
+    int64_t res = b->reserved + bb->res, logical = b->logical_gpu + bb->logical, n_rows = 0;
+    for (int32_t i = 0; i < bb->n; i++) n_rows += (int64_t)bb->gr[i].nb * bb->gr[i].n;
+    if (bb->cap_rows < n_rows) {
+        bb->cap_rows = PB_MAX(n_rows, 2 * bb->cap_rows);
+        bb->rows = pb_xrealloc(bb->rows, (size_t)bb->cap_rows * sizeof *bb->rows);
+    }
+    int32_t *row = bb->rows;   /* group i's beam dfs[r] at row + (its offset) + r n */
+    for (int32_t i = 0; i < bb->n; i++) {   /* the begin blocks kept */
+        const bm_beam *x = &bb->gr[i];
+        for (int32_t r = 0; r < x->nb; r++, row += x->n) {
+            int32_t e = x->dfs[r];
+            const bm_table *ot = x->g->seqs[x->origin[e]]->kv;
+            for (int32_t t = 0; t < x->osh[e]; t++) pb_block_alloc_incref(b->gpu, row[t] = ot->blocks[t]);
+        }
+    }
+    for (int32_t i = 0; i < bb->n; i++) {   /* the frozen tables dropped */
+        bm_beam *x = &bb->gr[i];
+        for (int32_t e = 0; e < x->nb; e++) {
+            bm_table *t = x->g->seqs[e]->kv;
+            last_leave(b, t);
+            for (int32_t k = 0; k < t->n; k++) pb_block_alloc_decref(b->gpu, t->blocks[k]);
+            b->logical_gpu -= t->n;
+        }
+    }
+    bb->held = 0;
+    row = bb->rows;
+    for (int32_t i = 0; i < bb->n; i++) {   /* the rest, and the tables */
+        bm_beam *x = &bb->gr[i];
+        int32_t n = x->n, fill = x->kv - (n - 1) * b->bs;
+        for (int32_t r = 0; r < x->nb; r++, row += n) {
+            int32_t e = x->dfs[r], t = x->osh[e];
+            if (t > 0) pb_block_alloc_set_fill(b->gpu, row[t - 1], t == n ? fill : b->bs);
+            for (; r > 0 && t < x->lcp[r]; t++) pb_block_alloc_incref(b->gpu, row[t] = row[t - n]);
+            for (; t < n; t++) {
+                row[t] = pb_block_alloc_get(b->gpu);
+                PB_ASSERT(row[t] >= 0);
+                pb_block_alloc_set_fill(b->gpu, row[t], t == n - 1 ? fill : b->bs);
+            }
+            pb_seq *s = x->g->seqs[e];
+            bm_table *tb = s->kv;
+            if (tb->cap < n) {
+                tb->cap = PB_MAX(n, 2 * tb->cap);
+                tb->blocks = pb_xrealloc(tb->blocks, (size_t)tb->cap * sizeof(int32_t));
+            }
+            memcpy(tb->blocks, row, (size_t)n * sizeof(int32_t));
+            tb->n = n;
+            b->logical_gpu += n;
+            s->kv_len = x->kv;
+            last_enter(b, tb);
+        }
+    }
+    PB_ASSERT(pb_block_alloc_used(b->gpu) == used && b->gpu->token_slots == tok && b->reserved == res &&
+              b->logical_gpu == logical);
+    bb->tok = bb->res = bb->logical = 0;
+    bb->on = false;
+}
+
 static void bm_usage(pb_kv_manager *m, pb_kv_usage *u) {
     bm *b = BM(m);
     int32_t bs = b->bs;
@@ -915,14 +1184,14 @@ static void bm_usage(pb_kv_manager *m, pb_kv_usage *u) {
     u->gpu_blocks_cached = b->n_lru;
     u->cpu_blocks_total = b->cpu->n_blocks;
     u->cpu_blocks_used = pb_block_alloc_used(b->cpu);
-    u->physical_blocks = pb_block_alloc_used(b->gpu);
-    u->logical_blocks = b->logical_gpu;
+    u->physical_blocks = pb_block_alloc_used(b->gpu) + b->bb.held;
+    u->logical_blocks = b->logical_gpu + b->bb.logical;
     u->total_slots = (int64_t)b->gpu->n_blocks * bs;
     int64_t allocated = u->physical_blocks * bs;
-    u->token_slots = b->gpu->token_slots + b->rp.pending;
+    u->token_slots = b->gpu->token_slots + b->rp.pending + b->bb.tok;
     u->free_slots = u->total_slots - allocated;
-    u->reserved_slots = b->reserved;
-    u->internal_frag_slots = allocated - u->token_slots - b->reserved;
+    u->reserved_slots = b->reserved + b->bb.res;
+    u->internal_frag_slots = allocated - u->token_slots - u->reserved_slots;
 }
 
 /* The reservation by a walk over every live table (what bm.reserved must equal);
@@ -1018,8 +1287,8 @@ static pb_status cache_check(bm *b) {
 static pb_status bm_check(pb_kv_manager *m) {
     bm *b = BM(m);
     int32_t bs = b->bs;
-    if (b->rp.on) {
-        pb_log_error("paged: check inside a replay (kv_len and fills lag until replay_end)");
+    if (b->rp.on || b->bb.on) {
+        pb_log_error("paged: check inside a replay (kv_len and fills lag until its end)");
         return PB_ERR_INVALID;
     }
     if (pb_block_alloc_check(b->gpu) != PB_OK || pb_block_alloc_check(b->cpu) != PB_OK)
@@ -1161,6 +1430,8 @@ static void bm_destroy(pb_kv_manager *m) {
     free(b->rp.order);
     free(b->rp.start);
     free(b->rp.end);
+    free(b->bb.gr);
+    free(b->bb.rows);
     pb_block_alloc_destroy(b->gpu);
     pb_block_alloc_destroy(b->cpu);
     free(b);
@@ -1172,6 +1443,8 @@ static void bm_destroy(pb_kv_manager *m) {
     .name = "paged", .can_allocate = bm_can_allocate, .allocate = bm_allocate,                \
     .can_append = bm_can_append, .append = bm_append, .replay_begin = bm_replay_begin,      \
     .replay_step = bm_replay_step, .replay_pop = bm_replay_pop, .replay_end = bm_replay_end,  \
+    .beam_begin = bm_beam_begin, .beam_step = bm_beam_step, .beam_select = bm_beam_select,    \
+    .beam_end = bm_beam_end,                                                                   \
     .fork = bm_fork, .refork = bm_refork,                                                      \
     .free = bm_free, .can_swap_out = bm_can_swap_out, .swap_out = bm_swap_out,                \
     .can_swap_in = bm_can_swap_in, .swap_in = bm_swap_in, .batch_info = bm_batch_info,        \

@@ -207,38 +207,18 @@ static pb_status beam_step(pb_sched *s, pb_group *g, bool has_tokens) {
     /* A choice continues its parent (the first choice of it) or is a child of it.
        Parents nobody chose die and free their blocks (paper Fig. 9); a dead parent's
        struct is reused for a child (refork: only the blocks past what the two share
-       change hands) when the manager can, the rest are forked, then freed.  The result is what forking every
-       child (new ids in choice order, appended to g->seqs) and then deleting the dead
-       in index order (swap-remove) gives, g->seqs' order included. */
-    bool used[PB_MAX_TOP / 2] = {false};
+       change hands) when the manager can, the rest are forked, then freed.  The
+       order afterwards is pb_beam_plan's. */
+    pb_beam_plan pl;
+    pb_beam_plan_make(ch, nc, nb, &pl);
     pb_seq *dst[PB_MAX_TOP / 2] = {NULL};
-    int32_t kid[PB_MAX_TOP / 2], n_kids = 0, dead[PB_MAX_TOP / 2], n_dead = 0;
-    for (int32_t c = 0; c < nc; c++) {   /* without branches: the parents are random */
-        int32_t p = ch[c].parent;
-        bool again = used[p];
-        used[p] = true;
-        dst[c] = again ? NULL : par[p];
-        kid[n_kids] = c;
-        n_kids += again;
-    }
-    for (int32_t i = 0; i < nb; i++) {
-        dead[n_dead] = i;
-        n_dead += !used[i];
-    }
-    /* the order: entities 0..nb-1 the parents, nb + j the j-th child */
-    int32_t ord[PB_MAX_TOP], pos[PB_MAX_TOP], n_ord = nb + n_kids;
-    for (int32_t e = 0; e < n_ord; e++) ord[e] = pos[e] = e;
-    for (int32_t d = 0; d < n_dead; d++) {
-        int32_t at = pos[dead[d]], last = ord[--n_ord];
-        ord[at] = last;
-        pos[last] = at;
-    }
-    int32_t n_pairs = s->kv->iface->refork ? PB_MIN(n_kids, n_dead) : 0;
-    for (int32_t j = 0; j < n_kids; j++) {   /* children in choice order: their ids */
-        pb_seq *p = par[ch[kid[j]].parent], *child;
+    for (int32_t c = 0; c < nc; c++) dst[c] = par[ch[c].parent];   /* kids' replaced below */
+    int32_t n_pairs = s->kv->iface->refork ? PB_MIN(pl.n_kids, pl.n_dead) : 0;
+    for (int32_t j = 0; j < pl.n_kids; j++) {   /* children in choice order: their ids */
+        pb_seq *p = par[ch[pl.kid[j]].parent], *child;
         pb_status st;
         if (j < n_pairs) {
-            child = par[dead[j]];
+            child = par[pl.dead[j]];
             st = pb_kv_refork(s->kv, p, child);
             pb_seq_reclone(s->pool, child, p);
         } else {
@@ -246,18 +226,15 @@ static pb_status beam_step(pb_sched *s, pb_group *g, bool has_tokens) {
             st = pb_kv_fork(s->kv, p, child);
         }
         if (st != PB_OK) return st;
-        dst[kid[j]] = child;
+        dst[pl.kid[j]] = child;
     }
-    for (int32_t d = n_pairs; d < n_dead; d++) {
-        par[dead[d]]->batch_idx = -1;
-        pb_kv_free(s->kv, par[dead[d]]);
-        pb_seq_delete(s->pool, par[dead[d]]);
+    for (int32_t d = n_pairs; d < pl.n_dead; d++) {
+        par[pl.dead[d]]->batch_idx = -1;
+        pb_kv_free(s->kv, par[pl.dead[d]]);
+        pb_seq_delete(s->pool, par[pl.dead[d]]);
     }
-    pb_seq *order[PB_MAX_TOP];
-    for (int32_t e = 0; e < n_ord; e++) {
-        int32_t x = ord[e];
-        order[e] = x < nb ? par[x] : dst[kid[x - nb]];
-    }
+    pb_seq *order[PB_MAX_TOP / 2];
+    for (int32_t e = 0; e < nc; e++) order[e] = dst[pl.at[e]];
     pb_group_set_order(g, order);
     for (int32_t c = 0; c < nc; c++) {   /* clones carry the parent's cum_logprob */
         if (s->p.store_tokens) pb_seq_append_token(s->pool, dst[c], ch[c].token, ch[c].logprob);
@@ -508,12 +485,14 @@ static bool ff_possible(const pb_sched *s) {
 
 /* Is the next step a pure decode step (so that it and the next ones may be
    replayed)?  Every running group got a token in the step just run (so they share
-   the last token time) and has one sequence past its prefill, and the policy says
-   it would decode them and nothing else (pb_policy_i.steady). */
+   the last token time) and has one sequence, or its beams (beam search past its
+   first token), past its prefill, and the policy says it would decode them and
+   nothing else (pb_policy_i.steady). */
 static bool steady_next(pb_sched *s, bool has_tokens) {
     if (has_tokens || s->n_running == 0 || s->n_bgroups != s->n_running || !ff_possible(s)) return false;
     for (const pb_group *g = s->run_head; g; g = g->next)
-        if (g->n_seqs != 1 || g->prefill) return false;
+        if (g->prefill || (g->n_seqs != 1 && (g->n_seqs != g->beam_width || !s->kv->iface->beam_begin)))
+            return false;
     return s->policy->iface->steady(s->policy, s);
 }
 
@@ -528,7 +507,7 @@ static void ff_batch(pb_sched *s, int32_t n, int64_t ctx, int64_t blocks) {
     b->n_decode = n;
     b->block_size = s->kv->block_size;
     b->n_top = 1;
-    b->copies = b->swap_in = b->swap_out = NULL;
+    b->copies = b->swap_in = b->swap_out = NULL;   /* a beam replay sets n_copies alone */
     b->n_copies = b->n_swap_in = b->n_swap_out = 0;
     b->slot_copies = NULL;
     b->n_slot_copies = 0;
@@ -585,17 +564,22 @@ static void ff_begin(pb_sched *s, ff_state *f) {
     PB_ASSERT(i == n);
 }
 
-/* Sequence q of the replay (and its group) up to date after k replayed steps: k
-   tokens (lengths, computed KV, the token time). */
-static void ff_catch_up(const ff_state *f, pb_seq *q, int32_t k) {
-    pb_group *g = q->group;
-    q->len += k;
-    q->n_generated += k;
-    q->n_computed = q->len - 1;
+/* Group g up to date after k replayed steps: k tokens in each sequence (lengths,
+   computed KV), the token time. */
+static void group_catch_up(pb_group *g, int32_t k, double last_token) {
+    for (int32_t i = 0; i < g->n_seqs; i++) {
+        pb_seq *q = g->seqs[i];
+        q->len += k;
+        q->n_generated += k;
+        q->n_computed = q->len - 1;
+    }
     g->len += k;
     g->n_generated += k;
-    g->last_token_s = f->last_token;
+    g->last_token_s = last_token;
 }
+
+/* Sequence q of the replay (and its group) up to date after k replayed steps. */
+static void ff_catch_up(const ff_state *f, pb_seq *q, int32_t k) { group_catch_up(q->group, k, f->last_token); }
 
 /* Step k could not append every group: as the policy's decode does (policy.h
    steady), the latest groups are preempted until the rest could append (step k
@@ -697,9 +681,123 @@ static pb_status ff_policy_completes(pb_engine *e, const ff_state *f, int32_t k)
     return st == PB_OK ? step_run(e, ready) : st;
 }
 
+/* ---- fast-forward of beam search ----
+ * The same replay when some running groups are beam-search groups (at their full
+ * width, past their first token; the others single sequences): the manager keeps
+ * each group's blocks as a tree of counts (kv_manager.h beam_*), the engine draws
+ * each beam group's selection after the step (pb_beam_synth_select from the group's
+ * stream, as beam_step does: the same choices, scores and beam order, pb_beam_plan)
+ * and hands the manager the beams' parents.  A step in which a group cannot append
+ * is not replayed (the ordinary step preempts).  Beams that die free blocks, so
+ * after a step whose selections left more blocks free than when the policy last
+ * answered steady it is asked again; not steady: the replay stops.  At the end the
+ * manager rebuilds the tables and the groups are brought up to date (their beams'
+ * scores are kept current), and those whose last token the last step produced
+ * finish, in running order. */
+
+/* Group g's selection after replayed step: its beams' scores and parents. */
+static void beam_replay_select(pb_sched *s, int32_t i, pb_group *g) {
+    int32_t nb = g->n_seqs, k = g->beam_width, parent[PB_MAX_TOP / 2];
+    double cum[PB_MAX_TOP / 2];
+    for (int32_t e = 0; e < nb; e++) cum[e] = g->seqs[e]->cum_logprob;
+    pb_beam_choice ch[PB_MAX_TOP / 2];
+    int32_t nc = pb_beam_synth_select(&g->rng, cum, nb, 2 * k, 0, k, ch);   /* no ids (ff_possible) */
+    PB_ASSERT(nc == nb);
+    pb_beam_plan pl;
+    pb_beam_plan_make(ch, nc, nb, &pl);
+    for (int32_t e = 0; e < nb; e++) {
+        const pb_beam_choice *c = &ch[pl.at[e]];
+        parent[e] = c->parent;
+        g->seqs[e]->cum_logprob = cum[c->parent] + (double)c->logprob;   /* pb_seq_advance */
+    }
+    pb_kv_beam_select(s->kv, i, parent);
+}
+
+static pb_status beam_forward(pb_engine *e) {
+    pb_sched *s = &e->s;
+    int32_t n = s->n_running, n_seqs = 0, top = 1, left = INT32_MAX, bs = s->kv->block_size;
+    if (s->cap_ff_groups < n) {
+        s->cap_ff_groups = PB_MAX(n, 2 * s->cap_ff_groups);
+        s->ff_groups = pb_xrealloc(s->ff_groups, (size_t)s->cap_ff_groups * sizeof *s->ff_groups);
+    }
+    pb_group **gs = s->ff_groups;
+    int32_t i = 0;
+    for (pb_group *g = s->run_head; g; g = g->next) {
+        gs[i++] = g;
+        n_seqs += g->n_seqs;
+        if (g->beam_width > 1) top = PB_MAX(top, 2 * g->beam_width);   /* as batch_add_seq */
+        left = PB_MIN(left, g->output_len - g->n_generated - 1);
+    }
+    PB_ASSERT(i == n);
+    if (pb_kv_beam_begin(s->kv, gs, n) != PB_OK) return PB_OK;   /* an ordinary step next */
+    const pb_group *head = pb_sched_waiting_peek(s);
+    pb_kv_usage u;
+    pb_kv_usage_get(s->kv, &u);
+    int64_t free_held = u.gpu_blocks_free;   /* when the policy last answered steady */
+    double last_token = s->now;
+    int32_t k = 0;
+    while (k <= left && !run_over(s)) {
+        groups_recycle(s);   /* as schedule() */
+        while (s->next_arrival < s->n_requests && s->reqs[s->next_arrival].arrival_s <= s->now)
+            pb_sched_enqueue_waiting(s, group_arrive(s, s->next_arrival++));
+        if (pb_sched_waiting_peek(s) != head) break;   /* the policy must look at it */
+        int32_t copies = pb_kv_beam_step(s->kv);
+        if (copies < 0) break;   /* a group cannot append: the ordinary step preempts */
+        int64_t ctx = 0, blocks = 0;
+        for (i = 0; i < n; i++) {   /* context_len = len before the replay + k */
+            int64_t c = gs[i]->len + k;
+            ctx += gs[i]->n_seqs * c;
+            blocks += gs[i]->n_seqs * PB_CDIV(c, bs);
+        }
+        ff_batch(s, n_seqs, ctx, blocks);
+        s->batch.n_top = top;
+        s->batch.n_copies = copies;
+        pb_step_metrics sm;
+        memset(&sm, 0, sizeof sm);
+        sm.t_s = s->now;
+        sm.n_groups = n;
+        sm.n_seqs = sm.decode_tokens = n_seqs;
+        sm.n_copies = copies;
+        sm.n_running = s->n_running;
+        sm.n_waiting = s->n_waiting;
+        sm.n_swapped = s->n_swapped;
+        pb_kv_usage_get(s->kv, &sm.mem);
+        pb_step_result res;
+        pb_status st = run_executor(s, NULL, &res);
+        if (st != PB_OK) return st;
+        s->now += res.latency_s;
+        sm.latency_s = res.latency_s;
+        sm.swap_s = res.swap_s;
+        sm.copy_s = res.copy_s;
+        pb_metrics_tokens(s->metrics, last_token, s->now, n);
+        last_token = s->now;
+        pb_metrics_add_step(s->metrics, &sm);
+        s->step++;
+        for (i = 0; i < n; i++)
+            if (gs[i]->beam_width > 1) beam_replay_select(s, i, gs[i]);
+        k++;
+        pb_kv_usage_get(s->kv, &u);
+        if (u.gpu_blocks_free > free_held) {   /* freed blocks: are the heads still held? */
+            if (!s->policy->iface->steady(s->policy, s)) break;
+            free_held = u.gpu_blocks_free;
+        }
+    }
+    pb_kv_beam_end(s->kv);
+    pb_pair_vec_clear(&s->copies);   /* the last ordinary step's */
+    if (k == 0) return PB_OK;
+    for (i = 0; i < n; i++) group_catch_up(gs[i], k, last_token);
+    for (i = 0; i < n && k == left + 1; i++)
+        if (gs[i]->n_generated >= gs[i]->output_len) finish_group(s, gs[i]);
+    s->ff_steps += k;
+    s->replayed = true;
+    return s->p.check_every_step ? pb_engine_check(e) : PB_OK;
+}
+
 static pb_status fast_forward(pb_engine *e) {
     pb_sched *s = &e->s;
     s->steady = false;
+    for (const pb_group *g = s->run_head; g; g = g->next)
+        if (g->n_seqs > 1) return beam_forward(e);
     ff_state f;
     ff_begin(s, &f);
     if (pb_kv_replay_begin(s->kv, s->ff_seqs, f.n) != PB_OK) return PB_OK;   /* an ordinary step next */

@@ -132,6 +132,29 @@ typedef struct {
     int32_t (*replay_step)(pb_kv_manager *m);
     void (*replay_pop)(pb_kv_manager *m);
     void (*replay_end)(pb_kv_manager *m);
+    /* (optional: all four or none) Replayed beam-search steps, the engine's fast-
+       forward of beam groups (engine.c): the manager keeps each group as a tree of
+       blocks (which beams share how many leading blocks) and counts, and rebuilds
+       the block tables at the end.  beam_begin: groups[0..n) are the RUNNING groups
+       in the scheduler's order (the array is the engine's), each past its prefill,
+       on the GPU, with one sequence or beam_width beams of one kv_len (len - 1), no
+       shared prefix; every step comes before each group's last token (as
+       replay_begin).  PB_ERR_UNSUPPORTED: nothing changed, no replay.  beam_step:
+       one step's appends, as can_append(g) then append() of each sequence of each
+       group in order would do them; returns the copies on write they make, or -1
+       when a group could not append (nothing done: an ordinary step comes next).
+       beam_select (after the step's appends): group i's beams are now beams
+       parent[0..nb) of the ones it had (index e continues parent[e]; a beam chosen
+       twice shares all its blocks; a beam not chosen is freed).  beam_end (between
+       steps): the tables rebuilt with the same sharing (block numbers may differ
+       from what the ordinary steps would have used: nothing but counts is
+       observable in a replay), kv_len brought up to date.  Between begin and end
+       the engine calls, besides these, only usage (exact at any time) and the pure
+       queries can_allocate / can_swap_in.  NULL: not supported. */
+    pb_status (*beam_begin)(pb_kv_manager *m, pb_group *const *groups, int32_t n);
+    int32_t (*beam_step)(pb_kv_manager *m);
+    void (*beam_select)(pb_kv_manager *m, int32_t i, const int32_t *parent);
+    void (*beam_end)(pb_kv_manager *m);
     /* child shares all of parent's KV (reference counts; contiguous managers copy or
        reserve).  child->kv_len = parent->kv_len.  May return PB_ERR_NO_SPACE for
        managers that cannot share. */
@@ -208,6 +231,14 @@ static inline pb_status pb_kv_replay_begin(pb_kv_manager *m, pb_seq *const *s, i
 static inline int32_t pb_kv_replay_step(pb_kv_manager *m) { return m->iface->replay_step(m); }
 static inline void pb_kv_replay_pop(pb_kv_manager *m) { m->iface->replay_pop(m); }
 static inline void pb_kv_replay_end(pb_kv_manager *m) { m->iface->replay_end(m); }
+static inline pb_status pb_kv_beam_begin(pb_kv_manager *m, pb_group *const *g, int32_t n) {
+    return m->iface->beam_begin ? m->iface->beam_begin(m, g, n) : PB_ERR_UNSUPPORTED;
+}
+static inline int32_t pb_kv_beam_step(pb_kv_manager *m) { return m->iface->beam_step(m); }
+static inline void pb_kv_beam_select(pb_kv_manager *m, int32_t i, const int32_t *parent) {
+    m->iface->beam_select(m, i, parent);
+}
+static inline void pb_kv_beam_end(pb_kv_manager *m) { m->iface->beam_end(m); }
 static inline pb_status pb_kv_fork(pb_kv_manager *m, const pb_seq *p, pb_seq *c) {
     return m->iface->fork(m, p, c);
 }

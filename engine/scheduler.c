@@ -239,6 +239,7 @@ void pb_sched_free(pb_sched *s) {
     free(s->prompt_tok);
     free(s->ff_seqs);
     free(s->ff_phase);
+    free(s->ff_groups);
 }
 
 void pb_sched_begin_step(pb_sched *s) {

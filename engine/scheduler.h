@@ -91,6 +91,8 @@ struct pb_sched {
     int32_t *ff_phase;            /* [block_size]: sequences starting a block at
                                      replayed steps k with k % block_size == index  */
     int32_t cap_ff_phase;
+    pb_group **ff_groups;         /* the running groups, in order (beam replays)   */
+    int32_t cap_ff_groups;
     int64_t ff_steps;             /* steps replayed fast this run                  */
 };
 

@@ -68,6 +68,7 @@ typedef struct {
     int64_t num;
     double multi_frac;           /* share of requests that sample n = 2..4 or beam-search */
     bool beam;                   /* ... with width 2..4                                 */
+    int32_t width_max;           /* ... or 2..width_max when > 0                        */
     int32_t block_size, gpu_blocks, cpu_blocks;
     const char *policy;
     pb_step_mode step_mode;
@@ -159,7 +160,7 @@ static bool ff_trace(const ff_cfg *c, pb_trace *t) {
     pb_rng_seed(&r, c->seed, 7);
     for (int64_t i = 0; i < t->n; i++) {
         if (pb_rng_uniform(&r) >= c->multi_frac) continue;
-        int16_t k = (int16_t)(2 + pb_rng_below(&r, 3));
+        int16_t k = (int16_t)(2 + pb_rng_below(&r, c->width_max > 0 ? (uint64_t)c->width_max - 1 : 3));
         t->reqs[i].n = k;
         if (c->beam) t->reqs[i].beam_width = k;
     }
@@ -421,6 +422,45 @@ PB_TEST(fast_forward_equals_step_by_step) {
     PB_CHECK(heavy_sharegpt >= 10);
     PB_CHECK(pure > steps / 2);        /* most steps are in the fast loop's reach */
     PB_CHECK(fast_total > steps / 4);  /* and many of them replayed by it          */
+}
+
+/* Beam search replayed (engine.c "fast-forward of beam search"): configurations of the
+ * random sweep's kind in which every request beam-searches (width 2..8), so every
+ * replay is a beam replay -- the manager's block trees, copies on write, the
+ * selections, the heads re-checked when dying beams free blocks.  Every one of them
+ * without a step or clock limit replays some steps, and together over a third. */
+#define FF_BEAM_CONFIGS 48
+
+PB_TEST(beam_fast_forward_equals_step_by_step) {
+    specs sp;
+    PB_REQUIRE(specs_load(&sp));
+    int64_t steps = 0, fast_total = 0;
+    int failed = 0, unlimited = 0, replayed = 0;
+    for (uint64_t i = 0; i < FF_BEAM_CONFIGS; i++) {
+        ff_cfg c = ff_random_cfg(1000 + i);
+        c.multi_frac = 1;
+        c.beam = true;
+        c.width_max = 8;
+        if (c.max_num_seqs < 8) c.max_num_seqs = 16;   /* width 8 must fit a step */
+        pb_trace t = {0};
+        PB_REQUIRE(ff_trace(&c, &t));
+        ff_out ref;
+        int64_t fast = 0;
+        failed += !ff_check(&sp, &c, &t, i % 4 == 0, &ref, &fast);
+        if (!c.max_steps && !c.max_clock_s) {
+            unlimited++;
+            replayed += fast > 0;
+        }
+        fast_total += fast;
+        steps += ref.n_steps;
+        ff_out_free(&ref);
+        pb_trace_free(&t);
+    }
+    fprintf(stderr, "  %d all-beam configurations, %lld steps, %lld replayed fast; %d of %d without limits replayed\n",
+            FF_BEAM_CONFIGS, (long long)steps, (long long)fast_total, replayed, unlimited);
+    PB_CHECK_EQ_INT(failed, 0);
+    PB_CHECK_EQ_INT(replayed, unlimited);
+    PB_CHECK(fast_total > steps / 3);
 }
 
 /* A run stopped by max_steps or max_clock_s stops at the same step with the fast loop:
