@@ -158,7 +158,7 @@ static double beam_select_ns(void) {
         double t0 = cpu_now();
         for (int i = 0; i < N; i++) {
             pb_beam_choice ch[W];
-            pb_beam_synth_select(&r, cum[i % SETS], W, 2 * W, 0, W, ch);
+            pb_beam_synth_select(&r, cum[i % SETS], NULL, W, 2 * W, 0, W, ch);
             sink += ch[W - 1].score;
         }
         runs[k] = (cpu_now() - t0) / N * 1e9;

@@ -58,18 +58,19 @@ int32_t pb_beam_select(const double *cum, const pb_candidates *cand, int32_t n_b
  * Finding the segment is a count over the knots (no data-dependent branch).
  * Finally the choices are put in pb_beam_select's order (the rounded scores, ties by
  * beam then rank). */
-int32_t pb_beam_synth_select(pb_rng *r, const double *cum, int32_t n_beams, int32_t n_top,
-                             int32_t vocab, int32_t k, pb_beam_choice *out) {
+int32_t pb_beam_synth_select(pb_rng *r, const double *cum, const int32_t *hint, int32_t n_beams,
+                             int32_t n_top, int32_t vocab, int32_t k, pb_beam_choice *out) {
     static const double inv[PB_MAX_TOP + 1] = {0, 1.0, 1.0 / 2, 1.0 / 3, 1.0 / 4, 1.0 / 5, 1.0 / 6,
                                                1.0 / 7, 1.0 / 8, 1.0 / 9, 1.0 / 10, 1.0 / 11,
                                                1.0 / 12, 1.0 / 13, 1.0 / 14, 1.0 / 15, 1.0 / 16};
     PB_ASSERT(n_beams <= PB_MAX_TOP && k <= n_top);
     if (k <= 0 || n_beams <= 0) return 0;
     int32_t order[PB_MAX_TOP];   /* beams by cum, best first (ties by index) */
-    for (int32_t i = 0; i < n_beams; i++) {
-        int32_t j = i;
-        for (; j > 0 && cum[order[j - 1]] < cum[i]; j--) order[j] = order[j - 1];
-        order[j] = i;
+    for (int32_t i = 0; i < n_beams; i++) {   /* insertion sort from the hint's order */
+        int32_t b = hint ? hint[i] : i, j = i;
+        for (; j > 0 && (cum[order[j - 1]] < cum[b] || (cum[order[j - 1]] == cum[b] && order[j - 1] > b)); j--)
+            order[j] = order[j - 1];
+        order[j] = b;
     }
     double c[PB_MAX_TOP], knot[PB_MAX_TOP];   /* c_j and L(c_j) */
     for (int32_t j = 0; j < n_beams; j++) c[j] = cum[order[j]];
@@ -100,14 +101,15 @@ int32_t pb_beam_synth_select(pb_rng *r, const double *cum, int32_t n_beams, int3
 
 void pb_beam_plan_make(const pb_beam_choice *ch, int32_t nc, int32_t nb, pb_beam_plan *p) {
     PB_ASSERT(nb >= 1 && nb <= nc && nc <= PB_MAX_TOP / 2);
-    uint32_t chosen = 0;
+    /* without branches on the parents (they are random) */
     int32_t first[PB_MAX_TOP / 2] = {0}, n_kids = 0, n_dead = 0;
-    for (int32_t c = 0; c < nc; c++) {   /* without branches: the parents are random */
+    for (int32_t c = nc - 1; c >= 0; c--) first[ch[c].parent] = c;   /* the last write: the first */
+    uint32_t chosen = 0;
+    p->kid[0] = 0;
+    for (int32_t c = 0; c < nc; c++) {
         int32_t b = ch[c].parent;
-        uint32_t again = (chosen >> b) & 1u;
-        first[b] = again ? first[b] : c;
         p->kid[n_kids] = c;
-        n_kids += (int32_t)again;
+        n_kids += (int32_t)((chosen >> b) & 1u);
         chosen |= 1u << b;
     }
     for (int32_t i = 0; i < nb; i++) {
@@ -118,10 +120,12 @@ void pb_beam_plan_make(const pb_beam_choice *ch, int32_t nc, int32_t nb, pb_beam
        a child from the end (nc >= nb: as many children as dead at least) */
     for (int32_t i = 0, d = 0; i < nb; i++) {
         bool alive = (chosen >> i) & 1u;
-        p->at[i] = alive ? first[i] : p->kid[n_kids - 1 - d];
+        int32_t from_end = p->kid[PB_MAX(n_kids - 1 - d, 0)];
+        p->at[i] = alive ? first[i] : from_end;
         d += !alive;
     }
     for (int32_t j = 0; j < n_kids - n_dead; j++) p->at[nb + j] = p->kid[j];
+    for (int32_t e = 0; e < nc; e++) p->next[p->at[e]] = e;
     p->n_kids = n_kids;
     p->n_dead = n_dead;
 }

@@ -68,9 +68,13 @@ int32_t pb_beam_select(const double *cum, const pb_candidates *cand, int32_t n_b
  * multiply by 1/n_live and no token draws for vocab 0).  Ties break as in
  * pb_beam_select.  vocab <= 0: no tokens are drawn (every token is 0): for callers
  * that keep no token ids (the simulator), so the draws go to the choices only.
- * out must hold k; returns min(k, n_beams * n_top) choices sorted best first. */
-int32_t pb_beam_synth_select(pb_rng *r, const double *cum, int32_t n_beams, int32_t n_top,
-                             int32_t vocab, int32_t k, pb_beam_choice *out);
+ * out must hold k; returns min(k, n_beams * n_top) choices sorted best first.
+ * hint (NULL: none): the beams probably in the order the selection starts from --
+ * by cum, best first, ties by index -- e.g. pb_beam_plan's next order; it is only
+ * where the sort starts (the result is the same with any hint), and a right one
+ * makes the sort a pass of predictable compares. */
+int32_t pb_beam_synth_select(pb_rng *r, const double *cum, const int32_t *hint, int32_t n_beams,
+                             int32_t n_top, int32_t vocab, int32_t k, pb_beam_choice *out);
 
 /* The beams after a selection of nc choices among nb beams (choices as
  * pb_beam_select writes them): a beam chosen at least once continues as its first
@@ -82,6 +86,8 @@ int32_t pb_beam_synth_select(pb_rng *r, const double *cum, int32_t n_beams, int3
  * replay's (beam_replay) alike. */
 typedef struct {
     int32_t at[PB_MAX_TOP / 2];
+    int32_t next[PB_MAX_TOP / 2];   /* the choices' indices afterwards, best first: the
+                                       beams by score (a hint for the next selection) */
     int32_t kid[PB_MAX_TOP / 2], n_kids;
     int32_t dead[PB_MAX_TOP / 2], n_dead;
 } pb_beam_plan;

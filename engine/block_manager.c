@@ -60,9 +60,8 @@ typedef struct {
     int32_t phys, lasts;     /* distinct blocks; distinct last blocks                  */
     int64_t tok, res;        /* their token slots and reserved slots (usage)           */
     int32_t dfs[BM_BEAMS];   /* the beams in the order of a walk of their block tree    */
+    int32_t rank[BM_BEAMS];  /* rank[dfs[r]] = r                                        */
     int32_t lcp[BM_BEAMS];   /* r >= 1: leading blocks beams dfs[r - 1] and dfs[r] share */
-    int32_t origin[BM_BEAMS];   /* the beam at begin that beam e descends from         */
-    int32_t osh[BM_BEAMS];      /* beam e's leading blocks still its origin's at begin  */
 } bm_beam;
 
 typedef struct {
@@ -72,8 +71,6 @@ typedef struct {
                                 fewer): physical blocks and gpu_avail count it       */
     int64_t tok, res, logical;   /* usage's token, reserved slots and logical blocks
                                     beyond the frozen tables'                        */
-    int32_t *rows;           /* beam_end: the new tables                               */
-    int64_t cap_rows;
     bool on;
 } bm_beams;
 
@@ -949,10 +946,10 @@ static void bm_replay_end(pb_kv_manager *m) {
  * before it the least lcp between their parents.  The tables stay as they were at
  * begin (frozen: kv_len, fills and the reservation too); the difference -- blocks
  * (held), token slots, reserved slots, logical blocks -- is kept in bb for usage()
- * and gpu_avail().  beam_end rebuilds the tables in walk order: beam e's first
- * osh[e] blocks are its origin's at begin (never copied since), the next ones up to
- * its lcp the previous beam's, the rest new; then the frozen tables are dropped.
- * A step costs O(beams) per group, begin O(beams^2 log n), the rebuild O(table
+ * and gpu_avail().  beam_end drops the frozen tables and builds new ones in walk
+ * order: a beam's first lcp blocks are the previous beam's, the rest new blocks
+ * (the same sharing, other block numbers).  A step costs O(beams) per group,
+ * without a branch on the draws; begin O(beams^2 log n), the rebuild O(table
  * entries). */
 
 /* Leading blocks tables a and c (n blocks each) share: equal up to some index,
@@ -1021,15 +1018,15 @@ static pb_status bm_beam_begin(pb_kv_manager *m, pb_group *const *groups, int32_
         for (int32_t e = 0; e < x->nb; e++) {   /* the walk: tables in block order */
             const bm_table *t = g->seqs[e]->kv;
             PB_ASSERT(t && !t->on_cpu && t->n == x->n && g->seqs[e]->kv_len == x->kv);
-            x->origin[e] = e;
-            x->osh[e] = x->n;
             int32_t r = e;
             for (; r > 0 && walk_before(t, g->seqs[x->dfs[r - 1]]->kv, x->n); r--) x->dfs[r] = x->dfs[r - 1];
             x->dfs[r] = e;
         }
         x->lcp[0] = 0;
-        for (int32_t r = 1; r < x->nb; r++)
-            x->lcp[r] = common_blocks(g->seqs[x->dfs[r - 1]]->kv, g->seqs[x->dfs[r]]->kv, x->n);
+        for (int32_t r = 0; r < x->nb; r++) {
+            x->rank[x->dfs[r]] = r;
+            if (r > 0) x->lcp[r] = common_blocks(g->seqs[x->dfs[r - 1]]->kv, g->seqs[x->dfs[r]]->kv, x->n);
+        }
         beam_count(x);
         int32_t fill = x->kv - (x->n - 1) * b->bs, to_come = x->to_end - x->kv;   /* as frozen */
         x->tok = (int64_t)(x->phys - x->lasts) * b->bs + (int64_t)x->lasts * fill;
@@ -1051,21 +1048,16 @@ static int32_t bm_beam_step(pb_kv_manager *m) {
         const bm_beam *x = &bb->gr[i];
         PB_ASSERT(x->kv < x->to_end);
         if (x->nb > avail) return -1;
-        avail -= x->kv % b->bs == 0 ? x->nb : x->nb - x->lasts;
+        avail -= phase_of(b, x->kv) == 0 ? x->nb : x->nb - x->lasts;
     }
     for (int32_t i = 0; i < bb->n; i++) {
         bm_beam *x = &bb->gr[i];
         int32_t take = x->nb;   /* a block per beam at a block boundary */
-        if (x->kv % b->bs == 0) {
+        if (phase_of(b, x->kv) == 0) {
             x->n++;
             bb->logical += x->nb;
         } else if ((take = x->nb - x->lasts) > 0) {   /* shared last blocks: copies */
-            for (int32_t r = 1; r < x->nb; r++) {
-                if (x->lcp[r] != x->n) continue;
-                x->lcp[r] = x->n - 1;
-                x->osh[x->dfs[r - 1]] = PB_MIN(x->osh[x->dfs[r - 1]], x->n - 1);
-                x->osh[x->dfs[r]] = PB_MIN(x->osh[x->dfs[r]], x->n - 1);
-            }
+            for (int32_t r = 1; r < x->nb; r++) x->lcp[r] -= x->lcp[r] == x->n;
             copies += take;
         }
         x->kv++;
@@ -1077,62 +1069,55 @@ static int32_t bm_beam_step(pb_kv_manager *m) {
     return copies;
 }
 
-static void bm_beam_select(pb_kv_manager *m, int32_t i, const int32_t *parent) {
+/* Children keyed (parent's walk rank, index) in one 64-bit set (nb <= 8: keys <
+   64) come out of it in the new walk order; gap[r] is the least lcp between a chosen
+   parent at rank r and the chosen one before it. */
+static int32_t bm_beam_select(pb_kv_manager *m, int32_t i, const int32_t *parent) {
     bm *b = BM(m);
     bm_beam *x = &b->bb.gr[i];
-    PB_ASSERT(b->bb.on && i < b->bb.n);
-    int32_t nb = x->nb, kids[BM_BEAMS][BM_BEAMS], n_kids[BM_BEAMS] = {0};
+    PB_ASSERT(b->bb.on && i < b->bb.n && x->nb <= 8);
+    int32_t nb = x->nb, n = x->n;
+    uint64_t keys = 0;
+    uint32_t chosen = 0;
     for (int32_t e = 0; e < nb; e++) {
-        int32_t p = parent[e];
-        PB_ASSERT(p >= 0 && p < nb);
-        kids[p][n_kids[p]++] = e;
+        PB_ASSERT(parent[e] >= 0 && parent[e] < nb);
+        int32_t rk = x->rank[parent[e]];
+        keys |= 1ull << (rk << 3 | e);
+        chosen |= 1u << rk;
     }
-    int32_t dfs[BM_BEAMS], lcp[BM_BEAMS], origin[BM_BEAMS], osh[BM_BEAMS], at = 0, least = x->n;
-    for (int32_t r = 0; r < nb; r++) {   /* the parents in walk order, their children in place */
-        int32_t q = x->dfs[r];
-        if (r > 0) least = PB_MIN(least, x->lcp[r]);
-        for (int32_t c = 0; c < n_kids[q]; c++, at++) {
-            int32_t e = kids[q][c];
-            dfs[at] = e;
-            lcp[at] = c == 0 ? least : x->n;
-            origin[e] = x->origin[q];
-            osh[e] = x->osh[q];
-        }
-        if (n_kids[q] > 0) least = x->n;
+    int32_t gap[BM_BEAMS], least = n;
+    gap[0] = 0;
+    for (int32_t r = 1; r < nb; r++) {
+        least = PB_MIN(least, x->lcp[r]);
+        gap[r] = least;
+        least = (chosen >> r) & 1u ? n : least;
     }
-    lcp[0] = 0;
-    memcpy(x->dfs, dfs, (size_t)nb * sizeof *dfs);
-    memcpy(x->lcp, lcp, (size_t)nb * sizeof *lcp);
-    memcpy(x->origin, origin, (size_t)nb * sizeof *origin);
-    memcpy(x->osh, osh, (size_t)nb * sizeof *osh);
-    int32_t phys = x->phys;
-    beam_count(x);
-    b->bb.held += x->phys - phys;
+    int32_t shared = 0, lasts = nb, prev = -1;
+    for (int32_t at = 0; at < nb; at++, keys &= keys - 1) {
+        int32_t key = __builtin_ctzll(keys), rk = key >> 3, e = key & 7;
+        int32_t l = at == 0 ? 0 : rk == prev ? n : gap[rk];
+        x->dfs[at] = e;
+        x->rank[e] = at;
+        x->lcp[at] = l;
+        shared += l;
+        lasts -= l == n;
+        prev = rk;
+    }
+    int32_t phys = nb * n - shared, freed = x->phys - phys;
+    b->bb.held -= freed;
+    x->phys = phys;
+    x->lasts = lasts;
     beam_slots(b, x);
+    return freed;
 }
 
-/* The tables rebuilt (see above): the new rows first (taking the references of the
-   begin blocks they keep), then the frozen tables dropped, then the new blocks. */
+/* The tables rebuilt (see above): the frozen ones dropped, then new rows. */
 static void bm_beam_end(pb_kv_manager *m) {
     bm *b = BM(m);
     bm_beams *bb = &b->bb;
     PB_ASSERT(bb->on);
     int64_t used = pb_block_alloc_used(b->gpu) + bb->held, tok = b->gpu->token_slots + bb->tok;
-    int64_t res = b->reserved + bb->res, logical = b->logical_gpu + bb->logical, n_rows = 0;
-    for (int32_t i = 0; i < bb->n; i++) n_rows += (int64_t)bb->gr[i].nb * bb->gr[i].n;
-    if (bb->cap_rows < n_rows) {
-        bb->cap_rows = PB_MAX(n_rows, 2 * bb->cap_rows);
-        bb->rows = pb_xrealloc(bb->rows, (size_t)bb->cap_rows * sizeof *bb->rows);
-    }
-    int32_t *row = bb->rows;   /* group i's beam dfs[r] at row + (its offset) + r n */
-    for (int32_t i = 0; i < bb->n; i++) {   /* the begin blocks kept */
-        const bm_beam *x = &bb->gr[i];
-        for (int32_t r = 0; r < x->nb; r++, row += x->n) {
-            int32_t e = x->dfs[r];
-            const bm_table *ot = x->g->seqs[x->origin[e]]->kv;
-            for (int32_t t = 0; t < x->osh[e]; t++) pb_block_alloc_incref(b->gpu, row[t] = ot->blocks[t]);
-        }
-    }
+    int64_t res = b->reserved + bb->res, logical = b->logical_gpu + bb->logical;
     for (int32_t i = 0; i < bb->n; i++) {   /* the frozen tables dropped */
         bm_beam *x = &bb->gr[i];
         for (int32_t e = 0; e < x->nb; e++) {
@@ -1143,30 +1128,30 @@ static void bm_beam_end(pb_kv_manager *m) {
         }
     }
     bb->held = 0;
-    row = bb->rows;
-    for (int32_t i = 0; i < bb->n; i++) {   /* the rest, and the tables */
+    for (int32_t i = 0; i < bb->n; i++) {   /* the new tables, in walk order */
         bm_beam *x = &bb->gr[i];
         int32_t n = x->n, fill = x->kv - (n - 1) * b->bs;
-        for (int32_t r = 0; r < x->nb; r++, row += n) {
-            int32_t e = x->dfs[r], t = x->osh[e];
-            if (t > 0) pb_block_alloc_set_fill(b->gpu, row[t - 1], t == n ? fill : b->bs);
-            for (; r > 0 && t < x->lcp[r]; t++) pb_block_alloc_incref(b->gpu, row[t] = row[t - n]);
-            for (; t < n; t++) {
-                row[t] = pb_block_alloc_get(b->gpu);
-                PB_ASSERT(row[t] >= 0);
-                pb_block_alloc_set_fill(b->gpu, row[t], t == n - 1 ? fill : b->bs);
+        const bm_table *prev = NULL;
+        for (int32_t r = 0; r < x->nb; r++) {
+            pb_seq *s = x->g->seqs[x->dfs[r]];
+            bm_table *t = s->kv;
+            if (t->cap < n) {
+                t->cap = PB_MAX(n, 2 * t->cap);
+                t->blocks = pb_xrealloc(t->blocks, (size_t)t->cap * sizeof(int32_t));
             }
-            pb_seq *s = x->g->seqs[e];
-            bm_table *tb = s->kv;
-            if (tb->cap < n) {
-                tb->cap = PB_MAX(n, 2 * tb->cap);
-                tb->blocks = pb_xrealloc(tb->blocks, (size_t)tb->cap * sizeof(int32_t));
+            int32_t k = 0;
+            for (; r > 0 && k < x->lcp[r]; k++) pb_block_alloc_incref(b->gpu, t->blocks[k] = prev->blocks[k]);
+            for (; k < n; k++) {
+                int32_t blk = pb_block_alloc_get(b->gpu);
+                PB_ASSERT(blk >= 0);
+                pb_block_alloc_set_fill(b->gpu, blk, k == n - 1 ? fill : b->bs);
+                t->blocks[k] = blk;
             }
-            memcpy(tb->blocks, row, (size_t)n * sizeof(int32_t));
-            tb->n = n;
+            t->n = n;
             b->logical_gpu += n;
             s->kv_len = x->kv;
-            last_enter(b, tb);
+            last_enter(b, t);
+            prev = t;
         }
     }
     PB_ASSERT(pb_block_alloc_used(b->gpu) == used && b->gpu->token_slots == tok && b->reserved == res &&
@@ -1431,7 +1416,6 @@ static void bm_destroy(pb_kv_manager *m) {
     free(b->rp.start);
     free(b->rp.end);
     free(b->bb.gr);
-    free(b->bb.rows);
     pb_block_alloc_destroy(b->gpu);
     pb_block_alloc_destroy(b->cpu);
     free(b);

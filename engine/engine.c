@@ -195,7 +195,7 @@ static pb_status beam_step(pb_sched *s, pb_group *g, bool has_tokens) {
     pb_beam_choice ch[PB_MAX_TOP / 2];
     int32_t nc;
     if (!has_tokens) {   /* all synthetic: drawn best-first in one stream (same law of choices; beam.h) */
-        nc = pb_beam_synth_select(&g->rng, cum, nb, 2 * k, s->p.store_tokens ? s->p.vocab_size : 0, k, ch);
+        nc = pb_beam_synth_select(&g->rng, cum, NULL, nb, 2 * k, s->p.store_tokens ? s->p.vocab_size : 0, k, ch);
     } else {
         for (int32_t i = 0; i < nb; i++) {
             const pb_candidates *c = seq_cands(s, par[i], has_tokens, 2 * k, &cands[i]);
@@ -695,13 +695,14 @@ static pb_status ff_policy_completes(pb_engine *e, const ff_state *f, int32_t k)
  * scores are kept current), and those whose last token the last step produced
  * finish, in running order. */
 
-/* Group g's selection after replayed step: its beams' scores and parents. */
-static void beam_replay_select(pb_sched *s, int32_t i, pb_group *g) {
+/* Group i's selection after a replayed step: its beams' scores and parents; hint:
+   its beams by score (pb_beam_synth_select), updated.  Returns the blocks freed. */
+static int32_t beam_replay_select(pb_sched *s, int32_t i, pb_group *g, int32_t *hint) {
     int32_t nb = g->n_seqs, k = g->beam_width, parent[PB_MAX_TOP / 2];
     double cum[PB_MAX_TOP / 2];
     for (int32_t e = 0; e < nb; e++) cum[e] = g->seqs[e]->cum_logprob;
     pb_beam_choice ch[PB_MAX_TOP / 2];
-    int32_t nc = pb_beam_synth_select(&g->rng, cum, nb, 2 * k, 0, k, ch);   /* no ids (ff_possible) */
+    int32_t nc = pb_beam_synth_select(&g->rng, cum, hint, nb, 2 * k, 0, k, ch);   /* no ids (ff_possible) */
     PB_ASSERT(nc == nb);
     pb_beam_plan pl;
     pb_beam_plan_make(ch, nc, nb, &pl);
@@ -710,19 +711,23 @@ static void beam_replay_select(pb_sched *s, int32_t i, pb_group *g) {
         parent[e] = c->parent;
         g->seqs[e]->cum_logprob = cum[c->parent] + (double)c->logprob;   /* pb_seq_advance */
     }
-    pb_kv_beam_select(s->kv, i, parent);
+    memcpy(hint, pl.next, (size_t)nb * sizeof *hint);
+    return pb_kv_beam_select(s->kv, i, parent);
 }
 
 static pb_status beam_forward(pb_engine *e) {
     pb_sched *s = &e->s;
-    int32_t n = s->n_running, n_seqs = 0, top = 1, left = INT32_MAX, bs = s->kv->block_size;
+    int32_t n = s->n_running, n_seqs = 0, top = 1, left = INT32_MAX;
+    int32_t bs = s->kv->block_size, sh = s->b_bs_shift;
     if (s->cap_ff_groups < n) {
         s->cap_ff_groups = PB_MAX(n, 2 * s->cap_ff_groups);
         s->ff_groups = pb_xrealloc(s->ff_groups, (size_t)s->cap_ff_groups * sizeof *s->ff_groups);
+        s->ff_hints = pb_xrealloc(s->ff_hints, (size_t)s->cap_ff_groups * sizeof *s->ff_hints);
     }
     pb_group **gs = s->ff_groups;
     int32_t i = 0;
     for (pb_group *g = s->run_head; g; g = g->next) {
+        for (int32_t e = 0; e < PB_MAX_TOP / 2; e++) s->ff_hints[i][e] = e;
         gs[i++] = g;
         n_seqs += g->n_seqs;
         if (g->beam_width > 1) top = PB_MAX(top, 2 * g->beam_width);   /* as batch_add_seq */
@@ -747,7 +752,7 @@ static pb_status beam_forward(pb_engine *e) {
         for (i = 0; i < n; i++) {   /* context_len = len before the replay + k */
             int64_t c = gs[i]->len + k;
             ctx += gs[i]->n_seqs * c;
-            blocks += gs[i]->n_seqs * PB_CDIV(c, bs);
+            blocks += gs[i]->n_seqs * (sh >= 0 ? (c + bs - 1) >> sh : (c + bs - 1) / bs);
         }
         ff_batch(s, n_seqs, ctx, blocks);
         s->batch.n_top = top;
@@ -773,13 +778,13 @@ static pb_status beam_forward(pb_engine *e) {
         last_token = s->now;
         pb_metrics_add_step(s->metrics, &sm);
         s->step++;
+        int64_t free_now = sm.mem.gpu_blocks_free;   /* after the appends, then the frees */
         for (i = 0; i < n; i++)
-            if (gs[i]->beam_width > 1) beam_replay_select(s, i, gs[i]);
+            if (gs[i]->beam_width > 1) free_now += beam_replay_select(s, i, gs[i], s->ff_hints[i]);
         k++;
-        pb_kv_usage_get(s->kv, &u);
-        if (u.gpu_blocks_free > free_held) {   /* freed blocks: are the heads still held? */
+        if (free_now > free_held) {   /* freed blocks: are the heads still held? */
             if (!s->policy->iface->steady(s->policy, s)) break;
-            free_held = u.gpu_blocks_free;
+            free_held = free_now;
         }
     }
     pb_kv_beam_end(s->kv);

@@ -145,7 +145,8 @@ typedef struct {
        when a group could not append (nothing done: an ordinary step comes next).
        beam_select (after the step's appends): group i's beams are now beams
        parent[0..nb) of the ones it had (index e continues parent[e]; a beam chosen
-       twice shares all its blocks; a beam not chosen is freed).  beam_end (between
+       twice shares all its blocks; a beam not chosen is freed); returns the blocks
+       that became free.  beam_end (between
        steps): the tables rebuilt with the same sharing (block numbers may differ
        from what the ordinary steps would have used: nothing but counts is
        observable in a replay), kv_len brought up to date.  Between begin and end
@@ -153,7 +154,7 @@ typedef struct {
        queries can_allocate / can_swap_in.  NULL: not supported. */
     pb_status (*beam_begin)(pb_kv_manager *m, pb_group *const *groups, int32_t n);
     int32_t (*beam_step)(pb_kv_manager *m);
-    void (*beam_select)(pb_kv_manager *m, int32_t i, const int32_t *parent);
+    int32_t (*beam_select)(pb_kv_manager *m, int32_t i, const int32_t *parent);
     void (*beam_end)(pb_kv_manager *m);
     /* child shares all of parent's KV (reference counts; contiguous managers copy or
        reserve).  child->kv_len = parent->kv_len.  May return PB_ERR_NO_SPACE for
@@ -235,8 +236,8 @@ static inline pb_status pb_kv_beam_begin(pb_kv_manager *m, pb_group *const *g, i
     return m->iface->beam_begin ? m->iface->beam_begin(m, g, n) : PB_ERR_UNSUPPORTED;
 }
 static inline int32_t pb_kv_beam_step(pb_kv_manager *m) { return m->iface->beam_step(m); }
-static inline void pb_kv_beam_select(pb_kv_manager *m, int32_t i, const int32_t *parent) {
-    m->iface->beam_select(m, i, parent);
+static inline int32_t pb_kv_beam_select(pb_kv_manager *m, int32_t i, const int32_t *parent) {
+    return m->iface->beam_select(m, i, parent);
 }
 static inline void pb_kv_beam_end(pb_kv_manager *m) { m->iface->beam_end(m); }
 static inline pb_status pb_kv_fork(pb_kv_manager *m, const pb_seq *p, pb_seq *c) {

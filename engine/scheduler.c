@@ -240,6 +240,7 @@ void pb_sched_free(pb_sched *s) {
     free(s->ff_seqs);
     free(s->ff_phase);
     free(s->ff_groups);
+    free(s->ff_hints);
 }
 
 void pb_sched_begin_step(pb_sched *s) {

@@ -92,6 +92,7 @@ struct pb_sched {
                                      replayed steps k with k % block_size == index  */
     int32_t cap_ff_phase;
     pb_group **ff_groups;         /* the running groups, in order (beam replays)   */
+    int32_t (*ff_hints)[PB_MAX_TOP / 2];   /* each one's beams by score (a hint) */
     int32_t cap_ff_groups;
     int64_t ff_steps;             /* steps replayed fast this run                  */
 };

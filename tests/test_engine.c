@@ -406,8 +406,19 @@ PB_TEST(beam_synth_select_is_a_top_k) {
         pb_rng r;
         pb_rng_seed(&r, (uint64_t)trial, 9);
         pb_beam_choice b[PB_MAX_TOP];
-        int32_t nf = pb_beam_synth_select(&r, cum, nb, n_top, vocab, k, b);
+        int32_t nf = pb_beam_synth_select(&r, cum, NULL, nb, n_top, vocab, k, b);
         PB_REQUIRE(nf == k);
+        int32_t hint[PB_MAX_TOP / 2];   /* any hint: the same choices */
+        for (int32_t i = 0; i < nb; i++) {
+            int32_t j = (int32_t)pb_rng_below(&pick, (uint64_t)i + 1);
+            hint[i] = hint[j];
+            hint[j] = i;
+        }
+        pb_rng r2;
+        pb_rng_seed(&r2, (uint64_t)trial, 9);
+        pb_beam_choice b2[PB_MAX_TOP];
+        PB_REQUIRE(pb_beam_synth_select(&r2, cum, hint, nb, n_top, vocab, k, b2) == k);
+        PB_REQUIRE(!memcmp(b, b2, (size_t)k * sizeof *b));
         int32_t next_rank[PB_MAX_TOP / 2] = {0};
         float last_lp[PB_MAX_TOP / 2];
         for (int32_t c = 0; c < nf; c++) {
@@ -454,7 +465,7 @@ PB_TEST(beam_synth_select_has_the_law_of_synth_then_select) {
                     for (int i = 0; i < nb; i++) pb_beam_synth_candidates(&r, n_top, 50272, &cand[i]);
                     n = pb_beam_select(cum, cand, nb, K, ch);
                 } else {
-                    n = pb_beam_synth_select(&r, cum, nb, n_top, 50272, K, ch);
+                    n = pb_beam_synth_select(&r, cum, NULL, nb, n_top, 50272, K, ch);
                 }
                 PB_REQUIRE(n == K);
                 int kids[NB] = {0};
