@@ -691,9 +691,10 @@ static pb_status ff_policy_completes(pb_engine *e, const ff_state *f, int32_t k)
  * is not replayed (the ordinary step preempts).  Beams that die free blocks, so
  * after a step whose selections left more blocks free than when the policy last
  * answered steady it is asked again; not steady: the replay stops.  At the end the
- * manager rebuilds the tables and the groups are brought up to date (their beams'
- * scores are kept current), and those whose last token the last step produced
- * finish, in running order. */
+ * manager rebuilds the tables (the same sharing; block numbers, which nothing
+ * observes under the cost model, may differ from the ordinary steps') and the
+ * groups are brought up to date (their beams' scores are kept current), and those
+ * whose last token the last step produced finish, in running order. */
 
 /* Group i's selection after a replayed step: its beams' scores and parents; hint:
    its beams by score (pb_beam_synth_select), updated.  Returns the blocks freed. */

@@ -23,7 +23,8 @@
  * pb_engine_run() = begin + step until done + end, where -- with fast_forward --
  * the steps that repeat a pure decode step are replayed without the policy, the
  * batch entries and the per-group post-processing (engine.c, "fast-forward"):
- * the same steps, clock, blocks and metrics, bit for bit (tests/test_fastfwd.c). */
+ * the same steps, clock, block counts and metrics, bit for bit (block numbers may
+ * differ after a beam-search replay; tests/test_fastfwd.c). */
 #ifndef PB_ENGINE_H
 #define PB_ENGINE_H
 
@@ -68,8 +69,9 @@ struct pb_engine_params {
     bool fast_forward;              /* pb_engine_run replays steps that repeat a pure
                                        decode step in a fast loop (true; it applies
                                        when the policy has steady, the manager
-                                       replay_*, the executor PB_EXEC_SUMS_ONLY
-                                       and no token ids are kept; else a no-op)     */
+                                       replay_* (and beam_* for beam groups), the
+                                       executor PB_EXEC_SUMS_ONLY and no token ids
+                                       are kept; else a no-op)                      */
     /* Optional: called when a group finishes, before its sequences are freed (e.g.
        to write real executors' output tokens: g->seqs[i]->tokens[prompt_len ..
        len)).  NULL = none. */

@@ -107,8 +107,10 @@ enum {
     PB_EXEC_TOKENS = 2,      /* may return candidates (has_tokens): the engine
                                 clears cand[].n before each call                   */
     PB_EXEC_SUMS_ONLY = 4    /* reads only the batch's counts, sums (has_sums) and
-                                memory operations, never seqs[]: the engine may
-                                run steps without filling them (fast-forward)      */
+                                memory operations' counts, never seqs[] or the
+                                copy pairs: the engine may run steps without
+                                filling them (fast-forward; a replayed beam step
+                                has n_copies and copies NULL)                      */
 };
 
 typedef struct {

@@ -2,7 +2,8 @@
  * exact block-level checks, shared prefixes, swapping, admission, automatic prefix
  * caching (hits, LRU eviction, copy-on-write, forks, swap, recompute), and 100k-op
  * random property tests (with and without the cache; forks, reforks, frees, swaps)
- * with pb_kv_check() after every operation. */
+ * with pb_kv_check() after every operation, and the replayed beam steps against the
+ * ordinary ops. */
 #include <stdlib.h>
 #include <string.h>
 
@@ -790,6 +791,121 @@ static void random_ops(bool caching) {
     fprintf(stderr, "  ops %ld allocs %ld cows %ld forks %ld reforks %ld frees %ld swaps %ld\n", ops, allocs,
             cows, forks, reforks, frees, swaps);
     rig_free(&r);
+}
+
+/* ---- replayed beam steps (kv_manager.h beam_*) ----
+ * Two managers with the same beam groups: one steps them with the ordinary ops
+ * (can_append + append per beam, then each new beam forked from its parent and the
+ * old ones freed), the other replays the same steps (beam_begin, beam_step,
+ * beam_select with the same random parents, beam_end).  After every step's appends
+ * and every selection the usage (every field) and the copies agree, a step one
+ * cannot run the other refuses (nothing done), and after the end pb_kv_check passes
+ * and, unless a step was refused, the tables share exactly as much (leading blocks
+ * of every pair of beams). */
+static void usage_same(pb_kv_manager *a, pb_kv_manager *b) {
+    pb_kv_usage ua, ub;
+    pb_kv_usage_get(a, &ua);
+    pb_kv_usage_get(b, &ub);
+    PB_REQUIRE(!memcmp(&ua, &ub, sizeof ua));
+}
+
+static int32_t shared_blocks(rig *r, pb_seq *x, pb_seq *y) {
+    int32_t nx, ny, k = 0;
+    const int32_t *tx = tab(r, x, &nx), *ty = tab(r, y, &ny);
+    while (k < nx && k < ny && tx[k] == ty[k]) k++;
+    return k;
+}
+
+PB_TEST(beam_replay_matches_the_ordinary_ops) {
+    pb_rng rng;
+    pb_rng_seed(&rng, 5, 5);
+    int64_t steps = 0, copies = 0, stuck = 0;
+    for (int trial = 0; trial < 300; trial++) {
+        static const int32_t BS[] = {1, 2, 4, 16};
+        int32_t bs = BS[trial % 4], n_groups = 1 + (int32_t)pb_rng_below(&rng, 4);
+        int32_t gpu = (int32_t)(64 * n_groups + 16 + (int32_t)pb_rng_below(&rng, 1200)) / bs;   /* often too small */
+        rig r[2];
+        pb_group *g[2][4];
+        for (int m = 0; m < 2; m++) rig_init(&r[m], bs, gpu, 0, 0.01);
+        uint64_t seed = pb_rng_u64(&rng);
+        pb_rng shape;
+        pb_rng_seed(&shape, seed, 1);
+        for (int32_t i = 0; i < n_groups; i++) {
+            int32_t prompt = 1 + (int32_t)pb_rng_below(&shape, 60), k = i == 0 ? 1 + (int32_t)pb_rng_below(&shape, 8)
+                                                                         : 2 + (int32_t)pb_rng_below(&shape, 7);
+            for (int m = 0; m < 2; m++) {
+                pb_group *x = g[m][i] = rig_group(&r[m], prompt, 400, -1, 0);
+                x->beam_width = x->max_seqs = k;
+                PB_REQUIRE(pb_kv_allocate(r[m].kv, x, &r[m].copies) == PB_OK);
+                x->state = PB_GROUP_RUNNING;
+                x->seqs[0]->len++;   /* the first token sampled, not in the KV yet */
+                for (int32_t e = 1; e < k; e++)
+                    PB_REQUIRE(pb_kv_fork(r[m].kv, x->seqs[0], pb_seq_clone(r[m].pool, x->seqs[0])) == PB_OK);
+            }
+        }
+        usage_same(r[0].kv, r[1].kv);
+        PB_REQUIRE(pb_kv_beam_begin(r[1].kv, g[1], n_groups) == PB_OK);
+        usage_same(r[0].kv, r[1].kv);
+        int32_t n_steps = 1 + (int32_t)pb_rng_below(&rng, 120);
+        bool refused = false;
+        for (int32_t t = 0; t < n_steps && !refused; t++) {
+            bool ok = true;   /* the ordinary step: can_append then appends, group by group */
+            r[0].copies.n = 0;
+            for (int32_t i = 0; i < n_groups && ok; i++) {
+                ok = pb_kv_can_append(r[0].kv, g[0][i]);
+                for (int32_t e = 0; ok && e < g[0][i]->n_seqs; e++) step_append(&r[0], g[0][i]->seqs[e]);
+            }
+            int32_t c = pb_kv_beam_step(r[1].kv);
+            if (!ok) {   /* the replay refuses the same step (the ordinary one is left half done) */
+                PB_REQUIRE(c == -1);
+                stuck++;
+                refused = true;
+                break;
+            }
+            PB_REQUIRE(c == r[0].copies.n);
+            copies += c;
+            usage_same(r[0].kv, r[1].kv);
+            for (int32_t i = 0; i < n_groups; i++) {   /* a selection with random parents */
+                pb_group *x = g[0][i];
+                int32_t nb = x->n_seqs, parent[8];
+                for (int32_t e = 0; e < nb; e++)
+                    parent[e] = pb_rng_below(&rng, 3) ? (int32_t)pb_rng_below(&rng, (uint64_t)nb)
+                                                      : (e > 0 ? parent[e - 1] : 0);
+                if (nb > 1) PB_REQUIRE(pb_kv_beam_select(r[1].kv, i, parent) >= 0);
+                pb_seq *old[8], *kid[8];
+                for (int32_t e = 0; e < nb; e++) old[e] = x->seqs[e];
+                for (int32_t e = 0; e < nb; e++) {
+                    kid[e] = pb_seq_clone(r[0].pool, old[parent[e]]);
+                    PB_REQUIRE(pb_kv_fork(r[0].kv, old[parent[e]], kid[e]) == PB_OK);
+                }
+                for (int32_t e = 0; e < nb; e++) {
+                    pb_kv_free(r[0].kv, old[e]);
+                    pb_seq_delete(r[0].pool, old[e]);
+                }
+                pb_group_set_order(x, kid);
+                for (int32_t e = 0; e < nb; e++) {
+                    x->seqs[e]->len++;
+                    g[1][i]->seqs[e]->len++;
+                }
+            }
+            usage_same(r[0].kv, r[1].kv);
+            PB_REQUIRE(pb_kv_check(r[0].kv) == PB_OK);
+            steps++;
+        }
+        pb_kv_beam_end(r[1].kv);
+        PB_REQUIRE(pb_kv_check(r[1].kv) == PB_OK);
+        for (int32_t i = 0; i < n_groups && !refused; i++)
+            for (int32_t e = 0; e < g[0][i]->n_seqs; e++) {
+                PB_REQUIRE(g[0][i]->seqs[e]->kv_len == g[1][i]->seqs[e]->kv_len);
+                for (int32_t f = 0; f < e; f++)
+                    PB_REQUIRE(shared_blocks(&r[0], g[0][i]->seqs[e], g[0][i]->seqs[f]) ==
+                               shared_blocks(&r[1], g[1][i]->seqs[e], g[1][i]->seqs[f]));
+            }
+        for (int m = 0; m < 2; m++) rig_free(&r[m]);
+    }
+    fprintf(stderr, "  %lld replayed steps, %lld copies on write, %lld refused\n", (long long)steps,
+            (long long)copies, (long long)stuck);
+    PB_CHECK(steps > 5000 && copies > 1000 && stuck > 10);
 }
 
 PB_TEST(random_ops_100k_with_check) { random_ops(false); }

@@ -29,7 +29,11 @@
  * preempt (recompute and swap victims; some leaving no group running) and hand about
  * a quarter million of them to the policy to complete (mixed steps whose heads are no
  * longer held after the preemption); dropping the victim's block phase or answering
- * steady_preempted always true makes the test fail (tried). */
+ * steady_preempted always true makes the test fail (tried).  Beam search is replayed
+ * by its own loop (the manager's block trees): beam_fast_forward_equals_step_by_step
+ * runs configurations where every request beam-searches (width 2..8); dropping the
+ * re-check of the heads when dying beams free blocks, giving a parent's first child
+ * the sibling share, or counting the reservation wrong makes it fail (tried). */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
