@@ -53,6 +53,7 @@ typedef struct {
 
 /* Replayed beam-search steps (kv_manager.h beam_*; "replayed beam steps" below). */
 #define BM_BEAMS (PB_MAX_TOP / 2)
+_Static_assert(BM_BEAMS <= 8, "beam_select keys (walk rank, beam) in 3 + 3 bits");
 typedef struct {
     pb_group *g;
     int32_t nb, kv, n;       /* beams; their kv_len; blocks of each table, ceil(kv / bs) */
@@ -983,7 +984,7 @@ static void beam_count(bm_beam *x) {
 }
 
 /* x's token and reserved slots (as usage() and last_share() count them) from its
-   counts, the differences added to bb's. */
+   counts, the differences added to bb's (beam_begin: zero, with x's as frozen). */
 static void beam_slots(bm *b, bm_beam *x) {
     int32_t fill = x->kv - (x->n - 1) * b->bs, to_come = x->to_end - x->kv;
     int64_t tok = (int64_t)(x->phys - x->lasts) * b->bs + (int64_t)x->lasts * fill;
@@ -1006,7 +1007,7 @@ static pb_status bm_beam_begin(pb_kv_manager *m, pb_group *const *groups, int32_
         bb->gr = pb_xrealloc(bb->gr, (size_t)bb->cap * sizeof *bb->gr);
     }
     bb->held = 0;
-    bb->tok = bb->res = bb->logical = 0;
+    bb->logical = 0;
     for (int32_t i = 0; i < n; i++) {
         pb_group *g = groups[i];
         bm_beam *x = &bb->gr[i];
@@ -1028,10 +1029,10 @@ static pb_status bm_beam_begin(pb_kv_manager *m, pb_group *const *groups, int32_
             if (r > 0) x->lcp[r] = common_blocks(g->seqs[x->dfs[r - 1]]->kv, g->seqs[x->dfs[r]]->kv, x->n);
         }
         beam_count(x);
-        int32_t fill = x->kv - (x->n - 1) * b->bs, to_come = x->to_end - x->kv;   /* as frozen */
-        x->tok = (int64_t)(x->phys - x->lasts) * b->bs + (int64_t)x->lasts * fill;
-        x->res = to_come > 0 ? (int64_t)x->lasts * PB_MIN(b->bs - fill, to_come) : 0;
+        x->tok = x->res = 0;
+        beam_slots(b, x);
     }
+    bb->tok = bb->res = 0;   /* the frozen tables count them already */
     bb->n = n;
     bb->on = true;
     return PB_OK;
@@ -1075,7 +1076,7 @@ static int32_t bm_beam_step(pb_kv_manager *m) {
 static int32_t bm_beam_select(pb_kv_manager *m, int32_t i, const int32_t *parent) {
     bm *b = BM(m);
     bm_beam *x = &b->bb.gr[i];
-    PB_ASSERT(b->bb.on && i < b->bb.n && x->nb <= 8);
+    PB_ASSERT(b->bb.on && i < b->bb.n);
     int32_t nb = x->nb, n = x->n;
     uint64_t keys = 0;
     uint32_t chosen = 0;

@@ -602,6 +602,30 @@ static void ff_preempt(pb_sched *s, ff_state *f, int32_t k, int32_t stuck) {
    policy completes this one (steady_preempted false: an ordinary step from there). */
 typedef enum { FF_NEXT, FF_STOP, FF_POLICY } ff_next;
 
+/* A replayed step's batch (ff_batch) run: sm, zeroed and given the step's groups,
+   sequences, decode tokens and memory operations, gets the clock, the queues and the
+   memory breakdown; then the executor, the clock, the n_groups groups' tokens (all
+   at *last_token, now the step's end) and the step's row. */
+static pb_status ff_execute(pb_sched *s, pb_step_metrics *sm, double *last_token) {
+    sm->t_s = s->now;
+    sm->n_running = s->n_running;
+    sm->n_waiting = s->n_waiting;
+    sm->n_swapped = s->n_swapped;
+    pb_kv_usage_get(s->kv, &sm->mem);
+    pb_step_result res;
+    pb_status st = run_executor(s, NULL, &res);   /* no PB_EXEC_TOKENS (ff_possible) */
+    if (st != PB_OK) return st;
+    s->now += res.latency_s;
+    sm->latency_s = res.latency_s;
+    sm->swap_s = res.swap_s;
+    sm->copy_s = res.copy_s;
+    pb_metrics_tokens(s->metrics, *last_token, s->now, sm->n_groups);
+    *last_token = s->now;
+    pb_metrics_add_step(s->metrics, sm);
+    s->step++;
+    return PB_OK;
+}
+
 /* Replayed step k: the manager's appends (and the preemptions when a group cannot
    append), the executor, the clock, the metrics. */
 static pb_status ff_step(pb_sched *s, ff_state *f, int32_t k, ff_next *next) {
@@ -627,29 +651,13 @@ static pb_status ff_step(pb_sched *s, ff_state *f, int32_t k, ff_next *next) {
     ff_batch(s, f->n, f->ctx, f->blocks);
     pb_step_metrics sm;
     memset(&sm, 0, sizeof sm);
-    sm.t_s = s->now;
     sm.n_groups = sm.n_seqs = sm.decode_tokens = f->n;
     if (preempted) {
         s->batch.swap_out = s->swap_out.v;
         s->batch.n_swap_out = sm.n_swap_out = s->swap_out.n;
         sm.n_preempted = s->n_preempted;
     }
-    sm.n_running = s->n_running;
-    sm.n_waiting = s->n_waiting;
-    sm.n_swapped = s->n_swapped;
-    pb_kv_usage_get(s->kv, &sm.mem);
-    pb_step_result res;
-    pb_status st = run_executor(s, NULL, &res);   /* no PB_EXEC_TOKENS (ff_possible) */
-    if (st != PB_OK) return st;
-    s->now += res.latency_s;
-    sm.latency_s = res.latency_s;
-    sm.swap_s = res.swap_s;
-    sm.copy_s = res.copy_s;
-    pb_metrics_tokens(s->metrics, f->last_token, s->now, f->n);
-    f->last_token = s->now;
-    pb_metrics_add_step(s->metrics, &sm);
-    s->step++;
-    return PB_OK;
+    return ff_execute(s, &sm, &f->last_token);
 }
 
 /* After k replayed steps: the manager's replay ends, the groups are brought up to
@@ -760,25 +768,11 @@ static pb_status beam_forward(pb_engine *e) {
         s->batch.n_copies = copies;
         pb_step_metrics sm;
         memset(&sm, 0, sizeof sm);
-        sm.t_s = s->now;
         sm.n_groups = n;
         sm.n_seqs = sm.decode_tokens = n_seqs;
         sm.n_copies = copies;
-        sm.n_running = s->n_running;
-        sm.n_waiting = s->n_waiting;
-        sm.n_swapped = s->n_swapped;
-        pb_kv_usage_get(s->kv, &sm.mem);
-        pb_step_result res;
-        pb_status st = run_executor(s, NULL, &res);
+        pb_status st = ff_execute(s, &sm, &last_token);
         if (st != PB_OK) return st;
-        s->now += res.latency_s;
-        sm.latency_s = res.latency_s;
-        sm.swap_s = res.swap_s;
-        sm.copy_s = res.copy_s;
-        pb_metrics_tokens(s->metrics, last_token, s->now, n);
-        last_token = s->now;
-        pb_metrics_add_step(s->metrics, &sm);
-        s->step++;
         int64_t free_now = sm.mem.gpu_blocks_free;   /* after the appends, then the frees */
         for (i = 0; i < n; i++)
             if (gs[i]->beam_width > 1) free_now += beam_replay_select(s, i, gs[i], s->ff_hints[i]);
