@@ -2,6 +2,7 @@
 #include "beam.h"
 
 #include <math.h>
+#include <stdbool.h>
 
 #include "pb.h"
 
@@ -46,6 +47,28 @@ int32_t pb_beam_select(const double *cum, const pb_candidates *cand, int32_t n_b
 
 /* ---- the fused synthetic path ---- */
 
+enum { NB_MAX = PB_MAX_TOP / 2 };   /* beams of a group at most (beam width <= n_top / 2) */
+
+/* The beams by cum, best first, ties by index: an insertion sort starting from the
+   hint's order (NULL: index order); with the right hint, nb - 1 compares. */
+static void sort_by_cum(const double *cum, const int32_t *hint, int32_t nb, int32_t *order) {
+    if (hint) {   /* most often already sorted: one pass of compares tells */
+        bool sorted = true;
+        for (int32_t i = 1; i < nb; i++) sorted &= cum[hint[i - 1]] > cum[hint[i]];
+        if (sorted) {
+            for (int32_t i = 0; i < nb; i++) order[i] = hint[i];
+            return;
+        }
+    }
+    for (int32_t i = 0; i < nb; i++) {
+        int32_t b = hint ? hint[i] : i, j = i;
+        double cb = cum[b];
+        for (; j > 0 && (cum[order[j - 1]] < cb || (cum[order[j - 1]] == cb && order[j - 1] > b)); j--)
+            order[j] = order[j - 1];
+        order[j] = b;
+    }
+}
+
 /* Beam i's log-probabilities are -E0, -E0-E1, ... (Exp(1) gaps): its scores are the
  * points of a rate-1 Poisson process below cum[i].  Together the beams' points are one
  * Poisson process whose rate at level s is the number of beams with cum > s, each
@@ -55,47 +78,71 @@ int32_t pb_beam_select(const double *cum, const pb_candidates *cand, int32_t n_b
  * i < j of (c_i - c_j).  The m-th point is where L reaches T_m = E_1 + ... + E_m
  * (a rate-1 process): on the segment of the last knot j with L(c_j) <= T_m, at
  * s = c_j - (T_m - L(c_j)) / (j + 1); its beam is uniform among the j + 1 above.
- * Finding the segment is a count over the knots (no data-dependent branch).
- * Finally the choices are put in pb_beam_select's order (the rounded scores, ties by
- * beam then rank). */
-int32_t pb_beam_synth_select(pb_rng *r, const double *cum, const int32_t *hint, int32_t n_beams,
-                             int32_t n_top, int32_t vocab, int32_t k, pb_beam_choice *out) {
-    static const double inv[PB_MAX_TOP + 1] = {0, 1.0, 1.0 / 2, 1.0 / 3, 1.0 / 4, 1.0 / 5, 1.0 / 6,
-                                               1.0 / 7, 1.0 / 8, 1.0 / 9, 1.0 / 10, 1.0 / 11,
-                                               1.0 / 12, 1.0 / 13, 1.0 / 14, 1.0 / 15, 1.0 / 16};
-    PB_ASSERT(n_beams <= PB_MAX_TOP && k <= n_top);
-    if (k <= 0 || n_beams <= 0) return 0;
-    int32_t order[PB_MAX_TOP];   /* beams by cum, best first (ties by index) */
-    for (int32_t i = 0; i < n_beams; i++) {   /* insertion sort from the hint's order */
-        int32_t b = hint ? hint[i] : i, j = i;
-        for (; j > 0 && (cum[order[j - 1]] < cum[b] || (cum[order[j - 1]] == cum[b] && order[j - 1] > b)); j--)
-            order[j] = order[j - 1];
-        order[j] = b;
-    }
-    double c[PB_MAX_TOP], knot[PB_MAX_TOP];   /* c_j and L(c_j) */
-    for (int32_t j = 0; j < n_beams; j++) c[j] = cum[order[j]];
+ * Finding the segment is a count over the knots (padded to NB_MAX with +inf: no
+ * data-dependent branch).  Then the choices are put in pb_beam_select's order (the
+ * rounded scores, ties by beam then rank): drawn level by level they are sorted but
+ * for the float rounding of logprob.  order: the beams by cum (sort_by_cum).  ranks:
+ * fill out[].rank (else 0: a beam's choices are drawn in rank order, so the sort
+ * needs no rank -- it is stable).  The generator is copied in and out (registers). */
+/* pb_rng_below(r, n) from a generator kept in registers, spilled to home for the
+   rare rejection (n < 2^31) */
+static inline int32_t below(pb_rng *r, pb_rng *home, uint64_t n) {
+    uint64_t x = pb_rng_u64(r);
+    __uint128_t m = (__uint128_t)x * n;
+    if ((uint64_t)m >= n) return (int32_t)(m >> 64);
+    *home = *r;
+    int32_t v = (int32_t)pb_rng_below_reject_(home, n, x);
+    *r = *home;
+    return v;
+}
+
+static inline void draw_top(pb_rng *rp, const double *cum, const int32_t *order, int32_t nb, int32_t k,
+                            int32_t vocab, bool ranks, pb_beam_choice *out) {
+    static const double inv[NB_MAX + 1] = {0, 1.0, 1.0 / 2, 1.0 / 3, 1.0 / 4, 1.0 / 5, 1.0 / 6, 1.0 / 7, 1.0 / 8};
+    double c[NB_MAX], knot[NB_MAX];   /* c_j and L(c_j) */
+    for (int32_t j = 0; j < nb; j++) c[j] = cum[order[j]];
     knot[0] = 0;
-    for (int32_t j = 1; j < n_beams; j++) knot[j] = knot[j - 1] + (double)j * (c[j - 1] - c[j]);
-    int32_t ranks[PB_MAX_TOP] = {0};
+    for (int32_t j = 1; j < NB_MAX; j++)
+        knot[j] = j < nb ? knot[j - 1] + (double)j * (c[j - 1] - c[j]) : (double)INFINITY;
+    int32_t rank[NB_MAX] = {0};
+    pb_rng r = *rp;   /* in registers: its address goes nowhere but to inline draws */
     double t = 0;
     for (int32_t m = 0; m < k; m++) {
-        t += pb_rng_exp_zig(r);
+        uint64_t u = pb_rng_u64(&r), z = u >> 11;   /* pb_rng_exp_zig, the rare case spilled */
+        int zi = (int)(u & 255);
+        if (z < pb_rng_zig_.k[zi]) {
+            t += (double)z * pb_rng_zig_.w[zi];
+        } else {
+            *rp = r;
+            t += pb_rng_exp_zig_slow_(rp, u);
+            r = *rp;
+        }
         int32_t j = 0;
-        for (int32_t i = 1; i < n_beams; i++) j += knot[i] <= t;
+        for (int32_t i = 1; i < NB_MAX; i++) j += knot[i] <= t;
         double s = c[j] - (t - knot[j]) * inv[j + 1];
-        int32_t b = order[j > 0 ? (int32_t)pb_rng_below(r, (uint64_t)j + 1) : 0];
+        int32_t b = order[j > 0 ? below(&r, rp, (uint64_t)j + 1) : 0];
         float lp = (float)(s - cum[b]);
-        out[m] = (pb_beam_choice){.parent = b, .rank = ranks[b]++,
-                                  .token = vocab > 0 ? (int32_t)pb_rng_below(r, (uint64_t)vocab) : 0,
+        out[m] = (pb_beam_choice){.parent = b, .rank = ranks ? rank[b]++ : 0,
+                                  .token = vocab > 0 ? below(&r, rp, (uint64_t)vocab) : 0,
                                   .logprob = lp, .score = cum[b] + (double)lp};
     }
-    for (int32_t i = 1; i < k; i++) {   /* nearly sorted already: float rounding of logprob */
+    *rp = r;
+    for (int32_t i = 1; i < k; i++) {
         if (!better(&out[i], &out[i - 1])) continue;
         pb_beam_choice ch = out[i];
         int32_t j = i;
         for (; j > 0 && better(&ch, &out[j - 1]); j--) out[j] = out[j - 1];
         out[j] = ch;
     }
+}
+
+int32_t pb_beam_synth_select(pb_rng *r, const double *cum, const int32_t *hint, int32_t n_beams,
+                             int32_t n_top, int32_t vocab, int32_t k, pb_beam_choice *out) {
+    PB_ASSERT(n_beams <= NB_MAX && k <= n_top);
+    if (k <= 0 || n_beams <= 0) return 0;
+    int32_t order[NB_MAX];
+    sort_by_cum(cum, hint, n_beams, order);
+    draw_top(r, cum, order, n_beams, k, vocab, true, out);
     return k;
 }
 
@@ -128,4 +175,30 @@ void pb_beam_plan_make(const pb_beam_choice *ch, int32_t nc, int32_t nb, pb_beam
     for (int32_t e = 0; e < nc; e++) p->next[p->at[e]] = e;
     p->n_kids = n_kids;
     p->n_dead = n_dead;
+}
+
+void pb_beam_synth_advance(pb_rng *r, double *cum, int32_t *order, int32_t nb, int32_t *parent) {
+    PB_ASSERT(nb >= 1 && nb <= NB_MAX);
+    int32_t o[NB_MAX];
+    sort_by_cum(cum, order, nb, o);
+    pb_beam_choice ch[NB_MAX];
+    draw_top(r, cum, o, nb, nb, 0, false, ch);
+    /* pb_beam_plan_make with nc == nb (as many children as dead: a permutation) */
+    int32_t first[NB_MAX] = {0}, kid[NB_MAX], n_kids = 0;
+    for (int32_t c = nb - 1; c >= 0; c--) first[ch[c].parent] = c;
+    uint32_t chosen = 0;
+    for (int32_t c = 0; c < nb; c++) {
+        int32_t b = ch[c].parent;
+        kid[n_kids] = c;
+        n_kids += (int32_t)((chosen >> b) & 1u);
+        chosen |= 1u << b;
+    }
+    for (int32_t i = 0, d = 0; i < nb; i++) {
+        bool alive = (chosen >> i) & 1u;
+        int32_t at = alive ? first[i] : kid[PB_MAX(n_kids - 1 - d, 0)];
+        d += !alive;
+        parent[i] = ch[at].parent;
+        cum[i] = ch[at].score;
+        order[at] = i;
+    }
 }

@@ -484,16 +484,20 @@ static bool ff_possible(const pb_sched *s) {
 }
 
 /* Is the next step a pure decode step (so that it and the next ones may be
-   replayed)?  Every running group got a token in the step just run (so they share
-   the last token time) and has one sequence, or its beams (beam search past its
-   first token), past its prefill, and the policy says it would decode them and
-   nothing else (pb_policy_i.steady). */
-static bool steady_next(pb_sched *s, bool has_tokens) {
-    if (has_tokens || s->n_running == 0 || s->n_bgroups != s->n_running || !ff_possible(s)) return false;
+   replayed)?  Every running group got a token in the step just run, ordinary
+   (steady_next) or replayed (so they share the last token time), and has one
+   sequence, or its beams (beam search past its first token), past its prefill, and
+   the policy says it would decode them and nothing else (pb_policy_i.steady). */
+static bool steady_running(pb_sched *s) {
+    if (s->n_running == 0 || !ff_possible(s)) return false;
     for (const pb_group *g = s->run_head; g; g = g->next)
         if (g->prefill || (g->n_seqs != 1 && (g->n_seqs != g->beam_width || !s->kv->iface->beam_begin)))
             return false;
     return s->policy->iface->steady(s->policy, s);
+}
+
+static bool steady_next(pb_sched *s, bool has_tokens) {
+    return !has_tokens && s->n_bgroups == s->n_running && steady_running(s);
 }
 
 /* The batch of a replayed step: n decodes whose contexts (the kv_len each reached)
@@ -676,6 +680,12 @@ static void ff_end(pb_sched *s, const ff_state *f, int32_t k) {
     s->replayed = true;
 }
 
+/* After a replay of k steps whose last step every running group decoded in (its
+   groups finished, the waiting head changed or the run is over; not when a group
+   could not append): may the next steps be replayed too?  As steady_next after the
+   same step run by pb_engine_step -- without an ordinary step between. */
+static void ff_again(pb_sched *s, int32_t k) { s->steady = k > 0 && steady_running(s); }
+
 /* Replayed step k preempted and the policy completes it: the groups that decoded
    enter the batch, then the policy's schedule, and the step runs as an ordinary
    one. */
@@ -704,23 +714,11 @@ static pb_status ff_policy_completes(pb_engine *e, const ff_state *f, int32_t k)
  * groups are brought up to date (their beams' scores are kept current), and those
  * whose last token the last step produced finish, in running order. */
 
-/* Group i's selection after a replayed step: its beams' scores and parents; hint:
-   its beams by score (pb_beam_synth_select), updated.  Returns the blocks freed. */
-static int32_t beam_replay_select(pb_sched *s, int32_t i, pb_group *g, int32_t *hint) {
-    int32_t nb = g->n_seqs, k = g->beam_width, parent[PB_MAX_TOP / 2];
-    double cum[PB_MAX_TOP / 2];
-    for (int32_t e = 0; e < nb; e++) cum[e] = g->seqs[e]->cum_logprob;
-    pb_beam_choice ch[PB_MAX_TOP / 2];
-    int32_t nc = pb_beam_synth_select(&g->rng, cum, hint, nb, 2 * k, 0, k, ch);   /* no ids (ff_possible) */
-    PB_ASSERT(nc == nb);
-    pb_beam_plan pl;
-    pb_beam_plan_make(ch, nc, nb, &pl);
-    for (int32_t e = 0; e < nb; e++) {
-        const pb_beam_choice *c = &ch[pl.at[e]];
-        parent[e] = c->parent;
-        g->seqs[e]->cum_logprob = cum[c->parent] + (double)c->logprob;   /* pb_seq_advance */
-    }
-    memcpy(hint, pl.next, (size_t)nb * sizeof *hint);
+/* Group i's selection after a replayed step (its beams' scores kept in b, not in
+   the sequences, until the replay ends).  Returns the blocks freed. */
+static int32_t beam_replay_select(pb_sched *s, int32_t i, pb_group *g, pb_ff_beams *b) {
+    int32_t parent[PB_MAX_TOP / 2];
+    pb_beam_synth_advance(&g->rng, b->cum, b->order, g->n_seqs, parent);   /* no ids (ff_possible) */
     return pb_kv_beam_select(s->kv, i, parent);
 }
 
@@ -731,12 +729,15 @@ static pb_status beam_forward(pb_engine *e) {
     if (s->cap_ff_groups < n) {
         s->cap_ff_groups = PB_MAX(n, 2 * s->cap_ff_groups);
         s->ff_groups = pb_xrealloc(s->ff_groups, (size_t)s->cap_ff_groups * sizeof *s->ff_groups);
-        s->ff_hints = pb_xrealloc(s->ff_hints, (size_t)s->cap_ff_groups * sizeof *s->ff_hints);
+        s->ff_beams = pb_xrealloc(s->ff_beams, (size_t)s->cap_ff_groups * sizeof *s->ff_beams);
     }
     pb_group **gs = s->ff_groups;
     int32_t i = 0;
     for (pb_group *g = s->run_head; g; g = g->next) {
-        for (int32_t e = 0; e < PB_MAX_TOP / 2; e++) s->ff_hints[i][e] = e;
+        for (int32_t e = 0; e < g->n_seqs && g->beam_width > 1; e++) {
+            s->ff_beams[i].cum[e] = g->seqs[e]->cum_logprob;
+            s->ff_beams[i].order[e] = e;
+        }
         gs[i++] = g;
         n_seqs += g->n_seqs;
         if (g->beam_width > 1) top = PB_MAX(top, 2 * g->beam_width);   /* as batch_add_seq */
@@ -750,13 +751,14 @@ static pb_status beam_forward(pb_engine *e) {
     int64_t free_held = u.gpu_blocks_free;   /* when the policy last answered steady */
     double last_token = s->now;
     int32_t k = 0;
+    bool stuck = false;
     while (k <= left && !run_over(s)) {
         groups_recycle(s);   /* as schedule() */
         while (s->next_arrival < s->n_requests && s->reqs[s->next_arrival].arrival_s <= s->now)
             pb_sched_enqueue_waiting(s, group_arrive(s, s->next_arrival++));
         if (pb_sched_waiting_peek(s) != head) break;   /* the policy must look at it */
         int32_t copies = pb_kv_beam_step(s->kv);
-        if (copies < 0) break;   /* a group cannot append: the ordinary step preempts */
+        if ((stuck = copies < 0)) break;   /* a group cannot append: the ordinary step preempts */
         int64_t ctx = 0, blocks = 0;
         for (i = 0; i < n; i++) {   /* context_len = len before the replay + k */
             int64_t c = gs[i]->len + k;
@@ -775,7 +777,7 @@ static pb_status beam_forward(pb_engine *e) {
         if (st != PB_OK) return st;
         int64_t free_now = sm.mem.gpu_blocks_free;   /* after the appends, then the frees */
         for (i = 0; i < n; i++)
-            if (gs[i]->beam_width > 1) free_now += beam_replay_select(s, i, gs[i], s->ff_hints[i]);
+            if (gs[i]->beam_width > 1) free_now += beam_replay_select(s, i, gs[i], &s->ff_beams[i]);
         k++;
         if (free_now > free_held) {   /* freed blocks: are the heads still held? */
             if (!s->policy->iface->steady(s->policy, s)) break;
@@ -785,11 +787,16 @@ static pb_status beam_forward(pb_engine *e) {
     pb_kv_beam_end(s->kv);
     pb_pair_vec_clear(&s->copies);   /* the last ordinary step's */
     if (k == 0) return PB_OK;
-    for (i = 0; i < n; i++) group_catch_up(gs[i], k, last_token);
+    for (i = 0; i < n; i++) {
+        for (int32_t e = 0; e < gs[i]->n_seqs && gs[i]->beam_width > 1; e++)
+            gs[i]->seqs[e]->cum_logprob = s->ff_beams[i].cum[e];   /* pb_seq_advance's */
+        group_catch_up(gs[i], k, last_token);
+    }
     for (i = 0; i < n && k == left + 1; i++)
         if (gs[i]->n_generated >= gs[i]->output_len) finish_group(s, gs[i]);
     s->ff_steps += k;
     s->replayed = true;
+    if (!stuck) ff_again(s, k);
     return s->p.check_every_step ? pb_engine_check(e) : PB_OK;
 }
 
@@ -816,6 +823,7 @@ static pb_status fast_forward(pb_engine *e) {
         head = pb_sched_waiting_peek(s);   /* a preempted group may lead now */
     }
     ff_end(s, &f, k);
+    ff_again(s, k);
     return s->p.check_every_step && k > 0 ? pb_engine_check(e) : PB_OK;
 }
 

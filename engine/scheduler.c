@@ -240,7 +240,7 @@ void pb_sched_free(pb_sched *s) {
     free(s->ff_seqs);
     free(s->ff_phase);
     free(s->ff_groups);
-    free(s->ff_hints);
+    free(s->ff_beams);
 }
 
 void pb_sched_begin_step(pb_sched *s) {

@@ -27,6 +27,11 @@ typedef struct {   /* a waiting group and its order (copies of its keys) */
     pb_group *g;             /* NULL: a tombstone inside the deque */
 } pb_wait_entry;
 
+typedef struct {   /* a beam group's beams during a beam replay (engine.c beam_forward) */
+    double cum[PB_MAX_TOP / 2];     /* by position: the beams' cum_logprob           */
+    int32_t order[PB_MAX_TOP / 2];  /* the positions by score, best first (a hint)   */
+} pb_ff_beams;
+
 struct pb_sched {
     pb_engine_params p;
     pb_kv_manager *kv;
@@ -92,7 +97,7 @@ struct pb_sched {
                                      replayed steps k with k % block_size == index  */
     int32_t cap_ff_phase;
     pb_group **ff_groups;         /* the running groups, in order (beam replays)   */
-    int32_t (*ff_hints)[PB_MAX_TOP / 2];   /* each one's beams by score (a hint) */
+    pb_ff_beams *ff_beams;        /* each one's beams' scores and order by score   */
     int32_t cap_ff_groups;
     int64_t ff_steps;             /* steps replayed fast this run                  */
 };

@@ -438,6 +438,52 @@ PB_TEST(beam_synth_select_is_a_top_k) {
     PB_CHECK(checked > 50000);
 }
 
+/* The replay's step (pb_beam_synth_advance) is select-then-plan exactly: the same
+ * draws (the generators end equal), parents, scores and order, for every width,
+ * over chains of steps (hints right as the replay keeps them) and from scrambled
+ * hints and tied scores (the sort's slow path). */
+PB_TEST(beam_synth_advance_equals_select_then_plan) {
+    pb_rng pick;
+    pb_rng_seed(&pick, 5, 2);
+    int64_t steps = 0, moved = 0;
+    for (int trial = 0; trial < 3000; trial++) {
+        int32_t nb = 1 + trial % (PB_MAX_TOP / 2);
+        double cum[PB_MAX_TOP / 2], ref_cum[PB_MAX_TOP / 2];
+        int32_t order[PB_MAX_TOP / 2], ref_order[PB_MAX_TOP / 2];
+        for (int32_t i = 0; i < nb; i++) {
+            cum[i] = trial % 5 == 0 ? -2.0 : -pb_rng_uniform(&pick) * (double)(1 + trial % 9);
+            if (i > 0 && pb_rng_below(&pick, 3) == 0) cum[i] = cum[i - 1];   /* ties */
+            int32_t j = (int32_t)pb_rng_below(&pick, (uint64_t)i + 1);   /* a scrambled hint */
+            order[i] = order[j];
+            order[j] = i;
+        }
+        memcpy(ref_cum, cum, sizeof cum);
+        memcpy(ref_order, order, sizeof order);
+        pb_rng r, ref_r;
+        pb_rng_seed(&r, (uint64_t)trial, 4);
+        ref_r = r;
+        for (int step = 0; step < 40; step++, steps++) {
+            pb_beam_choice ch[PB_MAX_TOP / 2];
+            PB_REQUIRE(pb_beam_synth_select(&ref_r, ref_cum, ref_order, nb, 2 * nb, 0, nb, ch) == nb);
+            pb_beam_plan pl;
+            pb_beam_plan_make(ch, nb, nb, &pl);
+            int32_t ref_parent[PB_MAX_TOP / 2], parent[PB_MAX_TOP / 2];
+            for (int32_t e = 0; e < nb; e++) {
+                ref_parent[e] = ch[pl.at[e]].parent;
+                ref_cum[e] = ch[pl.at[e]].score;
+                moved += ref_parent[e] != e;
+            }
+            memcpy(ref_order, pl.next, (size_t)nb * sizeof *ref_order);
+            pb_beam_synth_advance(&r, cum, order, nb, parent);
+            PB_REQUIRE(!memcmp(&r, &ref_r, sizeof r));
+            PB_REQUIRE(!memcmp(parent, ref_parent, (size_t)nb * sizeof *parent));
+            PB_REQUIRE(!memcmp(cum, ref_cum, (size_t)nb * sizeof *cum));
+            PB_REQUIRE(!memcmp(order, ref_order, (size_t)nb * sizeof *order));
+        }
+    }
+    PB_CHECK(steps == 120000 && moved > 100000);   /* beams did branch and die */
+}
+
 /* The fused path draws differently but must choose with the law of synth + select:
  * over many seeded calls, how often each beam gets 0..k children and the mean best
  * and k-th scores agree (a bias, e.g. a wrong gap distribution or a wrong pick among
