@@ -51,7 +51,7 @@ enum { NB_MAX = PB_MAX_TOP / 2 };   /* beams of a group at most (beam width <= n
 
 /* The beams by cum, best first, ties by index: an insertion sort starting from the
    hint's order (NULL: index order); with the right hint, nb - 1 compares. */
-static void sort_by_cum(const double *cum, const int32_t *hint, int32_t nb, int32_t *order) {
+static inline void sort_by_cum(const double *cum, const int32_t *hint, int32_t nb, int32_t *order) {
     if (hint) {   /* most often already sorted: one pass of compares tells */
         bool sorted = true;
         for (int32_t i = 1; i < nb; i++) sorted &= cum[hint[i - 1]] > cum[hint[i]];

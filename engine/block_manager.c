@@ -60,6 +60,8 @@ typedef struct {
     int32_t to_end;          /* prompt_len + output_len - 1: tokens to come = to_end - kv */
     int32_t phys, lasts;     /* distinct blocks; distinct last blocks                  */
     int64_t tok, res;        /* their token slots and reserved slots (usage)           */
+    int32_t phys0, n0;       /* phys and n at begin (the frozen tables')               */
+    int64_t tok0, res0;      /* tok and res at begin                                   */
     int32_t dfs[BM_BEAMS];   /* the beams in the order of a walk of their block tree    */
     int32_t rank[BM_BEAMS];  /* rank[dfs[r]] = r                                        */
     int32_t lcp[BM_BEAMS];   /* r >= 1: leading blocks beams dfs[r - 1] and dfs[r] share */
@@ -1031,6 +1033,10 @@ static pb_status bm_beam_begin(pb_kv_manager *m, pb_group *const *groups, int32_
         beam_count(x);
         x->tok = x->res = 0;
         beam_slots(b, x);
+        x->phys0 = x->phys;
+        x->n0 = x->n;
+        x->tok0 = x->tok;
+        x->res0 = x->res;
     }
     bb->tok = bb->res = 0;   /* the frozen tables count them already */
     bb->n = n;
@@ -1110,6 +1116,22 @@ static int32_t bm_beam_select(pb_kv_manager *m, int32_t i, const int32_t *parent
     x->lasts = lasts;
     beam_slots(b, x);
     return freed;
+}
+
+/* Group i's blocks freed -- its frozen tables, and in bb what it holds beyond them
+   -- and the group out of the replay (those after it move down one). */
+static void bm_beam_free(pb_kv_manager *m, int32_t i) {
+    bm *b = BM(m);
+    bm_beams *bb = &b->bb;
+    PB_ASSERT(bb->on && i >= 0 && i < bb->n);
+    bm_beam *x = &bb->gr[i];
+    bb->held -= x->phys - x->phys0;
+    bb->tok -= x->tok - x->tok0;
+    bb->res -= x->res - x->res0;
+    bb->logical -= (int64_t)x->nb * (x->n - x->n0);
+    for (int32_t e = 0; e < x->nb; e++) bm_free(m, x->g->seqs[e]);
+    memmove(x, x + 1, (size_t)(bb->n - i - 1) * sizeof *x);
+    bb->n--;
 }
 
 /* The tables rebuilt (see above): the frozen ones dropped, then new rows. */
@@ -1429,7 +1451,7 @@ static void bm_destroy(pb_kv_manager *m) {
     .can_append = bm_can_append, .append = bm_append, .replay_begin = bm_replay_begin,      \
     .replay_step = bm_replay_step, .replay_pop = bm_replay_pop, .replay_end = bm_replay_end,  \
     .beam_begin = bm_beam_begin, .beam_step = bm_beam_step, .beam_select = bm_beam_select,    \
-    .beam_end = bm_beam_end,                                                                   \
+    .beam_free = bm_beam_free, .beam_end = bm_beam_end,                                                                   \
     .fork = bm_fork, .refork = bm_refork,                                                      \
     .free = bm_free, .can_swap_out = bm_can_swap_out, .swap_out = bm_swap_out,                \
     .can_swap_in = bm_can_swap_in, .swap_in = bm_swap_in, .batch_info = bm_batch_info,        \

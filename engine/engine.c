@@ -703,28 +703,71 @@ static pb_status ff_policy_completes(pb_engine *e, const ff_state *f, int32_t k)
  * The same replay when some running groups are beam-search groups (at their full
  * width, past their first token; the others single sequences): the manager keeps
  * each group's blocks as a tree of counts (kv_manager.h beam_*), the engine draws
- * each beam group's selection after the step (pb_beam_synth_select from the group's
- * stream, as beam_step does: the same choices, scores and beam order, pb_beam_plan)
- * and hands the manager the beams' parents.  A step in which a group cannot append
+ * each beam group's selection after the step (pb_beam_synth_advance from the
+ * group's stream: exactly beam_step's pb_beam_synth_select and pb_beam_plan -- the
+ * same choices, scores and beam order -- with the scores kept in pb_ff_beams until
+ * the group leaves the replay) and hands the manager the beams' parents.  A step in which a group cannot append
  * is not replayed (the ordinary step preempts).  Beams that die free blocks, so
  * after a step whose selections left more blocks free than when the policy last
- * answered steady it is asked again; not steady: the replay stops.  At the end the
+ * answered steady it is asked again; not steady: the replay stops.  Groups whose
+ * last token a step produced leave the replay and finish there (the manager frees
+ * their blocks: beam_free), and the replay goes on if the next step would be
+ * replayed after it (steady_running, as steady_next asks).  At the end the
  * manager rebuilds the tables (the same sharing; block numbers, which nothing
  * observes under the cost model, may differ from the ordinary steps') and the
- * groups are brought up to date (their beams' scores are kept current), and those
- * whose last token the last step produced finish, in running order. */
+ * groups are brought up to date. */
 
 /* Group i's selection after a replayed step (its beams' scores kept in b, not in
-   the sequences, until the replay ends).  Returns the blocks freed. */
+   the sequences, until it leaves the replay).  Returns the blocks freed. */
 static int32_t beam_replay_select(pb_sched *s, int32_t i, pb_group *g, pb_ff_beams *b) {
     int32_t parent[PB_MAX_TOP / 2];
     pb_beam_synth_advance(&g->rng, b->cum, b->order, g->n_seqs, parent);   /* no ids (ff_possible) */
     return pb_kv_beam_select(s->kv, i, parent);
 }
 
+/* Group g, replayed k steps, up to date: its beams' scores (b), lengths, token time. */
+static void beam_catch_up(pb_group *g, const pb_ff_beams *b, int32_t k, double last_token) {
+    for (int32_t e = 0; e < g->n_seqs && g->beam_width > 1; e++)
+        g->seqs[e]->cum_logprob = b->cum[e];   /* pb_seq_advance's sums */
+    group_catch_up(g, k, last_token);
+}
+
+/* The replay's groups gs[0..n): their sequences, the batch's sampling width (as
+   batch_add_seq) and the steps before the first of their last tokens. */
+static void beam_shape(pb_group *const *gs, int32_t n, int32_t *n_seqs, int32_t *top, int32_t *left) {
+    *n_seqs = 0, *top = 1, *left = INT32_MAX;
+    for (int32_t i = 0; i < n; i++) {
+        *n_seqs += gs[i]->n_seqs;
+        if (gs[i]->beam_width > 1) *top = PB_MAX(*top, 2 * gs[i]->beam_width);
+        *left = PB_MIN(*left, gs[i]->output_len - gs[i]->n_generated - 1);
+    }
+}
+
+/* After replayed step k, which produced some groups' last tokens: they leave the
+   replay (brought up to date, their blocks freed by the manager: beam_free) and
+   finish, in running order, as post-processing would finish them; the others move
+   down.  Returns how many remain. */
+static int32_t beam_finish(pb_sched *s, int32_t n, int32_t k, double last_token) {
+    pb_group **gs = s->ff_groups;
+    int32_t w = 0;
+    for (int32_t i = 0; i < n; i++) {
+        pb_group *g = gs[i];
+        if (g->n_generated + k < g->output_len) {
+            gs[w] = g;
+            if (w != i) s->ff_beams[w] = s->ff_beams[i];
+            w++;
+            continue;
+        }
+        beam_catch_up(g, &s->ff_beams[i], k, last_token);
+        pb_kv_beam_free(s->kv, w);
+        finish_group(s, g);
+    }
+    return w;
+}
+
 static pb_status beam_forward(pb_engine *e) {
     pb_sched *s = &e->s;
-    int32_t n = s->n_running, n_seqs = 0, top = 1, left = INT32_MAX;
+    int32_t n = s->n_running, n_seqs, top, left;
     int32_t bs = s->kv->block_size, sh = s->b_bs_shift;
     if (s->cap_ff_groups < n) {
         s->cap_ff_groups = PB_MAX(n, 2 * s->cap_ff_groups);
@@ -739,11 +782,9 @@ static pb_status beam_forward(pb_engine *e) {
             s->ff_beams[i].order[e] = e;
         }
         gs[i++] = g;
-        n_seqs += g->n_seqs;
-        if (g->beam_width > 1) top = PB_MAX(top, 2 * g->beam_width);   /* as batch_add_seq */
-        left = PB_MIN(left, g->output_len - g->n_generated - 1);
     }
     PB_ASSERT(i == n);
+    beam_shape(gs, n, &n_seqs, &top, &left);
     if (pb_kv_beam_begin(s->kv, gs, n) != PB_OK) return PB_OK;   /* an ordinary step next */
     const pb_group *head = pb_sched_waiting_peek(s);
     pb_kv_usage u;
@@ -779,21 +820,22 @@ static pb_status beam_forward(pb_engine *e) {
         for (i = 0; i < n; i++)
             if (gs[i]->beam_width > 1) free_now += beam_replay_select(s, i, gs[i], &s->ff_beams[i]);
         k++;
-        if (free_now > free_held) {   /* freed blocks: are the heads still held? */
-            if (!s->policy->iface->steady(s->policy, s)) break;
-            free_held = free_now;
+        bool ask = free_now > free_held;   /* freed blocks: are the heads still held? */
+        if (k == left + 1) {   /* last tokens: those groups finish, the running set shrinks */
+            n = beam_finish(s, n, k, last_token);
+            beam_shape(gs, n, &n_seqs, &top, &left);
+            ask = true;
+        }
+        if (ask) {   /* as steady_next after this step run by pb_engine_step */
+            if (!steady_running(s)) break;
+            pb_kv_usage_get(s->kv, &u);
+            free_held = u.gpu_blocks_free;
         }
     }
     pb_kv_beam_end(s->kv);
     pb_pair_vec_clear(&s->copies);   /* the last ordinary step's */
     if (k == 0) return PB_OK;
-    for (i = 0; i < n; i++) {
-        for (int32_t e = 0; e < gs[i]->n_seqs && gs[i]->beam_width > 1; e++)
-            gs[i]->seqs[e]->cum_logprob = s->ff_beams[i].cum[e];   /* pb_seq_advance's */
-        group_catch_up(gs[i], k, last_token);
-    }
-    for (i = 0; i < n && k == left + 1; i++)
-        if (gs[i]->n_generated >= gs[i]->output_len) finish_group(s, gs[i]);
+    for (i = 0; i < n; i++) beam_catch_up(gs[i], &s->ff_beams[i], k, last_token);
     s->ff_steps += k;
     s->replayed = true;
     if (!stuck) ff_again(s, k);

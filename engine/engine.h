@@ -74,7 +74,8 @@ struct pb_engine_params {
                                        are kept; else a no-op)                      */
     /* Optional: called when a group finishes, before its sequences are freed (e.g.
        to write real executors' output tokens: g->seqs[i]->tokens[prompt_len ..
-       len)).  NULL = none. */
+       len); a beam group finishing in a replay has its KV blocks freed already).
+       NULL = none. */
     void (*on_finish)(void *user, const pb_group *g);
     void *on_finish_user;
 };

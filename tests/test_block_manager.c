@@ -797,8 +797,9 @@ static void random_ops(bool caching) {
  * Two managers with the same beam groups: one steps them with the ordinary ops
  * (can_append + append per beam, then each new beam forked from its parent and the
  * old ones freed), the other replays the same steps (beam_begin, beam_step,
- * beam_select with the same random parents, beam_end).  After every step's appends
- * and every selection the usage (every field) and the copies agree, a step one
+ * beam_select with the same random parents, beam_free of a group now and then --
+ * it finished -- and beam_end).  After every step's appends, every selection and
+ * every group freed the usage (every field) and the copies agree, a step one
  * cannot run the other refuses (nothing done), and after the end pb_kv_check passes
  * and, unless a step was refused, the tables share exactly as much (leading blocks
  * of every pair of beams). */
@@ -819,7 +820,7 @@ static int32_t shared_blocks(rig *r, pb_seq *x, pb_seq *y) {
 PB_TEST(beam_replay_matches_the_ordinary_ops) {
     pb_rng rng;
     pb_rng_seed(&rng, 5, 5);
-    int64_t steps = 0, copies = 0, stuck = 0;
+    int64_t steps = 0, copies = 0, stuck = 0, freed_groups = 0;
     for (int trial = 0; trial < 300; trial++) {
         static const int32_t BS[] = {1, 2, 4, 16};
         int32_t bs = BS[trial % 4], n_groups = 1 + (int32_t)pb_rng_below(&rng, 4);
@@ -891,6 +892,17 @@ PB_TEST(beam_replay_matches_the_ordinary_ops) {
             usage_same(r[0].kv, r[1].kv);
             PB_REQUIRE(pb_kv_check(r[0].kv) == PB_OK);
             steps++;
+            if (n_groups > 1 && pb_rng_below(&rng, 12) == 0) {   /* a group finishes: freed */
+                int32_t j = (int32_t)pb_rng_below(&rng, (uint64_t)n_groups);
+                for (int32_t e = 0; e < g[0][j]->n_seqs; e++) pb_kv_free(r[0].kv, g[0][j]->seqs[e]);
+                pb_kv_beam_free(r[1].kv, j);
+                for (int32_t e = 0; e < g[1][j]->n_seqs; e++) PB_REQUIRE(g[1][j]->seqs[e]->kv == NULL);
+                for (int m = 0; m < 2; m++)
+                    memmove(&g[m][j], &g[m][j + 1], (size_t)(n_groups - j - 1) * sizeof g[m][j]);
+                n_groups--;
+                usage_same(r[0].kv, r[1].kv);
+                freed_groups++;
+            }
         }
         pb_kv_beam_end(r[1].kv);
         PB_REQUIRE(pb_kv_check(r[1].kv) == PB_OK);
@@ -903,9 +915,9 @@ PB_TEST(beam_replay_matches_the_ordinary_ops) {
             }
         for (int m = 0; m < 2; m++) rig_free(&r[m]);
     }
-    fprintf(stderr, "  %lld replayed steps, %lld copies on write, %lld refused\n", (long long)steps,
-            (long long)copies, (long long)stuck);
-    PB_CHECK(steps > 5000 && copies > 1000 && stuck > 10);
+    fprintf(stderr, "  %lld replayed steps, %lld copies on write, %lld refused, %lld groups freed\n",
+            (long long)steps, (long long)copies, (long long)stuck, (long long)freed_groups);
+    PB_CHECK(steps > 5000 && copies > 1000 && stuck > 10 && freed_groups > 50);
 }
 
 PB_TEST(random_ops_100k_with_check) { random_ops(false); }
