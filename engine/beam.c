@@ -179,18 +179,18 @@ void pb_beam_plan_make(const pb_beam_choice *ch, int32_t nc, int32_t nb, pb_beam
 
 void pb_beam_synth_advance(pb_rng *r, double *cum, int32_t *order, int32_t nb, int32_t *parent) {
     PB_ASSERT(nb >= 1 && nb <= NB_MAX);
-    int32_t o[NB_MAX];
+    int32_t o[NB_MAX] = {0};
     sort_by_cum(cum, order, nb, o);
     pb_beam_choice ch[NB_MAX];
     draw_top(r, cum, o, nb, nb, 0, false, ch);
     /* pb_beam_plan_make with nc == nb (as many children as dead: a permutation) */
-    int32_t first[NB_MAX] = {0}, kid[NB_MAX], n_kids = 0;
-    for (int32_t c = nb - 1; c >= 0; c--) first[ch[c].parent] = c;
+    int32_t first[NB_MAX + 1] = {0}, kid[NB_MAX], n_kids = 0;   /* first[NB_MAX]: a sink */
     uint32_t chosen = 0;
     for (int32_t c = 0; c < nb; c++) {
-        int32_t b = ch[c].parent;
+        int32_t b = ch[c].parent, again = (int32_t)((chosen >> b) & 1u);
+        first[again ? NB_MAX : b] = c;
         kid[n_kids] = c;
-        n_kids += (int32_t)((chosen >> b) & 1u);
+        n_kids += again;
         chosen |= 1u << b;
     }
     for (int32_t i = 0, d = 0; i < nb; i++) {
