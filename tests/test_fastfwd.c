@@ -33,7 +33,9 @@
  * by its own loop (the manager's block trees): beam_fast_forward_equals_step_by_step
  * runs configurations where every request beam-searches (width 2..8); dropping the
  * re-check of the heads when dying beams free blocks, giving a parent's first child
- * the sibling share, or counting the reservation wrong makes it fail (tried). */
+ * the sibling share, or counting the reservation wrong makes it fail (tried); so do
+ * not asking the policy again after groups finish inside the replay, or freeing the
+ * wrong one (tried). */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
