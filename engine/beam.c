@@ -84,18 +84,6 @@ static inline void sort_by_cum(const double *cum, const int32_t *hint, int32_t n
  * for the float rounding of logprob.  order: the beams by cum (sort_by_cum).  ranks:
  * fill out[].rank (else 0: a beam's choices are drawn in rank order, so the sort
  * needs no rank -- it is stable).  The generator is copied in and out (registers). */
-/* pb_rng_below(r, n) from a generator kept in registers, spilled to home for the
-   rare rejection (n < 2^31) */
-static inline int32_t below(pb_rng *r, pb_rng *home, uint64_t n) {
-    uint64_t x = pb_rng_u64(r);
-    __uint128_t m = (__uint128_t)x * n;
-    if ((uint64_t)m >= n) return (int32_t)(m >> 64);
-    *home = *r;
-    int32_t v = (int32_t)pb_rng_below_reject_(home, n, x);
-    *r = *home;
-    return v;
-}
-
 static inline void draw_top(pb_rng *rp, const double *cum, const int32_t *order, int32_t nb, int32_t k,
                             int32_t vocab, bool ranks, pb_beam_choice *out) {
     static const double inv[NB_MAX + 1] = {0, 1.0, 1.0 / 2, 1.0 / 3, 1.0 / 4, 1.0 / 5, 1.0 / 6, 1.0 / 7, 1.0 / 8};
@@ -105,25 +93,17 @@ static inline void draw_top(pb_rng *rp, const double *cum, const int32_t *order,
     for (int32_t j = 1; j < NB_MAX; j++)
         knot[j] = j < nb ? knot[j - 1] + (double)j * (c[j - 1] - c[j]) : (double)INFINITY;
     int32_t rank[NB_MAX] = {0};
-    pb_rng r = *rp;   /* in registers: its address goes nowhere but to inline draws */
+    pb_rng r = *rp;   /* in registers (pb_rng_*_reg) */
     double t = 0;
     for (int32_t m = 0; m < k; m++) {
-        uint64_t u = pb_rng_u64(&r), z = u >> 11;   /* pb_rng_exp_zig, the rare case spilled */
-        int zi = (int)(u & 255);
-        if (z < pb_rng_zig_.k[zi]) {
-            t += (double)z * pb_rng_zig_.w[zi];
-        } else {
-            *rp = r;
-            t += pb_rng_exp_zig_slow_(rp, u);
-            r = *rp;
-        }
+        t += pb_rng_exp_zig_reg(&r, rp);
         int32_t j = 0;
         for (int32_t i = 1; i < NB_MAX; i++) j += knot[i] <= t;
         double s = c[j] - (t - knot[j]) * inv[j + 1];
-        int32_t b = order[j > 0 ? below(&r, rp, (uint64_t)j + 1) : 0];
+        int32_t b = order[j > 0 ? (int32_t)pb_rng_below_reg(&r, rp, (uint64_t)j + 1) : 0];
         float lp = (float)(s - cum[b]);
         out[m] = (pb_beam_choice){.parent = b, .rank = ranks ? rank[b]++ : 0,
-                                  .token = vocab > 0 ? below(&r, rp, (uint64_t)vocab) : 0,
+                                  .token = vocab > 0 ? (int32_t)pb_rng_below_reg(&r, rp, (uint64_t)vocab) : 0,
                                   .logprob = lp, .score = cum[b] + (double)lp};
     }
     *rp = r;

@@ -13,6 +13,7 @@
 #ifndef PB_RNG_H
 #define PB_RNG_H
 
+#include <stdbool.h>
 #include <stdint.h>
 
 #ifdef __cplusplus
@@ -46,6 +47,17 @@ static inline uint64_t pb_rng_below(pb_rng *r, uint64_t n) {
     if ((uint64_t)((__uint128_t)x * n) < n) return pb_rng_below_reject_(r, n, x);
     return (uint64_t)(((__uint128_t)x * n) >> 64);
 }
+/* The same draw from r, a local copy of *home that the caller keeps in registers
+ * (its address goes only to inline code): the rare rejection runs on *home, spilled
+ * and reloaded.  Same value, same stream. */
+static inline uint64_t pb_rng_below_reg(pb_rng *r, pb_rng *home, uint64_t n) {
+    uint64_t x = pb_rng_u64(r);
+    if ((uint64_t)((__uint128_t)x * n) >= n) return (uint64_t)(((__uint128_t)x * n) >> 64);
+    *home = *r;
+    uint64_t v = pb_rng_below_reject_(home, n, x);
+    *r = *home;
+    return v;
+}
 /* standard normal (Box-Muller, no cached second value: one call = two uniforms) */
 double   pb_rng_normal(pb_rng *r);
 /* exponential with the given rate (mean 1/rate); rate > 0 */
@@ -57,11 +69,26 @@ double   pb_rng_exp(pb_rng *r, double rate);
 typedef struct { uint64_t k[256]; double w[256], f[256]; } pb_rng_zig_table;
 extern pb_rng_zig_table pb_rng_zig_;
 double pb_rng_exp_zig_slow_(pb_rng *r, uint64_t u);
-static inline double pb_rng_exp_zig(pb_rng *r) {
-    uint64_t u = pb_rng_u64(r), j = u >> 11;
+static inline bool pb_rng_exp_zig_fast_(uint64_t u, double *x) {   /* the accepted case */
+    uint64_t j = u >> 11;
     int i = (int)(u & 255);
-    if (j < pb_rng_zig_.k[i]) return (double)j * pb_rng_zig_.w[i];
-    return pb_rng_exp_zig_slow_(r, u);
+    *x = (double)j * pb_rng_zig_.w[i];
+    return j < pb_rng_zig_.k[i];
+}
+static inline double pb_rng_exp_zig(pb_rng *r) {
+    uint64_t u = pb_rng_u64(r);
+    double x;
+    return pb_rng_exp_zig_fast_(u, &x) ? x : pb_rng_exp_zig_slow_(r, u);
+}
+/* The same draw from a generator kept in registers (as pb_rng_below_reg). */
+static inline double pb_rng_exp_zig_reg(pb_rng *r, pb_rng *home) {
+    uint64_t u = pb_rng_u64(r);
+    double x;
+    if (pb_rng_exp_zig_fast_(u, &x)) return x;
+    *home = *r;
+    x = pb_rng_exp_zig_slow_(home, u);
+    *r = *home;
+    return x;
 }
 /* Poisson count with mean lambda >= 0 (Knuth for lambda < 30, PTRS above) */
 int64_t  pb_rng_poisson(pb_rng *r, double lambda);
