@@ -126,30 +126,39 @@ int32_t pb_beam_synth_select(pb_rng *r, const double *cum, const int32_t *hint, 
     return k;
 }
 
-void pb_beam_plan_make(const pb_beam_choice *ch, int32_t nc, int32_t nb, pb_beam_plan *p) {
-    PB_ASSERT(nb >= 1 && nb <= nc && nc <= PB_MAX_TOP / 2);
-    /* without branches on the parents (they are random) */
-    int32_t first[PB_MAX_TOP / 2] = {0}, n_kids = 0, n_dead = 0;
-    for (int32_t c = nc - 1; c >= 0; c--) first[ch[c].parent] = c;   /* the last write: the first */
+/* The plan's core, without branches on the parents (they are random): the children
+   (kid[0..*n_kids), choice indices in order), the chosen beams (a bit set) and at[e]
+   for e < nb -- a beam chosen continues as its first choice; the dead, in index
+   order, are swap-removed: each takes the last entity then, a child from the end
+   (nc >= nb: as many children as dead at least). */
+static inline uint32_t plan_core(const pb_beam_choice *ch, int32_t nc, int32_t nb, int32_t *at,
+                                 int32_t *kid, int32_t *n_kids) {
+    int32_t first[NB_MAX + 1] = {0}, nk = 0;   /* first[NB_MAX]: a sink for later choices */
     uint32_t chosen = 0;
-    p->kid[0] = 0;
+    kid[0] = 0;
     for (int32_t c = 0; c < nc; c++) {
-        int32_t b = ch[c].parent;
-        p->kid[n_kids] = c;
-        n_kids += (int32_t)((chosen >> b) & 1u);
+        int32_t b = ch[c].parent, again = (int32_t)((chosen >> b) & 1u);
+        first[again ? NB_MAX : b] = c;
+        kid[nk] = c;
+        nk += again;
         chosen |= 1u << b;
     }
+    for (int32_t i = 0, d = 0; i < nb; i++) {
+        bool alive = (chosen >> i) & 1u;
+        at[i] = alive ? first[i] : kid[PB_MAX(nk - 1 - d, 0)];
+        d += !alive;
+    }
+    *n_kids = nk;
+    return chosen;
+}
+
+void pb_beam_plan_make(const pb_beam_choice *ch, int32_t nc, int32_t nb, pb_beam_plan *p) {
+    PB_ASSERT(nb >= 1 && nb <= nc && nc <= NB_MAX);
+    int32_t n_kids, n_dead = 0;
+    uint32_t chosen = plan_core(ch, nc, nb, p->at, p->kid, &n_kids);
     for (int32_t i = 0; i < nb; i++) {
         p->dead[n_dead] = i;
         n_dead += !((chosen >> i) & 1u);
-    }
-    /* the dead, in index order, are swap-removed: each takes the last entity then,
-       a child from the end (nc >= nb: as many children as dead at least) */
-    for (int32_t i = 0, d = 0; i < nb; i++) {
-        bool alive = (chosen >> i) & 1u;
-        int32_t from_end = p->kid[PB_MAX(n_kids - 1 - d, 0)];
-        p->at[i] = alive ? first[i] : from_end;
-        d += !alive;
     }
     for (int32_t j = 0; j < n_kids - n_dead; j++) p->at[nb + j] = p->kid[j];
     for (int32_t e = 0; e < nc; e++) p->next[p->at[e]] = e;
@@ -159,26 +168,15 @@ void pb_beam_plan_make(const pb_beam_choice *ch, int32_t nc, int32_t nb, pb_beam
 
 void pb_beam_synth_advance(pb_rng *r, double *cum, int32_t *order, int32_t nb, int32_t *parent) {
     PB_ASSERT(nb >= 1 && nb <= NB_MAX);
-    int32_t o[NB_MAX] = {0};
+    int32_t o[NB_MAX] = {0};   /* zeroed for the compiler: draw_top reads o[0..nb) */
     sort_by_cum(cum, order, nb, o);
     pb_beam_choice ch[NB_MAX];
     draw_top(r, cum, o, nb, nb, 0, false, ch);
-    /* pb_beam_plan_make with nc == nb (as many children as dead: a permutation) */
-    int32_t first[NB_MAX + 1] = {0}, kid[NB_MAX], n_kids = 0;   /* first[NB_MAX]: a sink */
-    uint32_t chosen = 0;
-    for (int32_t c = 0; c < nb; c++) {
-        int32_t b = ch[c].parent, again = (int32_t)((chosen >> b) & 1u);
-        first[again ? NB_MAX : b] = c;
-        kid[n_kids] = c;
-        n_kids += again;
-        chosen |= 1u << b;
-    }
-    for (int32_t i = 0, d = 0; i < nb; i++) {
-        bool alive = (chosen >> i) & 1u;
-        int32_t at = alive ? first[i] : kid[PB_MAX(n_kids - 1 - d, 0)];
-        d += !alive;
-        parent[i] = ch[at].parent;
-        cum[i] = ch[at].score;
-        order[at] = i;
+    int32_t at[NB_MAX], kid[NB_MAX], n_kids;   /* the plan with nc == nb: a permutation */
+    plan_core(ch, nb, nb, at, kid, &n_kids);
+    for (int32_t e = 0; e < nb; e++) {
+        parent[e] = ch[at[e]].parent;
+        cum[e] = ch[at[e]].score;
+        order[at[e]] = e;
     }
 }

@@ -1451,7 +1451,7 @@ static void bm_destroy(pb_kv_manager *m) {
     .can_append = bm_can_append, .append = bm_append, .replay_begin = bm_replay_begin,      \
     .replay_step = bm_replay_step, .replay_pop = bm_replay_pop, .replay_end = bm_replay_end,  \
     .beam_begin = bm_beam_begin, .beam_step = bm_beam_step, .beam_select = bm_beam_select,    \
-    .beam_free = bm_beam_free, .beam_end = bm_beam_end,                                                                   \
+    .beam_free = bm_beam_free, .beam_end = bm_beam_end,                                       \
     .fork = bm_fork, .refork = bm_refork,                                                      \
     .free = bm_free, .can_swap_out = bm_can_swap_out, .swap_out = bm_swap_out,                \
     .can_swap_in = bm_can_swap_in, .swap_in = bm_swap_in, .batch_info = bm_batch_info,        \

@@ -706,8 +706,8 @@ static pb_status ff_policy_completes(pb_engine *e, const ff_state *f, int32_t k)
  * each beam group's selection after the step (pb_beam_synth_advance from the
  * group's stream: exactly beam_step's pb_beam_synth_select and pb_beam_plan -- the
  * same choices, scores and beam order -- with the scores kept in pb_ff_beams until
- * the group leaves the replay) and hands the manager the beams' parents.  A step in which a group cannot append
- * is not replayed (the ordinary step preempts).  Beams that die free blocks, so
+ * the group leaves the replay) and hands the manager the beams' parents.  A step in
+ * which a group cannot append is not replayed (the ordinary step preempts).  Beams that die free blocks, so
  * after a step whose selections left more blocks free than when the policy last
  * answered steady it is asked again; not steady: the replay stops.  Groups whose
  * last token a step produced leave the replay and finish there (the manager frees

@@ -147,11 +147,11 @@ typedef struct {
        parent[0..nb) of the ones it had (index e continues parent[e]; a beam chosen
        twice shares all its blocks; a beam not chosen is freed); returns the blocks
        that became free.  beam_free (after a step's selections): group i's beams
-       freed, as free() of each would (the group finishes), and the group out of the
-       replay: groups i+1.. become i... beam_end (between
-       steps): the tables rebuilt with the same sharing (block numbers may differ
-       from what the ordinary steps would have used: nothing but counts is
-       observable in a replay), kv_len brought up to date.  Between begin and end
+       freed as free() of each would (the group finishes) and the group out of the
+       replay (groups i+1 .. n-1 become i .. n-2).  beam_end (between steps): the
+       tables rebuilt with the same sharing (block numbers may differ from what the
+       ordinary steps would have used: nothing but counts is observable in a
+       replay), kv_len brought up to date.  Between begin and end
        the engine calls, besides these, only usage (exact at any time), the pure
        queries can_allocate / can_swap_in, and free of a group's sequences after its
        beam_free (a no-op: their kv is NULL).  NULL: not supported. */
