@@ -49,23 +49,30 @@ int32_t pb_beam_select(const double *cum, const pb_candidates *cand, int32_t n_b
 
 enum { NB_MAX = PB_MAX_TOP / 2 };   /* beams of a group at most (beam width <= n_top / 2) */
 
-/* The beams by cum, best first, ties by index: an insertion sort starting from the
-   hint's order (NULL: index order); with the right hint, nb - 1 compares. */
-static inline void sort_by_cum(const double *cum, const int32_t *hint, int32_t nb, int32_t *order) {
-    if (hint) {   /* most often already sorted: one pass of compares tells */
+/* The beams by cum, best first, ties by index (order), and their cums in that order
+   (c): an insertion sort starting from the hint's order (NULL: index order); with the
+   right hint (most often) one pass of compares. */
+static inline void sort_by_cum(const double *cum, const int32_t *hint, int32_t nb, int32_t *order, double *c) {
+    if (hint) {
+        order[0] = hint[0];
+        c[0] = cum[hint[0]];
         bool sorted = true;
-        for (int32_t i = 1; i < nb; i++) sorted &= cum[hint[i - 1]] > cum[hint[i]];
-        if (sorted) {
-            for (int32_t i = 0; i < nb; i++) order[i] = hint[i];
-            return;
+        for (int32_t i = 1; i < nb; i++) {
+            order[i] = hint[i];
+            c[i] = cum[hint[i]];
+            sorted &= c[i - 1] > c[i];
         }
+        if (sorted) return;
     }
     for (int32_t i = 0; i < nb; i++) {
         int32_t b = hint ? hint[i] : i, j = i;
         double cb = cum[b];
-        for (; j > 0 && (cum[order[j - 1]] < cb || (cum[order[j - 1]] == cb && order[j - 1] > b)); j--)
+        for (; j > 0 && (c[j - 1] < cb || (c[j - 1] == cb && order[j - 1] > b)); j--) {
             order[j] = order[j - 1];
+            c[j] = c[j - 1];
+        }
         order[j] = b;
+        c[j] = cb;
     }
 }
 
@@ -78,51 +85,54 @@ static inline void sort_by_cum(const double *cum, const int32_t *hint, int32_t n
  * i < j of (c_i - c_j).  The m-th point is where L reaches T_m = E_1 + ... + E_m
  * (a rate-1 process): on the segment of the last knot j with L(c_j) <= T_m, at
  * s = c_j - (T_m - L(c_j)) / (j + 1); its beam is uniform among the j + 1 above.
- * Finding the segment is a count over the knots (padded to NB_MAX with +inf: no
- * data-dependent branch).  Then the choices are put in pb_beam_select's order (the
- * rounded scores, ties by beam then rank): drawn level by level they are sorted but
- * for the float rounding of logprob.  order: the beams by cum (sort_by_cum).  ranks:
- * fill out[].rank (else 0: a beam's choices are drawn in rank order, so the sort
- * needs no rank -- it is stable).  The generator is copied in and out (registers). */
-static inline void draw_top(pb_rng *rp, const double *cum, const int32_t *order, int32_t nb, int32_t k,
-                            int32_t vocab, bool ranks, pb_beam_choice *out) {
-    static const double inv[NB_MAX + 1] = {0, 1.0, 1.0 / 2, 1.0 / 3, 1.0 / 4, 1.0 / 5, 1.0 / 6, 1.0 / 7, 1.0 / 8};
-    double c[NB_MAX], knot[NB_MAX];   /* c_j and L(c_j) */
-    for (int32_t j = 0; j < nb; j++) c[j] = cum[order[j]];
-    knot[0] = 0;
+ * A draw is one u64: an exponential and, from its spare bits, the pick among j + 1
+ * (j = 0 too: no branch on it; rng.h pb_rng_exp_zig24_reg); finding the segment is a count over the knots, padded to NB_MAX with +inf (no
+ * branch either).  A score is s itself, not rounded through a float logprob; each is
+ * kept at most the one before (float rounding of s at a knot could otherwise put it
+ * an ulp above): the points come out best first, as drawn. */
+typedef struct {
+    double c[NB_MAX], knot[NB_MAX];   /* c_j; L(c_j) (+inf past the beams) */
+    int32_t order[NB_MAX];            /* the beams by cum (sort_by_cum)    */
+    double t, s;                      /* T_m; the last point's score       */
+} points;
+
+static inline void points_begin(points *p, const double *cum, const int32_t *hint, int32_t nb) {
+    sort_by_cum(cum, hint, nb, p->order, p->c);
+    p->knot[0] = 0;
     for (int32_t j = 1; j < NB_MAX; j++)
-        knot[j] = j < nb ? knot[j - 1] + (double)j * (c[j - 1] - c[j]) : (double)INFINITY;
-    int32_t rank[NB_MAX] = {0};
-    pb_rng r = *rp;   /* in registers (pb_rng_*_reg) */
-    double t = 0;
-    for (int32_t m = 0; m < k; m++) {
-        t += pb_rng_exp_zig_reg(&r, rp);
-        int32_t j = 0;
-        for (int32_t i = 1; i < NB_MAX; i++) j += knot[i] <= t;
-        double s = c[j] - (t - knot[j]) * inv[j + 1];
-        int32_t b = order[j > 0 ? (int32_t)pb_rng_below_reg(&r, rp, (uint64_t)j + 1) : 0];
-        float lp = (float)(s - cum[b]);
-        out[m] = (pb_beam_choice){.parent = b, .rank = ranks ? rank[b]++ : 0,
-                                  .token = vocab > 0 ? (int32_t)pb_rng_below_reg(&r, rp, (uint64_t)vocab) : 0,
-                                  .logprob = lp, .score = cum[b] + (double)lp};
-    }
-    *rp = r;
-    for (int32_t i = 1; i < k; i++) {
-        if (!better(&out[i], &out[i - 1])) continue;
-        pb_beam_choice ch = out[i];
-        int32_t j = i;
-        for (; j > 0 && better(&ch, &out[j - 1]); j--) out[j] = out[j - 1];
-        out[j] = ch;
-    }
+        p->knot[j] = j < nb ? p->knot[j - 1] + (double)j * (p->c[j - 1] - p->c[j]) : (double)INFINITY;
+    p->t = 0;
+    p->s = (double)INFINITY;
 }
 
-int32_t pb_beam_synth_select(pb_rng *r, const double *cum, const int32_t *hint, int32_t n_beams,
+/* The next point: returns its beam, its score in p->s.  r: the generator in registers
+   (pb_rng_*_reg), home its place in memory. */
+static inline int32_t points_next(points *p, pb_rng *r, pb_rng *home) {
+    static const double inv[NB_MAX + 1] = {0, 1.0, 1.0 / 2, 1.0 / 3, 1.0 / 4, 1.0 / 5, 1.0 / 6, 1.0 / 7, 1.0 / 8};
+    uint32_t spare;
+    double t = p->t += pb_rng_exp_zig24_reg(r, home, &spare);
+    int32_t j = 0;
+    for (int32_t i = 1; i < NB_MAX; i++) j += p->knot[i] <= t;
+    double s = p->c[j] - (t - p->knot[j]) * inv[j + 1];
+    p->s = s < p->s ? s : p->s;
+    return p->order[pb_rng_below32_reg(r, home, (uint32_t)j + 1, spare)];
+}
+
+int32_t pb_beam_synth_select(pb_rng *rp, const double *cum, const int32_t *hint, int32_t n_beams,
                              int32_t n_top, int32_t vocab, int32_t k, pb_beam_choice *out) {
     PB_ASSERT(n_beams <= NB_MAX && k <= n_top);
     if (k <= 0 || n_beams <= 0) return 0;
-    int32_t order[NB_MAX];
-    sort_by_cum(cum, hint, n_beams, order);
-    draw_top(r, cum, order, n_beams, k, vocab, true, out);
+    points p;
+    points_begin(&p, cum, hint, n_beams);
+    int32_t rank[NB_MAX] = {0};
+    pb_rng r = *rp;
+    for (int32_t m = 0; m < k; m++) {
+        int32_t b = points_next(&p, &r, rp);
+        out[m] = (pb_beam_choice){.parent = b, .rank = rank[b]++,
+                                  .token = vocab > 0 ? (int32_t)pb_rng_below_reg(&r, rp, (uint64_t)vocab) : 0,
+                                  .logprob = (float)(p.s - cum[b]), .score = p.s};
+    }
+    *rp = r;
     return k;
 }
 
@@ -144,8 +154,8 @@ static inline uint32_t plan_core(const pb_beam_choice *ch, int32_t nc, int32_t n
         chosen |= 1u << b;
     }
     for (int32_t i = 0, d = 0; i < nb; i++) {
-        bool alive = (chosen >> i) & 1u;
-        at[i] = alive ? first[i] : kid[PB_MAX(nk - 1 - d, 0)];
+        int32_t alive = (int32_t)((chosen >> i) & 1u);
+        at[i] = pb_select_i32(alive, first[i], kid[PB_MAX(nk - 1 - d, 0)]);
         d += !alive;
     }
     *n_kids = nk;
@@ -166,17 +176,37 @@ void pb_beam_plan_make(const pb_beam_choice *ch, int32_t nc, int32_t nb, pb_beam
     p->n_dead = n_dead;
 }
 
-void pb_beam_synth_advance(pb_rng *r, double *cum, int32_t *order, int32_t nb, int32_t *parent) {
+/* Select and plan in one pass.  A beam's first choice continues it: it keeps its
+   index (parent[b] = b), its score is the highest of its choices (cum[b], from -inf,
+   is their max) and it holds the order's entry m (order[m] = b).  A later choice is
+   a child, kept (kb, ks, km).  Then the dead, in index order, take the children from
+   the end (plan_core's rule), each the entry its child holds. */
+void pb_beam_synth_advance(pb_rng *rp, double *cum, int32_t *order, int32_t nb, int32_t *parent) {
     PB_ASSERT(nb >= 1 && nb <= NB_MAX);
-    int32_t o[NB_MAX] = {0};   /* zeroed for the compiler: draw_top reads o[0..nb) */
-    sort_by_cum(cum, order, nb, o);
-    pb_beam_choice ch[NB_MAX];
-    draw_top(r, cum, o, nb, nb, 0, false, ch);
-    int32_t at[NB_MAX], kid[NB_MAX], n_kids;   /* the plan with nc == nb: a permutation */
-    plan_core(ch, nb, nb, at, kid, &n_kids);
-    for (int32_t e = 0; e < nb; e++) {
-        parent[e] = ch[at[e]].parent;
-        cum[e] = ch[at[e]].score;
-        order[at[e]] = e;
+    points p;
+    points_begin(&p, cum, order, nb);
+    for (int32_t e = 0; e < nb; e++) cum[e] = -INFINITY;
+    int32_t kb[NB_MAX], km[NB_MAX], nk = 0;
+    double ks[NB_MAX];
+    uint32_t chosen = 0;
+    pb_rng r = *rp;
+    for (int32_t m = 0; m < nb; m++) {
+        int32_t b = points_next(&p, &r, rp), again = (int32_t)((chosen >> b) & 1u);
+        chosen |= 1u << b;
+        parent[b] = b;
+        cum[b] = cum[b] > p.s ? cum[b] : p.s;
+        order[m] = b;
+        kb[nk] = b;
+        ks[nk] = p.s;
+        km[nk] = m;
+        nk += again;
+    }
+    *rp = r;
+    for (uint32_t dead = ~chosen & ((1u << nb) - 1); dead; dead &= dead - 1) {   /* as many as children */
+        int32_t i = __builtin_ctz(dead);
+        nk--;
+        parent[i] = kb[nk];
+        cum[i] = ks[nk];
+        order[km[nk]] = i;
     }
 }

@@ -41,7 +41,8 @@ typedef struct {
     int32_t rank;        /* candidate rank within the parent                        */
     int32_t token;
     float logprob;
-    double score;        /* parent cum_logprob + logprob                            */
+    double score;        /* parent cum_logprob + logprob (the synthetic model: the
+                            unrounded score, logprob its difference as a float)     */
 } pb_beam_choice;
 
 /* Select the top k of the n_beams * cand[i].n candidates by score.  cum[i] is beam
@@ -58,15 +59,19 @@ int32_t pb_beam_select(const double *cum, const pb_candidates *cand, int32_t n_b
  * rate-1 Poisson process below cum[i]; together the beams' points are one Poisson
  * process whose rate at score s is the number of beams with cum > s (that still have
  * candidates), each point belonging to one of them uniformly.  So the top k are drawn
- * best first: per choice one Exp(1) of integrated rate (pb_rng_exp_zig), the beam
- * (uniform among the live ones; no draw when one is live) and the token -- k
- * exponentials, at most k beam draws and k tokens per call instead of n_beams * n_top
- * exponentials and tokens.  The choices follow the same law; the random stream is
- * consumed differently, so the draws differ from synth + select (beam results
- * changed bytes each time this changed: first a bit-exact fused version, then a
- * k-way merge of the beams' lists, then this, then the level's fall e / n_live as a
- * multiply by 1/n_live and no token draws for vocab 0).  Ties break as in
- * pb_beam_select.  vocab <= 0: no tokens are drawn (every token is 0): for callers
+ * best first: per choice one u64 gives an Exp(1) of integrated rate and the beam
+ * (uniform among the live ones, one of them too) -- pb_rng_exp_zig24_reg,
+ * pb_rng_below32_reg -- and a token draw follows: k u64s (plus k tokens) per call
+ * instead of n_beams * n_top exponentials and tokens.  The choices follow the same law
+ * (the exponential to 6e-8: its ziggurat j cut to 24 bits); the random stream is
+ * consumed differently, so the draws differ from synth + select (beam results changed
+ * bytes each time this changed: first a bit-exact fused version, then a k-way merge
+ * of the beams' lists, then this, then the level's fall e / n_live as a multiply by
+ * 1/n_live and no token draws for vocab 0, then (session 8) one u64 per choice and
+ * unrounded scores).  A choice's score is its level itself (not cum + a float
+ * logprob: no rounding to undo), kept at most the one before it, so the choices come
+ * out best first as drawn; equal scores stay in the order drawn (pb_beam_select
+ * breaks them by beam, then rank: with continuous scores, a measure-zero case).  vocab <= 0: no tokens are drawn (every token is 0): for callers
  * that keep no token ids (the simulator), so the draws go to the choices only.
  * out must hold k; returns min(k, n_beams * n_top) choices sorted best first.
  * hint (NULL: none): the beams probably in the order the selection starts from --

@@ -59,9 +59,8 @@ typedef struct {
     int32_t nb, kv, n;       /* beams; their kv_len; blocks of each table, ceil(kv / bs) */
     int32_t to_end;          /* prompt_len + output_len - 1: tokens to come = to_end - kv */
     int32_t phys, lasts;     /* distinct blocks; distinct last blocks                  */
-    int64_t tok, res;        /* their token slots and reserved slots (usage)           */
     int32_t phys0, n0;       /* phys and n at begin (the frozen tables')               */
-    int64_t tok0, res0;      /* tok and res at begin                                   */
+    int64_t tok0, res0;      /* token and reserved slots at begin (beam_slots)          */
     int32_t dfs[BM_BEAMS];   /* the beams in the order of a walk of their block tree    */
     int32_t rank[BM_BEAMS];  /* rank[dfs[r]] = r                                        */
     int32_t lcp[BM_BEAMS];   /* r >= 1: leading blocks beams dfs[r - 1] and dfs[r] share */
@@ -72,8 +71,8 @@ typedef struct {
     int32_t n, cap;
     int32_t held;            /* blocks the groups hold beyond their frozen tables (< 0:
                                 fewer): physical blocks and gpu_avail count it       */
-    int64_t tok, res, logical;   /* usage's token, reserved slots and logical blocks
-                                    beyond the frozen tables'                        */
+    int64_t logical;         /* logical blocks beyond the frozen tables' (token and
+                                reserved slots: beam_slots, summed by usage())     */
     bool on;
 } bm_beams;
 
@@ -947,9 +946,9 @@ static void bm_replay_end(pb_kv_manager *m) {
  * selection puts each chosen parent's children where the parent was in the walk,
  * siblings sharing all n blocks, a parent's first child sharing with the child
  * before it the least lcp between their parents.  The tables stay as they were at
- * begin (frozen: kv_len, fills and the reservation too); the difference -- blocks
- * (held), token slots, reserved slots, logical blocks -- is kept in bb for usage()
- * and gpu_avail().  beam_end drops the frozen tables and builds new ones in walk
+ * begin (frozen: kv_len, fills and the reservation too); the difference in blocks
+ * (held) and logical blocks is kept in bb for usage() and gpu_avail(), the token and
+ * reserved slots are counted from each group's counts when usage() asks.  beam_end drops the frozen tables and builds new ones in walk
  * order: a beam's first lcp blocks are the previous beam's, the rest new blocks
  * (the same sharing, other block numbers).  A step costs O(beams) per group,
  * without a branch on the draws; begin O(beams^2 log n), the rebuild O(table
@@ -986,15 +985,24 @@ static void beam_count(bm_beam *x) {
 }
 
 /* x's token and reserved slots (as usage() and last_share() count them) from its
-   counts, the differences added to bb's (beam_begin: zero, with x's as frozen). */
-static void beam_slots(bm *b, bm_beam *x) {
+   counts: computed when usage() asks (once a step), not kept up to date. */
+static void beam_slots(const bm *b, const bm_beam *x, int64_t *tok, int64_t *res) {
     int32_t fill = x->kv - (x->n - 1) * b->bs, to_come = x->to_end - x->kv;
-    int64_t tok = (int64_t)(x->phys - x->lasts) * b->bs + (int64_t)x->lasts * fill;
-    int64_t res = to_come > 0 ? (int64_t)x->lasts * PB_MIN(b->bs - fill, to_come) : 0;
-    b->bb.tok += tok - x->tok;
-    b->bb.res += res - x->res;
-    x->tok = tok;
-    x->res = res;
+    *tok = (int64_t)(x->phys - x->lasts) * b->bs + (int64_t)x->lasts * fill;
+    *res = to_come > 0 ? (int64_t)x->lasts * PB_MIN(b->bs - fill, to_come) : 0;
+}
+
+/* The token and reserved slots the replayed beam groups hold beyond their frozen
+   tables (bb.on). */
+static void beams_slots(const bm *b, int64_t *tok, int64_t *res) {
+    *tok = *res = 0;
+    for (int32_t i = 0; i < b->bb.n; i++) {
+        const bm_beam *x = &b->bb.gr[i];
+        int64_t t, r;
+        beam_slots(b, x, &t, &r);
+        *tok += t - x->tok0;
+        *res += r - x->res0;
+    }
 }
 
 static pb_status bm_beam_begin(pb_kv_manager *m, pb_group *const *groups, int32_t n) {
@@ -1031,14 +1039,10 @@ static pb_status bm_beam_begin(pb_kv_manager *m, pb_group *const *groups, int32_
             if (r > 0) x->lcp[r] = common_blocks(g->seqs[x->dfs[r - 1]]->kv, g->seqs[x->dfs[r]]->kv, x->n);
         }
         beam_count(x);
-        x->tok = x->res = 0;
-        beam_slots(b, x);
+        beam_slots(b, x, &x->tok0, &x->res0);
         x->phys0 = x->phys;
         x->n0 = x->n;
-        x->tok0 = x->tok;
-        x->res0 = x->res;
     }
-    bb->tok = bb->res = 0;   /* the frozen tables count them already */
     bb->n = n;
     bb->on = true;
     return PB_OK;
@@ -1071,28 +1075,30 @@ static int32_t bm_beam_step(pb_kv_manager *m) {
         x->phys += take;
         x->lasts = x->nb;
         bb->held += take;
-        beam_slots(b, x);
     }
     return copies;
 }
 
 /* Children keyed (parent's walk rank, index) in one 64-bit set (nb <= 8: keys <
    64) come out of it in the new walk order; gap[r] is the least lcp between a chosen
-   parent at rank r and the chosen one before it. */
+   parent at rank r and the chosen one before it (0 for the first chosen: the walk's
+   first beam shares nothing with one before it). */
 static int32_t bm_beam_select(pb_kv_manager *m, int32_t i, const int32_t *parent) {
     bm *b = BM(m);
     bm_beam *x = &b->bb.gr[i];
     PB_ASSERT(b->bb.on && i < b->bb.n);
     int32_t nb = x->nb, n = x->n;
     uint64_t keys = 0;
-    uint32_t chosen = 0;
+    uint32_t chosen = 0, bad = 0;
     for (int32_t e = 0; e < nb; e++) {
-        PB_ASSERT(parent[e] >= 0 && parent[e] < nb);
-        int32_t rk = x->rank[parent[e]];
+        uint32_t p = (uint32_t)parent[e];
+        bad |= p >= (uint32_t)nb;
+        int32_t rk = x->rank[p & (BM_BEAMS - 1)];
         keys |= 1ull << (rk << 3 | e);
         chosen |= 1u << rk;
     }
-    int32_t gap[BM_BEAMS], least = n;
+    PB_ASSERT(!bad);   /* every parent in 0 .. nb - 1 */
+    int32_t gap[BM_BEAMS], least = chosen & 1u ? n : 0;   /* 0 up to the first chosen: its lcp */
     gap[0] = 0;
     for (int32_t r = 1; r < nb; r++) {
         least = PB_MIN(least, x->lcp[r]);
@@ -1102,7 +1108,7 @@ static int32_t bm_beam_select(pb_kv_manager *m, int32_t i, const int32_t *parent
     int32_t shared = 0, lasts = nb, prev = -1;
     for (int32_t at = 0; at < nb; at++, keys &= keys - 1) {
         int32_t key = __builtin_ctzll(keys), rk = key >> 3, e = key & 7;
-        int32_t l = at == 0 ? 0 : rk == prev ? n : gap[rk];
+        int32_t l = pb_select_i32(rk == prev, n, gap[rk]);
         x->dfs[at] = e;
         x->rank[e] = at;
         x->lcp[at] = l;
@@ -1114,7 +1120,6 @@ static int32_t bm_beam_select(pb_kv_manager *m, int32_t i, const int32_t *parent
     b->bb.held -= freed;
     x->phys = phys;
     x->lasts = lasts;
-    beam_slots(b, x);
     return freed;
 }
 
@@ -1126,8 +1131,6 @@ static void bm_beam_free(pb_kv_manager *m, int32_t i) {
     PB_ASSERT(bb->on && i >= 0 && i < bb->n);
     bm_beam *x = &bb->gr[i];
     bb->held -= x->phys - x->phys0;
-    bb->tok -= x->tok - x->tok0;
-    bb->res -= x->res - x->res0;
     bb->logical -= (int64_t)x->nb * (x->n - x->n0);
     for (int32_t e = 0; e < x->nb; e++) bm_free(m, x->g->seqs[e]);
     memmove(x, x + 1, (size_t)(bb->n - i - 1) * sizeof *x);
@@ -1139,8 +1142,11 @@ static void bm_beam_end(pb_kv_manager *m) {
     bm *b = BM(m);
     bm_beams *bb = &b->bb;
     PB_ASSERT(bb->on);
-    int64_t used = pb_block_alloc_used(b->gpu) + bb->held, tok = b->gpu->token_slots + bb->tok;
-    int64_t res = b->reserved + bb->res, logical = b->logical_gpu + bb->logical;
+    int64_t tok, res;
+    beams_slots(b, &tok, &res);
+    int64_t used = pb_block_alloc_used(b->gpu) + bb->held, logical = b->logical_gpu + bb->logical;
+    tok += b->gpu->token_slots;
+    res += b->reserved;
     for (int32_t i = 0; i < bb->n; i++) {   /* the frozen tables dropped */
         bm_beam *x = &bb->gr[i];
         for (int32_t e = 0; e < x->nb; e++) {
@@ -1179,7 +1185,7 @@ static void bm_beam_end(pb_kv_manager *m) {
     }
     PB_ASSERT(pb_block_alloc_used(b->gpu) == used && b->gpu->token_slots == tok && b->reserved == res &&
               b->logical_gpu == logical);
-    bb->tok = bb->res = bb->logical = 0;
+    bb->logical = 0;
     bb->on = false;
 }
 
@@ -1196,9 +1202,15 @@ static void bm_usage(pb_kv_manager *m, pb_kv_usage *u) {
     u->logical_blocks = b->logical_gpu + b->bb.logical;
     u->total_slots = (int64_t)b->gpu->n_blocks * bs;
     int64_t allocated = u->physical_blocks * bs;
-    u->token_slots = b->gpu->token_slots + b->rp.pending + b->bb.tok;
+    u->token_slots = b->gpu->token_slots + b->rp.pending;
     u->free_slots = u->total_slots - allocated;
-    u->reserved_slots = b->reserved + b->bb.res;
+    u->reserved_slots = b->reserved;
+    if (b->bb.on) {
+        int64_t tok, res;
+        beams_slots(b, &tok, &res);
+        u->token_slots += tok;
+        u->reserved_slots += res;
+    }
     u->internal_frag_slots = allocated - u->token_slots - u->reserved_slots;
 }
 

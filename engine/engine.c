@@ -236,9 +236,10 @@ static pb_status beam_step(pb_sched *s, pb_group *g, bool has_tokens) {
     pb_seq *order[PB_MAX_TOP / 2];
     for (int32_t e = 0; e < nc; e++) order[e] = dst[pl.at[e]];
     pb_group_set_order(g, order);
-    for (int32_t c = 0; c < nc; c++) {   /* clones carry the parent's cum_logprob */
+    for (int32_t c = 0; c < nc; c++) {
         if (s->p.store_tokens) pb_seq_append_token(s->pool, dst[c], ch[c].token, ch[c].logprob);
         else pb_seq_advance(dst[c], ch[c].logprob);   /* the pool keeps no ids */
+        dst[c]->cum_logprob = ch[c].score;   /* cum + logprob; the synthetic model's unrounded score */
     }
     return PB_OK;
 }

@@ -68,7 +68,8 @@ struct pb_seq {
                               sibling of the same group computes earlier in the same
                               batch -- executors run prefills in batch order)        */
     int32_t n_computed;    /* tokens whose KV is computed (see above)                 */
-    double cum_logprob;    /* beam search score (sum of chosen tokens' logprobs)      */
+    double cum_logprob;    /* beam search score (sum of chosen tokens' logprobs; the
+                              synthetic model's: its unrounded score, beam.h)         */
     int32_t *tokens;       /* token ids [len] when the engine stores tokens, else NULL*/
     int32_t tokens_cap;
     int32_t parent_id;     /* seq id it was forked from (-1 = the prompt sequence)    */

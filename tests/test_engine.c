@@ -385,8 +385,8 @@ PB_TEST(output_tokens_independent_of_scheduling) {
 
 /* ---- the fused synthetic beam path ---- */
 
-/* Every call: k choices (n_top >= k), sorted best first, scores = cum + logprob,
- * tokens in range, and a beam chosen c times contributes exactly its ranks 0..c-1
+/* Every call: k choices (n_top >= k), sorted best first, scores below the parent's
+ * cum with logprob their difference (rounded to float), tokens in range, and a beam chosen c times contributes exactly its ranks 0..c-1
  * with non-increasing log-probabilities (what any top-k of sorted lists gives). */
 PB_TEST(beam_synth_select_is_a_top_k) {
     pb_rng pick;
@@ -425,7 +425,7 @@ PB_TEST(beam_synth_select_is_a_top_k) {
             PB_REQUIRE(b[c].parent >= 0 && b[c].parent < nb);
             PB_REQUIRE(vocab > 0 ? b[c].token >= 0 && b[c].token < vocab : b[c].token == 0);
             PB_REQUIRE(b[c].logprob <= 0);
-            PB_REQUIRE(b[c].score == cum[b[c].parent] + (double)b[c].logprob);
+            PB_REQUIRE(b[c].score <= cum[b[c].parent] && b[c].logprob == (float)(b[c].score - cum[b[c].parent]));
             if (c > 0) PB_REQUIRE(b[c - 1].score >= b[c].score);
             int32_t p = b[c].parent;
             PB_REQUIRE(b[c].rank == next_rank[p]);

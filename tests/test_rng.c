@@ -1,5 +1,6 @@
 /* test_rng.c -- the seeded RNG: determinism, streams, distribution moments. */
 #include <math.h>
+#include <string.h>
 
 #include "pbtest.h"
 #include "rng.h"
@@ -106,6 +107,57 @@ PB_TEST(exp_zig_is_standard_exponential) {
     for (int k = 0; k < NT; k++) {
         double p = exp(-ts[k]);
         PB_CHECK_NEAR(above[k] / N, p, 5 * sqrt(p * (1 - p) / N) + 1e-6);
+    }
+}
+
+/* The beam draw's pair from one u64 (pb_rng_exp_zig24_reg + pb_rng_below32_reg): the
+ * exponential has the Exp(1) law above (its j cut to 24 bits), the pick is uniform on
+ * [0, n) for several n, and the two are independent (the pick's law the same given
+ * a small or a large exponential).  The rejection path, forced, returns what a
+ * fresh draw gives and stays in range. */
+PB_TEST(exp_zig24_and_below32_share_a_u64_independently) {
+    pb_rng r, home;
+    pb_rng_seed(&r, 12, 0);
+    home = r;
+    const int N = 2000000;
+    enum { NT = 7, NMAX = 8 };
+    const double ts[NT] = {0.01, 0.5, 1, 2, 4, 7.7, 9};
+    double s = 0, s2 = 0, above[NT] = {0}, hits[2][NMAX] = {{0}}, halves[2] = {0};
+    for (int i = 0; i < N; i++) {
+        uint32_t spare;
+        double x = pb_rng_exp_zig24_reg(&r, &home, &spare);
+        uint32_t n = 1 + (uint32_t)(i % NMAX), v = pb_rng_below32_reg(&r, &home, n, spare);
+        PB_REQUIRE(x >= 0 && isfinite(x) && v < n);
+        s += x;
+        s2 += x * x;
+        for (int k = 0; k < NT; k++) above[k] += x > ts[k];
+        if (n == 6) {   /* the pick's law, below and above the median of x */
+            int half = x > log(2.0);
+            hits[half][v] += 1;
+            halves[half] += 1;
+        }
+    }
+    PB_CHECK_NEAR(s / N, 1, 0.003);
+    PB_CHECK_NEAR(s2 / N - (s / N) * (s / N), 1, 0.01);
+    for (int k = 0; k < NT; k++) {
+        double p = exp(-ts[k]);
+        PB_CHECK_NEAR(above[k] / N, p, 5 * sqrt(p * (1 - p) / N) + 1e-6);
+    }
+    for (int h = 0; h < 2; h++)
+        for (int v = 0; v < 6; v++) {
+            double p = 1.0 / 6, f = hits[h][v] / halves[h];
+            PB_CHECK_NEAR(f, p, 5 * sqrt(p * (1 - p) / halves[h]));
+        }
+    /* the rejection: m = x * n with a low part under 2^32 mod n */
+    for (uint32_t n = 3; n < 1000; n += 7) {
+        uint32_t t = -n % n;
+        if (t == 0) continue;
+        pb_rng a, b;
+        pb_rng_seed(&a, n, 1);
+        b = a;
+        uint32_t v = pb_rng_below32_reject_(&a, n, (uint64_t)(t - 1));   /* rejected: draws again */
+        PB_REQUIRE(v < n && memcmp(&a, &b, sizeof a) != 0);
+        PB_CHECK(pb_rng_below32_reject_(&b, n, (uint64_t)t) == 0);   /* accepted as is: high part 0 */
     }
 }
 

@@ -59,6 +59,10 @@ void pb_assert_fail_(const char *expr, const char *file, int line);
 #define PB_MIN(a, b) ((a) < (b) ? (a) : (b))
 #define PB_MAX(a, b) ((a) > (b) ? (a) : (b))
 #define PB_CDIV(a, b) (((a) + (b) - 1) / (b))
+/* cond ? a : b (cond 0 or 1) as arithmetic, for hot paths whose condition is random:
+   the compiler turns a ?: whose result indexes a store or a load into a branch,
+   mispredicted half the time. */
+static inline int32_t pb_select_i32(int32_t cond, int32_t a, int32_t b) { return b ^ ((a ^ b) & -cond); }
 
 /* Write a whole file atomically: data goes to path.tmp.<pid>, then rename().
  * Returns PB_OK or PB_ERR_IO (the target untouched, the temporary removed, errno

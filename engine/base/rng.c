@@ -20,6 +20,12 @@ uint64_t pb_rng_below_reject_(pb_rng *r, uint64_t n, uint64_t x) {
     return (uint64_t)(m >> 64);
 }
 
+uint32_t pb_rng_below32_reject_(pb_rng *r, uint32_t n, uint64_t m) {
+    uint32_t t = -n % n;
+    while ((uint32_t)m < t) m = (pb_rng_u64(r) >> 32) * n;
+    return (uint32_t)(m >> 32);
+}
+
 double pb_rng_normal(pb_rng *r) {
     double u1 = 1.0 - pb_rng_uniform(r); /* (0, 1] */
     double u2 = pb_rng_uniform(r);

@@ -90,6 +90,35 @@ static inline double pb_rng_exp_zig_reg(pb_rng *r, pb_rng *home) {
     *r = *home;
     return x;
 }
+/* One u64, two draws (the simulator's beam search, engine/beam.c): a standard
+ * exponential and 32 spare uniform bits for pb_rng_below32_reg.  The exponential is
+ * the ziggurat's with j cut to its top 24 bits (u's bits 40..63; layer from bits
+ * 0..7): an accepted x is a multiple of 2^-24 of its layer's width (the law of Exp(1)
+ * to 6e-8, finer than a float), the slow case as pb_rng_exp_zig's.  The spare bits
+ * are u's bits 8..39, which the exponential never reads: independent of it. */
+static inline double pb_rng_exp_zig24_reg(pb_rng *r, pb_rng *home, uint32_t *spare) {
+    uint64_t u = pb_rng_u64(r);
+    *spare = (uint32_t)(u >> 8);
+    u &= ~(uint64_t)0xFFFFFFFF00u;   /* j = u >> 11: its top 24 bits */
+    double x;
+    if (pb_rng_exp_zig_fast_(u, &x)) return x;
+    *home = *r;
+    x = pb_rng_exp_zig_slow_(home, u);
+    *r = *home;
+    return x;
+}
+/* uniform integer in [0, n) from 32 uniform bits x (Lemire's multiply-shift on 32
+ * bits, unbiased: the rare rejection, probability < n / 2^32, draws afresh from r);
+ * 0 < n < 2^32.  r, home as in pb_rng_below_reg. */
+uint32_t pb_rng_below32_reject_(pb_rng *r, uint32_t n, uint64_t m);
+static inline uint32_t pb_rng_below32_reg(pb_rng *r, pb_rng *home, uint32_t n, uint32_t x) {
+    uint64_t m = (uint64_t)x * n;
+    if ((uint32_t)m >= n) return (uint32_t)(m >> 32);
+    *home = *r;
+    uint32_t v = pb_rng_below32_reject_(home, n, m);
+    *r = *home;
+    return v;
+}
 /* Poisson count with mean lambda >= 0 (Knuth for lambda < 30, PTRS above) */
 int64_t  pb_rng_poisson(pb_rng *r, double lambda);
 /* Gumbel(0,1), for sampling with the Gumbel-max trick */
