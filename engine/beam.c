@@ -148,7 +148,7 @@ static inline uint32_t plan_core(const pb_beam_choice *ch, int32_t nc, int32_t n
     kid[0] = 0;
     for (int32_t c = 0; c < nc; c++) {
         int32_t b = ch[c].parent, again = (int32_t)((chosen >> b) & 1u);
-        first[again ? NB_MAX : b] = c;
+        first[pb_select_i32(again, NB_MAX, b)] = c;
         kid[nk] = c;
         nk += again;
         chosen |= 1u << b;
