@@ -86,10 +86,11 @@ static inline void sort_by_cum(const double *cum, const int32_t *hint, int32_t n
  * (a rate-1 process): on the segment of the last knot j with L(c_j) <= T_m, at
  * s = c_j - (T_m - L(c_j)) / (j + 1); its beam is uniform among the j + 1 above.
  * A draw is one u64: an exponential and, from its spare bits, the pick among j + 1
- * (j = 0 too: no branch on it; rng.h pb_rng_exp_zig24_reg); finding the segment is a count over the knots, padded to NB_MAX with +inf (no
- * branch either).  A score is s itself, not rounded through a float logprob; each is
- * kept at most the one before (float rounding of s at a knot could otherwise put it
- * an ulp above): the points come out best first, as drawn. */
+ * (j = 0 too: no branch on it; rng.h pb_rng_exp_zig24_reg); finding the segment is
+ * a count over the knots, padded to NB_MAX with +inf (no branch either).  A score is
+ * s itself, not rounded through a float logprob; each is kept at most the one before
+ * (float rounding of s at a knot could otherwise put it an ulp above): the points
+ * come out best first, as drawn. */
 typedef struct {
     double c[NB_MAX], knot[NB_MAX];   /* c_j; L(c_j) (+inf past the beams) */
     int32_t order[NB_MAX];            /* the beams by cum (sort_by_cum)    */

@@ -71,8 +71,9 @@ int32_t pb_beam_select(const double *cum, const pb_candidates *cand, int32_t n_b
  * unrounded scores).  A choice's score is its level itself (not cum + a float
  * logprob: no rounding to undo), kept at most the one before it, so the choices come
  * out best first as drawn; equal scores stay in the order drawn (pb_beam_select
- * breaks them by beam, then rank: with continuous scores, a measure-zero case).  vocab <= 0: no tokens are drawn (every token is 0): for callers
- * that keep no token ids (the simulator), so the draws go to the choices only.
+ * breaks them by beam, then rank: with continuous scores, a measure-zero case).
+ * vocab <= 0: no tokens are drawn (every token is 0): for callers that keep no token
+ * ids (the simulator), so the draws go to the choices only.
  * out must hold k; returns min(k, n_beams * n_top) choices sorted best first.
  * hint (NULL: none): the beams probably in the order the selection starts from --
  * by cum, best first, ties by index -- e.g. pb_beam_plan's next order; it is only

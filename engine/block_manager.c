@@ -948,11 +948,11 @@ static void bm_replay_end(pb_kv_manager *m) {
  * before it the least lcp between their parents.  The tables stay as they were at
  * begin (frozen: kv_len, fills and the reservation too); the difference in blocks
  * (held) and logical blocks is kept in bb for usage() and gpu_avail(), the token and
- * reserved slots are counted from each group's counts when usage() asks.  beam_end drops the frozen tables and builds new ones in walk
- * order: a beam's first lcp blocks are the previous beam's, the rest new blocks
- * (the same sharing, other block numbers).  A step costs O(beams) per group,
- * without a branch on the draws; begin O(beams^2 log n), the rebuild O(table
- * entries). */
+ * reserved slots are counted from each group's counts when usage() asks.  beam_end
+ * drops the frozen tables and builds new ones in walk order: a beam's first lcp
+ * blocks are the previous beam's, the rest new blocks (the same sharing, other block
+ * numbers).  A step costs O(beams) per group, without a branch on the draws; begin
+ * O(beams^2 log n), the rebuild O(table entries). */
 
 /* Leading blocks tables a and c (n blocks each) share: equal up to some index,
    different from there on (see above), so a binary search finds it. */

@@ -80,22 +80,13 @@ static inline double pb_rng_exp_zig(pb_rng *r) {
     double x;
     return pb_rng_exp_zig_fast_(u, &x) ? x : pb_rng_exp_zig_slow_(r, u);
 }
-/* The same draw from a generator kept in registers (as pb_rng_below_reg). */
-static inline double pb_rng_exp_zig_reg(pb_rng *r, pb_rng *home) {
-    uint64_t u = pb_rng_u64(r);
-    double x;
-    if (pb_rng_exp_zig_fast_(u, &x)) return x;
-    *home = *r;
-    x = pb_rng_exp_zig_slow_(home, u);
-    *r = *home;
-    return x;
-}
 /* One u64, two draws (the simulator's beam search, engine/beam.c): a standard
  * exponential and 32 spare uniform bits for pb_rng_below32_reg.  The exponential is
  * the ziggurat's with j cut to its top 24 bits (u's bits 40..63; layer from bits
  * 0..7): an accepted x is a multiple of 2^-24 of its layer's width (the law of Exp(1)
  * to 6e-8, finer than a float), the slow case as pb_rng_exp_zig's.  The spare bits
- * are u's bits 8..39, which the exponential never reads: independent of it. */
+ * are u's bits 8..39, which the exponential never reads: independent of it.  r, home
+ * as in pb_rng_below_reg. */
 static inline double pb_rng_exp_zig24_reg(pb_rng *r, pb_rng *home, uint32_t *spare) {
     uint64_t u = pb_rng_u64(r);
     *spare = (uint32_t)(u >> 8);
