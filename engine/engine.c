@@ -708,15 +708,15 @@ static pb_status ff_policy_completes(pb_engine *e, const ff_state *f, int32_t k)
  * group's stream: exactly beam_step's pb_beam_synth_select and pb_beam_plan -- the
  * same choices, scores and beam order -- with the scores kept in pb_ff_beams until
  * the group leaves the replay) and hands the manager the beams' parents.  A step in
- * which a group cannot append is not replayed (the ordinary step preempts).  Beams that die free blocks, so
- * after a step whose selections left more blocks free than when the policy last
- * answered steady it is asked again; not steady: the replay stops.  Groups whose
- * last token a step produced leave the replay and finish there (the manager frees
- * their blocks: beam_free), and the replay goes on if the next step would be
- * replayed after it (steady_running, as steady_next asks).  At the end the
- * manager rebuilds the tables (the same sharing; block numbers, which nothing
- * observes under the cost model, may differ from the ordinary steps') and the
- * groups are brought up to date. */
+ * which a group cannot append is not replayed (the ordinary step preempts).  Beams
+ * that die free blocks, so after a step whose selections left more blocks free than
+ * when the policy last answered steady it is asked again; not steady: the replay
+ * stops.  Groups whose last token a step produced leave the replay and finish there
+ * (the manager frees their blocks: beam_free), and the replay goes on if the next
+ * step would be replayed after it (steady_running, as steady_next asks).  At the
+ * end the manager rebuilds the tables (the same sharing; block numbers, which
+ * nothing observes under the cost model, may differ from the ordinary steps') and
+ * the groups are brought up to date. */
 
 /* Group i's selection after a replayed step (its beams' scores kept in b, not in
    the sequences, until it leaves the replay).  Returns the blocks freed. */

@@ -386,8 +386,9 @@ PB_TEST(output_tokens_independent_of_scheduling) {
 /* ---- the fused synthetic beam path ---- */
 
 /* Every call: k choices (n_top >= k), sorted best first, scores below the parent's
- * cum with logprob their difference (rounded to float), tokens in range, and a beam chosen c times contributes exactly its ranks 0..c-1
- * with non-increasing log-probabilities (what any top-k of sorted lists gives). */
+ * cum with logprob their difference (rounded to float), tokens in range, and a beam
+ * chosen c times contributes exactly its ranks 0..c-1 with non-increasing
+ * log-probabilities (what any top-k of sorted lists gives). */
 PB_TEST(beam_synth_select_is_a_top_k) {
     pb_rng pick;
     pb_rng_seed(&pick, 42, 1);
