@@ -118,6 +118,7 @@ typedef struct {
 } bm;
 
 static const pb_kv_manager_i BM_IFACE;
+static void beams_rebase(bm *b);
 
 static bm *BM(pb_kv_manager *m) { return (bm *)m->impl; }
 static const bm *BMc(const pb_kv_manager *m) { return (const bm *)m->impl; }
@@ -517,6 +518,7 @@ static pb_status bm_allocate(pb_kv_manager *m, pb_group *g, pb_pair_vec *copies)
     if (g->n_seqs < 1) return PB_ERR_INVALID;
     if (b->caching) return cache_allocate(b, g, copies);
     int32_t need = blocks_needed(b, g);
+    if (need > pb_block_alloc_free_count(b->gpu) && b->bb.on && b->bb.held < 0) beams_rebase(b);
     if (need > pb_block_alloc_free_count(b->gpu)) return PB_ERR_NO_SPACE;
     int32_t bs = b->bs;
     pb_seq *s0 = g->seqs[0];
@@ -1005,46 +1007,65 @@ static void beams_slots(const bm *b, int64_t *tok, int64_t *res) {
     }
 }
 
+/* Group g's walk, counts and baselines (its tables as they are: frozen from here). */
+static void beam_enter(bm *b, bm_beam *x, pb_group *g) {
+    x->g = g;
+    x->nb = g->n_seqs;
+    x->kv = g->seqs[0]->kv_len;
+    x->n = PB_CDIV(x->kv, b->bs);
+    x->to_end = g->prompt_len + g->output_len - 1;
+    for (int32_t e = 0; e < x->nb; e++) {   /* the walk: tables in block order */
+        const bm_table *t = g->seqs[e]->kv;
+        PB_ASSERT(t && !t->on_cpu && t->n == x->n && g->seqs[e]->kv_len == x->kv);
+        int32_t r = e;
+        for (; r > 0 && walk_before(t, g->seqs[x->dfs[r - 1]]->kv, x->n); r--) x->dfs[r] = x->dfs[r - 1];
+        x->dfs[r] = e;
+    }
+    x->lcp[0] = 0;
+    for (int32_t r = 0; r < x->nb; r++) {
+        x->rank[x->dfs[r]] = r;
+        if (r > 0) x->lcp[r] = common_blocks(g->seqs[x->dfs[r - 1]]->kv, g->seqs[x->dfs[r]]->kv, x->n);
+    }
+    beam_count(x);
+    beam_slots(b, x, &x->tok0, &x->res0);
+    x->phys0 = x->phys;
+    x->n0 = x->n;
+}
+
+/* Room in bb for n groups. */
+static void beams_reserve(bm_beams *bb, int32_t n) {
+    if (bb->cap >= n) return;
+    bb->cap = PB_MAX(n, 2 * bb->cap);
+    bb->gr = pb_xrealloc(bb->gr, (size_t)bb->cap * sizeof *bb->gr);
+}
+
+static bool beam_supported(const bm *b, const pb_group *g) {
+    return g->n_seqs <= BM_BEAMS && !uses_prefix(b, g);
+}
+
 static pb_status bm_beam_begin(pb_kv_manager *m, pb_group *const *groups, int32_t n) {
     bm *b = BM(m);
     bm_beams *bb = &b->bb;
     PB_ASSERT(!bb->on && !b->rp.on && n >= 1);
     if (b->caching) return PB_ERR_UNSUPPORTED;
     for (int32_t i = 0; i < n; i++)
-        if (groups[i]->n_seqs > BM_BEAMS || uses_prefix(b, groups[i])) return PB_ERR_UNSUPPORTED;
-    if (bb->cap < n) {
-        bb->cap = PB_MAX(n, 2 * bb->cap);
-        bb->gr = pb_xrealloc(bb->gr, (size_t)bb->cap * sizeof *bb->gr);
-    }
+        if (!beam_supported(b, groups[i])) return PB_ERR_UNSUPPORTED;
+    beams_reserve(bb, n);
     bb->held = 0;
     bb->logical = 0;
-    for (int32_t i = 0; i < n; i++) {
-        pb_group *g = groups[i];
-        bm_beam *x = &bb->gr[i];
-        x->g = g;
-        x->nb = g->n_seqs;
-        x->kv = g->seqs[0]->kv_len;
-        x->n = PB_CDIV(x->kv, b->bs);
-        x->to_end = g->prompt_len + g->output_len - 1;
-        for (int32_t e = 0; e < x->nb; e++) {   /* the walk: tables in block order */
-            const bm_table *t = g->seqs[e]->kv;
-            PB_ASSERT(t && !t->on_cpu && t->n == x->n && g->seqs[e]->kv_len == x->kv);
-            int32_t r = e;
-            for (; r > 0 && walk_before(t, g->seqs[x->dfs[r - 1]]->kv, x->n); r--) x->dfs[r] = x->dfs[r - 1];
-            x->dfs[r] = e;
-        }
-        x->lcp[0] = 0;
-        for (int32_t r = 0; r < x->nb; r++) {
-            x->rank[x->dfs[r]] = r;
-            if (r > 0) x->lcp[r] = common_blocks(g->seqs[x->dfs[r - 1]]->kv, g->seqs[x->dfs[r]]->kv, x->n);
-        }
-        beam_count(x);
-        beam_slots(b, x, &x->tok0, &x->res0);
-        x->phys0 = x->phys;
-        x->n0 = x->n;
-    }
+    for (int32_t i = 0; i < n; i++) beam_enter(b, &bb->gr[i], groups[i]);
     bb->n = n;
     bb->on = true;
+    return PB_OK;
+}
+
+static pb_status bm_beam_join(pb_kv_manager *m, pb_group *g) {
+    bm *b = BM(m);
+    bm_beams *bb = &b->bb;
+    PB_ASSERT(bb->on);
+    if (!beam_supported(b, g)) return PB_ERR_UNSUPPORTED;
+    beams_reserve(bb, bb->n + 1);
+    beam_enter(b, &bb->gr[bb->n++], g);
     return PB_OK;
 }
 
@@ -1137,9 +1158,9 @@ static void bm_beam_free(pb_kv_manager *m, int32_t i) {
     bb->n--;
 }
 
-/* The tables rebuilt (see above): the frozen ones dropped, then new rows. */
-static void bm_beam_end(pb_kv_manager *m) {
-    bm *b = BM(m);
+/* The tables rebuilt (see above): the frozen ones dropped, then new rows; what the
+   groups hold is all in their tables again (held and logical 0). */
+static void beams_rebuild(bm *b) {
     bm_beams *bb = &b->bb;
     PB_ASSERT(bb->on);
     int64_t tok, res;
@@ -1186,8 +1207,27 @@ static void bm_beam_end(pb_kv_manager *m) {
     PB_ASSERT(pb_block_alloc_used(b->gpu) == used && b->gpu->token_slots == tok && b->reserved == res &&
               b->logical_gpu == logical);
     bb->logical = 0;
-    bb->on = false;
 }
+
+static void bm_beam_end(pb_kv_manager *m) {
+    bm *b = BM(m);
+    beams_rebuild(b);
+    b->bb.on = false;
+}
+
+/* The replay goes on from tables rebuilt as they stand (new baselines: frozen again).
+   For an allocation while the groups hold fewer blocks than their frozen tables
+   (held < 0): those blocks are free in the count but not in the allocator. */
+static void beams_rebase(bm *b) {
+    beams_rebuild(b);
+    for (int32_t i = 0; i < b->bb.n; i++) {
+        bm_beam *x = &b->bb.gr[i];
+        beam_slots(b, x, &x->tok0, &x->res0);
+        x->phys0 = x->phys;
+        x->n0 = x->n;
+    }
+}
+
 
 static void bm_usage(pb_kv_manager *m, pb_kv_usage *u) {
     bm *b = BM(m);
@@ -1463,7 +1503,7 @@ static void bm_destroy(pb_kv_manager *m) {
     .can_append = bm_can_append, .append = bm_append, .replay_begin = bm_replay_begin,      \
     .replay_step = bm_replay_step, .replay_pop = bm_replay_pop, .replay_end = bm_replay_end,  \
     .beam_begin = bm_beam_begin, .beam_step = bm_beam_step, .beam_select = bm_beam_select,    \
-    .beam_free = bm_beam_free, .beam_end = bm_beam_end,                                       \
+    .beam_free = bm_beam_free, .beam_join = bm_beam_join, .beam_end = bm_beam_end,           \
     .fork = bm_fork, .refork = bm_refork,                                                      \
     .free = bm_free, .can_swap_out = bm_can_swap_out, .swap_out = bm_swap_out,                \
     .can_swap_in = bm_can_swap_in, .swap_in = bm_swap_in, .batch_info = bm_batch_info,        \

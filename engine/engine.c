@@ -3,6 +3,7 @@
 
 #include <math.h>
 #include <stdlib.h>
+#include <stddef.h>
 #include <string.h>
 
 #include "beam.h"
@@ -118,6 +119,7 @@ void pb_engine_destroy(pb_engine *e) {
 double pb_engine_now(const pb_engine *e) { return e->s.now; }
 int64_t pb_engine_steps(const pb_engine *e) { return e->s.step; }
 int64_t pb_engine_fast_forwarded(const pb_engine *e) { return e->s.ff_steps; }
+int64_t pb_engine_fast_mixed(const pb_engine *e) { return e->s.ff_mixed; }
 const pb_group *pb_engine_group(const pb_engine *e, int64_t id) {
     for (int32_t i = 0; i < e->s.n_live; i++)
         if (e->s.live[i]->id == id) return e->s.live[i];
@@ -150,7 +152,7 @@ pb_status pb_engine_begin(pb_engine *e, const pb_trace *t, pb_metrics *m) {
     s->step = 0;
     s->run_head = s->run_tail = s->swp_head = s->swp_tail = NULL;
     s->steady = s->replayed = false;
-    s->ff_steps = 0;
+    s->ff_steps = s->ff_mixed = 0;
     s->n_running = s->running_seqs = s->n_swapped = s->n_waiting = 0;
     s->n_heap = s->dq_head = s->dq_len = s->dq_live = 0;   /* an empty waiting queue */
     memset(&s->batch, 0, sizeof s->batch);
@@ -533,13 +535,34 @@ typedef struct {
     double last_token;     /* every group's latest token time                         */
 } ff_state;
 
-/* Add (sign 1) or remove (-1) a context of c tokens that had c - k before replayed
-   step k to the sums and to its phase's count. */
-static void ff_count(pb_sched *s, ff_state *f, int32_t c, int32_t k, int32_t sign) {
-    int32_t bs = f->bs, base = c - k, in_block = f->sh >= 0 ? base & (bs - 1) : base % bs;
-    f->ctx += sign * c;
-    f->blocks += sign * (f->sh >= 0 ? (c + bs - 1) >> f->sh : (c + bs - 1) / bs);
-    s->ff_phase[in_block ? bs - in_block : 0] += sign;
+/* Add (w > 0) or remove (w < 0) |w| contexts of c tokens each (kv_len before
+   replayed step k's append; c - k before step 0, maybe negative for a group that
+   joined late) to the sums and to their phase's count. */
+static void ff_count(pb_sched *s, ff_state *f, int32_t c, int32_t k, int32_t w) {
+    int32_t bs = f->bs, base = c - k, in_block = f->sh >= 0 ? base & (bs - 1) : (base % bs + bs) % bs;
+    f->ctx += (int64_t)w * c;
+    f->blocks += (int64_t)w * (f->sh >= 0 ? (c + bs - 1) >> f->sh : (c + bs - 1) / bs);
+    s->ff_phase[in_block ? bs - in_block : 0] += w;
+}
+
+/* An empty replay state (no contexts) for the next steps: n sequences. */
+static void ff_clear(pb_sched *s, ff_state *f, int32_t n) {
+    int32_t bs = s->kv->block_size;
+    PB_ASSERT(bs >= 1);
+    if (s->cap_ff_phase < bs) {
+        s->cap_ff_phase = bs;
+        s->ff_phase = pb_xrealloc(s->ff_phase, (size_t)bs * sizeof *s->ff_phase);
+    }
+    memset(s->ff_phase, 0, (size_t)bs * sizeof *s->ff_phase);
+    *f = (ff_state){.n = n, .bs = bs, .sh = s->b_bs_shift, .left = INT32_MAX, .last_token = s->now};
+}
+
+/* Step k's batch sums from step k - 1's (as of the last step: before step 0, the
+   contexts before its appends): every context one token longer, those whose kv_len
+   before the append is a multiple of bs one block longer (ff_phase[k % bs]). */
+static void ff_advance(pb_sched *s, ff_state *f, int32_t k) {
+    f->ctx += f->n;
+    f->blocks += s->ff_phase[f->sh >= 0 ? k & (f->bs - 1) : k % f->bs];
 }
 
 /* Collect the running groups and the sums of the pure decode step just run.  A
@@ -547,18 +570,12 @@ static void ff_count(pb_sched *s, ff_state *f, int32_t c, int32_t k, int32_t sig
    kv_len before the append, c + k, is a multiple of bs: k = (bs - c % bs) % bs, then
    every bs steps, so ff_phase[k % bs] counts the contexts starting one at step k. */
 static void ff_begin(pb_sched *s, ff_state *f) {
-    int32_t n = s->n_running, bs = s->kv->block_size, sh = s->b_bs_shift;
-    PB_ASSERT(bs >= 1);
+    int32_t n = s->n_running;
     if (s->cap_ff_seqs < n) {
         s->cap_ff_seqs = PB_MAX(n, 2 * s->cap_ff_seqs);
         s->ff_seqs = pb_xrealloc(s->ff_seqs, (size_t)s->cap_ff_seqs * sizeof *s->ff_seqs);
     }
-    if (s->cap_ff_phase < bs) {
-        s->cap_ff_phase = bs;
-        s->ff_phase = pb_xrealloc(s->ff_phase, (size_t)bs * sizeof *s->ff_phase);
-    }
-    memset(s->ff_phase, 0, (size_t)bs * sizeof *s->ff_phase);
-    *f = (ff_state){.n = n, .bs = bs, .sh = sh, .left = INT32_MAX, .last_token = s->now};
+    ff_clear(s, f, n);
     int32_t i = 0;
     for (pb_group *g = s->run_head; g; g = g->next) {
         pb_seq *q = g->seqs[0];
@@ -607,11 +624,27 @@ static void ff_preempt(pb_sched *s, ff_state *f, int32_t k, int32_t stuck) {
    policy completes this one (steady_preempted false: an ordinary step from there). */
 typedef enum { FF_NEXT, FF_STOP, FF_POLICY } ff_next;
 
-/* A replayed step's batch (ff_batch) run: sm, zeroed and given the step's groups,
-   sequences, decode tokens and memory operations, gets the clock, the queues and the
-   memory breakdown; then the executor, the clock, the n_groups groups' tokens (all
-   at *last_token, now the step's end) and the step's row. */
-static pb_status ff_execute(pb_sched *s, pb_step_metrics *sm, double *last_token) {
+/* A replayed step's row before it runs: no counts but its n_groups groups and n_seqs
+   sequences decoding; ff_execute fills the clock, the queues and the memory
+   breakdown (usage() writes all of mem).  Field by field: GCC 12 -O3 makes a memset
+   of the row a `rep stos`, which was a third of beam_forward's own time. */
+_Static_assert(offsetof(pb_step_metrics, mem) == 96, "a field added to pb_step_metrics: set it in ff_row");
+static void ff_row(pb_step_metrics *sm, int32_t n_groups, int32_t n_seqs) {
+    sm->t_s = sm->latency_s = sm->swap_s = sm->copy_s = 0;
+    sm->n_groups = n_groups;
+    sm->n_seqs = sm->decode_tokens = n_seqs;
+    sm->n_prefill_seqs = 0;
+    sm->prefill_tokens = 0;
+    sm->n_preempted = sm->n_swap_in_groups = 0;
+    sm->n_copies = sm->n_swap_in = sm->n_swap_out = 0;
+    sm->n_running = sm->n_waiting = sm->n_swapped = 0;
+}
+
+/* A replayed step's batch (ff_batch) run: sm (ff_row, and the step's memory
+   operations) gets the clock, the queues and the memory breakdown; then the
+   executor, the clock, the n_decoded replayed groups' tokens (all at *last_token,
+   now the step's end) and the step's row. */
+static pb_status ff_execute(pb_sched *s, pb_step_metrics *sm, int32_t n_decoded, double *last_token) {
     sm->t_s = s->now;
     sm->n_running = s->n_running;
     sm->n_waiting = s->n_waiting;
@@ -624,7 +657,7 @@ static pb_status ff_execute(pb_sched *s, pb_step_metrics *sm, double *last_token
     sm->latency_s = res.latency_s;
     sm->swap_s = res.swap_s;
     sm->copy_s = res.copy_s;
-    pb_metrics_tokens(s->metrics, *last_token, s->now, sm->n_groups);
+    pb_metrics_tokens(s->metrics, *last_token, s->now, n_decoded);
     *last_token = s->now;
     pb_metrics_add_step(s->metrics, sm);
     s->step++;
@@ -651,18 +684,16 @@ static pb_status ff_step(pb_sched *s, ff_state *f, int32_t k, ff_next *next) {
             return PB_OK;
         }
     }
-    f->ctx += f->n;
-    f->blocks += s->ff_phase[f->sh >= 0 ? k & (f->bs - 1) : k % f->bs];
+    ff_advance(s, f, k);
     ff_batch(s, f->n, f->ctx, f->blocks);
     pb_step_metrics sm;
-    memset(&sm, 0, sizeof sm);
-    sm.n_groups = sm.n_seqs = sm.decode_tokens = f->n;
+    ff_row(&sm, f->n, f->n);
     if (preempted) {
         s->batch.swap_out = s->swap_out.v;
         s->batch.n_swap_out = sm.n_swap_out = s->swap_out.n;
         sm.n_preempted = s->n_preempted;
     }
-    return ff_execute(s, &sm, &f->last_token);
+    return ff_execute(s, &sm, f->n, &f->last_token);
 }
 
 /* After k replayed steps: the manager's replay ends, the groups are brought up to
@@ -713,10 +744,14 @@ static pb_status ff_policy_completes(pb_engine *e, const ff_state *f, int32_t k)
  * when the policy last answered steady it is asked again; not steady: the replay
  * stops.  Groups whose last token a step produced leave the replay and finish there
  * (the manager frees their blocks: beam_free), and the replay goes on if the next
- * step would be replayed after it (steady_running, as steady_next asks).  At the
- * end the manager rebuilds the tables (the same sharing; block numbers, which
- * nothing observes under the cost model, may differ from the ordinary steps') and
- * the groups are brought up to date. */
+ * step would be replayed after it (steady_running, as steady_next asks).  An
+ * arrival that changes the waiting head makes the step a mixed one (below) when
+ * the policy allows: the groups it admits join the replay.  The batch's decode
+ * sums come from ff_state as in the plain replay, each sequence of a group being
+ * one context (a group that joined at step k0 counts from there).  At the end the
+ * manager rebuilds the tables (the same sharing; block numbers, which nothing
+ * observes under the cost model, may differ from the ordinary steps') and the
+ * groups are brought up to date. */
 
 /* Group i's selection after a replayed step (its beams' scores kept in b, not in
    the sequences, until it leaves the replay).  Returns the blocks freed. */
@@ -733,110 +768,208 @@ static void beam_catch_up(pb_group *g, const pb_ff_beams *b, int32_t k, double l
     group_catch_up(g, k, last_token);
 }
 
-/* The replay's groups gs[0..n): their sequences, the batch's sampling width (as
-   batch_add_seq) and the steps before the first of their last tokens. */
-static void beam_shape(pb_group *const *gs, int32_t n, int32_t *n_seqs, int32_t *top, int32_t *left) {
-    *n_seqs = 0, *top = 1, *left = INT32_MAX;
+/* Room for n groups in the replay's arrays (s->ff_groups moves). */
+static void beam_reserve(pb_sched *s, int32_t n) {
+    if (s->cap_ff_groups >= n) return;
+    s->cap_ff_groups = PB_MAX(n, 2 * s->cap_ff_groups);
+    s->ff_groups = pb_xrealloc(s->ff_groups, (size_t)s->cap_ff_groups * sizeof *s->ff_groups);
+    s->ff_beams = pb_xrealloc(s->ff_beams, (size_t)s->cap_ff_groups * sizeof *s->ff_beams);
+}
+
+/* Group g is the replay's group i from replayed step k0 on: its beams' scores, its
+   contexts in f's sums (kv_len len - 1 before step k0's appends). */
+static void beam_track(pb_sched *s, ff_state *f, int32_t i, pb_group *g, int32_t k0) {
+    pb_ff_beams *b = &s->ff_beams[i];
+    for (int32_t e = 0; e < g->n_seqs && g->beam_width > 1; e++) {
+        b->cum[e] = g->seqs[e]->cum_logprob;
+        b->order[e] = e;
+    }
+    b->k0 = k0;
+    s->ff_groups[i] = g;
+    ff_count(s, f, g->len - 1, k0, g->n_seqs);
+}
+
+/* The replay's groups [0..n): their sequences (f->n), the replayed step producing
+   the first of their last tokens (f->left) and the batch's sampling width (as
+   batch_add_seq). */
+static void beam_shape(const pb_sched *s, int32_t n, ff_state *f, int32_t *top) {
+    f->n = 0, f->left = INT32_MAX, *top = 1;
     for (int32_t i = 0; i < n; i++) {
-        *n_seqs += gs[i]->n_seqs;
-        if (gs[i]->beam_width > 1) *top = PB_MAX(*top, 2 * gs[i]->beam_width);
-        *left = PB_MIN(*left, gs[i]->output_len - gs[i]->n_generated - 1);
+        const pb_group *g = s->ff_groups[i];
+        f->n += g->n_seqs;
+        f->left = PB_MIN(f->left, s->ff_beams[i].k0 + g->output_len - g->n_generated - 1);
+        if (g->beam_width > 1) *top = PB_MAX(*top, 2 * g->beam_width);
     }
 }
 
 /* After replayed step k, which produced some groups' last tokens: they leave the
-   replay (brought up to date, their blocks freed by the manager: beam_free) and
-   finish, in running order, as post-processing would finish them; the others move
-   down.  Returns how many remain. */
-static int32_t beam_finish(pb_sched *s, int32_t n, int32_t k, double last_token) {
+   replay (brought up to date, out of f's sums, their blocks freed by the manager:
+   beam_free) and finish, in running order, as post-processing would finish them;
+   the others move down.  Returns how many remain. */
+static int32_t beam_finish(pb_sched *s, ff_state *f, int32_t n, int32_t k) {
     pb_group **gs = s->ff_groups;
     int32_t w = 0;
     for (int32_t i = 0; i < n; i++) {
         pb_group *g = gs[i];
-        if (g->n_generated + k < g->output_len) {
+        int32_t steps = k - s->ff_beams[i].k0;
+        if (g->n_generated + steps < g->output_len) {
             gs[w] = g;
             if (w != i) s->ff_beams[w] = s->ff_beams[i];
             w++;
             continue;
         }
-        beam_catch_up(g, &s->ff_beams[i], k, last_token);
+        beam_catch_up(g, &s->ff_beams[i], steps, f->last_token);
+        ff_count(s, f, g->len - 1, k, -g->n_seqs);
         pb_kv_beam_free(s->kv, w);
         finish_group(s, g);
     }
     return w;
 }
 
+/* ---- mixed steps ----
+ * Arrivals that change the waiting head end a replay: the policy must look at it.
+ * When the policy decodes first (pb_policy_i.decodes_first) and nothing is
+ * swapped, the step instead stays one of the beam replay's, with the policy's
+ * admissions added: the replayed groups append (beam_step: all can), the policy's
+ * schedule runs with them marked decoded (in_batch, their decodes in the token
+ * budget) and admits or rejects from the head as its step would -- allocation,
+ * prefill entries and sums as in an ordinary step -- and the batch is the
+ * replay's sums plus the prefills', the step's row counts both.  After it the
+ * replayed groups select, those finishing finish, the admitted groups take their
+ * first token (group_token: beam forks), all in the order post-processing takes
+ * them; then, if the next step would be replayed (steady_running, as steady_next
+ * asks) and the admitted groups are the running list's tail (always under FCFS:
+ * the head changed because the queue was empty and an arrival came; a guard for
+ * other orders), they join the replay (beam_join) from the next step on; otherwise
+ * the replay ends there.  This keeps a beam replay going through arrivals: without
+ * it each arrival rebuilt every group's tables and replayed an ordinary step of
+ * all of them (bench/issue18_before_after.md, thirteenth round). */
+
+/* May arrivals be admitted inside this beam replay (mixed steps)? */
+static bool beam_mixes(pb_sched *s) {
+    pb_policy *p = s->policy;
+    return s->n_swapped == 0 && s->kv->iface->beam_join && p->iface->decodes_first &&
+           p->iface->decodes_first(p, s);
+}
+
+/* Step k of the replay, its decodes in the batch (ff_batch: f's sums) and the row
+   (ff_row), completed by the policy: its schedule runs with the replayed groups
+   [0..n) marked decoded and their decodes in the token budget, and what it admits
+   (entries, sums, copies) is added to the batch and the row as batch_fill and
+   step_metrics_begin would count them. */
+static pb_status mixed_step(pb_sched *s, const ff_state *f, int32_t n, pb_step_metrics *sm) {
+    pb_sched_begin_step(s);   /* zeroes the batch's sums, not the rest of ff_batch's */
+    s->b_decode = f->n;
+    for (int32_t i = 0; i < n; i++) s->ff_groups[i]->in_batch = true;
+    pb_status st = s->policy->iface->schedule(s->policy, s);
+    for (int32_t i = 0; i < n; i++) s->ff_groups[i]->in_batch = false;
+    s->ff_mixed++;
+    if (st != PB_OK) return st;
+    pb_batch *b = &s->batch;   /* its sums: the admissions' */
+    b->n_seqs += s->n_bseq;
+    b->n_prefill_tokens = s->b_prefill_tokens;
+    b->n_top = PB_MAX(b->n_top, s->b_n_top);
+    b->n_copies += s->copies.n;
+    b->sum_new += f->n;
+    b->n_sample += f->n;
+    b->decode_ctx = f->ctx;
+    b->decode_blocks = f->blocks;
+    sm->n_groups += s->n_bgroups;
+    sm->n_seqs += s->n_bseq;
+    sm->n_prefill_seqs = s->b_prefill_seqs;
+    sm->prefill_tokens = s->b_prefill_tokens;
+    sm->n_copies = b->n_copies;
+    return PB_OK;
+}
+
+/* After the step ran: the prefills computed, the admitted groups' first tokens. */
+static pb_status mixed_tokens(pb_sched *s) {
+    for (int32_t i = 0; i < s->n_bseq; i++) s->bseq_seq[i]->n_computed = s->bseq[i].context_len;
+    for (int32_t i = 0; i < s->n_bgroups; i++) {
+        pb_status st = group_token(s, s->bgroups[i], false);
+        if (st != PB_OK) return st;
+    }
+    return PB_OK;
+}
+
+/* The running groups after the replay's n join it from replayed step k on, if they
+   are the running list's tail; false when not (or the manager cannot take one): the
+   replay ends. */
+static bool mixed_join(pb_sched *s, ff_state *f, int32_t *n, int32_t k) {
+    pb_group *first = *n > 0 ? s->ff_groups[*n - 1]->next : s->run_head;
+    int32_t more = 0;
+    for (pb_group *g = first; g; g = g->next) more++;
+    if (*n + more != s->n_running) return false;
+    beam_reserve(s, *n + more);
+    for (pb_group *g = first; g; g = g->next) {
+        if (pb_kv_beam_join(s->kv, g) != PB_OK) return false;
+        beam_track(s, f, (*n)++, g, k);
+    }
+    return true;
+}
+
 static pb_status beam_forward(pb_engine *e) {
     pb_sched *s = &e->s;
-    int32_t n = s->n_running, n_seqs, top, left;
-    int32_t bs = s->kv->block_size, sh = s->b_bs_shift;
-    if (s->cap_ff_groups < n) {
-        s->cap_ff_groups = PB_MAX(n, 2 * s->cap_ff_groups);
-        s->ff_groups = pb_xrealloc(s->ff_groups, (size_t)s->cap_ff_groups * sizeof *s->ff_groups);
-        s->ff_beams = pb_xrealloc(s->ff_beams, (size_t)s->cap_ff_groups * sizeof *s->ff_beams);
-    }
-    pb_group **gs = s->ff_groups;
+    int32_t n = s->n_running, top;
+    ff_state f;   /* the replay's sequences, step sums, last tokens' time */
+    ff_clear(s, &f, 0);
+    beam_reserve(s, n);
     int32_t i = 0;
-    for (pb_group *g = s->run_head; g; g = g->next) {
-        for (int32_t e = 0; e < g->n_seqs && g->beam_width > 1; e++) {
-            s->ff_beams[i].cum[e] = g->seqs[e]->cum_logprob;
-            s->ff_beams[i].order[e] = e;
-        }
-        gs[i++] = g;
-    }
+    for (pb_group *g = s->run_head; g; g = g->next) beam_track(s, &f, i++, g, 0);
     PB_ASSERT(i == n);
-    beam_shape(gs, n, &n_seqs, &top, &left);
-    if (pb_kv_beam_begin(s->kv, gs, n) != PB_OK) return PB_OK;   /* an ordinary step next */
+    beam_shape(s, n, &f, &top);
+    if (pb_kv_beam_begin(s->kv, s->ff_groups, n) != PB_OK) return PB_OK;   /* an ordinary step next */
     const pb_group *head = pb_sched_waiting_peek(s);
+    bool mixes = beam_mixes(s);   /* nothing swaps in or out inside the replay */
     pb_kv_usage u;
     pb_kv_usage_get(s->kv, &u);
     int64_t free_held = u.gpu_blocks_free;   /* when the policy last answered steady */
-    double last_token = s->now;
     int32_t k = 0;
     bool stuck = false;
-    while (k <= left && !run_over(s)) {
+    while (k <= f.left && !run_over(s)) {
         groups_recycle(s);   /* as schedule() */
         while (s->next_arrival < s->n_requests && s->reqs[s->next_arrival].arrival_s <= s->now)
             pb_sched_enqueue_waiting(s, group_arrive(s, s->next_arrival++));
-        if (pb_sched_waiting_peek(s) != head) break;   /* the policy must look at it */
+        bool mixed = pb_sched_waiting_peek(s) != head;   /* the policy must look at it */
+        if (mixed && !mixes) break;
         int32_t copies = pb_kv_beam_step(s->kv);
         if ((stuck = copies < 0)) break;   /* a group cannot append: the ordinary step preempts */
-        int64_t ctx = 0, blocks = 0;
-        for (i = 0; i < n; i++) {   /* context_len = len before the replay + k */
-            int64_t c = gs[i]->len + k;
-            ctx += gs[i]->n_seqs * c;
-            blocks += gs[i]->n_seqs * (sh >= 0 ? (c + bs - 1) >> sh : (c + bs - 1) / bs);
-        }
-        ff_batch(s, n_seqs, ctx, blocks);
+        ff_advance(s, &f, k);
+        ff_batch(s, f.n, f.ctx, f.blocks);
         s->batch.n_top = top;
         s->batch.n_copies = copies;
         pb_step_metrics sm;
-        memset(&sm, 0, sizeof sm);
-        sm.n_groups = n;
-        sm.n_seqs = sm.decode_tokens = n_seqs;
+        ff_row(&sm, n, f.n);
         sm.n_copies = copies;
-        pb_status st = ff_execute(s, &sm, &last_token);
+        pb_status st = mixed ? mixed_step(s, &f, n, &sm) : PB_OK;
+        if (st == PB_OK) st = ff_execute(s, &sm, n, &f.last_token);
         if (st != PB_OK) return st;
         int64_t free_now = sm.mem.gpu_blocks_free;   /* after the appends, then the frees */
         for (i = 0; i < n; i++)
-            if (gs[i]->beam_width > 1) free_now += beam_replay_select(s, i, gs[i], &s->ff_beams[i]);
+            if (s->ff_groups[i]->beam_width > 1)
+                free_now += beam_replay_select(s, i, s->ff_groups[i], &s->ff_beams[i]);
         k++;
-        bool ask = free_now > free_held;   /* freed blocks: are the heads still held? */
-        if (k == left + 1) {   /* last tokens: those groups finish, the running set shrinks */
-            n = beam_finish(s, n, k, last_token);
-            beam_shape(gs, n, &n_seqs, &top, &left);
+        bool ask = mixed || free_now > free_held, finished = k == f.left + 1;   /* freed blocks: still held? */
+        if (finished) {   /* last tokens: those groups finish, the running set shrinks */
+            n = beam_finish(s, &f, n, k);
             ask = true;
         }
-        if (ask) {   /* as steady_next after this step run by pb_engine_step */
-            if (!steady_running(s)) break;
+        if (mixed && (st = mixed_tokens(s)) != PB_OK) return st;
+        if (finished || mixed) {   /* blocks freed besides the selections' */
             pb_kv_usage_get(s->kv, &u);
-            free_held = u.gpu_blocks_free;
+            free_now = u.gpu_blocks_free;
+        }
+        if (ask) {   /* as steady_next after this step run by pb_engine_step */
+            if (!steady_running(s) || (mixed && !mixed_join(s, &f, &n, k))) break;
+            if (mixed || finished) beam_shape(s, n, &f, &top);
+            free_held = free_now;
+            head = pb_sched_waiting_peek(s);
         }
     }
     pb_kv_beam_end(s->kv);
-    pb_pair_vec_clear(&s->copies);   /* the last ordinary step's */
+    pb_pair_vec_clear(&s->copies);   /* the last ordinary (or mixed) step's */
     if (k == 0) return PB_OK;
-    for (i = 0; i < n; i++) beam_catch_up(gs[i], &s->ff_beams[i], k, last_token);
+    for (i = 0; i < n; i++) beam_catch_up(s->ff_groups[i], &s->ff_beams[i], k - s->ff_beams[i].k0, f.last_token);
     s->ff_steps += k;
     s->replayed = true;
     if (!stuck) ff_again(s, k);

@@ -105,6 +105,8 @@ pb_status pb_engine_end(pb_engine *e);                /* frees what is left, clo
 double pb_engine_now(const pb_engine *e);
 int64_t pb_engine_steps(const pb_engine *e);
 int64_t pb_engine_fast_forwarded(const pb_engine *e);   /* of the steps, replayed fast */
+int64_t pb_engine_fast_mixed(const pb_engine *e);       /* of those, mixed steps: the
+                                                           policy admitted mid-replay */
 /* The group of request id while it lives: from its arrival to the step after it
    finishes or is rejected (groups are recycled); NULL otherwise.  O(live groups). */
 const pb_group *pb_engine_group(const pb_engine *e, int64_t id);

@@ -132,7 +132,7 @@ typedef struct {
     int32_t (*replay_step)(pb_kv_manager *m);
     void (*replay_pop)(pb_kv_manager *m);
     void (*replay_end)(pb_kv_manager *m);
-    /* (optional: all five or none) Replayed beam-search steps, the engine's fast-
+    /* (optional: all six or none) Replayed beam-search steps, the engine's fast-
        forward of beam groups (engine.c): the manager keeps each group as a tree of
        blocks (which beams share how many leading blocks) and counts, and rebuilds
        the block tables at the end.  beam_begin: groups[0..n) are the RUNNING groups
@@ -148,17 +148,22 @@ typedef struct {
        twice shares all its blocks; a beam not chosen is freed); returns the blocks
        that became free.  beam_free (after a step's selections): group i's beams
        freed as free() of each would (the group finishes) and the group out of the
-       replay (groups i+1 .. n-1 become i .. n-2).  beam_end (between steps): the
-       tables rebuilt with the same sharing (block numbers may differ from what the
-       ordinary steps would have used: nothing but counts is observable in a
-       replay), kv_len brought up to date.  Between begin and end
+       replay (groups i+1 .. n-1 become i .. n-2).  beam_join (between steps):
+       group g, not in the replay and as beam_begin takes its groups, joins it as
+       group n (the last); PB_ERR_UNSUPPORTED: nothing changed.  beam_end (between
+       steps): the tables rebuilt with the same sharing (block numbers may differ
+       from what the ordinary steps would have used: nothing but counts is
+       observable in a replay), kv_len brought up to date.  Between begin and end
        the engine calls, besides these, only usage (exact at any time), the pure
-       queries can_allocate / can_swap_in, and free of a group's sequences after its
-       beam_free (a no-op: their kv is NULL).  NULL: not supported. */
+       queries can_allocate / can_swap_in, free of a group's sequences after its
+       beam_free (a no-op: their kv is NULL), and -- on groups not in the replay,
+       after a step's appends -- allocate, fork, refork and free (an arrival
+       admitted mid-replay: its prefill and first token).  NULL: not supported. */
     pb_status (*beam_begin)(pb_kv_manager *m, pb_group *const *groups, int32_t n);
     int32_t (*beam_step)(pb_kv_manager *m);
     int32_t (*beam_select)(pb_kv_manager *m, int32_t i, const int32_t *parent);
     void (*beam_free)(pb_kv_manager *m, int32_t i);
+    pb_status (*beam_join)(pb_kv_manager *m, pb_group *g);
     void (*beam_end)(pb_kv_manager *m);
     /* child shares all of parent's KV (reference counts; contiguous managers copy or
        reserve).  child->kv_len = parent->kv_len.  May return PB_ERR_NO_SPACE for
@@ -244,6 +249,7 @@ static inline int32_t pb_kv_beam_select(pb_kv_manager *m, int32_t i, const int32
     return m->iface->beam_select(m, i, parent);
 }
 static inline void pb_kv_beam_free(pb_kv_manager *m, int32_t i) { m->iface->beam_free(m, i); }
+static inline pb_status pb_kv_beam_join(pb_kv_manager *m, pb_group *g) { return m->iface->beam_join(m, g); }
 static inline void pb_kv_beam_end(pb_kv_manager *m) { m->iface->beam_end(m); }
 static inline pb_status pb_kv_fork(pb_kv_manager *m, const pb_seq *p, pb_seq *c) {
     return m->iface->fork(m, p, c);

@@ -131,6 +131,16 @@ typedef struct {
        policy's schedule, called now (the decoded groups in the batch, the victims
        preempted), completes the step exactly as the policy's step would have. */
     bool (*steady_preempted)(pb_policy *p, pb_sched *s);
+    /* Optional (NULL: never), with steady: a pure query in the middle of a replay
+       when arrivals changed the waiting head, nothing is swapped and every running
+       group can append.  True: the policy's step would decode every running group
+       first, and its schedule -- called with them decoded (pb_sched_in_batch true,
+       pb_sched_batch_tokens counting their decodes) but not in the batch's entries
+       -- completes the step exactly as its step would have (admitting or
+       rejecting from the waiting head).  The engine then keeps the decoded groups
+       in the replay (engine.c "mixed steps").  The vLLM mixed step answers true;
+       the alternating one (a prompt-only step when it admits) false. */
+    bool (*decodes_first)(pb_policy *p, pb_sched *s);
 } pb_policy_i;
 
 struct pb_policy {

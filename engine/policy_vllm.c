@@ -16,6 +16,11 @@ static bool vllm_steady_preempted(pb_policy *p, pb_sched *s) {
     return pb_sched_vllm_steady_preempted(s, pb_sched_params(s)->step_mode);
 }
 
+static bool vllm_decodes_first(pb_policy *p, pb_sched *s) {
+    (void)p;
+    return pb_sched_params(s)->step_mode == PB_STEP_MIXED;
+}
+
 static const pb_policy_i VLLM_IFACE = {
     .name = "vllm",
     .waiting_key = NULL,   /* FCFS: arrival time */
@@ -23,6 +28,7 @@ static const pb_policy_i VLLM_IFACE = {
     .destroy = pb_policy_plain_destroy,
     .steady = pb_policy_vllm_steady,
     .steady_preempted = vllm_steady_preempted,
+    .decodes_first = vllm_decodes_first,
 };
 
 pb_status pb_policy_vllm_create(const pb_node *opts, pb_policy **out, pb_cfg_err *err) {

@@ -17,6 +17,11 @@ static bool v01_steady_preempted(pb_policy *p, pb_sched *s) {
     return pb_sched_vllm_steady_preempted(s, PB_STEP_MIXED);
 }
 
+static bool v01_decodes_first(pb_policy *p, pb_sched *s) {
+    (void)p, (void)s;
+    return true;   /* decode_running comes first and skips the decoded */
+}
+
 static const pb_policy_i V01_IFACE = {
     .name = "vllm-v0.1",
     .waiting_key = NULL,   /* FCFS */
@@ -24,6 +29,7 @@ static const pb_policy_i V01_IFACE = {
     .destroy = pb_policy_plain_destroy,
     .steady = pb_policy_vllm_steady,
     .steady_preempted = v01_steady_preempted,
+    .decodes_first = v01_decodes_first,
 };
 
 /* its step is fixed (mixed, unpadded): the engine's step_mode and max_paddings do not apply */

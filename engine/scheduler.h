@@ -30,6 +30,7 @@ typedef struct {   /* a waiting group and its order (copies of its keys) */
 typedef struct {   /* a beam group's beams during a beam replay (engine.c beam_forward) */
     double cum[PB_MAX_TOP / 2];     /* by position: the beams' cum_logprob           */
     int32_t order[PB_MAX_TOP / 2];  /* the positions by score, best first (a hint)   */
+    int32_t k0;                     /* the replayed step it joined at (0: the first)  */
 } pb_ff_beams;
 
 struct pb_sched {
@@ -100,6 +101,7 @@ struct pb_sched {
     pb_ff_beams *ff_beams;        /* each one's beams' scores and order by score   */
     int32_t cap_ff_groups;
     int64_t ff_steps;             /* steps replayed fast this run                  */
+    int64_t ff_mixed;             /* of them, mixed steps (arrivals admitted)      */
 };
 
 /* scheduler.c */

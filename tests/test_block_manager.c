@@ -3,7 +3,7 @@
  * caching (hits, LRU eviction, copy-on-write, forks, swap, recompute), and 100k-op
  * random property tests (with and without the cache; forks, reforks, frees, swaps)
  * with pb_kv_check() after every operation, and the replayed beam steps against the
- * ordinary ops. */
+ * ordinary ops (arrivals admitted and joining mid-replay included). */
 #include <stdlib.h>
 #include <string.h>
 
@@ -794,15 +794,19 @@ static void random_ops(bool caching) {
 }
 
 /* ---- replayed beam steps (kv_manager.h beam_*) ----
- * Two managers with the same beam groups: one steps them with the ordinary ops
- * (can_append + append per beam, then each new beam forked from its parent and the
- * old ones freed), the other replays the same steps (beam_begin, beam_step,
- * beam_select with the same random parents, beam_free of a group now and then --
- * it finished -- and beam_end).  After every step's appends, every selection and
- * every group freed the usage (every field) and the copies agree, a step one
- * cannot run the other refuses (nothing done), and after the end pb_kv_check passes
- * and, unless a step was refused, the tables share exactly as much (leading blocks
- * of every pair of beams). */
+ * Two managers with the same beam groups, after up to 15 ordinary steps on both
+ * (the beams diverge): one steps them with the ordinary ops (can_append + append
+ * per beam, then each new beam forked from its parent and the old ones freed), the
+ * other replays the same steps (beam_begin, beam_step, beam_select with the same
+ * random parents, beam_free of a group now and then -- it finished -- and
+ * beam_end); now and then an arrival is admitted after a step's appends (the same
+ * can_allocate answer, allocate on both), forks its beams after the selections and
+ * joins the replay (beam_join), as in the engine's mixed steps.  After every
+ * step's appends, every admission, selection, join and group freed the usage
+ * (every field) and the copies agree, a step one cannot run the other refuses
+ * (nothing done), and after the end pb_kv_check passes and, unless a step was
+ * refused, the tables share exactly as much (leading blocks of every pair of
+ * beams). */
 static void usage_same(pb_kv_manager *a, pb_kv_manager *b) {
     pb_kv_usage ua, ub;
     pb_kv_usage_get(a, &ua);
@@ -817,16 +821,52 @@ static int32_t shared_blocks(rig *r, pb_seq *x, pb_seq *y) {
     return k;
 }
 
+/* Groups g[0][i] (rig r[0]) and g[1][i] (r[1]), i < n, have the same kv_len and
+   share as many leading blocks between every pair of beams. */
+static void same_sharing(rig *r, pb_group *(*g)[8], int32_t n) {
+    for (int32_t i = 0; i < n; i++)
+        for (int32_t e = 0; e < g[0][i]->n_seqs; e++) {
+            PB_REQUIRE(g[0][i]->seqs[e]->kv_len == g[1][i]->seqs[e]->kv_len);
+            for (int32_t f = 0; f < e; f++)
+                PB_REQUIRE(shared_blocks(&r[0], g[0][i]->seqs[e], g[0][i]->seqs[f]) ==
+                           shared_blocks(&r[1], g[1][i]->seqs[e], g[1][i]->seqs[f]));
+        }
+}
+
+/* The ordinary ops of a selection: group x's beams become children of parent[],
+   forked, the old ones freed. */
+static void ordinary_select(rig *r, pb_group *x, const int32_t *parent) {
+    int32_t nb = x->n_seqs;
+    pb_seq *old[8], *kid[8] = {NULL};
+    for (int32_t e = 0; e < nb; e++) old[e] = x->seqs[e];
+    for (int32_t e = 0; e < nb; e++) {
+        kid[e] = pb_seq_clone(r->pool, old[parent[e]]);
+        PB_REQUIRE(pb_kv_fork(r->kv, old[parent[e]], kid[e]) == PB_OK);
+    }
+    for (int32_t e = 0; e < nb; e++) {
+        pb_kv_free(r->kv, old[e]);
+        pb_seq_delete(r->pool, old[e]);
+    }
+    pb_group_set_order(x, kid);
+    for (int32_t e = 0; e < nb; e++) x->seqs[e]->len++;
+}
+
+/* Random parents for nb beams: often a beam's own, a previous one's or any. */
+static void random_parents(pb_rng *rng, int32_t nb, int32_t *parent) {
+    for (int32_t e = 0; e < nb; e++)
+        parent[e] = pb_rng_below(rng, 3) ? (int32_t)pb_rng_below(rng, (uint64_t)nb) : (e > 0 ? parent[e - 1] : 0);
+}
+
 PB_TEST(beam_replay_matches_the_ordinary_ops) {
     pb_rng rng;
     pb_rng_seed(&rng, 5, 5);
-    int64_t steps = 0, copies = 0, stuck = 0, freed_groups = 0;
+    int64_t steps = 0, copies = 0, stuck = 0, freed_groups = 0, admitted = 0;
     for (int trial = 0; trial < 300; trial++) {
         static const int32_t BS[] = {1, 2, 4, 16};
         int32_t bs = BS[trial % 4], n_groups = 1 + (int32_t)pb_rng_below(&rng, 4);
         int32_t gpu = (int32_t)(64 * n_groups + 16 + (int32_t)pb_rng_below(&rng, 1200)) / bs;   /* often too small */
         rig r[2];
-        pb_group *g[2][4];
+        pb_group *g[2][8];
         for (int m = 0; m < 2; m++) rig_init(&r[m], bs, gpu, 0, 0.01);
         uint64_t seed = pb_rng_u64(&rng);
         pb_rng shape;
@@ -842,6 +882,22 @@ PB_TEST(beam_replay_matches_the_ordinary_ops) {
                 x->seqs[0]->len++;   /* the first token sampled, not in the KV yet */
                 for (int32_t e = 1; e < k; e++)
                     PB_REQUIRE(pb_kv_fork(r[m].kv, x->seqs[0], pb_seq_clone(r[m].pool, x->seqs[0])) == PB_OK);
+            }
+        }
+        int32_t warm = (int32_t)pb_rng_below(&rng, 16);   /* ordinary steps first: beams that diverged */
+        for (int32_t t = 0; t < warm; t++) {
+            pb_kv_usage u;
+            pb_kv_usage_get(r[0].kv, &u);
+            int64_t need = 0;
+            for (int32_t i = 0; i < n_groups; i++) need += g[0][i]->n_seqs;
+            if (u.gpu_blocks_free < need) break;   /* every append surely fits */
+            for (int32_t i = 0; i < n_groups; i++) {
+                int32_t parent[8];
+                random_parents(&rng, g[0][i]->n_seqs, parent);
+                for (int m = 0; m < 2; m++) {
+                    for (int32_t e = 0; e < g[m][i]->n_seqs; e++) step_append(&r[m], g[m][i]->seqs[e]);
+                    ordinary_select(&r[m], g[m][i], parent);
+                }
             }
         }
         usage_same(r[0].kv, r[1].kv);
@@ -866,30 +922,47 @@ PB_TEST(beam_replay_matches_the_ordinary_ops) {
             PB_REQUIRE(c == r[0].copies.n);
             copies += c;
             usage_same(r[0].kv, r[1].kv);
-            for (int32_t i = 0; i < n_groups; i++) {   /* a selection with random parents */
-                pb_group *x = g[0][i];
-                int32_t nb = x->n_seqs, parent[8];
-                for (int32_t e = 0; e < nb; e++)
-                    parent[e] = pb_rng_below(&rng, 3) ? (int32_t)pb_rng_below(&rng, (uint64_t)nb)
-                                                      : (e > 0 ? parent[e - 1] : 0);
-                if (nb > 1) PB_REQUIRE(pb_kv_beam_select(r[1].kv, i, parent) >= 0);
-                pb_seq *old[8], *kid[8];
-                for (int32_t e = 0; e < nb; e++) old[e] = x->seqs[e];
-                for (int32_t e = 0; e < nb; e++) {
-                    kid[e] = pb_seq_clone(r[0].pool, old[parent[e]]);
-                    PB_REQUIRE(pb_kv_fork(r[0].kv, old[parent[e]], kid[e]) == PB_OK);
+            pb_group *in[2] = {NULL, NULL};   /* an arrival admitted in this step (a mixed step) */
+            if (n_groups < 8 && pb_rng_below(&rng, 8) == 0) {
+                int32_t prompt = 1 + (int32_t)pb_rng_below(&rng, 120), k = 1 + (int32_t)pb_rng_below(&rng, 8);
+                pb_alloc_status a[2];
+                for (int m = 0; m < 2; m++) {
+                    in[m] = rig_group(&r[m], prompt, 400, -1, 0);
+                    in[m]->beam_width = in[m]->max_seqs = k;
+                    a[m] = pb_kv_can_allocate(r[m].kv, in[m]);
                 }
-                for (int32_t e = 0; e < nb; e++) {
-                    pb_kv_free(r[0].kv, old[e]);
-                    pb_seq_delete(r[0].pool, old[e]);
-                }
-                pb_group_set_order(x, kid);
-                for (int32_t e = 0; e < nb; e++) {
-                    x->seqs[e]->len++;
-                    g[1][i]->seqs[e]->len++;
+                PB_REQUIRE(a[0] == a[1]);
+                if (a[0] == PB_ALLOC_OK) {
+                    for (int m = 0; m < 2; m++) {
+                        PB_REQUIRE(pb_kv_allocate(r[m].kv, in[m], &r[m].copies) == PB_OK);
+                        in[m]->state = PB_GROUP_RUNNING;
+                    }
+                    usage_same(r[0].kv, r[1].kv);
+                    admitted++;
+                } else {
+                    in[0] = in[1] = NULL;   /* left waiting (rig_free releases them) */
                 }
             }
+            for (int32_t i = 0; i < n_groups; i++) {   /* a selection with random parents */
+                int32_t nb = g[0][i]->n_seqs, parent[8];
+                random_parents(&rng, nb, parent);
+                if (nb > 1) PB_REQUIRE(pb_kv_beam_select(r[1].kv, i, parent) >= 0);
+                ordinary_select(&r[0], g[0][i], parent);
+                for (int32_t e = 0; e < nb; e++) g[1][i]->seqs[e]->len++;
+            }
             usage_same(r[0].kv, r[1].kv);
+            if (in[0]) {   /* its first token: the beams forked, then it joins the replay */
+                for (int m = 0; m < 2; m++) {
+                    in[m]->seqs[0]->len++;
+                    for (int32_t e = 1; e < in[m]->beam_width; e++)
+                        PB_REQUIRE(pb_kv_fork(r[m].kv, in[m]->seqs[0], pb_seq_clone(r[m].pool, in[m]->seqs[0])) ==
+                                   PB_OK);
+                    g[m][n_groups] = in[m];
+                }
+                PB_REQUIRE(pb_kv_beam_join(r[1].kv, in[1]) == PB_OK);
+                n_groups++;
+                usage_same(r[0].kv, r[1].kv);
+            }
             PB_REQUIRE(pb_kv_check(r[0].kv) == PB_OK);
             steps++;
             if (n_groups > 1 && pb_rng_below(&rng, 12) == 0) {   /* a group finishes: freed */
@@ -906,18 +979,91 @@ PB_TEST(beam_replay_matches_the_ordinary_ops) {
         }
         pb_kv_beam_end(r[1].kv);
         PB_REQUIRE(pb_kv_check(r[1].kv) == PB_OK);
-        for (int32_t i = 0; i < n_groups && !refused; i++)
-            for (int32_t e = 0; e < g[0][i]->n_seqs; e++) {
-                PB_REQUIRE(g[0][i]->seqs[e]->kv_len == g[1][i]->seqs[e]->kv_len);
-                for (int32_t f = 0; f < e; f++)
-                    PB_REQUIRE(shared_blocks(&r[0], g[0][i]->seqs[e], g[0][i]->seqs[f]) ==
-                               shared_blocks(&r[1], g[1][i]->seqs[e], g[1][i]->seqs[f]));
-            }
+        if (!refused) same_sharing(r, g, n_groups);
         for (int m = 0; m < 2; m++) rig_free(&r[m]);
     }
-    fprintf(stderr, "  %lld replayed steps, %lld copies on write, %lld refused, %lld groups freed\n",
-            (long long)steps, (long long)copies, (long long)stuck, (long long)freed_groups);
-    PB_CHECK(steps > 5000 && copies > 1000 && stuck > 10 && freed_groups > 50);
+    fprintf(stderr, "  %lld replayed steps, %lld copies on write, %lld refused, %lld groups freed, %lld admitted "
+            "mid-replay\n", (long long)steps, (long long)copies, (long long)stuck, (long long)freed_groups,
+            (long long)admitted);
+    PB_CHECK(steps > 5000 && copies > 1000 && stuck > 10 && freed_groups > 50 && admitted > 100);
+}
+
+/* An admission mid-replay when the replayed group holds fewer blocks than its frozen
+ * tables (its beams diverged before the replay, then all continue one of them): the
+ * blocks the count says free are still in the allocator's tables, so the manager
+ * rebuilds the tables before allocating (block_manager.c beams_rebase).  Block size
+ * 1, one group of 4 beams over a 4-token prompt: 3 ordinary steps with each beam
+ * its own parent (16 blocks: 4 shared, 3 x 4 not), the replay, then 2 steps whose
+ * selections keep beam 0's line only: after the second step's appends the group
+ * holds 4 + 4 + 4 = 12 blocks, the allocator still 16 of 32.  An arrival needing 17
+ * blocks is admitted (20 free in the count, 16 in the allocator), forks 2 beams,
+ * joins, and both run one more step (all 32 blocks used); the usage matches the
+ * ordinary ops' throughout and the tables share as much at the end. */
+PB_TEST(beam_replay_admits_into_blocks_free_in_count_only) {
+    rig r[2];
+    pb_group *g[2][8];
+    for (int m = 0; m < 2; m++) {
+        rig_init(&r[m], 1, 32, 0, 0);
+        pb_group *x = g[m][0] = rig_group(&r[m], 4, 400, -1, 0);
+        x->beam_width = x->max_seqs = 4;
+        PB_REQUIRE(pb_kv_allocate(r[m].kv, x, &r[m].copies) == PB_OK);
+        x->state = PB_GROUP_RUNNING;
+        x->seqs[0]->len++;
+        for (int32_t e = 1; e < 4; e++)
+            PB_REQUIRE(pb_kv_fork(r[m].kv, x->seqs[0], pb_seq_clone(r[m].pool, x->seqs[0])) == PB_OK);
+        for (int32_t t = 0; t < 3; t++) {   /* ordinary steps: the beams diverge */
+            static const int32_t own[8] = {0, 1, 2, 3};
+            for (int32_t e = 0; e < 4; e++) step_append(&r[m], x->seqs[e]);
+            ordinary_select(&r[m], x, own);
+        }
+    }
+    PB_REQUIRE(pb_block_alloc_used(pb_paged_gpu(r[1].kv)) == 16);
+    PB_REQUIRE(pb_kv_beam_begin(r[1].kv, g[1], 1) == PB_OK);
+    static const int32_t zero[8] = {0};
+    int32_t n = 1;
+    for (int32_t t = 0; t < 3; t++) {
+        r[0].copies.n = 0;
+        for (int32_t i = 0; i < n; i++)
+            for (int32_t e = 0; e < g[0][i]->n_seqs; e++) step_append(&r[0], g[0][i]->seqs[e]);
+        PB_REQUIRE(pb_kv_beam_step(r[1].kv) == r[0].copies.n);
+        usage_same(r[0].kv, r[1].kv);
+        if (t == 2) PB_CHECK_EQ_INT(pb_block_alloc_used(pb_paged_gpu(r[0].kv)), 32);
+        pb_group *in[2] = {NULL, NULL};
+        if (t == 1) {   /* the arrival: 17 blocks, 16 free in the replay's allocator */
+            PB_REQUIRE(pb_block_alloc_used(pb_paged_gpu(r[0].kv)) == 12);
+            PB_REQUIRE(pb_block_alloc_free_count(pb_paged_gpu(r[1].kv)) == 16);
+            for (int m = 0; m < 2; m++) {
+                in[m] = rig_group(&r[m], 17, 400, -1, 0);
+                in[m]->beam_width = in[m]->max_seqs = 2;
+                PB_REQUIRE(pb_kv_can_allocate(r[m].kv, in[m]) == PB_ALLOC_OK);
+                PB_REQUIRE(pb_kv_allocate(r[m].kv, in[m], &r[m].copies) == PB_OK);
+                in[m]->state = PB_GROUP_RUNNING;
+            }
+            usage_same(r[0].kv, r[1].kv);
+        }
+        for (int32_t i = 0; i < n; i++) {   /* every beam continues beam 0 */
+            if (g[0][i]->n_seqs > 1) PB_REQUIRE(pb_kv_beam_select(r[1].kv, i, zero) >= 0);
+            ordinary_select(&r[0], g[0][i], zero);
+            for (int32_t e = 0; e < g[1][i]->n_seqs; e++) g[1][i]->seqs[e]->len++;
+        }
+        usage_same(r[0].kv, r[1].kv);
+        if (in[0]) {
+            for (int m = 0; m < 2; m++) {
+                in[m]->seqs[0]->len++;
+                PB_REQUIRE(pb_kv_fork(r[m].kv, in[m]->seqs[0], pb_seq_clone(r[m].pool, in[m]->seqs[0])) == PB_OK);
+                g[m][n] = in[m];
+            }
+            PB_REQUIRE(pb_kv_beam_join(r[1].kv, in[1]) == PB_OK);
+            n++;
+            usage_same(r[0].kv, r[1].kv);
+        }
+    }
+    PB_CHECK_EQ_INT(n, 2);
+    pb_kv_beam_end(r[1].kv);
+    usage_same(r[0].kv, r[1].kv);
+    for (int m = 0; m < 2; m++) PB_REQUIRE(pb_kv_check(r[m].kv) == PB_OK);
+    same_sharing(r, g, n);
+    for (int m = 0; m < 2; m++) rig_free(&r[m]);
 }
 
 PB_TEST(random_ops_100k_with_check) { random_ops(false); }

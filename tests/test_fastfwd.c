@@ -35,7 +35,13 @@
  * re-check of the heads when dying beams free blocks, giving a parent's first child
  * the sibling share, or counting the reservation wrong makes it fail (tried); so do
  * not asking the policy again after groups finish inside the replay, or freeing the
- * wrong one (tried). */
+ * wrong one (tried).  Its mixed steps (arrivals admitted inside a beam replay,
+ * engine.c "mixed steps"; a third of these configurations with a token budget the
+ * beams' decodes make bind) are counted and must occur; leaving the replayed
+ * decodes out of the admission budget, the decode contexts out of the batch, the
+ * prefills out of the step's row, the prefills' computed KV out of the groups, or
+ * not marking the replayed groups decoded makes it fail (tried), and so does
+ * joining a group one step late. */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -80,6 +86,7 @@ typedef struct {
     pb_step_mode step_mode;
     int32_t max_paddings;
     int32_t max_num_seqs;
+    int32_t max_num_batched_tokens;   /* 0 = the engine's default                      */
     pb_preempt_mode preemption;
     int64_t max_steps;           /* 0 = none                                            */
     double max_clock_s;          /* 0 = none                                            */
@@ -89,12 +96,13 @@ typedef struct {
 static void ff_describe(const ff_cfg *c, char *buf, size_t n) {
     snprintf(buf, n,
              "seed %llu %s%s rate %.3g %s %.3g%s multi %.2f (%s) block %d gpu %d cpu %d "
-             "policy %s step %s paddings %d max_seqs %d preempt %s max_steps %lld max_clock %.3g%s",
+             "policy %s step %s paddings %d max_seqs %d max_tokens %d preempt %s max_steps %lld max_clock %.3g%s",
              (unsigned long long)c->seed, c->dataset, c->heavy ? " heavy" : "", c->rate,
              c->duration_s > 0 ? "duration" : "num", c->duration_s > 0 ? c->duration_s : (double)c->num,
              c->duration_s > 0 ? " s" : "", c->multi_frac, c->beam ? "beam" : "n", c->block_size,
              c->gpu_blocks, c->cpu_blocks, c->policy, pb_step_mode_str(c->step_mode), c->max_paddings,
-             c->max_num_seqs, pb_preempt_mode_str(c->preemption), (long long)c->max_steps, c->max_clock_s,
+             c->max_num_seqs, c->max_num_batched_tokens, pb_preempt_mode_str(c->preemption), (long long)c->max_steps,
+             c->max_clock_s,
              c->check_every_step ? " check_every_step" : "");
 }
 
@@ -192,6 +200,7 @@ typedef struct {
     int64_t engine_steps;
     double engine_now;
     int64_t fast_steps;          /* of the steps, replayed by the fast loop     */
+    int64_t fast_mixed;          /* of those, mixed steps (admitted mid-replay) */
     int64_t kv_used;             /* GPU blocks still used after the run         */
     char *req_csv, *step_csv;
     size_t req_len, step_len;
@@ -231,6 +240,7 @@ static void ff_run(const specs *sp, const ff_cfg *c, const pb_trace *t, ff_mode 
     ep.step_mode = c->step_mode;
     ep.max_paddings = c->max_paddings;
     ep.max_num_seqs = c->max_num_seqs;
+    if (c->max_num_batched_tokens > 0) ep.max_num_batched_tokens = c->max_num_batched_tokens;
     ep.max_steps = c->max_steps;
     ep.max_clock_s = c->max_clock_s;
     ep.check_every_step = c->check_every_step;
@@ -256,6 +266,7 @@ static void ff_run(const specs *sp, const ff_cfg *c, const pb_trace *t, ff_mode 
     o->engine_steps = pb_engine_steps(e);
     o->engine_now = pb_engine_now(e);
     o->fast_steps = pb_engine_fast_forwarded(e);
+    o->fast_mixed = pb_engine_fast_mixed(e);
     o->kv_used = pb_block_alloc_used(pb_paged_gpu(kv));
     FILE *f = open_memstream(&o->req_csv, &o->req_len);
     pb_metrics_write_requests(m, f, "x,");
@@ -369,6 +380,8 @@ static int64_t after_pure_decode(const ff_out *o) {
     return k;
 }
 
+static int64_t mixed_seen;   /* mixed steps the fast runs of ff_check replayed */
+
 /* Run c on t with fast_forward off and on (and, when stepwise, through the step-level
  * API) and compare; the reference run is left in *ref (the caller frees it), the steps
  * the fast run replayed fast in *fast_steps (when not NULL). */
@@ -384,6 +397,7 @@ static bool ff_check(const specs *sp, const ff_cfg *c, const pb_trace *t, bool s
     bool ok = ff_same(desc, ref, &other);
     PB_CHECK_EQ_INT(ref->fast_steps, 0);
     if (fast_steps) *fast_steps = other.fast_steps;
+    mixed_seen += other.fast_mixed;
     ff_out_free(&other);
     if (ok && stepwise) {
         ff_run(sp, c, t, FF_STEPWISE, &other);
@@ -440,7 +454,7 @@ PB_TEST(fast_forward_equals_step_by_step) {
 PB_TEST(beam_fast_forward_equals_step_by_step) {
     specs sp;
     PB_REQUIRE(specs_load(&sp));
-    int64_t steps = 0, fast_total = 0;
+    int64_t steps = 0, fast_total = 0, mixed0 = mixed_seen;
     int failed = 0, unlimited = 0, replayed = 0;
     for (uint64_t i = 0; i < FF_BEAM_CONFIGS; i++) {
         ff_cfg c = ff_random_cfg(1000 + i);
@@ -448,6 +462,8 @@ PB_TEST(beam_fast_forward_equals_step_by_step) {
         c.beam = true;
         c.width_max = 8;
         if (c.max_num_seqs < 8) c.max_num_seqs = 16;   /* width 8 must fit a step */
+        if (i % 3 == 1)   /* a token budget that the beams' decodes make bind (and long prompts rejected) */
+            c.max_num_batched_tokens = !strcmp(c.dataset, "alpaca") ? 48 + 16 * (int32_t)(i % 4) : 384;
         pb_trace t = {0};
         PB_REQUIRE(ff_trace(&c, &t));
         ff_out ref;
@@ -462,11 +478,14 @@ PB_TEST(beam_fast_forward_equals_step_by_step) {
         ff_out_free(&ref);
         pb_trace_free(&t);
     }
-    fprintf(stderr, "  %d all-beam configurations, %lld steps, %lld replayed fast; %d of %d without limits replayed\n",
-            FF_BEAM_CONFIGS, (long long)steps, (long long)fast_total, replayed, unlimited);
+    int64_t mixed = mixed_seen - mixed0;
+    fprintf(stderr, "  %d all-beam configurations, %lld steps, %lld replayed fast (%lld mixed); %d of %d "
+            "without limits replayed\n", FF_BEAM_CONFIGS, (long long)steps, (long long)fast_total,
+            (long long)mixed, replayed, unlimited);
     PB_CHECK_EQ_INT(failed, 0);
     PB_CHECK_EQ_INT(replayed, unlimited);
     PB_CHECK(fast_total > steps / 3);
+    PB_CHECK(mixed > 0);
 }
 
 /* A run stopped by max_steps or max_clock_s stops at the same step with the fast loop:
