@@ -953,8 +953,13 @@ static void bm_replay_end(pb_kv_manager *m) {
  * reserved slots are counted from each group's counts when usage() asks.  beam_end
  * drops the frozen tables and builds new ones in walk order: a beam's first lcp
  * blocks are the previous beam's, the rest new blocks (the same sharing, other block
- * numbers).  A step costs O(beams) per group, without a branch on the draws; begin
- * O(beams^2 log n), the rebuild O(table entries). */
+ * numbers).  A group joins (beam_join: an arrival admitted mid-replay) with its own
+ * frozen tables and baselines.  An allocation for a group outside the replay while
+ * the groups hold fewer blocks than their frozen tables (held < 0: blocks free in
+ * the count but still in the allocator's tables) first rebuilds the tables and
+ * freezes them again (beams_rebase).  A step costs O(beams) per group, without a
+ * branch on the draws; begin and a join O(beams^2 log n), the rebuild O(table
+ * entries). */
 
 /* Leading blocks tables a and c (n blocks each) share: equal up to some index,
    different from there on (see above), so a binary search finds it. */
