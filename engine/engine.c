@@ -423,6 +423,14 @@ static pb_status run_executor(pb_sched *s, pb_candidates *cand, pb_step_result *
     return PB_OK;
 }
 
+/* After the batch ran: its sequences' KV computed up to their context (and told
+   to a manager that publishes computed blocks). */
+static void batch_computed(pb_sched *s) {
+    for (int32_t i = 0; i < s->n_bseq; i++) s->bseq_seq[i]->n_computed = s->bseq[i].context_len;
+    if (s->kv->iface->computed)
+        for (int32_t i = 0; i < s->n_bseq; i++) pb_kv_computed(s->kv, s->bseq_seq[i], s->bseq[i].context_len);
+}
+
 static pb_status execute(pb_sched *s, pb_step_metrics *sm, bool *has_tokens) {
     batch_fill(s);
     step_metrics_begin(s, sm);
@@ -437,9 +445,7 @@ static pb_status execute(pb_sched *s, pb_step_metrics *sm, bool *has_tokens) {
     pb_status st = run_executor(s, s->cand, &res);
     if (st != PB_OK) return st;
     s->now += res.latency_s;
-    for (int32_t i = 0; i < s->n_bseq; i++) s->bseq_seq[i]->n_computed = s->bseq[i].context_len;
-    if (s->kv->iface->computed)
-        for (int32_t i = 0; i < s->n_bseq; i++) pb_kv_computed(s->kv, s->bseq_seq[i], s->bseq[i].context_len);
+    batch_computed(s);
     sm->latency_s = res.latency_s;
     sm->swap_s = res.swap_s;
     sm->copy_s = res.copy_s;
@@ -884,7 +890,7 @@ static pb_status mixed_step(pb_sched *s, const ff_state *f, int32_t n, pb_step_m
 
 /* After the step ran: the prefills computed, the admitted groups' first tokens. */
 static pb_status mixed_tokens(pb_sched *s) {
-    for (int32_t i = 0; i < s->n_bseq; i++) s->bseq_seq[i]->n_computed = s->bseq[i].context_len;
+    batch_computed(s);
     for (int32_t i = 0; i < s->n_bgroups; i++) {
         pb_status st = group_token(s, s->bgroups[i], false);
         if (st != PB_OK) return st;

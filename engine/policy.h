@@ -360,6 +360,10 @@ bool pb_policy_vllm_steady(pb_policy *p, pb_sched *s);   /* the same, as an ifac
    held (pb_sched_vllm_steady); and since their decodes come first, their schedule
    completes such a step.  Alternate steps (v0.2) do nothing after a preemption. */
 bool pb_sched_vllm_steady_preempted(pb_sched *s, pb_step_mode mode);
+/* The vLLM steps' pb_policy_i.decodes_first answer in step mode `mode`: the mixed
+   step (v0.1) decodes first and its later blocks skip the decoded groups; the
+   alternating one may be prompt-only. */
+bool pb_sched_vllm_decodes_first(pb_step_mode mode);
 
 #ifdef __cplusplus
 }

@@ -18,7 +18,7 @@ static bool vllm_steady_preempted(pb_policy *p, pb_sched *s) {
 
 static bool vllm_decodes_first(pb_policy *p, pb_sched *s) {
     (void)p;
-    return pb_sched_params(s)->step_mode == PB_STEP_MIXED;
+    return pb_sched_vllm_decodes_first(pb_sched_params(s)->step_mode);
 }
 
 static const pb_policy_i VLLM_IFACE = {

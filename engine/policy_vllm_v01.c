@@ -19,7 +19,7 @@ static bool v01_steady_preempted(pb_policy *p, pb_sched *s) {
 
 static bool v01_decodes_first(pb_policy *p, pb_sched *s) {
     (void)p, (void)s;
-    return true;   /* decode_running comes first and skips the decoded */
+    return pb_sched_vllm_decodes_first(PB_STEP_MIXED);
 }
 
 static const pb_policy_i V01_IFACE = {

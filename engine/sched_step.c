@@ -205,6 +205,8 @@ bool pb_sched_vllm_steady(pb_sched *s) {
     return !g || held(s, g, pb_sched_admit_status(s, g, false));
 }
 
+bool pb_sched_vllm_decodes_first(pb_step_mode mode) { return mode == PB_STEP_MIXED; }
+
 bool pb_sched_vllm_steady_preempted(pb_sched *s, pb_step_mode mode) {
     return mode == PB_STEP_ALTERNATE || s->n_swapped_out_now > 0 || pb_sched_vllm_steady(s);
 }
