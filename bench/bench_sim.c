@@ -19,7 +19,8 @@
  * --quick: 10-minute traces, one repetition.
  * Executor alone: the sim's execute() on a 256-sequence decode batch with 2K-token
  * contexts, ns per call and per sequence (median of 5 runs of 20,000 calls).
- * Beam selection alone: pb_beam_synth_select at width 6, ns per call. */
+ * Beam selection alone: pb_beam_synth_select at width 6 (an ordinary step's), and
+ * pb_beam_synth_advance at width 6 (a replayed step's), ns per call. */
 #include <stdlib.h>
 #include <string.h>
 #include <sys/resource.h>
@@ -142,24 +143,37 @@ static double exec_ns(const specs *sp) {
     return median(runs, 5);
 }
 
-/* ns per pb_beam_synth_select call at beam width 6: 6 beams, 12 candidates each, the
- * beams' scores spread uniformly over 3 nats (1,024 such sets, cycled, so that branches
- * see varied orders), median of 5 runs of 200,000 calls */
-static double beam_select_ns(void) {
-    enum { W = 6, SETS = 1024, N = 200000 };
+/* ns per call at beam width 6, median of 5 runs of 200,000 calls, of
+ * pb_beam_synth_select (advance false: an ordinary step's selection; 6 beams, 12
+ * candidates each, the beams' scores spread uniformly over 3 nats -- 1,024 such
+ * sets, cycled, so that branches see varied orders) or of pb_beam_synth_advance
+ * (advance true: the beam replay's hot path, engine.c beam_replay_select; 64 groups
+ * cycled, the first 64 sets at the start and then each group's own scores from call
+ * to call, its order the hint, as in the replay). */
+static double beam_ns(bool advance) {
+    enum { W = 6, SETS = 1024, G = 64, N = 200000 };
     static double cum[SETS][W];
+    static int32_t order[G][W];
     pb_rng r;
     pb_rng_seed(&r, 1, 0);
     for (int k = 0; k < SETS; k++)
         for (int i = 0; i < W; i++) cum[k][i] = -50.0 - 3.0 * pb_rng_uniform(&r);
+    for (int g = 0; g < G; g++)
+        for (int i = 0; i < W; i++) order[g][i] = i;
     double runs[5];
     volatile double sink = 0;
     for (int k = 0; k < 5; k++) {
         double t0 = cpu_now();
         for (int i = 0; i < N; i++) {
-            pb_beam_choice ch[W];
-            pb_beam_synth_select(&r, cum[i % SETS], NULL, W, 2 * W, 0, W, ch);
-            sink += ch[W - 1].score;
+            if (advance) {
+                int32_t parent[W];
+                pb_beam_synth_advance(&r, cum[i % G], order[i % G], W, parent);
+                sink += parent[W - 1];
+            } else {
+                pb_beam_choice ch[W];
+                pb_beam_synth_select(&r, cum[i % SETS], NULL, W, 2 * W, 0, W, ch);
+                sink += ch[W - 1].score;
+            }
         }
         runs[k] = (cpu_now() - t0) / N * 1e9;
     }
@@ -244,7 +258,7 @@ int pb_bench_sim(int argc, char **argv) {
         }
     }
     double s = median(secs, reps);
-    double ns = exec_ns(&sp), beam_ns = beam_select_ns();
+    double ns = exec_ns(&sp), select_ns = beam_ns(false), advance_ns = beam_ns(true);
     double us1 = us_per_request(&sp, "alpaca", 1.0, wc.arrivals.duration_s, 1, reps);
     double us6 = us1 < 0 ? -1 : us_per_request(&sp, "alpaca", 1.0, wc.arrivals.duration_s, 6, reps);
     if (us6 < 0) {
@@ -262,7 +276,8 @@ int pb_bench_sim(int argc, char **argv) {
         {"simulated_req_throughput", served, "req/sim-s"},
         {"sim_exec_ns_per_step_256", ns, "ns"},
         {"sim_exec_ns_per_seq", ns / 256, "ns"},
-        {"beam6_select_ns_per_call", beam_ns, "ns"},
+        {"beam6_select_ns_per_call", select_ns, "ns"},
+        {"beam6_advance_ns_per_call", advance_ns, "ns"},
         {"alpaca_n1_us_per_request", us1, "us"},
         {"alpaca_beam6_us_per_request", us6, "us"},
         {"beam6_cost_ratio", us6 / us1, "x"},
