@@ -7,7 +7,9 @@ fail=0 pass=0
 check() { if eval "$2"; then pass=$((pass+1)); else echo "FAIL: $1" >&2; fail=$((fail+1)); fi; }
 out=$("$PB" bench sim --quick --csv 2>/dev/null); rc=$?
 check "bench sim exits 0" "[ $rc = 0 ]"
-check "bench sim prints sim_requests_per_s" "echo \"\$out\" | grep -Eq '^sim_requests_per_s,[0-9.e+]+,'"
+for m in sim_requests_per_s beam6_select_ns_per_call beam6_advance_ns_per_call beam6_cost_ratio; do
+    check "bench sim prints $m" "echo \"\$out\" | grep -Eq '^$m,[0-9][0-9.e+]*,'"
+done
 out=$("$PB" bench scheduler --csv 2>/dev/null); rc=$?
 check "bench scheduler exits 0" "[ $rc = 0 ]"
 for m in step_us_32 step_us_128 step_us_256; do
