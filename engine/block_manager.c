@@ -1012,6 +1012,13 @@ static void beams_slots(const bm *b, int64_t *tok, int64_t *res) {
     }
 }
 
+/* x's baselines: what its tables hold now (frozen from here). */
+static void beam_freeze(const bm *b, bm_beam *x) {
+    beam_slots(b, x, &x->tok0, &x->res0);
+    x->phys0 = x->phys;
+    x->n0 = x->n;
+}
+
 /* Group g's walk, counts and baselines (its tables as they are: frozen from here). */
 static void beam_enter(bm *b, bm_beam *x, pb_group *g) {
     x->g = g;
@@ -1032,9 +1039,7 @@ static void beam_enter(bm *b, bm_beam *x, pb_group *g) {
         if (r > 0) x->lcp[r] = common_blocks(g->seqs[x->dfs[r - 1]]->kv, g->seqs[x->dfs[r]]->kv, x->n);
     }
     beam_count(x);
-    beam_slots(b, x, &x->tok0, &x->res0);
-    x->phys0 = x->phys;
-    x->n0 = x->n;
+    beam_freeze(b, x);
 }
 
 /* Room in bb for n groups. */
@@ -1225,14 +1230,8 @@ static void bm_beam_end(pb_kv_manager *m) {
    (held < 0): those blocks are free in the count but not in the allocator. */
 static void beams_rebase(bm *b) {
     beams_rebuild(b);
-    for (int32_t i = 0; i < b->bb.n; i++) {
-        bm_beam *x = &b->bb.gr[i];
-        beam_slots(b, x, &x->tok0, &x->res0);
-        x->phys0 = x->phys;
-        x->n0 = x->n;
-    }
+    for (int32_t i = 0; i < b->bb.n; i++) beam_freeze(b, &b->bb.gr[i]);
 }
-
 
 static void bm_usage(pb_kv_manager *m, pb_kv_usage *u) {
     bm *b = BM(m);
