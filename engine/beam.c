@@ -87,12 +87,12 @@ static inline void sort_by_cum(const double *cum, const int32_t *hint, int32_t n
  * s = c_j - (T_m - L(c_j)) / (j + 1); its beam is uniform among the j + 1 above.
  * A draw is one u64: an exponential and, from its spare bits, the pick among j + 1
  * (j = 0 too: no branch on it; rng.h pb_rng_exp_zig24_reg); finding the segment is
- * a count over the knots, padded to NB_MAX with +inf (no branch either).  A score is
+ * a count over the nb - 1 knots past c_0 (no branch either).  A score is
  * s itself, not rounded through a float logprob; each is kept at most the one before
  * (float rounding of s at a knot could otherwise put it an ulp above): the points
  * come out best first, as drawn. */
 typedef struct {
-    double c[NB_MAX], knot[NB_MAX];   /* c_j; L(c_j) (+inf past the beams) */
+    double c[NB_MAX], knot[NB_MAX];   /* c_j; L(c_j) (j < nb)              */
     int32_t order[NB_MAX];            /* the beams by cum (sort_by_cum)    */
     double t, s;                      /* T_m; the last point's score       */
 } points;
@@ -100,20 +100,19 @@ typedef struct {
 static inline void points_begin(points *p, const double *cum, const int32_t *hint, int32_t nb) {
     sort_by_cum(cum, hint, nb, p->order, p->c);
     p->knot[0] = 0;
-    for (int32_t j = 1; j < NB_MAX; j++)
-        p->knot[j] = j < nb ? p->knot[j - 1] + (double)j * (p->c[j - 1] - p->c[j]) : (double)INFINITY;
+    for (int32_t j = 1; j < nb; j++) p->knot[j] = p->knot[j - 1] + (double)j * (p->c[j - 1] - p->c[j]);
     p->t = 0;
     p->s = (double)INFINITY;
 }
 
 /* The next point: returns its beam, its score in p->s.  r: the generator in registers
    (pb_rng_*_reg), home its place in memory. */
-static inline int32_t points_next(points *p, pb_rng *r, pb_rng *home) {
+static inline int32_t points_next(points *p, int32_t nb, pb_rng *r, pb_rng *home) {
     static const double inv[NB_MAX + 1] = {0, 1.0, 1.0 / 2, 1.0 / 3, 1.0 / 4, 1.0 / 5, 1.0 / 6, 1.0 / 7, 1.0 / 8};
     uint32_t spare;
     double t = p->t += pb_rng_exp_zig24_reg(r, home, &spare);
     int32_t j = 0;
-    for (int32_t i = 1; i < NB_MAX; i++) j += p->knot[i] <= t;
+    for (int32_t i = 1; i < nb; i++) j += p->knot[i] <= t;
     double s = p->c[j] - (t - p->knot[j]) * inv[j + 1];
     p->s = s < p->s ? s : p->s;
     return p->order[pb_rng_below32_reg(r, home, (uint32_t)j + 1, spare)];
@@ -128,7 +127,7 @@ int32_t pb_beam_synth_select(pb_rng *rp, const double *cum, const int32_t *hint,
     int32_t rank[NB_MAX] = {0};
     pb_rng r = *rp;
     for (int32_t m = 0; m < k; m++) {
-        int32_t b = points_next(&p, &r, rp);
+        int32_t b = points_next(&p, n_beams, &r, rp);
         out[m] = (pb_beam_choice){.parent = b, .rank = rank[b]++,
                                   .token = vocab > 0 ? (int32_t)pb_rng_below_reg(&r, rp, (uint64_t)vocab) : 0,
                                   .logprob = (float)(p.s - cum[b]), .score = p.s};
@@ -182,7 +181,7 @@ void pb_beam_plan_make(const pb_beam_choice *ch, int32_t nc, int32_t nb, pb_beam
    is their max) and it holds the order's entry m (order[m] = b).  A later choice is
    a child, kept (kb, ks, km).  Then the dead, in index order, take the children from
    the end (plan_core's rule), each the entry its child holds. */
-void pb_beam_synth_advance(pb_rng *rp, double *cum, int32_t *order, int32_t nb, int32_t *parent) {
+static inline void advance(pb_rng *rp, double *cum, int32_t *order, int32_t nb, int32_t *parent) {
     PB_ASSERT(nb >= 1 && nb <= NB_MAX);
     points p;
     points_begin(&p, cum, order, nb);
@@ -192,7 +191,7 @@ void pb_beam_synth_advance(pb_rng *rp, double *cum, int32_t *order, int32_t nb, 
     uint32_t chosen = 0;
     pb_rng r = *rp;
     for (int32_t m = 0; m < nb; m++) {
-        int32_t b = points_next(&p, &r, rp), again = (int32_t)((chosen >> b) & 1u);
+        int32_t b = points_next(&p, nb, &r, rp), again = (int32_t)((chosen >> b) & 1u);
         chosen |= 1u << b;
         parent[b] = b;
         cum[b] = cum[b] > p.s ? cum[b] : p.s;
@@ -209,5 +208,16 @@ void pb_beam_synth_advance(pb_rng *rp, double *cum, int32_t *order, int32_t nb, 
         parent[i] = kb[nk];
         cum[i] = ks[nk];
         order[km[nk]] = i;
+    }
+}
+
+/* advance at the width, a constant in each case (the widths of the experiments), so
+   that its loops over the beams and the knots unroll. */
+void pb_beam_synth_advance(pb_rng *rp, double *cum, int32_t *order, int32_t nb, int32_t *parent) {
+    switch (nb) {
+    case 2: advance(rp, cum, order, 2, parent); break;
+    case 4: advance(rp, cum, order, 4, parent); break;
+    case 6: advance(rp, cum, order, 6, parent); break;
+    default: advance(rp, cum, order, nb, parent); break;
     }
 }

@@ -63,12 +63,14 @@ typedef struct {
     int64_t tok0, res0;      /* token and reserved slots at begin (beam_slots)          */
     int32_t dfs[BM_BEAMS];   /* the beams in the order of a walk of their block tree    */
     int32_t rank[BM_BEAMS];  /* rank[dfs[r]] = r                                        */
-    int32_t lcp[BM_BEAMS];   /* r >= 1: leading blocks beams dfs[r - 1] and dfs[r] share */
+    int32_t lcp[BM_BEAMS];   /* r >= 1: leading blocks beams dfs[r - 1] and dfs[r] share
+                                (lcp[0] and past the beams 0)                         */
 } bm_beam;
 
 typedef struct {
     bm_beam *gr;
     int32_t n, cap;
+    int32_t beams;           /* the groups' beams (sum of nb)                           */
     int32_t held;            /* blocks the groups hold beyond their frozen tables (< 0:
                                 fewer): physical blocks and gpu_avail count it       */
     int64_t logical;         /* logical blocks beyond the frozen tables' (token and
@@ -1002,14 +1004,16 @@ static void beam_slots(const bm *b, const bm_beam *x, int64_t *tok, int64_t *res
 /* The token and reserved slots the replayed beam groups hold beyond their frozen
    tables (bb.on). */
 static void beams_slots(const bm *b, int64_t *tok, int64_t *res) {
-    *tok = *res = 0;
+    int64_t tok_sum = 0, res_sum = 0;   /* summed here, not through tok and res */
     for (int32_t i = 0; i < b->bb.n; i++) {
         const bm_beam *x = &b->bb.gr[i];
         int64_t t, r;
         beam_slots(b, x, &t, &r);
-        *tok += t - x->tok0;
-        *res += r - x->res0;
+        tok_sum += t - x->tok0;
+        res_sum += r - x->res0;
     }
+    *tok = tok_sum;
+    *res = res_sum;
 }
 
 /* x's baselines: what its tables hold now (frozen from here). */
@@ -1026,6 +1030,7 @@ static void beam_enter(bm *b, bm_beam *x, pb_group *g) {
     x->kv = g->seqs[0]->kv_len;
     x->n = PB_CDIV(x->kv, b->bs);
     x->to_end = g->prompt_len + g->output_len - 1;
+    b->bb.beams += x->nb;
     for (int32_t e = 0; e < x->nb; e++) {   /* the walk: tables in block order */
         const bm_table *t = g->seqs[e]->kv;
         PB_ASSERT(t && !t->on_cpu && t->n == x->n && g->seqs[e]->kv_len == x->kv);
@@ -1033,7 +1038,7 @@ static void beam_enter(bm *b, bm_beam *x, pb_group *g) {
         for (; r > 0 && walk_before(t, g->seqs[x->dfs[r - 1]]->kv, x->n); r--) x->dfs[r] = x->dfs[r - 1];
         x->dfs[r] = e;
     }
-    x->lcp[0] = 0;
+    memset(x->lcp, 0, sizeof x->lcp);   /* 0 past the beams too (bm_beam_step reads all) */
     for (int32_t r = 0; r < x->nb; r++) {
         x->rank[x->dfs[r]] = r;
         if (r > 0) x->lcp[r] = common_blocks(g->seqs[x->dfs[r - 1]]->kv, g->seqs[x->dfs[r]]->kv, x->n);
@@ -1063,6 +1068,7 @@ static pb_status bm_beam_begin(pb_kv_manager *m, pb_group *const *groups, int32_
     beams_reserve(bb, n);
     bb->held = 0;
     bb->logical = 0;
+    bb->beams = 0;
     for (int32_t i = 0; i < n; i++) beam_enter(b, &bb->gr[i], groups[i]);
     bb->n = n;
     bb->on = true;
@@ -1086,20 +1092,20 @@ static int32_t bm_beam_step(pb_kv_manager *m) {
     bm_beams *bb = &b->bb;
     PB_ASSERT(bb->on);
     int32_t avail = gpu_avail(b), copies = 0;
-    for (int32_t i = 0; i < bb->n; i++) {
+    for (int32_t i = 0; i < bb->n && avail < bb->beams; i++) {   /* (a block for every beam: all can) */
         const bm_beam *x = &bb->gr[i];
-        PB_ASSERT(x->kv < x->to_end);
         if (x->nb > avail) return -1;
         avail -= phase_of(b, x->kv) == 0 ? x->nb : x->nb - x->lasts;
     }
     for (int32_t i = 0; i < bb->n; i++) {
         bm_beam *x = &bb->gr[i];
+        PB_ASSERT(x->kv < x->to_end);
         int32_t take = x->nb;   /* a block per beam at a block boundary */
         if (phase_of(b, x->kv) == 0) {
             x->n++;
             bb->logical += x->nb;
         } else if ((take = x->nb - x->lasts) > 0) {   /* shared last blocks: copies */
-            for (int32_t r = 1; r < x->nb; r++) x->lcp[r] -= x->lcp[r] == x->n;
+            for (int32_t r = 0; r < BM_BEAMS; r++) x->lcp[r] -= x->lcp[r] == x->n;   /* (lcp[0] 0: n >= 1) */
             copies += take;
         }
         x->kv++;
@@ -1114,11 +1120,8 @@ static int32_t bm_beam_step(pb_kv_manager *m) {
    64) come out of it in the new walk order; gap[r] is the least lcp between a chosen
    parent at rank r and the chosen one before it (0 for the first chosen: the walk's
    first beam shares nothing with one before it). */
-static int32_t bm_beam_select(pb_kv_manager *m, int32_t i, const int32_t *parent) {
-    bm *b = BM(m);
-    bm_beam *x = &b->bb.gr[i];
-    PB_ASSERT(b->bb.on && i < b->bb.n);
-    int32_t nb = x->nb, n = x->n;
+static inline int32_t beam_select(bm_beam *x, int32_t nb, const int32_t *parent) {
+    int32_t n = x->n;
     uint64_t keys = 0;
     uint32_t chosen = 0, bad = 0;
     for (int32_t e = 0; e < nb; e++) {
@@ -1148,9 +1151,25 @@ static int32_t bm_beam_select(pb_kv_manager *m, int32_t i, const int32_t *parent
         prev = rk;
     }
     int32_t phys = nb * n - shared, freed = x->phys - phys;
-    b->bb.held -= freed;
     x->phys = phys;
     x->lasts = lasts;
+    return freed;
+}
+
+/* beam_select at the width, a constant in each case (the widths of the experiments),
+   so that its loops unroll. */
+static int32_t bm_beam_select(pb_kv_manager *m, int32_t i, const int32_t *parent) {
+    bm *b = BM(m);
+    PB_ASSERT(b->bb.on && i < b->bb.n);
+    bm_beam *x = &b->bb.gr[i];
+    int32_t freed;
+    switch (x->nb) {
+    case 2: freed = beam_select(x, 2, parent); break;
+    case 4: freed = beam_select(x, 4, parent); break;
+    case 6: freed = beam_select(x, 6, parent); break;
+    default: freed = beam_select(x, x->nb, parent); break;
+    }
+    b->bb.held -= freed;
     return freed;
 }
 
@@ -1163,6 +1182,7 @@ static void bm_beam_free(pb_kv_manager *m, int32_t i) {
     bm_beam *x = &bb->gr[i];
     bb->held -= x->phys - x->phys0;
     bb->logical -= (int64_t)x->nb * (x->n - x->n0);
+    bb->beams -= x->nb;
     for (int32_t e = 0; e < x->nb; e++) bm_free(m, x->g->seqs[e]);
     memmove(x, x + 1, (size_t)(bb->n - i - 1) * sizeof *x);
     bb->n--;
