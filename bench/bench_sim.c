@@ -12,8 +12,9 @@
  * also the simulated system's own throughput (requests per simulated second), a
  * sanity check of the cost model (saturated vLLM, OPT-13B, ShareGPT).
  * Beam search against n = 1: a one-hour Alpaca trace at 1 req/s (fig14's vLLM
- * operating range) replayed once with beam width 6 and once with one sample per
- * request; CPU microseconds per request of each and their ratio (beam6_cost_ratio).
+ * operating range) with beam width 6 and with one sample per request, replayed five
+ * times each, in turn; CPU microseconds per request of each (medians) and their
+ * ratio (beam6_cost_ratio).
  * Peak RSS: the process's maximum resident set (getrusage) at the end, which
  * includes the traces and one engine at a time.
  * --quick: 10-minute traces, one repetition.
@@ -52,6 +53,8 @@ static double median(double *v, int n) {
 }
 
 typedef struct { pb_model m; pb_hw hw; pb_sim_cost c; } specs;
+
+enum { BENCH_REPS_MAX = 5 };   /* repetitions of the beam pair (beam_pair) */
 
 /* One replay; returns CPU seconds, or < 0 on error. */
 static double replay(const specs *sp, const pb_trace *t, int64_t *steps, int64_t *tokens, int64_t *finished,
@@ -181,33 +184,38 @@ static double beam_ns(bool advance) {
     return median(runs, 5);
 }
 
-/* CPU microseconds per request of a replay of dataset at rate for duration_s with
- * beam width `beam` (1 = one sample per request); median of reps; < 0 on error. */
-static double us_per_request(const specs *sp, const char *dataset, double rate, double duration_s,
-                             int32_t beam, int reps) {
+/* The trace of dataset at rate for duration_s with beam width `beam` (1 = one sample
+ * per request); false (said on stderr) on error. */
+static bool beam_trace(const char *dataset, double rate, double duration_s, int32_t beam, pb_trace *t) {
     pb_workload_cfg wc;
     pb_workload_defaults(&wc);
     snprintf(wc.dataset, sizeof wc.dataset, "%s", dataset);
     wc.arrivals.rate = rate;
     wc.arrivals.duration_s = duration_s;
     wc.beam_width = beam;
-    pb_trace t = {0};
     char werr[512];
-    if (pb_workload_generate(&wc, 0, &t, werr, sizeof werr)) {
+    if (pb_workload_generate(&wc, 0, t, werr, sizeof werr)) {
         fprintf(stderr, "bench sim: %s\n", werr);
-        return -1;
+        return false;
     }
-    double secs[3];
-    for (int r = 0; r < reps; r++) {
-        secs[r] = replay(sp, &t, NULL, NULL, NULL, NULL, NULL);
-        if (secs[r] < 0) {
-            pb_trace_free(&t);
-            return -1;
-        }
-    }
-    double us = median(secs, reps) / (double)(t.n > 0 ? t.n : 1) * 1e6;
-    pb_trace_free(&t);
-    return us;
+    return true;
+}
+
+/* CPU microseconds per request of replays of one trace of dataset at rate for
+ * duration_s with one sample per request (us[0]) and with beam width 6 (us[1]):
+ * each the median of reps, the two replayed in turn (n = 1, beam 6, n = 1, ...) so
+ * that a change in the machine's speed during the run weighs on both alike.  False
+ * on error. */
+static bool beam_pair(const specs *sp, const char *dataset, double rate, double duration_s, int reps, double us[2]) {
+    pb_trace t[2] = {{0}, {0}};
+    bool ok = beam_trace(dataset, rate, duration_s, 1, &t[0]) && beam_trace(dataset, rate, duration_s, 6, &t[1]);
+    double secs[2][BENCH_REPS_MAX];
+    for (int r = 0; ok && r < reps; r++)
+        for (int k = 0; ok && k < 2; k++) ok = (secs[k][r] = replay(sp, &t[k], NULL, NULL, NULL, NULL, NULL)) >= 0;
+    for (int k = 0; ok && k < 2; k++) us[k] = median(secs[k], reps) / (double)(t[k].n > 0 ? t[k].n : 1) * 1e6;
+    pb_trace_free(&t[0]);
+    pb_trace_free(&t[1]);
+    return ok;
 }
 
 static double peak_rss_mib(void) {
@@ -259,9 +267,8 @@ int pb_bench_sim(int argc, char **argv) {
     }
     double s = median(secs, reps);
     double ns = exec_ns(&sp), select_ns = beam_ns(false), advance_ns = beam_ns(true);
-    double us1 = us_per_request(&sp, "alpaca", 1.0, wc.arrivals.duration_s, 1, reps);
-    double us6 = us1 < 0 ? -1 : us_per_request(&sp, "alpaca", 1.0, wc.arrivals.duration_s, 6, reps);
-    if (us6 < 0) {
+    double us[2];
+    if (!beam_pair(&sp, "alpaca", 1.0, wc.arrivals.duration_s, quick ? 1 : BENCH_REPS_MAX, us)) {
         pb_trace_free(&t);
         return PB_EXIT_RUNTIME;
     }
@@ -278,9 +285,9 @@ int pb_bench_sim(int argc, char **argv) {
         {"sim_exec_ns_per_seq", ns / 256, "ns"},
         {"beam6_select_ns_per_call", select_ns, "ns"},
         {"beam6_advance_ns_per_call", advance_ns, "ns"},
-        {"alpaca_n1_us_per_request", us1, "us"},
-        {"alpaca_beam6_us_per_request", us6, "us"},
-        {"beam6_cost_ratio", us6 / us1, "x"},
+        {"alpaca_n1_us_per_request", us[0], "us"},
+        {"alpaca_beam6_us_per_request", us[1], "us"},
+        {"beam6_cost_ratio", us[1] / us[0], "x"},
         {"peak_rss_mib", peak_rss_mib(), "MiB"},
     };
     if (csv) {
