@@ -1092,7 +1092,7 @@ static int32_t bm_beam_step(pb_kv_manager *m) {
     bm_beams *bb = &b->bb;
     PB_ASSERT(bb->on);
     int32_t avail = gpu_avail(b), copies = 0;
-    for (int32_t i = 0; i < bb->n && avail < bb->beams; i++) {   /* (a block for every beam: all can) */
+    for (int32_t i = 0; i < bb->n && avail < bb->beams; i++) {   /* none when a block is free for every beam */
         const bm_beam *x = &bb->gr[i];
         if (x->nb > avail) return -1;
         avail -= phase_of(b, x->kv) == 0 ? x->nb : x->nb - x->lasts;
