@@ -54,7 +54,7 @@ static double median(double *v, int n) {
 
 typedef struct { pb_model m; pb_hw hw; pb_sim_cost c; } specs;
 
-enum { BENCH_REPS_MAX = 5 };   /* repetitions of the beam pair (beam_pair) */
+enum { BEAM_PAIR_REPS = 5 };   /* replays of each side of the beam pair (beam_pair; --quick: 1) */
 
 /* One replay; returns CPU seconds, or < 0 on error. */
 static double replay(const specs *sp, const pb_trace *t, int64_t *steps, int64_t *tokens, int64_t *finished,
@@ -209,7 +209,7 @@ static bool beam_trace(const char *dataset, double rate, double duration_s, int3
 static bool beam_pair(const specs *sp, const char *dataset, double rate, double duration_s, int reps, double us[2]) {
     pb_trace t[2] = {{0}, {0}};
     bool ok = beam_trace(dataset, rate, duration_s, 1, &t[0]) && beam_trace(dataset, rate, duration_s, 6, &t[1]);
-    double secs[2][BENCH_REPS_MAX];
+    double secs[2][BEAM_PAIR_REPS];
     for (int r = 0; ok && r < reps; r++)
         for (int k = 0; ok && k < 2; k++) ok = (secs[k][r] = replay(sp, &t[k], NULL, NULL, NULL, NULL, NULL)) >= 0;
     for (int k = 0; ok && k < 2; k++) us[k] = median(secs[k], reps) / (double)(t[k].n > 0 ? t[k].n : 1) * 1e6;
@@ -268,7 +268,7 @@ int pb_bench_sim(int argc, char **argv) {
     double s = median(secs, reps);
     double ns = exec_ns(&sp), select_ns = beam_ns(false), advance_ns = beam_ns(true);
     double us[2];
-    if (!beam_pair(&sp, "alpaca", 1.0, wc.arrivals.duration_s, quick ? 1 : BENCH_REPS_MAX, us)) {
+    if (!beam_pair(&sp, "alpaca", 1.0, wc.arrivals.duration_s, quick ? 1 : BEAM_PAIR_REPS, us)) {
         pb_trace_free(&t);
         return PB_EXIT_RUNTIME;
     }
