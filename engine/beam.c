@@ -193,7 +193,6 @@ static inline void advance(pb_rng *rp, double *cum, int32_t *order, int32_t nb, 
     for (int32_t m = 0; m < nb; m++) {
         int32_t b = points_next(&p, nb, &r, rp), again = (int32_t)((chosen >> b) & 1u);
         chosen |= 1u << b;
-        parent[b] = b;
         cum[b] = cum[b] > p.s ? cum[b] : p.s;
         order[m] = b;
         kb[nk] = b;
@@ -202,6 +201,7 @@ static inline void advance(pb_rng *rp, double *cum, int32_t *order, int32_t nb, 
         nk += again;
     }
     *rp = r;
+    for (int32_t e = 0; e < nb; e++) parent[e] = e;   /* the chosen continue; the dead below */
     for (uint32_t dead = ~chosen & ((1u << nb) - 1); dead; dead &= dead - 1) {   /* as many as children */
         int32_t i = __builtin_ctz(dead);
         nk--;

@@ -75,6 +75,8 @@ typedef struct {
                                 fewer): physical blocks and gpu_avail count it       */
     int64_t logical;         /* logical blocks beyond the frozen tables' (token and
                                 reserved slots: beam_slots, summed by usage())     */
+    int64_t tok, res;        /* beams_slots' sums as the last beam_step left them,  */
+    bool sums;               /*   while nothing changed since (sums true)           */
     bool on;
 } bm_beams;
 
@@ -994,7 +996,7 @@ static void beam_count(bm_beam *x) {
 }
 
 /* x's token and reserved slots (as usage() and last_share() count them) from its
-   counts: computed when usage() asks (once a step), not kept up to date. */
+   counts: computed when asked (bm_beam_step sums them for usage()), not kept. */
 static void beam_slots(const bm *b, const bm_beam *x, int64_t *tok, int64_t *res) {
     int32_t fill = x->kv - (x->n - 1) * b->bs, to_come = x->to_end - x->kv;
     *tok = (int64_t)(x->phys - x->lasts) * b->bs + (int64_t)x->lasts * fill;
@@ -1002,8 +1004,14 @@ static void beam_slots(const bm *b, const bm_beam *x, int64_t *tok, int64_t *res
 }
 
 /* The token and reserved slots the replayed beam groups hold beyond their frozen
-   tables (bb.on). */
+   tables (bb.on): bm_beam_step's sums when nothing changed since (usage() right
+   after a step: the common case), else a walk. */
 static void beams_slots(const bm *b, int64_t *tok, int64_t *res) {
+    if (b->bb.sums) {
+        *tok = b->bb.tok;
+        *res = b->bb.res;
+        return;
+    }
     int64_t tok_sum = 0, res_sum = 0;   /* summed here, not through tok and res */
     for (int32_t i = 0; i < b->bb.n; i++) {
         const bm_beam *x = &b->bb.gr[i];
@@ -1017,7 +1025,8 @@ static void beams_slots(const bm *b, int64_t *tok, int64_t *res) {
 }
 
 /* x's baselines: what its tables hold now (frozen from here). */
-static void beam_freeze(const bm *b, bm_beam *x) {
+static void beam_freeze(bm *b, bm_beam *x) {
+    b->bb.sums = false;
     beam_slots(b, x, &x->tok0, &x->res0);
     x->phys0 = x->phys;
     x->n0 = x->n;
@@ -1092,6 +1101,7 @@ static int32_t bm_beam_step(pb_kv_manager *m) {
     bm_beams *bb = &b->bb;
     PB_ASSERT(bb->on);
     int32_t avail = gpu_avail(b), copies = 0;
+    int64_t tok = 0, res = 0;   /* beams_slots' sums, after the appends */
     for (int32_t i = 0; i < bb->n && avail < bb->beams; i++) {   /* none when a block is free for every beam */
         const bm_beam *x = &bb->gr[i];
         if (x->nb > avail) return -1;
@@ -1112,7 +1122,14 @@ static int32_t bm_beam_step(pb_kv_manager *m) {
         x->phys += take;
         x->lasts = x->nb;
         bb->held += take;
+        int64_t t, r;
+        beam_slots(b, x, &t, &r);
+        tok += t - x->tok0;
+        res += r - x->res0;
     }
+    bb->tok = tok;
+    bb->res = res;
+    bb->sums = true;
     return copies;
 }
 
@@ -1170,6 +1187,7 @@ static int32_t bm_beam_select(pb_kv_manager *m, int32_t i, const int32_t *parent
     default: freed = beam_select(x, x->nb, parent); break;
     }
     b->bb.held -= freed;
+    b->bb.sums = false;
     return freed;
 }
 
@@ -1183,6 +1201,7 @@ static void bm_beam_free(pb_kv_manager *m, int32_t i) {
     bb->held -= x->phys - x->phys0;
     bb->logical -= (int64_t)x->nb * (x->n - x->n0);
     bb->beams -= x->nb;
+    bb->sums = false;
     for (int32_t e = 0; e < x->nb; e++) bm_free(m, x->g->seqs[e]);
     memmove(x, x + 1, (size_t)(bb->n - i - 1) * sizeof *x);
     bb->n--;
@@ -1237,6 +1256,7 @@ static void beams_rebuild(bm *b) {
     PB_ASSERT(pb_block_alloc_used(b->gpu) == used && b->gpu->token_slots == tok && b->reserved == res &&
               b->logical_gpu == logical);
     bb->logical = 0;
+    bb->sums = false;   /* the baselines are the old tables' until frozen again */
 }
 
 static void bm_beam_end(pb_kv_manager *m) {
