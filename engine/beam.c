@@ -49,24 +49,16 @@ int32_t pb_beam_select(const double *cum, const pb_candidates *cand, int32_t n_b
 
 enum { NB_MAX = PB_MAX_TOP / 2 };   /* beams of a group at most (beam width <= n_top / 2) */
 
-/* The beams by cum, best first, ties by index (order), and their cums in that order
-   (c): an insertion sort starting from the hint's order (NULL: index order); with the
-   right hint (most often) one pass of compares. */
-static inline void sort_by_cum(const double *cum, const int32_t *hint, int32_t nb, int32_t *order, double *c) {
-    if (hint) {
-        order[0] = hint[0];
-        c[0] = cum[hint[0]];
-        bool sorted = true;
-        for (int32_t i = 1; i < nb; i++) {
-            order[i] = hint[i];
-            c[i] = cum[hint[i]];
-            sorted &= c[i - 1] > c[i];
-        }
-        if (sorted) return;
-    }
-    for (int32_t i = 0; i < nb; i++) {
-        int32_t b = hint ? hint[i] : i, j = i;
-        double cb = cum[b];
+/* The pairs (order[i], c[i]) -- beam order[i] and its cum -- sorted by cum, best
+   first, ties by index: one pass of compares when they already are (most often), else
+   an insertion sort in place. */
+static inline void sort_pairs(int32_t nb, int32_t *order, double *c) {
+    bool sorted = true;
+    for (int32_t i = 1; i < nb; i++) sorted &= c[i - 1] > c[i];
+    if (sorted) return;
+    for (int32_t i = 1; i < nb; i++) {
+        int32_t b = order[i], j = i;
+        double cb = c[i];
         for (; j > 0 && (c[j - 1] < cb || (c[j - 1] == cb && order[j - 1] > b)); j--) {
             order[j] = order[j - 1];
             c[j] = c[j - 1];
@@ -93,12 +85,12 @@ static inline void sort_by_cum(const double *cum, const int32_t *hint, int32_t n
  * come out best first, as drawn. */
 typedef struct {
     double c[NB_MAX], knot[NB_MAX];   /* c_j; L(c_j) (j < nb)              */
-    int32_t order[NB_MAX];            /* the beams by cum (sort_by_cum)    */
+    int32_t order[NB_MAX];            /* the beams by cum (sort_pairs)     */
     double t, s;                      /* T_m; the last point's score       */
 } points;
 
-static inline void points_begin(points *p, const double *cum, const int32_t *hint, int32_t nb) {
-    sort_by_cum(cum, hint, nb, p->order, p->c);
+/* p's knots from its sorted cums, no point drawn yet. */
+static inline void points_begin(points *p, int32_t nb) {
     p->knot[0] = 0;
     for (int32_t j = 1; j < nb; j++) p->knot[j] = p->knot[j - 1] + (double)j * (p->c[j - 1] - p->c[j]);
     p->t = 0;
@@ -123,7 +115,12 @@ int32_t pb_beam_synth_select(pb_rng *rp, const double *cum, const int32_t *hint,
     PB_ASSERT(n_beams <= NB_MAX && k <= n_top);
     if (k <= 0 || n_beams <= 0) return 0;
     points p;
-    points_begin(&p, cum, hint, n_beams);
+    for (int32_t i = 0; i < n_beams; i++) {   /* the beams in the hint's order (NULL: index order) */
+        p.order[i] = hint ? hint[i] : i;
+        p.c[i] = cum[p.order[i]];
+    }
+    sort_pairs(n_beams, p.order, p.c);
+    points_begin(&p, n_beams);
     int32_t rank[NB_MAX] = {0};
     pb_rng r = *rp;
     for (int32_t m = 0; m < k; m++) {
@@ -176,27 +173,29 @@ void pb_beam_plan_make(const pb_beam_choice *ch, int32_t nc, int32_t nb, pb_beam
     p->n_dead = n_dead;
 }
 
-/* Select and plan in one pass.  A beam's first choice continues it: it keeps its
-   index (parent[b] = b), its score is the highest of its choices (cum[b], from -inf,
-   is their max) and it holds the order's entry m (order[m] = b).  A later choice is
-   a child, kept (kb, ks, km).  Then the dead, in index order, take the children from
-   the end (plan_core's rule), each the entry its child holds. */
-static inline void advance(pb_rng *rp, double *cum, int32_t *order, int32_t nb, int32_t *parent) {
+/* Select and plan in one pass.  The m-th point (best first) is the new rank m: its
+   score c[m], its beam order[m].  A beam's first choice continues it: it keeps its
+   index (parent[b] = b) and holds rank m (order[m] = b).  A later choice is a child,
+   kept (kb, km).  Then the dead, in index order, take the children from the end
+   (plan_core's rule), each its child's rank. */
+static inline void advance(pb_rng *rp, double *c, int32_t *order, int32_t nb, int32_t *parent) {
     PB_ASSERT(nb >= 1 && nb <= NB_MAX);
     points p;
-    points_begin(&p, cum, order, nb);
-    for (int32_t e = 0; e < nb; e++) cum[e] = -INFINITY;
+    for (int32_t i = 0; i < nb; i++) {
+        p.order[i] = order[i];
+        p.c[i] = c[i];
+    }
+    sort_pairs(nb, p.order, p.c);
+    points_begin(&p, nb);
     int32_t kb[NB_MAX], km[NB_MAX], nk = 0;
-    double ks[NB_MAX];
     uint32_t chosen = 0;
     pb_rng r = *rp;
     for (int32_t m = 0; m < nb; m++) {
         int32_t b = points_next(&p, nb, &r, rp), again = (int32_t)((chosen >> b) & 1u);
         chosen |= 1u << b;
-        cum[b] = cum[b] > p.s ? cum[b] : p.s;
+        c[m] = p.s;
         order[m] = b;
         kb[nk] = b;
-        ks[nk] = p.s;
         km[nk] = m;
         nk += again;
     }
@@ -206,18 +205,17 @@ static inline void advance(pb_rng *rp, double *cum, int32_t *order, int32_t nb, 
         int32_t i = __builtin_ctz(dead);
         nk--;
         parent[i] = kb[nk];
-        cum[i] = ks[nk];
         order[km[nk]] = i;
     }
 }
 
 /* advance at the width, a constant in each case (the widths of the experiments), so
    that its loops over the beams and the knots unroll. */
-void pb_beam_synth_advance(pb_rng *rp, double *cum, int32_t *order, int32_t nb, int32_t *parent) {
+void pb_beam_synth_advance(pb_rng *rp, double *c, int32_t *order, int32_t nb, int32_t *parent) {
     switch (nb) {
-    case 2: advance(rp, cum, order, 2, parent); break;
-    case 4: advance(rp, cum, order, 4, parent); break;
-    case 6: advance(rp, cum, order, 6, parent); break;
-    default: advance(rp, cum, order, nb, parent); break;
+    case 2: advance(rp, c, order, 2, parent); break;
+    case 4: advance(rp, c, order, 4, parent); break;
+    case 6: advance(rp, c, order, 6, parent); break;
+    default: advance(rp, c, order, nb, parent); break;
     }
 }

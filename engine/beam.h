@@ -101,16 +101,18 @@ typedef struct {
 void pb_beam_plan_make(const pb_beam_choice *ch, int32_t nc, int32_t nb, pb_beam_plan *p);
 
 /* One step of a beam group at its full width under the synthetic model, without
- * token ids (the replay's hot path, engine.c beam_forward): exactly what
+ * token ids (the replay's hot path, engine.c beam_forward), on the beams by rank:
+ * beam order[m] has score c[m] (best first, ties by index; any other order is
+ * sorted first).  Exactly what, with cum[order[m]] = c[m],
  *     nc = pb_beam_synth_select(r, cum, order, nb, 2 * nb, 0, nb, ch);
  *     pb_beam_plan_make(ch, nc, nb, &pl);
- *     for each e: parent[e] = ch[pl.at[e]].parent, cum[e] = ch[pl.at[e]].score;
- *     order = pl.next
+ *     for each m: order[m] = pl.next[m], c[m] = ch[m].score;
+ *     for each e: parent[e] = ch[pl.at[e]].parent
  * gives -- the same draws, the same beams (tests/test_engine.c) -- without the
- * choices' ranks and the plan's children and dead.  cum[e]: beam e's score, updated;
- * order: the hint (the beams by score, best first), updated; parent[e]: the beam
- * (index before the step) that beam e continues. */
-void pb_beam_synth_advance(pb_rng *r, double *cum, int32_t *order, int32_t nb, int32_t *parent);
+ * choices' ranks and the plan's children and dead: order and c updated (the new
+ * ranks: choice m is rank m), parent[e] the beam (index before the step) that beam
+ * e continues.  Kept by rank, the scores need no gather and no sort the next step. */
+void pb_beam_synth_advance(pb_rng *r, double *c, int32_t *order, int32_t nb, int32_t *parent);
 
 #ifdef __cplusplus
 }

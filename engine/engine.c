@@ -769,8 +769,8 @@ static int32_t beam_replay_select(pb_sched *s, int32_t i, pb_group *g, pb_ff_bea
 
 /* Group g, replayed k steps, up to date: its beams' scores (b), lengths, token time. */
 static void beam_catch_up(pb_group *g, const pb_ff_beams *b, int32_t k, double last_token) {
-    for (int32_t e = 0; e < g->n_seqs && g->beam_width > 1; e++)
-        g->seqs[e]->cum_logprob = b->cum[e];   /* pb_seq_advance's sums */
+    for (int32_t m = 0; m < g->n_seqs && g->beam_width > 1; m++)
+        g->seqs[b->order[m]]->cum_logprob = b->cum[m];   /* pb_seq_advance's sums */
     group_catch_up(g, k, last_token);
 }
 
@@ -786,7 +786,7 @@ static void beam_reserve(pb_sched *s, int32_t n) {
    contexts in f's sums (kv_len len - 1 before step k0's appends). */
 static void beam_track(pb_sched *s, ff_state *f, int32_t i, pb_group *g, int32_t k0) {
     pb_ff_beams *b = &s->ff_beams[i];
-    for (int32_t e = 0; e < g->n_seqs && g->beam_width > 1; e++) {
+    for (int32_t e = 0; e < g->n_seqs && g->beam_width > 1; e++) {   /* by rank once advanced */
         b->cum[e] = g->seqs[e]->cum_logprob;
         b->order[e] = e;
     }

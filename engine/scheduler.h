@@ -28,8 +28,8 @@ typedef struct {   /* a waiting group and its order (copies of its keys) */
 } pb_wait_entry;
 
 typedef struct {   /* a beam group's beams during a beam replay (engine.c beam_forward) */
-    double cum[PB_MAX_TOP / 2];     /* by position: the beams' cum_logprob           */
-    int32_t order[PB_MAX_TOP / 2];  /* the positions by score, best first (a hint)   */
+    double cum[PB_MAX_TOP / 2];     /* by rank: the beams' cum_logprob, best first   */
+    int32_t order[PB_MAX_TOP / 2];  /* by rank: the beams (positions in the group)   */
     int32_t k0;                     /* the replayed step it joined at (0: the first)  */
 } pb_ff_beams;
 

@@ -441,24 +441,25 @@ PB_TEST(beam_synth_select_is_a_top_k) {
 
 /* The replay's step (pb_beam_synth_advance) is select-then-plan exactly: the same
  * draws (the generators end equal), parents, scores and order, for every width,
- * over chains of steps (hints right as the replay keeps them) and from scrambled
- * hints and tied scores (the sort's slow path). */
+ * over chains of steps (ranks right as the replay keeps them) and from scrambled
+ * ranks and tied scores (the sort's slow path).  advance keeps the scores by rank
+ * (c[m] is beam order[m]'s), select-then-plan by beam (ref_cum[e]). */
 PB_TEST(beam_synth_advance_equals_select_then_plan) {
     pb_rng pick;
     pb_rng_seed(&pick, 5, 2);
     int64_t steps = 0, moved = 0;
     for (int trial = 0; trial < 3000; trial++) {
         int32_t nb = 1 + trial % (PB_MAX_TOP / 2);
-        double cum[PB_MAX_TOP / 2], ref_cum[PB_MAX_TOP / 2];
+        double c[PB_MAX_TOP / 2], ref_cum[PB_MAX_TOP / 2];
         int32_t order[PB_MAX_TOP / 2], ref_order[PB_MAX_TOP / 2];
         for (int32_t i = 0; i < nb; i++) {
-            cum[i] = trial % 5 == 0 ? -2.0 : -pb_rng_uniform(&pick) * (double)(1 + trial % 9);
-            if (i > 0 && pb_rng_below(&pick, 3) == 0) cum[i] = cum[i - 1];   /* ties */
-            int32_t j = (int32_t)pb_rng_below(&pick, (uint64_t)i + 1);   /* a scrambled hint */
+            ref_cum[i] = trial % 5 == 0 ? -2.0 : -pb_rng_uniform(&pick) * (double)(1 + trial % 9);
+            if (i > 0 && pb_rng_below(&pick, 3) == 0) ref_cum[i] = ref_cum[i - 1];   /* ties */
+            int32_t j = (int32_t)pb_rng_below(&pick, (uint64_t)i + 1);   /* scrambled ranks */
             order[i] = order[j];
             order[j] = i;
         }
-        memcpy(ref_cum, cum, sizeof cum);
+        for (int32_t m = 0; m < nb; m++) c[m] = ref_cum[order[m]];
         memcpy(ref_order, order, sizeof order);
         pb_rng r, ref_r;
         pb_rng_seed(&r, (uint64_t)trial, 4);
@@ -475,11 +476,11 @@ PB_TEST(beam_synth_advance_equals_select_then_plan) {
                 moved += ref_parent[e] != e;
             }
             memcpy(ref_order, pl.next, (size_t)nb * sizeof *ref_order);
-            pb_beam_synth_advance(&r, cum, order, nb, parent);
+            pb_beam_synth_advance(&r, c, order, nb, parent);
             PB_REQUIRE(!memcmp(&r, &ref_r, sizeof r));
             PB_REQUIRE(!memcmp(parent, ref_parent, (size_t)nb * sizeof *parent));
-            PB_REQUIRE(!memcmp(cum, ref_cum, (size_t)nb * sizeof *cum));
             PB_REQUIRE(!memcmp(order, ref_order, (size_t)nb * sizeof *order));
+            for (int32_t m = 0; m < nb; m++) PB_REQUIRE(c[m] == ref_cum[order[m]] && c[m] == ch[m].score);
         }
     }
     PB_CHECK(steps == 120000 && moved > 100000);   /* beams did branch and die */
