@@ -151,8 +151,8 @@ static double exec_ns(const specs *sp) {
  * candidates each, the beams' scores spread uniformly over 3 nats -- 1,024 such
  * sets, cycled, so that branches see varied orders) or of pb_beam_synth_advance
  * (advance true: the beam replay's hot path, engine.c beam_replay_select; 64 groups
- * cycled, the first 64 sets at the start and then each group's own scores from call
- * to call, its order the hint, as in the replay). */
+ * cycled, the first 64 sets at the start -- sorted by the first call -- and then
+ * each group's own scores by rank from call to call, as in the replay). */
 static double beam_ns(bool advance) {
     enum { W = 6, SETS = 1024, G = 64, N = 200000 };
     static double cum[SETS][W];

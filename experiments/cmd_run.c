@@ -252,9 +252,7 @@ static json_t *points_json(const pb_results *r) {
 }
 
 static pb_status write_sidecar(const char *path, const char *figure, pb_experiment *const *exps, int n, bool quick,
-                               const pb_results *res) {
-    char rev[256], build[256];
-    git_revision(rev, sizeof rev, build, sizeof build);
+                               const char *rev, const char *build, const pb_results *res) {
     json_t *root = json_object(), *ex = json_array();
     json_object_set_new(root, "format", json_string("pagedbench-results 2"));
     json_object_set_new(root, "figure", json_string(figure));
@@ -303,6 +301,7 @@ typedef struct {
     int n_sets;
     bool list_points;
     int shard, n_shards;      /* --shard I/N: shard = I - 1; n_shards 0 = no sharding */
+    char rev[256], build_rev[256];   /* git_revision once per run: banners and sidecars */
 } run_opts;
 
 static int load_all(const char *const *paths, int n, const run_opts *o, pb_experiment ***out) {
@@ -415,7 +414,7 @@ static int run_group(const char *out, const char *figure, pb_experiment **exps, 
     char desc[512];
     pb_system_describe_executor(exps[0], desc, sizeof desc);
     fprintf(stderr, "==> %s: %d experiment(s), %d grid points, %s%s; git %s\n", figure, n, total, desc,
-            o->quick ? ", --quick" : "", pb_git_rev());
+            o->quick ? ", --quick" : "", o->rev);
     if (o->list_points) return list_points(exps, n, o);
     if (o->check) {
         for (int i = 0; i < n; i++) {
@@ -474,7 +473,7 @@ static int run_group(const char *out, const char *figure, pb_experiment **exps, 
     snprintf(paper, sizeof paper, "%s/paper/%s.csv", pb_spec_dir(), figure);
     int rc = PB_EXIT_OK;
     const char *bad_file = pb_results_write_csv(&res, csv)                                 ? csv
-                           : write_sidecar(json, figure, exps, n, o->quick, &res)          ? json
+                           : write_sidecar(json, figure, exps, n, o->quick, o->rev, o->build_rev, &res)          ? json
                            : write_side_csvs(&res, out, o)                                 ? "the per-request / timeline CSV"
                                                                                           : NULL;
     if (bad_file) {
@@ -502,7 +501,7 @@ static int run_direct(const char *fig, const run_opts *o) {
             !strcmp(fig, "fig11")    ? "dataset length histograms"
             : !strcmp(fig, "fig18a") ? "cost model, A100-40GB; our kernels when a GPU is present"
                                      : "cost model, A100-40GB",
-            pb_git_rev());
+            o->rev);
     double t0 = pb_now_s();
     pb_status st;
     char *text = NULL;
@@ -574,7 +573,7 @@ static int run_figure(const char *fig, const run_opts *o) {
 }
 
 int pb_cmd_run(int argc, char **argv) {
-    run_opts o = {1, false, false, false, false, false, true, false, false, false, "results", NULL, 0, false, 0, 0};
+    run_opts o = {.jobs = 1, .report = true, .results = "results"};
     const char **files = pb_xcalloc((size_t)argc + 1, sizeof *files), **figs = pb_xcalloc((size_t)argc + 1, sizeof *figs);
     o.sets = pb_xcalloc((size_t)argc + 1, sizeof *o.sets);
     int nf = 0, ng = 0, all = 0, rc = PB_EXIT_OK;
@@ -636,6 +635,7 @@ int pb_cmd_run(int argc, char **argv) {
         rc = PB_EXIT_USAGE;
     }
     if (rc != PB_EXIT_OK) { ng = 0; all = 0; nf = 0; }
+    if (rc == PB_EXIT_OK) git_revision(o.rev, sizeof o.rev, o.build_rev, sizeof o.build_rev);
     if (rc == PB_EXIT_OK && nf) {
         /* explicit files: each on its own, results/<experiment name>.csv (so a single
            panel never overwrites its figure's merged CSV) */

@@ -71,6 +71,20 @@ if "$PB" run "$T/tiny.yaml" --jobs 1 --results "$T/j1" >"$T/j1.out" 2>"$T/j1.err
     grep -q "3 points computed, 3 reused" "$T/again.err" && ok "resume recomputes only missing points" ||
         bad "partial resume: $(grep '==>' "$T/again.err")"
     grep -q '"git_revision"' "$T/j1/cli_tiny.json" && ok "JSON sidecar" || bad "JSON sidecar"
+    # the banner names the revision the sidecar records, asked of git at run time,
+    # not the one the build was configured at: here another repository's (GIT_DIR)
+    if command -v git >/dev/null; then
+        git init -q "$T/other" && git -C "$T/other" -c user.name=t -c user.email=t@t commit -q --allow-empty -m x
+        other=$(git -C "$T/other" rev-parse --short=12 HEAD)
+        GIT_DIR="$T/other/.git" "$PB" run "$T/tiny.yaml" --results "$T/j1" >"$T/rev.out" 2>"$T/rev.err"
+        banner_rev=$(sed -n 's/^==> .*; git \(.*\)$/\1/p' "$T/rev.err" | head -n 1)
+        json_rev=$(sed -n 's/.*"git_revision": *"\([^"]*\)".*/\1/p' "$T/j1/cli_tiny.json")
+        case "$banner_rev" in
+        "$other"*) [ "$banner_rev" = "$json_rev" ] && ok "banner and sidecar name the run-time revision" ||
+            bad "banner revision '$banner_rev', sidecar '$json_rev'" ;;
+        *) bad "banner revision '$banner_rev', not the run-time $other" ;;
+        esac
+    fi
 else
     bad "tiny sweep failed: $(tail -n 5 "$T/j1.err" "$T/j3.err")"
 fi
