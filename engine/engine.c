@@ -786,7 +786,7 @@ static void beam_reserve(pb_sched *s, int32_t n) {
    contexts in f's sums (kv_len len - 1 before step k0's appends). */
 static void beam_track(pb_sched *s, ff_state *f, int32_t i, pb_group *g, int32_t k0) {
     pb_ff_beams *b = &s->ff_beams[i];
-    for (int32_t e = 0; e < g->n_seqs && g->beam_width > 1; e++) {   /* by rank once advanced */
+    for (int32_t e = 0; e < g->n_seqs && g->beam_width > 1; e++) {   /* advance sorts them */
         b->cum[e] = g->seqs[e]->cum_logprob;
         b->order[e] = e;
     }

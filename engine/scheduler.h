@@ -28,7 +28,8 @@ typedef struct {   /* a waiting group and its order (copies of its keys) */
 } pb_wait_entry;
 
 typedef struct {   /* a beam group's beams during a beam replay (engine.c beam_forward) */
-    double cum[PB_MAX_TOP / 2];     /* by rank: the beams' cum_logprob, best first   */
+    double cum[PB_MAX_TOP / 2];     /* by rank: beam order[m]'s cum_logprob, best
+                                       first (in index order until its first step) */
     int32_t order[PB_MAX_TOP / 2];  /* by rank: the beams (positions in the group)   */
     int32_t k0;                     /* the replayed step it joined at (0: the first)  */
 } pb_ff_beams;
