@@ -472,10 +472,11 @@ static int run_group(const char *out, const char *figure, pb_experiment **exps, 
     snprintf(md, sizeof md, "%s/%s_report.md", o->results, out);
     snprintf(paper, sizeof paper, "%s/paper/%s.csv", pb_spec_dir(), figure);
     int rc = PB_EXIT_OK;
-    const char *bad_file = pb_results_write_csv(&res, csv)                                 ? csv
-                           : write_sidecar(json, figure, exps, n, o->quick, o->rev, o->build_rev, &res)          ? json
-                           : write_side_csvs(&res, out, o)                                 ? "the per-request / timeline CSV"
-                                                                                          : NULL;
+    const char *bad_file =
+        pb_results_write_csv(&res, csv)                                              ? csv
+        : write_sidecar(json, figure, exps, n, o->quick, o->rev, o->build_rev, &res) ? json
+        : write_side_csvs(&res, out, o)                                              ? "the per-request / timeline CSV"
+                                                                                     : NULL;
     if (bad_file) {
         pb_log_error("%s: cannot write: %s", bad_file, strerror(errno));
         rc = PB_EXIT_RUNTIME;
