@@ -41,7 +41,7 @@
 #include "executor_real.h"
 #include "executor_sim.h"
 #include "spec.h"
-#include "system.h"     /* pb_system_fit_trace */
+#include "trace_fit.h"  /* pb_trace_fit */
 #include "workload.h"
 
 enum { N_SIM = 2 };     /* 0: spec, 1: profile */
@@ -298,7 +298,7 @@ int pb_bench_costmodel(int argc, char **argv) {
         fprintf(stderr, "bench costmodel: workload: %s\n", werr);
         return PB_EXIT_USAGE;
     }
-    pb_system_fit_trace(&trace, a.length_scale, true, c.m.max_len);
+    pb_trace_fit(&trace, a.length_scale, true, c.m.max_len);
 
     /* sims */
     int rc = PB_EXIT_OK;

@@ -15,19 +15,12 @@
 #include <stdbool.h>
 #include <stdint.h>
 
+#include "copy_map.h"   /* pb_block_pair, pb_slot_copy */
 #include "pb.h"
 
 #ifdef __cplusplus
 extern "C" {
 #endif
-
-typedef struct { int32_t src, dst; } pb_block_pair;   /* block copy / swap map entry */
-
-/* A range copy inside a contiguous KV cache: token slots [src, src+n) -> [dst, dst+n)
- * of every layer's K and V.  Contiguous managers (Orca, FasterTransformer) cannot
- * share KV, so a fork (parallel sample, beam candidate) copies the parent's KV into
- * the child's region; these copies run before the forward pass, in order. */
-typedef struct { int64_t src, dst; int32_t n; } pb_slot_copy;
 
 /* One sequence's part of a batch. */
 typedef struct {

@@ -43,7 +43,7 @@ const pb_key pb_hardware_schema[] = {
     {"l2_MB", PB_T_NUM, false, 0, 1e4, NULL, NULL, 0, "L2 cache, MB"},
     {"n_sms", PB_T_INT, false, 1, 10000, NULL, NULL, 0, "streaming multiprocessors"},
     {"sources", PB_T_MAP, true, 0, 0, NULL, NULL, 0, "key -> datasheet / measurement for every number"},
-    {"cost_model", PB_T_MAP, false, 0, 0, NULL, NULL, 0, "cost-model parameters (see engine/executors/executor_sim.h)"},
+    {"cost_model", PB_T_MAP, false, 0, 0, NULL, NULL, 0, "cost-model parameters (see executors/executor_sim.h)"},
     {NULL, 0, false, 0, 0, NULL, NULL, 0, NULL},
 };
 

@@ -1,6 +1,6 @@
 /* cmd_profile.c -- `pagedbench profile`: measure real step latencies over a grid of
  * batch compositions and write the step profile the sim executor can use instead of
- * its analytic forward-pass model (format: engine/executors/sim_profile.h).
+ * its analytic forward-pass model (format: executors/sim_profile.h).
  *
  *   pagedbench profile --model opt-13b --hardware h100-sxm --out results/profile_opt13b_h100.csv
  *   pagedbench profile --executor cpu --model tiny-opt --out /tmp/p.csv   (CI: cpu executor)
@@ -48,7 +48,7 @@ static void usage_(FILE *f) {
             "\n"
             "Measure step latencies of the real engine's executor over a grid of batch\n"
             "compositions and write a step profile CSV for the sim executor\n"
-            "(engine/executors/sim_profile.h: phase,batch,tokens,context,latency_us).\n"
+            "(executors/sim_profile.h: phase,batch,tokens,context,latency_us).\n"
             "\n"
             "options:\n"
             "  --model NAME          model spec (experiments/models/NAME.yaml)   [opt-13b]\n"

@@ -108,7 +108,7 @@ const pb_key pb_experiment_schema[] = {
     {"slo", PB_T_MAP, false, 0, 0, NULL, SLO_SCHEMA, 0, "latency SLO for goodput and the slo_met check"},
     {"quick", PB_T_MAP, false, 0, 0, NULL, QUICK_SCHEMA, 0, "what --quick changes"},
     {"cost_model", PB_T_MAP, false, 0, 0, NULL, NULL, 0,
-     "sim: overrides of the hardware's cost_model: keys for this experiment (engine/executors/executor_sim.h)"},
+     "sim: overrides of the hardware's cost_model: keys for this experiment (executors/executor_sim.h)"},
     {"length_scale", PB_T_NUM, false, 1e-6, 1, NULL, NULL, 0,
      "multiply every prompt and output length (rounded up) -- fits a trace to a tiny model (default 1)"},
     {"clamp_to_max_len", PB_T_BOOL, false, 0, 0, NULL, NULL, 0,

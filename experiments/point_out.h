@@ -27,7 +27,7 @@
 #include <stddef.h>
 
 #include "metrics.h"
-#include "runner.h"
+#include "point.h"
 
 #ifdef __cplusplus
 extern "C" {

@@ -19,6 +19,7 @@
 #include "sim_profile.h"     /* pb_sim_profile_load (checked up front) */
 #include "spec.h"
 #include "vllm_version.h"    /* pb_vllm_knobs: the `engine:` version's defaults */
+#include "trace_fit.h"       /* pb_trace_fit */
 #include "workload.h"        /* pb_workload_from_node, pb_workload_generate */
 
 #define GIB (1024.0 * 1024.0 * 1024.0)
@@ -42,29 +43,6 @@ void pb_system_describe_executor(const pb_experiment *e, char *buf, size_t n) {
         snprintf(buf, n, "cpu: real %s forward pass on the host CPU, %s%s", model, kv, lat);
     } else {
         snprintf(buf, n, "cuda: real %s on the local GPU(s), KV budget of %s x%d", model, hw, e->gpus);
-    }
-}
-
-void pb_system_fit_trace(pb_trace *t, double length_scale, bool clamp, int32_t max_len) {
-    for (int64_t i = 0; i < t->n; i++) {
-        pb_request *r = &t->reqs[i];
-        if (length_scale > 0 && length_scale != 1.0) {
-            r->prompt_len = (int32_t)PB_MAX(1.0, ceil(r->prompt_len * length_scale));
-            r->output_len = (int32_t)PB_MAX(1.0, ceil(r->output_len * length_scale));
-            r->prefix_len = (int32_t)floor(r->prefix_len * length_scale);
-        }
-        if (clamp && max_len >= 2) {
-            r->prompt_len = PB_MIN(r->prompt_len, max_len - 1);
-            r->output_len = PB_MAX(1, PB_MIN(r->output_len, max_len - r->prompt_len));
-        }
-        /* a prompt cut below its shared prefix no longer shares it (one length per prefix id) */
-        if (r->prefix_id >= 0 && r->prefix_len >= r->prompt_len) {
-            r->prefix_id = -1;
-            r->prefix_len = 0;
-        }
-        if (r->prefix_len == 0 && r->prefix_id >= 0 && length_scale != 1.0) r->prefix_id = -1;
-        /* a chatbot turn cut below its history no longer re-sends it whole (trace.h) */
-        if (r->prefix_id < 0 && r->prefix_len >= r->prompt_len) r->prefix_len = 0;
     }
 }
 
@@ -549,7 +527,7 @@ static pb_status make_trace(point_run *R, char *err, size_t err_n) {
     char werr[1024] = "";
     pb_status st = pb_workload_generate(&R->P.wc, R->P.seed, &R->trace, werr, sizeof werr);
     if (st) return fail(err, err_n, st, "workload: %s%s", werr, "");
-    pb_system_fit_trace(&R->trace, R->P.length_scale, R->P.clamp, R->P.model.max_len);
+    pb_trace_fit(&R->trace, R->P.length_scale, R->P.clamp, R->P.model.max_len);
     if ((st = pb_trace_check(&R->trace, werr, sizeof werr)))
         return fail(err, err_n, st, "workload: the fitted trace is invalid: %s%s", werr, "");
     return PB_OK;

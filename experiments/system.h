@@ -45,7 +45,7 @@
  *                        Real executors draw token ids in [0, model vocab).
  *   trace fitting        length_scale (lengths x factor, rounded up; a shared prefix is
  *                        scaled down) and clamp_to_max_len (prompt <= max_len - 1, output
- *                        <= max_len - prompt): pb_system_fit_trace, after generation
+ *                        <= max_len - prompt): pb_trace_fit (trace_fit.h), after generation
  *
  * Metrics written for the point: point_out.h's (latencies, throughputs, memory,
  * checks), plus kv_slots and kv_blocks (the KV space); the summary text is vLLM
@@ -58,7 +58,7 @@
 #include <stdint.h>
 
 #include "pb.h"
-#include "runner.h"
+#include "point.h"
 #include "trace.h"
 
 #ifdef __cplusplus
@@ -66,13 +66,6 @@ extern "C" {
 #endif
 
 #define PB_SYSTEM_CPU_KV_MIB 64.0    /* default KV cap of the cpu executor, MiB */
-
-/* Scale every request's prompt and output lengths by length_scale (rounded up, >= 1;
- * 1 = unchanged; a shared prefix is scaled and rounded down), then with clamp cut
- * prompts to max_len - 1 and outputs to max_len - prompt.  A request whose prompt no
- * longer holds its whole shared prefix stops sharing it (prefix_id -1), so every
- * prefix id keeps one length. */
-void pb_system_fit_trace(pb_trace *t, double length_scale, bool clamp, int32_t max_len);
 
 /* Check every point of e before anything runs: each point's resolved config (sweep
  * values checked like the key they set, at the sweep value's file:line:col), the

@@ -26,7 +26,7 @@
 
 #include "pb.h"         /* pb_status */
 #include "kv_dtype.h"   /* pb_kv_dtype */
-#include "executor.h"   /* pb_block_pair {src, dst} */
+#include "copy_map.h"   /* pb_block_pair {src, dst} */
 
 #ifdef __cplusplus
 extern "C" {

@@ -8,7 +8,7 @@
 
 /* The CUDA runtime is called only inside the CUDA module (libpbcuda_exec.so, built with
  * PB_CUDA_MODULE): pbcore links no CUDA library, so its copy asks the module through
- * the loader (engine/executors/cuda_module.c), which also explains a module that will not load. */
+ * the loader (executors/cuda_module.c), which also explains a module that will not load. */
 #if defined(PB_HAVE_CUDA) && defined(PB_CUDA_MODULE)
 #include <cuda_runtime_api.h>
 #define PB_PROBE_CALLS_CUDA 1

@@ -4,7 +4,7 @@
  * logits are fp32.  GEMMs go through cuBLAS (cublasGemmEx, fp16 in, fp32 compute);
  * the rest are simple memory-bound kernels: norms one CTA per row, element-wise
  * kernels grid-stride, candidates one CTA per row.  The C references are in
- * layers_ref.c; kernels/test_gpu_layers.c compares the two on a device. */
+ * layers_ref.c; tests/kernels/test_gpu_layers.c compares the two on a device. */
 #include <cublas_v2.h>
 #include <cuda_fp16.h>
 #include <cuda_runtime.h>

@@ -12,7 +12,7 @@
 #define PB_SLOT_COPY_H
 
 #include "cache_ops.h"   /* pb_kv_cache_shape */
-#include "executor.h"    /* pb_slot_copy */
+#include "copy_map.h"    /* pb_slot_copy */
 
 #ifdef __cplusplus
 extern "C" {

@@ -19,6 +19,7 @@
 #include "runner.h"
 #include "spec.h"
 #include "system.h"
+#include "trace_fit.h"
 
 /* ---- helpers ---- */
 static char g_dir[256];
@@ -415,7 +416,7 @@ PB_TEST(fit_trace_scales_and_clamps) {
     r[3].prefix_id = 0;
     r[3].prefix_len = 80;
     pb_trace t = {.reqs = r, .n = 4};
-    pb_system_fit_trace(&t, 0.25, true, 512);
+    pb_trace_fit(&t, 0.25, true, 512);
     PB_CHECK_EQ_INT(r[0].prompt_len, 256);              /* ceil(255.75) */
     PB_CHECK_EQ_INT(r[0].output_len, 256);              /* ceil(256.25) = 257, clamped to 512 - 256 */
     PB_CHECK_EQ_INT(r[1].prompt_len, 1);                /* never below 1 */
@@ -428,7 +429,7 @@ PB_TEST(fit_trace_scales_and_clamps) {
     for (int i = 0; i < 4; i++) PB_CHECK(r[i].prompt_len + r[i].output_len <= 512);
     /* scale 1 without clamp: untouched */
     r[0].prompt_len = 3000;
-    pb_system_fit_trace(&t, 1.0, false, 512);
+    pb_trace_fit(&t, 1.0, false, 512);
     PB_CHECK_EQ_INT(r[0].prompt_len, 3000);
 }
 

@@ -9,7 +9,7 @@ host overheads of a vLLM-derived engine; see that folder's README) and fits, per
 
   GEMM         t = max(tile-and-wave compute at gemm_flops_efficiency,
                        bytes / (HBM * gemm_bw_efficiency)) + gemm_fixed_us
-               (the sim's own formula, engine/executors/executor_sim.h), on every
+               (the sim's own formula, executors/executor_sim.h), on every
                (M = tokens, N, K, TP) shape of compute/<gpu>/*/mlp.csv
   element-wise t = elementwise_fixed_us + bytes / (HBM * elementwise_bw_efficiency),
                on the norm / activation / rotary columns

@@ -8,7 +8,7 @@
 #   bash kernels/emu/run.sh --long      (decode at 8K..64K tokens: V2 partitions, V1's largest smem)
 set -eu -o pipefail
 HERE=$(cd "$(dirname "$0")" && pwd)
-K=$(dirname "$HERE"); E=$(dirname "$K")/engine
+K=$(dirname "$HERE"); BASE=$(dirname "$K")/base
 CUDA_INC=${CUDA_HOME:-/usr/local/cuda}/include
 CUDA_LIB=${CUDA_HOME:-/usr/local/cuda}/lib64
 for tool in python3 g++ gcc; do command -v $tool >/dev/null || { echo "SKIP: $tool missing"; exit 77; }; done
@@ -17,11 +17,11 @@ B=$(mktemp -d); trap 'rm -rf "$B"' EXIT
 python3 "$HERE/extract.py" "$K/attention.cu" "$B/att_emu.cpp"
 python3 "$HERE/extract.py" "$K/cache_ops.cu" "$B/co_emu.cpp"
 cp "$HERE/cuda_emu.h" "$B/"
-CF="-std=c11 -O1 -D_POSIX_C_SOURCE=200809L -DPB_GIT_REV=\"emu\" -DPB_SOURCE_DIR=\"$K/..\" -I$K -I$E -I$E/base -I$K/../tests"
-for f in "$K/attention_ref.c" "$K/cache_ops_ref.c" "$K/kv_dtype.c" "$K/attn_case.c" "$K/kcheck.c" "$E/base/pb.c" "$E/base/rng.c"; do
+CF="-std=c11 -O1 -D_POSIX_C_SOURCE=200809L -DPB_GIT_REV=\"emu\" -DPB_SOURCE_DIR=\"$K/..\" -I$K -I$BASE -I$K/../tests"
+for f in "$K/attention_ref.c" "$K/cache_ops_ref.c" "$K/kv_dtype.c" "$K/attn_case.c" "$K/kcheck.c" "$BASE/pb.c" "$BASE/rng.c"; do
   gcc $CF -c "$f" -o "$B/$(basename "$f" .c).o"
 done
-XF="-std=c++20 -O1 -w -DPB_HAVE_CUDA=1 -I$B -I$K -I$E -I$E/base -I$CUDA_INC"
+XF="-std=c++20 -O1 -w -DPB_HAVE_CUDA=1 -I$B -I$K -I$BASE -I$CUDA_INC"
 LF="-L$CUDA_LIB -lcudart -lpthread -lm -Wl,-rpath,$CUDA_LIB"
 g++ $XF "$HERE/emu_attention.cpp" "$B"/attention_ref.o "$B"/kv_dtype.o "$B"/attn_case.o "$B"/kcheck.o "$B"/pb.o "$B"/rng.o -o "$B/emu_attention" $LF
 g++ $XF "$HERE/emu_cache_ops.cpp" "$B"/cache_ops_ref.o "$B"/kv_dtype.o "$B"/pb.o -o "$B/emu_cache_ops" $LF

@@ -17,7 +17,7 @@ T=$(mktemp -d); trap 'rm -rf "$T"' EXIT
 : >"$LOG"
 for f in attention cache_ops slot_copy layers devfill; do
     for sm in 80 90; do
-        "$NVCC" -std=c++17 -O3 -DPB_HAVE_CUDA=1 -arch=sm_$sm -Xptxas -v -Ikernels -Iengine -Iengine/base -c "kernels/$f.cu" -o "$T/$f.$sm.o" \
+        "$NVCC" -std=c++17 -O3 -DPB_HAVE_CUDA=1 -arch=sm_$sm -Xptxas -v -Ikernels -Ibase -c "kernels/$f.cu" -o "$T/$f.$sm.o" \
             >>"$LOG" 2>&1 || { echo "ptxas: kernels/$f.cu does not compile for sm_$sm (see $LOG)"; exit 1; }
     done
 done

@@ -1,4 +1,4 @@
-/* executor_cpu.c -- the `cpu` executor: a real tiny model (engine/executors/model.h, cpu
+/* executor_cpu.c -- the `cpu` executor: a real tiny model (executors/model.h, cpu
  * backend) behind the executor interface, with a paged or contiguous KV cache, a
  * host swap pool, copy-on-write copies and wall-clock latencies.  See
  * executor_real.h for the contract. */

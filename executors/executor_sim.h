@@ -65,7 +65,7 @@
  *     sim: {attention_kernel: contiguous, framework: cpp}
  *
  * Measured profiles.  With params.profile set, the forward pass comes from a step
- * latency table measured on a real GPU (engine/executors/sim_profile.h) instead of the
+ * latency table measured on a real GPU (executors/sim_profile.h) instead of the
  * operator sum; framework overheads and memory operations stay analytic.
  *
  * Cost: execute() is O(n_seqs) with no allocation; it never fails on a valid batch.

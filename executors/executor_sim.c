@@ -61,7 +61,7 @@ const pb_key pb_sim_system_schema[] = {
      "decode attention kernel: paged (vLLM) or contiguous (FasterTransformer)"},
     {"framework", PB_T_ENUM, false, 0, 0, "python|cpp", NULL, 0,
      "host overheads: python (vLLM, Orca re-implementation) or cpp (FasterTransformer)"},
-    {"profile", PB_T_STR, false, 0, 0, NULL, NULL, 0, "measured step profile CSV (engine/executors/sim_profile.h)"},
+    {"profile", PB_T_STR, false, 0, 0, NULL, NULL, 0, "measured step profile CSV (executors/sim_profile.h)"},
     {NULL, 0, false, 0, 0, NULL, NULL, 0, NULL},
 };
 

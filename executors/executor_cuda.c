@@ -1,5 +1,5 @@
 /* executor_cuda.c -- the `cuda` executor (see executor_real.h): the forward pass of
- * engine/executors/model.c on a GPU through the cuda backend below (fp16 activations and KV,
+ * executors/model.c on a GPU through the cuda backend below (fp16 activations and KV,
  * cuBLAS GEMMs, kernels/layers.cu, kernels/attention.cu, kernels/cache_ops.cu), a
  * device KV cache, a pinned host swap pool, CUDA-event latencies, NVTX ranges, and
  * Megatron-style tensor parallelism with NCCL (one thread per GPU in this process).

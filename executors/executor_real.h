@@ -2,7 +2,7 @@
  * through the kernels' C references, fp32) and `cuda` (the same forward pass on a
  * GPU at real size: fp16, cuBLAS, our kernels, tensor parallelism with NCCL).
  *
- * Both own a model (engine/executors/model.h) with seeded weights, a KV cache -- paged
+ * Both own a model (executors/model.h) with seeded weights, a KV cache -- paged
  * (num_gpu_blocks x block_size, the batch carries block tables) or contiguous
  * (num_slots token slots, the batch carries kv_offset) -- and a host swap pool of
  * num_cpu_blocks blocks (pinned on the GPU).  execute() performs, in this order:
