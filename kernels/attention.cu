@@ -25,6 +25,7 @@
 #include <math.h>
 
 #include "attention.h"
+#include "attn_smem.h"
 #include "kernel_common.cuh"
 
 namespace {
@@ -319,16 +320,38 @@ int device_sms(void) {
     return sms;
 }
 
+/* static (the kernel's attributes) + dynamic shared memory against the device's
+   default and opt-in limits (attn_smem.h); raises the kernel's dynamic limit when needed */
+template <typename K>
+pb_status smem_opt_in(K kern, int dev, size_t dyn) {
+    cudaFuncAttributes fa;
+    int def = 0, optin = 0;
+    PBK_TRY(cudaFuncGetAttributes(&fa, kern));
+    PBK_TRY(cudaDeviceGetAttribute(&def, cudaDevAttrMaxSharedMemoryPerBlock, dev));
+    PBK_TRY(cudaDeviceGetAttribute(&optin, cudaDevAttrMaxSharedMemoryPerBlockOptin, dev));
+    switch (pb_smem_plan_for(fa.sharedSizeBytes, dyn, (size_t)def, (size_t)optin)) {
+    case PB_SMEM_DEFAULT: return PB_OK;
+    case PB_SMEM_OPT_IN:
+        PBK_TRY(cudaFuncSetAttribute(kern, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)dyn));
+        return PB_OK;
+    default: break;
+    }
+    pb_log_error("attention: %zu static + %zu dynamic bytes of shared memory exceed the device's %d",
+                 (size_t)fa.sharedSizeBytes, dyn, optin);
+    return PB_ERR_UNSUPPORTED;
+}
+
 template <typename T, int HEAD, int VVEC, int NC, bool PAGED>
 pb_status launch_decode_cls(const DecodeArgs &a, dim3 grid, size_t smem, cudaStream_t st) {
     auto kern = decode_kernel<T, HEAD, VVEC, NC, PAGED>;
-    /* opt-in above 48 KiB, remembered per instantiation and device (not thread-safe:
-       one host thread per device is assumed) */
+    /* checked (and opted into) when the dynamic size grows, remembered per instantiation
+       and device (not thread-safe: one host thread per device is assumed) */
     static size_t smem_set[64];
     int dev = 0;
     PBK_TRY(cudaGetDevice(&dev));
-    if (smem > 48 * 1024 && (dev >= 64 || smem > smem_set[dev])) {
-        PBK_TRY(cudaFuncSetAttribute(kern, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)smem));
+    if (dev >= 64 || smem > smem_set[dev]) {
+        const pb_status rc = smem_opt_in(kern, dev, smem);
+        if (rc != PB_OK) return rc;
         if (dev < 64) smem_set[dev] = smem;
     }
     kern<<<grid, NUM_THREADS, smem, st>>>(a);
@@ -448,8 +471,8 @@ pb_status decode_common(const pb_attn_params *p, pb_attn_algo algo, void *out, c
         a.part_tokens = (max_ctx + 15) / 16 * 16;
         a.max_parts = 1;
     }
-    a.blk_smem = PAGED ? (a.part_tokens >> bs_shift) + 2 : 0;
-    const size_t smem = ((size_t)a.part_tokens + (size_t)a.blk_smem) * 4;
+    a.blk_smem = pb_attn_decode_blk_ints(a.part_tokens, PAGED ? bs_shift : -1);
+    const size_t smem = pb_attn_decode_dynamic_smem(a.part_tokens, a.blk_smem);
     dim3 grid(p->num_heads, p->num_seqs, a.max_parts);
     switch (p->dtype) {
     case PB_KV_F32: rc = launch_decode_t<float, PAGED>(a, p->head_size, vvec, nc, grid, smem, st); break;

@@ -7,6 +7,7 @@ src = src.replace('#include "kernel_common.cuh"', '#include "cuda_emu.h"\n#inclu
 src = re.sub(r'extern __shared__ float (\w+)\[\];', r'float *\1 = pbk_emu_dyn_smem;', src)
 src = src.replace('PBK_TRY(cudaGetDevice(&dev));', 'dev = 0;')
 src = re.sub(r'PBK_TRY\(cudaFuncSetAttribute\([^;]*\);', '', src)
+src = src.replace('smem_opt_in(kern, dev, smem)', 'PB_OK')   # no device limits to query
 src = src.replace('PBK_LAUNCHED();', '')
 def launch(m):
     fn, cfg, args = m.group(1), m.group(2), m.group(3)

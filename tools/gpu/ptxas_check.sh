@@ -5,6 +5,8 @@
 #     for large arguments keeps a small local array, e.g. in rope);
 #   - decode_kernel (128 threads) uses <= 128 registers: 4 CTAs per SM fit in the
 #     64K-register file, as pb_paged_attention_choose() assumes (4 slots per SM);
+#   - decode_kernel's static shared memory is what kernels/attn_smem.h says (the
+#     launcher adds it to the dynamic bytes to decide the opt-in above 48 KiB);
 #   - every other kernel fits its __launch_bounds__ (ptxas fails otherwise) and its
 #     static shared memory stays <= 48 KiB (no opt-in is made for static smem).
 # Prints one line per rule and exits 1 if one is broken, 77 without nvcc.
@@ -43,6 +45,11 @@ d=$(grep -c 'decode_kernel' "$T/k.txt")
 mx=$(awk '/decode_kernel/ && $3 > m { m = $3 } END { print m + 0 }' "$T/k.txt")
 r=$(awk '/decode_kernel/ && $3 > 128' "$T/k.txt" | wc -l)
 rule "decode_kernel: $d instantiations, at most $mx registers (<= 128: 4 CTAs of 128 threads per SM)" "$r"
+# the launcher's opt-in test (attn_smem.h) counts this static size: it must be the real one
+sb=$(awk '/decode_kernel/ { if (match($1, /decode_kernelI(f|6__half|13__nv_bfloat16)Li[0-9]+E/)) {
+        h = substr($1, RSTART, RLENGTH); sub(/.*Li/, "", h); sub(/E$/, "", h)
+        if ($4 != 4 * (8 + 4 * h)) n++ } else n++ } END { print n + 0 }' "$T/k.txt")
+rule "decode_kernel static shared memory = PB_ATTN_DECODE_STATIC_SMEM(head) = 4 x (8 + 4 x head) bytes ($sb differ)" "$sb"
 ms=$(awk '$4 > m { m = $4 } END { print m + 0 }' "$T/k.txt")
 o=$(awk '$4 > 49152' "$T/k.txt" | wc -l)
 rule "static shared memory at most $ms bytes (<= 48 KiB)" "$o"
