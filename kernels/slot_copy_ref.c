@@ -12,6 +12,13 @@ pb_status pb_copy_slots_check(const pb_kv_cache_shape *c, const pb_slot_copy *co
         if (cp->n < 0 || cp->src < 0 || cp->dst < 0 || cp->src + cp->n > c->block_size ||
             cp->dst + cp->n > c->block_size)
             return PB_ERR_INVALID;
+        /* overlapping source and destination: cudaMemcpy2DAsync's result is undefined */
+        if (cp->n > 0 && cp->src < cp->dst + cp->n && cp->dst < cp->src + cp->n) {
+            pb_log_error("copy_slots: copy %d moves slots [%lld, %lld) onto overlapping [%lld, %lld)", i,
+                         (long long)cp->src, (long long)(cp->src + cp->n), (long long)cp->dst,
+                         (long long)(cp->dst + cp->n));
+            return PB_ERR_INVALID;
+        }
     }
     return PB_OK;
 }
@@ -28,12 +35,12 @@ pb_status pb_copy_slots_ref(const pb_kv_cache_shape *c, void *const *k_caches, v
             const pb_slot_copy *cp = &copies[i];
             for (int64_t row = 0; row < H * (D / x); row++) {          /* K rows of S*x */
                 char *base = k + (size_t)(row * S * x) * el;
-                memmove(base + (size_t)(cp->dst * x) * el, base + (size_t)(cp->src * x) * el,
-                        (size_t)(cp->n * x) * el);
+                memcpy(base + (size_t)(cp->dst * x) * el, base + (size_t)(cp->src * x) * el,
+                       (size_t)(cp->n * x) * el);
             }
             for (int64_t row = 0; row < H * D; row++) {                /* V rows of S */
                 char *base = v + (size_t)(row * S) * el;
-                memmove(base + (size_t)cp->dst * el, base + (size_t)cp->src * el, (size_t)cp->n * el);
+                memcpy(base + (size_t)cp->dst * el, base + (size_t)cp->src * el, (size_t)cp->n * el);
             }
         }
     }

@@ -58,4 +58,26 @@ PB_TEST(rejects_ranges_outside_the_cache) {
     PB_CHECK(pb_copy_slots_check(&paged, &ok, 0) == PB_ERR_INVALID);
 }
 
+PB_TEST(rejects_a_copy_onto_its_own_source) {
+    pb_kv_cache_shape c = {1, H, D, S, PB_KV_F32};
+    /* src [0,5) onto [3,8), [10,15) onto [6,11), onto itself: undefined for cudaMemcpy2DAsync */
+    const pb_slot_copy overl[3] = {{0, 3, 5}, {10, 6, 5}, {7, 7, 2}};
+    for (int i = 0; i < 3; i++) PB_CHECK(pb_copy_slots_check(&c, &overl[i], 1) == PB_ERR_INVALID);
+    /* touching ranges, an empty copy, and a later copy overwriting an earlier one's source */
+    const pb_slot_copy fine[3] = {{0, 5, 5}, {9, 9, 0}, {5, 0, 5}};
+    PB_CHECK(pb_copy_slots_check(&c, fine, 3) == PB_OK);
+    /* nothing is copied when one copy of the list is refused */
+    size_t n = (size_t)H * D * S;
+    float *k = malloc(n * sizeof(float)), *v = malloc(n * sizeof(float));
+    for (size_t i = 0; i < n; i++) { k[i] = (float)i; v[i] = -(float)i; }
+    void *kl[1] = {k}, *vl[1] = {v};
+    const pb_slot_copy mixed[2] = {{20, 0, 4}, {0, 2, 4}};
+    PB_CHECK(pb_copy_slots_ref(&c, kl, vl, 1, mixed, 2) == PB_ERR_INVALID);
+    int same = 1;
+    for (size_t i = 0; i < n; i++) same &= k[i] == (float)i && v[i] == -(float)i;
+    PB_CHECK(same);
+    free(k);
+    free(v);
+}
+
 PB_TEST_MAIN()
