@@ -239,9 +239,17 @@ extern "C" pb_status pb_swap_blocks_cuda(void *const *dst_tensors, const void *c
         size_t fail_idx = 0;
         e = cudaMemcpyBatchAsync(dsts, srcs, sizes, n, &attr, &attr_idx, 1, &fail_idx, stream);
 #endif
-        free(dsts); free(srcs); free(sizes); free(runs);
-        PBK_TRY(e);
-        return PB_OK;
+        free(dsts); free(srcs); free(sizes);
+        if (e == cudaSuccess) {
+            free(runs);
+            return PB_OK;
+        }
+        /* refused (driver, memory kind or attributes): the same runs one copy each */
+        static int said;
+        if (!said++)
+            pb_log_info("swap_blocks: cudaMemcpyBatchAsync: %s; copying run by run", cudaGetErrorString(e));
+        cudaGetLastError();
+        e = cudaSuccess;
     }
 #endif
     for (int32_t t = 0; t < num_tensors && e == cudaSuccess; t++)

@@ -14,7 +14,8 @@
  *   PB_SWAP_BATCHED:   pairs sorted by source and merged into contiguous runs
  *                      (pb_swap_merge_runs), all tensors' runs submitted with one
  *                      cudaMemcpyBatchAsync when the toolkit has it (CUDA >= 12.8)
- *                      and the stream is not the legacy NULL stream, else one
+ *                      and the stream is not the legacy NULL stream, else (or when
+ *                      the batch call returns an error: said once on stderr) one
  *                      cudaMemcpyAsync per run.
  *
  * C11 and C++17 clean (included by .cu files). */
