@@ -773,6 +773,8 @@ static pb_status norm_(pb_lm *lm, void *out, const void *in, const void *g, cons
 static void range_(pb_lm *lm, const char *name) {
     if (lm->ops->range) lm->ops->range(lm->ctx, name);
 }
+/* TRY inside an open range: close the range before returning the error */
+#define TRY_IN_RANGE(call) do { pb_status st_ = (call); if (st_ != PB_OK) { range_(lm, NULL); return st_; } } while (0)
 
 pb_status pb_lm_forward(pb_lm *lm, const pb_fwd_meta *m, pb_kv_cache *cache, int32_t n_top,
                         const pb_sample_params *sp, int32_t *tokens, float *logprobs,
@@ -788,7 +790,7 @@ pb_status pb_lm_forward(pb_lm *lm, const pb_fwd_meta *m, pb_kv_cache *cache, int
     TRY(ensure_acts_(lm, T, S));
     TRY(o->prepare(c, m));
     range_(lm, "embed");
-    TRY(o->embed(c, lm->x, lm->wte, opt ? lm->wpe : NULL, 2, h));
+    TRY_IN_RANGE(o->embed(c, lm->x, lm->wte, opt ? lm->wpe : NULL, 2, h));
     range_(lm, NULL);
     pb_attn_call ac;
     memset(&ac, 0, sizeof ac);
@@ -804,38 +806,38 @@ pb_status pb_lm_forward(pb_lm *lm, const pb_fwd_meta *m, pb_kv_cache *cache, int
         lm_layer *L = &lm->layers[l];
         range_(lm, "layer");
         /* attention block */
-        TRY(norm_(lm, lm->hn, lm->x, L->ln1_g, L->ln1_b, T));
-        TRY(o->gemm(c, lm->qkv, 0, lm->hn, L->wqkv, T, lm->Nqkv, h));
-        if (L->bqkv) TRY(o->bias_act(c, lm->qkv, L->bqkv, T, lm->Nqkv, 0));
-        if (!opt) TRY(o->rope(c, lm->qkv, lm->Nqkv, lm->Hl, lm->Hkvl, D, 10000.0f));
+        TRY_IN_RANGE(norm_(lm, lm->hn, lm->x, L->ln1_g, L->ln1_b, T));
+        TRY_IN_RANGE(o->gemm(c, lm->qkv, 0, lm->hn, L->wqkv, T, lm->Nqkv, h));
+        if (L->bqkv) TRY_IN_RANGE(o->bias_act(c, lm->qkv, L->bqkv, T, lm->Nqkv, 0));
+        if (!opt) TRY_IN_RANGE(o->rope(c, lm->qkv, lm->Nqkv, lm->Hl, lm->Hkvl, D, 10000.0f));
         ac.k_cache = cache->k[l];
         ac.v_cache = cache->v[l];
-        TRY(o->attention(c, &ac));
-        TRY(o->gemm(c, lm->proj, 0, lm->attn, L->wo, T, h, lm->Hl * D));
-        if (L->bo) TRY(o->bias_act(c, lm->proj, L->bo, T, h, 0));
-        if (tp) TRY(o->allreduce(c, lm->proj, (int64_t)T * h));
-        TRY(o->add(c, lm->x, lm->proj, (int64_t)T * h));
+        TRY_IN_RANGE(o->attention(c, &ac));
+        TRY_IN_RANGE(o->gemm(c, lm->proj, 0, lm->attn, L->wo, T, h, lm->Hl * D));
+        if (L->bo) TRY_IN_RANGE(o->bias_act(c, lm->proj, L->bo, T, h, 0));
+        if (tp) TRY_IN_RANGE(o->allreduce(c, lm->proj, (int64_t)T * h));
+        TRY_IN_RANGE(o->add(c, lm->x, lm->proj, (int64_t)T * h));
         /* feed-forward block */
-        TRY(norm_(lm, lm->hn, lm->x, L->ln2_g, L->ln2_b, T));
-        TRY(o->gemm(c, lm->ff, 0, lm->hn, L->w1, T, lm->n_ff, h));
+        TRY_IN_RANGE(norm_(lm, lm->hn, lm->x, L->ln2_g, L->ln2_b, T));
+        TRY_IN_RANGE(o->gemm(c, lm->ff, 0, lm->hn, L->w1, T, lm->n_ff, h));
         if (opt) {
-            TRY(o->bias_act(c, lm->ff, L->b1, T, lm->Fl, 1));
-            TRY(o->gemm(c, lm->proj, 0, lm->ff, L->w2, T, h, lm->Fl));
+            TRY_IN_RANGE(o->bias_act(c, lm->ff, L->b1, T, lm->Fl, 1));
+            TRY_IN_RANGE(o->gemm(c, lm->proj, 0, lm->ff, L->w2, T, h, lm->Fl));
         } else {
-            TRY(o->silu_mul(c, lm->ff2, lm->ff, T, lm->Fl));
-            TRY(o->gemm(c, lm->proj, 0, lm->ff2, L->w2, T, h, lm->Fl));
+            TRY_IN_RANGE(o->silu_mul(c, lm->ff2, lm->ff, T, lm->Fl));
+            TRY_IN_RANGE(o->gemm(c, lm->proj, 0, lm->ff2, L->w2, T, h, lm->Fl));
         }
-        if (L->b2) TRY(o->bias_act(c, lm->proj, L->b2, T, h, 0));
-        if (tp) TRY(o->allreduce(c, lm->proj, (int64_t)T * h));
-        TRY(o->add(c, lm->x, lm->proj, (int64_t)T * h));
+        if (L->b2) TRY_IN_RANGE(o->bias_act(c, lm->proj, L->b2, T, h, 0));
+        if (tp) TRY_IN_RANGE(o->allreduce(c, lm->proj, (int64_t)T * h));
+        TRY_IN_RANGE(o->add(c, lm->x, lm->proj, (int64_t)T * h));
         range_(lm, NULL);
     }
     /* logits and candidates: rank 0 only (the layers' collectives are all done) */
     if (S == 0 || lm->p.tp_rank != 0 || !tokens) return PB_OK;
     range_(lm, "logits");
-    TRY(o->gather_rows(c, lm->xs, lm->x, h));
-    TRY(norm_(lm, lm->xsn, lm->xs, lm->lnf_g, lm->lnf_b, S));
-    TRY(o->gemm(c, lm->logits, 1, lm->xsn, lm->lm_head, S, lm->V, h));
+    TRY_IN_RANGE(o->gather_rows(c, lm->xs, lm->x, h));
+    TRY_IN_RANGE(norm_(lm, lm->xsn, lm->xs, lm->lnf_g, lm->lnf_b, S));
+    TRY_IN_RANGE(o->gemm(c, lm->logits, 1, lm->xsn, lm->lm_head, S, lm->V, h));
     range_(lm, NULL);
     range_(lm, "sample");
     pb_status st = o->candidates(c, lm->logits, S, lm->V, n_top, sp, tokens, logprobs, n_out);

@@ -687,6 +687,65 @@ PB_TEST(tensor_parallel_shards_compute_the_full_model) {
     }
 }
 
+/* ---- NVTX-style ranges stay balanced when an op fails inside one ---- */
+
+static int range_depth_, gemm_calls_, gemm_fail_at_;
+static void count_range_(void *ctx, const char *name) { (void)ctx; range_depth_ += name ? 1 : -1; }
+static pb_status failing_gemm_(void *ctx, void *out, int out_f32, const void *in, const void *w, int32_t M,
+                               int32_t N, int32_t K) {
+    if (++gemm_calls_ == gemm_fail_at_) return PB_ERR_CUDA;
+    return pb_model_ops_cpu.gemm(ctx, out, out_f32, in, w, M, N, K);
+}
+
+PB_TEST(ranges_close_when_an_op_fails) {
+    pb_model m = load_("tiny-opt");
+    pb_model_ops ops = pb_model_ops_cpu;
+    ops.range = count_range_;
+    ops.gemm = failing_gemm_;
+    pb_cpu_ctx c = {0};
+    pb_lm_params lp;
+    memset(&lp, 0, sizeof lp);
+    lp.spec = &m; lp.ops = &ops; lp.ctx = &c; lp.tp_size = 1; lp.weight_seed = 3; lp.max_tokens_hint = 16;
+    pb_lm *lm = NULL;
+    PB_REQUIRE(pb_lm_create(&lp, &lm) == PB_OK);
+    pb_kv_cache cache;
+    PB_REQUIRE(pb_kv_cache_alloc(&cache, lm, 8, 4, false) == PB_OK);
+    tpool pool;
+    pool_init_(&pool, 8, 4, 1);
+    tseq a;
+    seq_init_(&a, 1, 1, 6, 2, m.vocab);
+    seq_place_(&a, &pool, true);
+    pb_batch_seq q;
+    memset(&q, 0, sizeof q);
+    q.seq_id = 1; q.group_id = 1; q.n_new = a.len; q.context_len = a.len; q.is_prefill = true;
+    q.sample = true; q.block_table = a.bt; q.n_blocks = a.nb; q.tokens = a.tok;
+    pb_batch b;
+    memset(&b, 0, sizeof b);
+    b.n_seqs = 1; b.seqs = &q; b.block_size = 4; b.n_top = 2;
+    pb_fwd_meta fm;
+    memset(&fm, 0, sizeof fm);
+    PB_REQUIRE(pb_fwd_meta_build(&fm, &b, &m, &cache.shape, 5) == PB_OK);
+    pb_sample_params sp = {0.0f, 1.0f};
+    int32_t tok[2], nout[1];
+    float lps[2];
+    /* a clean pass counts the GEMMs: 4 per layer + the LM head */
+    gemm_calls_ = 0; gemm_fail_at_ = -1; range_depth_ = 0;
+    PB_CHECK(pb_lm_forward(lm, &fm, &cache, 2, &sp, tok, lps, nout) == PB_OK);
+    PB_CHECK_EQ_INT(range_depth_, 0);
+    const int n_gemm = gemm_calls_;
+    PB_CHECK_EQ_INT(n_gemm, 4 * m.n_layers + 1);
+    for (int k = 1; k <= n_gemm; k++) {       /* a failure in every layer's GEMMs and the head's */
+        gemm_calls_ = 0; gemm_fail_at_ = k; range_depth_ = 0;
+        PB_CHECK(pb_lm_forward(lm, &fm, &cache, 2, &sp, tok, lps, nout) == PB_ERR_CUDA);
+        PB_CHECK_EQ_INT(range_depth_, 0);
+    }
+    pb_fwd_meta_free(&fm);
+    pb_kv_cache_free(&cache, lm);
+    pb_lm_destroy(lm);
+    pb_cpu_ctx_free(&c);
+    free(pool.free_list);
+}
+
 /* ---- the GPU's attention routing, on the cpu (model.h pb_attention_route) ---- */
 
 PB_TEST(split_attention_routing_matches_the_per_row_path) {
