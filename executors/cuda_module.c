@@ -36,6 +36,7 @@ static struct {
     int (*gpu_available)(char *, size_t);
     void (*device_name)(char *, size_t);
     void (*print_context)(FILE *);
+    void (*get_info)(pb_kbench_info *);
     pb_status (*run_gpu)(const pb_kbench_opts *, pb_kb_set *, FILE *, int *);
 } g_mod;
 static pthread_once_t g_once = PTHREAD_ONCE_INIT;
@@ -90,6 +91,7 @@ static void load_once(void) {
     GET(gpu_available, "pb_kbench_gpu_available");
     GET(device_name, "pb_kbench_device_name");
     GET(print_context, "pb_kbench_print_context");
+    GET(get_info, "pb_kbench_get_info");
     GET(run_gpu, "pb_kbench_run_gpu");
     g_mod.ok = true;
     pb_log_debug("cuda module: loaded %s", path);
@@ -138,6 +140,17 @@ void pb_kbench_print_context(FILE *f) {
         return;
     }
     g_mod.print_context(f);
+}
+
+void pb_kbench_get_info(pb_kbench_info *out) {
+    if (!pb_cuda_module_load(NULL, 0)) {
+        memset(out, 0, sizeof *out);
+        snprintf(out->driver, sizeof out->driver, "unknown");
+        snprintf(out->cuda, sizeof out->cuda, "-");
+        snprintf(out->timer, sizeof out->timer, "-");
+        return;
+    }
+    g_mod.get_info(out);
 }
 
 pb_status pb_kbench_run_gpu(const pb_kbench_opts *o, pb_kb_set *out, FILE *log, int *valid) {

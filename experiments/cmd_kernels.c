@@ -4,34 +4,45 @@
  *   pagedbench kernels [--grid fig18a|long|blocksize|cache|swap]... [--check FILE]
  *                      [--update FILE] [--csv FILE] [--cpu] [--hw NAME] [--hbm-gbps X]
  *                      [--reps N] [--warmup N] [--tolerance X] [--ratio-tolerance X]
+ *   pagedbench kernels --grid calib-attn,calib-gemm --calib-dir DIR   (cost-model sweeps)
  *   pagedbench kernels --probe     (GPU name and hardware spec, or SKIP: no GPU (why))
  *
  * With a CUDA device the GPU kernels run (after matching their C references);
  * without one (or with --cpu) the C references run through the same grids and the
  * same check, against bench/baselines/cpu-reference.json.  The last lines of stdout are
  * named checks (docs/outputs.md): `Check complete|correct|timer|no_regression: PASS|FAIL|n/a
- * (why)`.  Exit: 0 ok, 1 regression or runtime failure, 2 usage / bad baseline file. */
+ * (why)`.  A run that stops or skips failed points still writes what it measured
+ * (--csv, --calib-dir; a baseline only from a complete run).
+ * Exit: 0 ok, 1 regression or runtime failure, 2 usage / bad baseline file. */
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 
 #include "commands.h"
 #include "config.h"
 #include "kbench.h"
+#include "point_key.h"   /* pb_source_describe */
 #include "spec.h"
 
 static void usage(FILE *f) {
     fprintf(f,
             "usage: pagedbench kernels [--grid G]... [--check FILE] [--update FILE] [--csv FILE] [--cpu]\n"
             "                          [--hw NAME] [--hbm-gbps X] [--reps N] [--warmup N]\n"
-            "                          [--tolerance X] [--ratio-tolerance X]\n"
+            "                          [--tolerance X] [--ratio-tolerance X] [--calib-dir DIR]\n"
             "       pagedbench kernels --probe\n"
             "  --grid G              fig18a, long, blocksize, cache, swap (repeatable or comma list;\n"
-            "                        default: all)\n"
+            "                        default: these five); calib-attn, calib-gemm: the cost model's\n"
+            "                        calibration sweeps (paged attention at block 1..256 beside the\n"
+            "                        contiguous kernel; cuBLAS GEMMs of OPT-13B at M = 1..512), only\n"
+            "                        when named, never in a baseline\n"
+            "  --calib-dir DIR       write the calibration sweeps' rows to DIR/calib_attention.csv and\n"
+            "                        DIR/calib_gemm.csv (with device, driver, CUDA and commit columns)\n"
             "  --check FILE          compare with a baseline: 'Check no_regression' fails (exit 1) when\n"
             "                        a latency grew by more than its tolerance or a paged/contiguous\n"
             "                        ratio grew by more than its ratio tolerance\n"
             "  --update FILE         write the measured results as a baseline\n"
-            "  --csv FILE            write every result (µs, GB/s, %% of peak) as CSV\n"
+            "  --csv FILE            write every result (µs, GB/s, %% of peak) as CSV, also the\n"
+            "                        results of a run that failed part-way\n"
             "  --cpu                 run the C references even when a GPU is present\n"
             "  --probe               print the GPU's name and hardware spec (exit 0), or\n"
             "                        'SKIP: no GPU (<reason>)' (exit 77); run nothing\n"
@@ -49,7 +60,8 @@ static void usage(FILE *f) {
             "Checks (stdout, at the end; docs/outputs.md):\n"
             "  Check complete        every grid ran to the end\n"
             "  Check correct         every GPU kernel matched its C reference (n/a on the C references)\n"
-            "  Check timer           CUPTI dropped no timing record (n/a on the C references)\n"
+            "  Check timer           CUPTI dropped no timing record, or CUDA events timed the run\n"
+            "                        (CUPTI unavailable; n/a on the C references)\n"
             "  Check no_regression   no result regressed against the --check baseline (n/a without)\n"
             "Exit: 0 ok; 1 a run failure (a kernel mismatch included) or a regression;\n"
             "2 usage or a bad baseline file.  A failed timer check alone leaves the exit at 0.\n");
@@ -63,16 +75,24 @@ static int parse_num(const char *s, double lo, double *out) {
     return 0;
 }
 
-static const char *guess_hw(const char *dev) {
-    if (strstr(dev, "H200")) return "h200";
-    if (strstr(dev, "H100")) return "h100-sxm";
-    if (strstr(dev, "A100") && strstr(dev, "80GB")) return "a100-80gb";
-    if (strstr(dev, "A100")) return "a100-40gb";
+static int contains_ci(const char *s, const char *w) {
+    for (size_t n = strlen(w); *s; s++)
+        if (!strncasecmp(s, w, n)) return 1;
+    return 0;
+}
+
+const char *pb_kernels_hw_for_device(const char *dev) {
+    const int pcie = contains_ci(dev, "pcie"), nvl = strstr(dev, "NVL") != NULL;
+    if (strstr(dev, "GH200") || strstr(dev, "GH100")) return NULL;   /* Grace Hopper: C2C host link */
+    if (strstr(dev, "H200")) return pcie || nvl ? NULL : "h200";
+    if (strstr(dev, "H100")) return pcie || nvl ? NULL : "h100-sxm";
+    if (strstr(dev, "A100") && strstr(dev, "80GB")) return pcie ? "a100-80gb-pcie" : "a100-80gb";
+    if (strstr(dev, "A100") && strstr(dev, "40GB")) return pcie ? NULL : "a100-40gb";
     return NULL;
 }
 
 int pb_cmd_kernels(int argc, char **argv) {
-    const char *check = NULL, *update = NULL, *hw_name = NULL, *csv = NULL;
+    const char *check = NULL, *update = NULL, *hw_name = NULL, *csv = NULL, *calib_dir = NULL;
     int force_cpu = 0, reps = -1, warmup = 3;
     double hbm_gbps = 0, tol = -1, rtol = -1;
     unsigned grids = 0;
@@ -88,7 +108,7 @@ int pb_cmd_kernels(int argc, char **argv) {
                 return 77;
             }
             pb_kbench_device_name(dev, sizeof dev);
-            const char *hw = guess_hw(dev);
+            const char *hw = pb_kernels_hw_for_device(dev);
             printf("gpu: %s\nhw: %s\n", dev, hw ? hw : "-");
             return PB_EXIT_OK;
         }
@@ -99,12 +119,13 @@ int pb_cmd_kernels(int argc, char **argv) {
             snprintf(buf, sizeof buf, "%s", v);
             for (char *save = NULL, *tok = strtok_r(buf, ",", &save); tok; tok = strtok_r(NULL, ",", &save)) {
                 unsigned b = pb_kbench_grid_bit(tok);
-                if (!b) { fprintf(stderr, "kernels: unknown grid '%s' (fig18a, long, blocksize, cache, swap)\n", tok); return PB_EXIT_USAGE; }
+                if (!b) { fprintf(stderr, "kernels: unknown grid '%s' (fig18a, long, blocksize, cache, swap, calib-attn, calib-gemm)\n", tok); return PB_EXIT_USAGE; }
                 grids |= b;
             }
         } else if (!strcmp(a, "--check")) check = v;
         else if (!strcmp(a, "--update")) update = v;
         else if (!strcmp(a, "--csv")) csv = v;
+        else if (!strcmp(a, "--calib-dir")) calib_dir = v;
         else if (!strcmp(a, "--hw")) hw_name = v;
         else if (!strcmp(a, "--hbm-gbps")) {
             if (parse_num(v, 1e-9, &hbm_gbps)) { fprintf(stderr, "kernels: --hbm-gbps needs a positive number\n"); return PB_EXIT_USAGE; }
@@ -122,6 +143,16 @@ int pb_cmd_kernels(int argc, char **argv) {
         }
     }
     if (!grids) grids = PB_KB_GRID_ALL;
+    const unsigned calib = grids & (PB_KB_GRID_CALIB_ATTN | PB_KB_GRID_CALIB_GEMM);
+    if (calib && (check || update)) {
+        fprintf(stderr, "kernels: the calibration sweeps (calib-attn, calib-gemm) are not baselined: "
+                        "run them without --check / --update\n");
+        return PB_EXIT_USAGE;
+    }
+    if (calib_dir && !calib) {
+        fprintf(stderr, "kernels: --calib-dir needs --grid calib-attn and/or calib-gemm\n");
+        return PB_EXIT_USAGE;
+    }
 
     char why[256] = "";
     int gpu = !force_cpu && pb_kbench_gpu_available(why, sizeof why);
@@ -154,7 +185,7 @@ int pb_cmd_kernels(int argc, char **argv) {
     if (gpu) pb_kbench_device_name(dev, sizeof dev);
     else snprintf(dev, sizeof dev, "cpu-reference");
     if (gpu) {
-        if (!hw_name) hw_name = guess_hw(dev);
+        if (!hw_name) hw_name = pb_kernels_hw_for_device(dev);
         if (hw_name) {
             pb_hw hw;
             pb_cfg_err err;
@@ -173,7 +204,7 @@ int pb_cmd_kernels(int argc, char **argv) {
         fprintf(stderr, "kernels: warning: baseline device \"%s\", this device \"%s\"\n", base.device, dev);
     if (gpu) pb_kbench_print_context(stderr);
     fprintf(stderr, "device: %s | mode %s | git %s | reps %d (%s) warm-up %d | hw %s | HBM %.0f GB/s\n",
-            dev, mode, pb_git_rev(), reps, gpu ? "median, CUPTI" : "best, thread CPU time", warmup,
+            dev, mode, pb_git_rev(), reps, gpu ? "median, device timer" : "best, thread CPU time", warmup,
             hw_name ? hw_name : "-", o.hbm_bw / 1e9);
 
     pb_kb_set cur;
@@ -189,10 +220,28 @@ int pb_cmd_kernels(int argc, char **argv) {
         fprintf(stderr, "kernels: benchmark failed: %s\n", pb_status_str(st));
         rc = PB_EXIT_RUNTIME;
     }
-    if (rc == PB_EXIT_OK && csv) {
+    /* what was measured is written even when the run failed part-way */
+    if (csv && cur.n > 0) {
         if (pb_kbench_write_csv(csv, &cur) != PB_OK) {
             fprintf(stderr, "%s: cannot write CSV\n", csv);
             rc = PB_EXIT_RUNTIME;
+        } else if (st != PB_OK) {
+            fprintf(stderr, "kernels: %s holds the %d results of an incomplete run\n", csv, cur.n);
+        }
+    }
+    pb_kbench_info info;
+    pb_kbench_get_info(&info);
+    if (!gpu) snprintf(info.timer, sizeof info.timer, "cpu");
+    if (calib_dir) {
+        /* git describe --dirty at build time; without git (a GPU machine's copy of the
+           tree) the revision the build was given ($PB_GIT_REV, tools/gpu/deps.sh) */
+        const char *commit = strcmp(pb_source_describe(), "no-git") ? pb_source_describe() : pb_git_rev();
+        int rows = 0;
+        if (pb_kbench_write_calib_csv(calib_dir, &cur, &info, commit, &rows) != PB_OK) {
+            fprintf(stderr, "%s: cannot write the calibration CSVs\n", calib_dir);
+            rc = PB_EXIT_RUNTIME;
+        } else {
+            fprintf(stderr, "kernels: wrote %d calibration rows to %s/calib_*.csv\n", rows, calib_dir);
         }
     }
     if (rc == PB_EXIT_OK && update) {
@@ -225,6 +274,9 @@ int pb_cmd_kernels(int argc, char **argv) {
                "C reference: see 'Kernel checks' above)\n");
     if (!gpu)
         printf("Check timer: n/a (thread CPU time, no CUPTI)\n");
+    else if (!strcmp(info.timer, "events"))
+        printf("Check timer: %s (CUDA events: CUPTI unavailable: %s)\n", st == PB_OK ? "PASS" : "FAIL",
+               info.timer_why);
     else
         printf("Check timer: %s (CUPTI %s)\n", st == PB_OK && valid ? "PASS" : "FAIL",
                st != PB_OK ? "timing did not finish" : valid ? "dropped no record" : "dropped records: timings unreliable");

@@ -14,6 +14,9 @@
  * that reuses physical blocks across sequences (the bytes read stay the same; the
  * pool is far larger than L2).
  *
+ * A point that fails is named on stderr and in a '# FAILED' comment line of the CSV, and
+ * the grid goes on; the CSV then holds every point that was measured (the sim's
+ * loader rejects a decode grid with holes) and the exit is 1.
  * Without a CUDA device (cuda executor) it prints `SKIP: no GPU (<reason>)`
  * and exits 77.  Exit codes otherwise: 0 ok, 1 runtime failure, 2 usage. */
 #include <errno.h>
@@ -256,11 +259,11 @@ int pb_cmd_profile(int argc, char **argv) {
                devname, a.executor, bs ? "paged" : "contiguous", a.kv_gib, a.reps, a.warmup,
                pb_git_rev());
     pb_sbuf_printf(&out, "phase,batch,tokens,context,latency_us\n");
-    int rc = PB_EXIT_OK;
+    int rc = PB_EXIT_OK, n_failed = 0, n_rows = 0;
     /* ---- decode grid ---- */
-    for (int ci = 0; ci < a.n_contexts && rc == PB_EXIT_OK; ci++) {
+    for (int ci = 0; ci < a.n_contexts; ci++) {
         int32_t ctx = PB_MIN(a.contexts[ci], max_len);
-        for (int bi = 0; bi < a.n_batches && rc == PB_EXIT_OK; bi++) {
+        for (int bi = 0; bi < a.n_batches; bi++) {
             int32_t B = a.batches[bi], nb = bs ? PB_CDIV(ctx, bs) : 0;
             for (int32_t s = 0; s < B; s++) {
                 pb_batch_seq *q = &seqs[s];
@@ -284,15 +287,17 @@ int pb_cmd_profile(int argc, char **argv) {
             st = measure_(ex, &b, cand, &a, &med);
             if (st != PB_OK) {
                 fprintf(stderr, "profile: decode batch %d context %d: %s\n", B, ctx, pb_status_str(st));
-                rc = PB_EXIT_RUNTIME;
-                break;
+                pb_sbuf_printf(&out, "# FAILED decode batch %d context %d: %s\n", B, ctx, pb_status_str(st));
+                n_failed++;
+                continue;
             }
+            n_rows++;
             pb_sbuf_printf(&out, "decode,%d,%d,%d,%.1f\n", B, B, ctx, med * 1e6);
             fprintf(stderr, "decode  batch %4d | context %5d | %10.1f us\n", B, ctx, med * 1e6);
         }
     }
     /* ---- prefill rows ---- */
-    for (int pi = 0; pi < a.n_prefill && rc == PB_EXIT_OK; pi++) {
+    for (int pi = 0; pi < a.n_prefill; pi++) {
         int32_t T = a.prefill[pi], n = PB_CDIV(T, plen_cap), left = T;
         int64_t slot = 0;
         for (int32_t s = 0; s < n; s++) {
@@ -320,15 +325,25 @@ int pb_cmd_profile(int argc, char **argv) {
         st = measure_(ex, &b, cand, &a, &med);
         if (st != PB_OK) {
             fprintf(stderr, "profile: prefill %d tokens: %s\n", T, pb_status_str(st));
-            rc = PB_EXIT_RUNTIME;
-            break;
+            pb_sbuf_printf(&out, "# FAILED prefill %d tokens: %s\n", T, pb_status_str(st));
+            n_failed++;
+            continue;
         }
+        n_rows++;
         pb_sbuf_printf(&out, "prefill,%d,%d,0,%.1f\n", n, T, med * 1e6);
         fprintf(stderr, "prefill prompts %3d | tokens %5d | %10.1f us\n", n, T, med * 1e6);
     }
-    if (rc == PB_EXIT_OK && pb_write_file_atomic(a.out, out.s, out.len) != PB_OK) {
+    if (n_failed) {
+        pb_sbuf_printf(&out, "# INCOMPLETE: %d of %d points failed (see the FAILED lines)\n", n_failed,
+                       n_failed + n_rows);
+        fprintf(stderr, "profile: %d of %d points failed\n", n_failed, n_failed + n_rows);
+        rc = PB_EXIT_RUNTIME;
+    }
+    if (n_rows > 0 && pb_write_file_atomic(a.out, out.s, out.len) != PB_OK) {
         fprintf(stderr, "profile: cannot write %s\n", a.out);
         rc = PB_EXIT_RUNTIME;
+    } else if (n_rows > 0 && n_failed) {
+        fprintf(stderr, "profile: wrote the %d measured points to %s (incomplete)\n", n_rows, a.out);
     }
     if (rc == PB_EXIT_OK) {
         pb_real_exec_stats xs;

@@ -27,6 +27,12 @@ int pb_cmd_bench(int argc, char **argv);
 int pb_cmd_validate(int argc, char **argv);
 int pb_cmd_plot(int argc, char **argv);
 
+/* The hardware spec (experiments/hardware/<name>.yaml) of a CUDA device name, e.g.
+ * "NVIDIA H100 80GB HBM3" -> "h100-sxm", "NVIDIA A100 80GB PCIe" -> "a100-80gb-pcie";
+ * NULL when no spec describes that board (H100 PCIe / NVL, H200 NVL, GH200, A100 40GB
+ * PCIe, anything else).  `pagedbench kernels` uses it unless --hw names one. */
+const char *pb_kernels_hw_for_device(const char *device);
+
 /* Is argv asking for help (-h / --help anywhere)? */
 int pb_wants_help(int argc, char **argv);
 

@@ -1,4 +1,5 @@
-/* gpu_timer.c -- CUPTI activity timing + NVTX3 ranges (see gpu_timer.h). */
+/* gpu_timer.c -- CUPTI activity timing (libcupti opened at run time) with a CUDA-event
+ * fallback, and NVTX3 ranges (see gpu_timer.h). */
 #include <stdlib.h>
 #include <string.h>
 
@@ -6,13 +7,62 @@
 
 #ifdef PB_HAVE_CUDA
 #include <cuda_runtime.h>
-#include <cupti.h>
+#include <dlfcn.h>
 #include <nvtx3/nvToolsExt.h>
 #include <pthread.h>
+#ifdef PB_HAVE_CUPTI
+#include <cupti.h>
+#endif
 
 struct pb_gpu_timer {
     nvtxDomainHandle_t domain;
+    int cupti;                       /* 1: CUPTI records, 0: CUDA events */
+    cudaStream_t stream;             /* events mode                      */
+    cudaEvent_t ev0, ev1;
+    char why[512];                   /* why events ("" on CUPTI)         */
 };
+
+#define TRY_CUDA(call) do { cudaError_t e_ = (call); if (e_ != cudaSuccess) {                   \
+    pb_log_error("%s:%d: %s: %s", __FILE__, __LINE__, #call, cudaGetErrorString(e_));           \
+    return PB_ERR_CUDA; } } while (0)
+
+#ifdef PB_HAVE_CUPTI
+/* ---- CUPTI through dlopen: the functions this file calls ---- */
+static struct {
+    CUptiResult (*register_callbacks)(CUpti_BuffersCallbackRequestFunc, CUpti_BuffersCallbackCompleteFunc);
+    CUptiResult (*enable)(CUpti_ActivityKind);
+    CUptiResult (*disable)(CUpti_ActivityKind);
+    CUptiResult (*flush_all)(uint32_t);
+    CUptiResult (*next_record)(uint8_t *, size_t, CUpti_Activity **);
+    CUptiResult (*dropped)(CUcontext, uint32_t, size_t *);
+    CUptiResult (*result_string)(CUptiResult, const char **);
+} g_cu;
+static pthread_mutex_t g_cu_mu = PTHREAD_MUTEX_INITIALIZER;
+static int g_cu_loaded;              /* (a failed load is tried again at the next create) */
+static char g_cu_load_why[400];      /* why the library did not load       */
+static char g_cu_why[512];           /* why the last timer is not on CUPTI */
+
+static void cupti_load(void) {
+    const char *env = getenv("PAGEDBENCH_CUPTI");
+    const char *tries[3] = {env && *env ? env : PB_CUPTI_LIB, env && *env ? NULL : "libcupti.so", NULL};
+    void *h = NULL;
+    for (int i = 0; !h && tries[i]; i++) {
+        h = dlopen(tries[i], RTLD_NOW | RTLD_LOCAL);
+        if (!h) snprintf(g_cu_load_why, sizeof g_cu_load_why, "cannot load CUPTI: %s", dlerror());
+    }
+    if (!h) return;
+#define CU_SYM(field, name) do { *(void **)&g_cu.field = dlsym(h, name);                        \
+        if (!g_cu.field) { snprintf(g_cu_load_why, sizeof g_cu_load_why, "CUPTI has no %s", name); return; } } while (0)
+    CU_SYM(register_callbacks, "cuptiActivityRegisterCallbacks");
+    CU_SYM(enable, "cuptiActivityEnable");
+    CU_SYM(disable, "cuptiActivityDisable");
+    CU_SYM(flush_all, "cuptiActivityFlushAll");
+    CU_SYM(next_record, "cuptiActivityGetNextRecord");
+    CU_SYM(dropped, "cuptiActivityGetNumDroppedRecords");
+    CU_SYM(result_string, "cuptiGetResultString");
+#undef CU_SYM
+    g_cu_loaded = 1;
+}
 
 /* process-global CUPTI state (callbacks have no user pointer) */
 static pthread_mutex_t g_mu = PTHREAD_MUTEX_INITIALIZER;
@@ -34,7 +84,7 @@ static void CUPTIAPI buffer_completed(CUcontext ctx, uint32_t stream_id, uint8_t
                                       size_t size, size_t valid) {
     CUpti_Activity *rec = NULL;
     pthread_mutex_lock(&g_mu);
-    while (valid > 0 && cuptiActivityGetNextRecord(buffer, valid, &rec) == CUPTI_SUCCESS) {
+    while (valid > 0 && g_cu.next_record(buffer, valid, &rec) == CUPTI_SUCCESS) {
         uint64_t s = 0, e = 0;
         if (rec->kind == CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL || rec->kind == CUPTI_ACTIVITY_KIND_KERNEL) {
             const CUpti_ActivityKernel10 *k = (const CUpti_ActivityKernel10 *)rec;
@@ -51,30 +101,69 @@ static void CUPTIAPI buffer_completed(CUcontext ctx, uint32_t stream_id, uint8_t
         g_count++;
     }
     size_t dropped = 0;
-    if (cuptiActivityGetNumDroppedRecords(ctx, stream_id, &dropped) == CUPTI_SUCCESS) g_dropped += dropped;
+    if (g_cu.dropped(ctx, stream_id, &dropped) == CUPTI_SUCCESS) g_dropped += dropped;
     pthread_mutex_unlock(&g_mu);
     free(buffer);
 }
 
-#define TRY_CUPTI(call) do { CUptiResult r_ = (call); if (r_ != CUPTI_SUCCESS) {               \
-    const char *m_ = NULL; cuptiGetResultString(r_, &m_);                                      \
-    pb_log_error("%s:%d: %s: %s", __FILE__, __LINE__, #call, m_ ? m_ : "?");                    \
-    return PB_ERR_CUDA; } } while (0)
-#define TRY_CUDA(call) do { cudaError_t e_ = (call); if (e_ != cudaSuccess) {                   \
-    pb_log_error("%s:%d: %s: %s", __FILE__, __LINE__, #call, cudaGetErrorString(e_));           \
-    return PB_ERR_CUDA; } } while (0)
+static int cupti_failed(CUptiResult r, const char *call) {   /* 1 (and a message) on failure */
+    if (r == CUPTI_SUCCESS) return 0;
+    const char *m = NULL;
+    g_cu.result_string(r, &m);
+    snprintf(g_cu_why, sizeof g_cu_why, "%s: %s", call, m ? m : "?");
+    return 1;
+}
+#define TRY_CUPTI(call) do { if (cupti_failed((call), #call)) {                                 \
+    pb_log_error("%s:%d: %s", __FILE__, __LINE__, g_cu_why); return PB_ERR_CUDA; } } while (0)
 
-pb_status pb_gpu_timer_create(const char *nvtx_domain, pb_gpu_timer **out) {
-    *out = NULL;
-    TRY_CUDA(cudaFree(0));                              /* create the context first */
-    TRY_CUPTI(cuptiActivityRegisterCallbacks(buffer_requested, buffer_completed));
-    TRY_CUPTI(cuptiActivityEnable(CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL));
-    TRY_CUPTI(cuptiActivityEnable(CUPTI_ACTIVITY_KIND_MEMCPY));
-    pb_gpu_timer *t = pb_xcalloc(1, sizeof(*t));
-    t->domain = nvtxDomainCreateA(nvtx_domain ? nvtx_domain : "pagedbench");
+/* 1 when CUPTI collects kernel and memcpy activity; else 0 with the reason in g_cu_why */
+static int cupti_start_collecting(void) {
+    const char *env = getenv("PAGEDBENCH_CUPTI");
+    if (env && (!strcmp(env, "none") || !strcmp(env, "off"))) {
+        snprintf(g_cu_why, sizeof g_cu_why, "PAGEDBENCH_CUPTI=%s", env);
+        return 0;
+    }
+    pthread_mutex_lock(&g_cu_mu);
+    if (!g_cu_loaded) cupti_load();
+    pthread_mutex_unlock(&g_cu_mu);
+    if (!g_cu_loaded) {
+        snprintf(g_cu_why, sizeof g_cu_why, "%s", g_cu_load_why);
+        return 0;
+    }
+    if (cupti_failed(g_cu.register_callbacks(buffer_requested, buffer_completed), "cuptiActivityRegisterCallbacks") ||
+        cupti_failed(g_cu.enable(CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL), "cuptiActivityEnable(CONCURRENT_KERNEL)"))
+        return 0;
+    if (cupti_failed(g_cu.enable(CUPTI_ACTIVITY_KIND_MEMCPY), "cuptiActivityEnable(MEMCPY)")) {
+        g_cu.disable(CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL);
+        return 0;
+    }
     pthread_mutex_lock(&g_mu);
     g_dropped = 0;
     pthread_mutex_unlock(&g_mu);
+    return 1;
+}
+#else
+static const char g_cu_why[] = "this build has no CUPTI headers";
+static int cupti_start_collecting(void) { return 0; }
+#endif /* PB_HAVE_CUPTI */
+
+pb_status pb_gpu_timer_create(const char *nvtx_domain, struct CUstream_st *stream, pb_gpu_timer **out) {
+    *out = NULL;
+    TRY_CUDA(cudaFree(0));                              /* create the context first */
+    pb_gpu_timer *t = pb_xcalloc(1, sizeof(*t));
+    t->stream = stream;
+    t->cupti = cupti_start_collecting();
+    if (!t->cupti) {
+        snprintf(t->why, sizeof t->why, "%s", g_cu_why);
+        pb_log_info("gpu timer: CUDA events instead of CUPTI (%s)", g_cu_why);
+        if (cudaEventCreate(&t->ev0) != cudaSuccess || cudaEventCreate(&t->ev1) != cudaSuccess) {
+            pb_log_error("gpu timer: cudaEventCreate failed");
+            if (t->ev0) cudaEventDestroy(t->ev0);
+            free(t);
+            return PB_ERR_CUDA;
+        }
+    }
+    t->domain = nvtxDomainCreateA(nvtx_domain ? nvtx_domain : "pagedbench");
     *out = t;
     return PB_OK;
 }
@@ -82,12 +171,23 @@ pb_status pb_gpu_timer_create(const char *nvtx_domain, pb_gpu_timer **out) {
 void pb_gpu_timer_destroy(pb_gpu_timer *t) {
     if (!t) return;
     cudaDeviceSynchronize();
-    cuptiActivityFlushAll(CUPTI_ACTIVITY_FLAG_FLUSH_FORCED);
-    cuptiActivityDisable(CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL);
-    cuptiActivityDisable(CUPTI_ACTIVITY_KIND_MEMCPY);
+#ifdef PB_HAVE_CUPTI
+    if (t->cupti) {
+        g_cu.flush_all(CUPTI_ACTIVITY_FLAG_FLUSH_FORCED);
+        g_cu.disable(CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL);
+        g_cu.disable(CUPTI_ACTIVITY_KIND_MEMCPY);
+    }
+#endif
+    if (!t->cupti) {
+        cudaEventDestroy(t->ev0);
+        cudaEventDestroy(t->ev1);
+    }
     nvtxDomainDestroy(t->domain);
     free(t);
 }
+
+const char *pb_gpu_timer_mode(const pb_gpu_timer *t) { return t && t->cupti ? "cupti" : "events"; }
+const char *pb_gpu_timer_why(const pb_gpu_timer *t) { return t ? t->why : ""; }
 
 static void range_push(pb_gpu_timer *t, const char *name) {
     nvtxEventAttributes_t a;
@@ -104,28 +204,48 @@ void pb_gpu_timer_pop(pb_gpu_timer *t) { if (t) nvtxDomainRangePop(t->domain); }
 
 pb_status pb_gpu_timer_start(pb_gpu_timer *t, const char *name) {
     TRY_CUDA(cudaDeviceSynchronize());
-    pthread_mutex_lock(&g_mu);
-    g_active = 0;                                       /* earlier records: discard */
-    pthread_mutex_unlock(&g_mu);
-    TRY_CUPTI(cuptiActivityFlushAll(CUPTI_ACTIVITY_FLAG_FLUSH_FORCED));
-    pthread_mutex_lock(&g_mu);
-    g_active = 1;
-    g_count = 0;
-    g_start = g_end = 0;
-    pthread_mutex_unlock(&g_mu);
+#ifdef PB_HAVE_CUPTI
+    if (t->cupti) {
+        pthread_mutex_lock(&g_mu);
+        g_active = 0;                                   /* earlier records: discard */
+        pthread_mutex_unlock(&g_mu);
+        TRY_CUPTI(g_cu.flush_all(CUPTI_ACTIVITY_FLAG_FLUSH_FORCED));
+        pthread_mutex_lock(&g_mu);
+        g_active = 1;
+        g_count = 0;
+        g_start = g_end = 0;
+        pthread_mutex_unlock(&g_mu);
+    }
+#endif
     range_push(t, name);
+    if (!t->cupti) TRY_CUDA(cudaEventRecord(t->ev0, t->stream));
     return PB_OK;
 }
 
 pb_status pb_gpu_timer_stop(pb_gpu_timer *t, double *span_us, int *n_records) {
-    nvtxDomainRangePop(t->domain);
-    TRY_CUDA(cudaDeviceSynchronize());
-    TRY_CUPTI(cuptiActivityFlushAll(CUPTI_ACTIVITY_FLAG_FLUSH_FORCED));
-    pthread_mutex_lock(&g_mu);
-    int n = g_count;
-    double us = n ? (double)(g_end - g_start) / 1e3 : 0.0;
-    g_active = 0;
-    pthread_mutex_unlock(&g_mu);
+    int n = 0;
+    double us = 0.0;
+    if (!t->cupti) {
+        nvtxDomainRangePop(t->domain);
+        TRY_CUDA(cudaEventRecord(t->ev1, t->stream));
+        TRY_CUDA(cudaEventSynchronize(t->ev1));
+        float ms = 0.f;
+        TRY_CUDA(cudaEventElapsedTime(&ms, t->ev0, t->ev1));
+        us = (double)ms * 1e3;
+        n = 1;
+    }
+#ifdef PB_HAVE_CUPTI
+    else {
+        nvtxDomainRangePop(t->domain);
+        TRY_CUDA(cudaDeviceSynchronize());
+        TRY_CUPTI(g_cu.flush_all(CUPTI_ACTIVITY_FLAG_FLUSH_FORCED));
+        pthread_mutex_lock(&g_mu);
+        n = g_count;
+        us = n ? (double)(g_end - g_start) / 1e3 : 0.0;
+        g_active = 0;
+        pthread_mutex_unlock(&g_mu);
+    }
+#endif
     if (span_us) *span_us = us;
     if (n_records) *n_records = n;
     if (n == 0) {
@@ -136,20 +256,29 @@ pb_status pb_gpu_timer_stop(pb_gpu_timer *t, double *span_us, int *n_records) {
 }
 
 uint64_t pb_gpu_timer_dropped(const pb_gpu_timer *t) {
+    uint64_t d = 0;
+#ifdef PB_HAVE_CUPTI
+    if (t && t->cupti) {
+        pthread_mutex_lock(&g_mu);
+        d = g_dropped;
+        pthread_mutex_unlock(&g_mu);
+    }
+#else
     (void)t;
-    pthread_mutex_lock(&g_mu);
-    uint64_t d = g_dropped;
-    pthread_mutex_unlock(&g_mu);
+#endif
     return d;
 }
 
 #else /* !PB_HAVE_CUDA */
 
-pb_status pb_gpu_timer_create(const char *nvtx_domain, pb_gpu_timer **out) {
+pb_status pb_gpu_timer_create(const char *nvtx_domain, struct CUstream_st *stream, pb_gpu_timer **out) {
     (void)nvtx_domain;
+    (void)stream;
     *out = NULL;
     return PB_ERR_UNSUPPORTED;
 }
+const char *pb_gpu_timer_mode(const pb_gpu_timer *t) { (void)t; return "none"; }
+const char *pb_gpu_timer_why(const pb_gpu_timer *t) { (void)t; return "this build has no CUDA"; }
 void pb_gpu_timer_destroy(pb_gpu_timer *t) { (void)t; }
 pb_status pb_gpu_timer_start(pb_gpu_timer *t, const char *name) { (void)t; (void)name; return PB_ERR_UNSUPPORTED; }
 pb_status pb_gpu_timer_stop(pb_gpu_timer *t, double *span_us, int *n_records) {

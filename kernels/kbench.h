@@ -17,8 +17,19 @@
  *   swap       OPT-13B, 256 tokens x 80 tensors, block 1..256, out (D2H) and in
  *              (H2D): per-block cudaMemcpyAsync, batched on scattered blocks,
  *              batched on contiguous runs; pinned memcpy reference
- * CPU (no device, or --cpu): the C references on small shapes (fp32, 4 heads x 64)
- * through the same names prefixed "cpu/", timed with the thread CPU clock, paged and
+ * Calibration sweeps for the cost model (only when asked for by name; not in the
+ * baseline, pb_kbench_write_calib_csv writes them with device, driver and commit):
+ *   calib-attn paged decode at block 1..256 and the contiguous kernel, batch 8..256 x
+ *              context 32..2048 (powers of two), OPT-13B heads (40 x 128), fp16;
+ *              one random KV pool filled once and rotated (cold L2), V1/V2 by AUTO
+ *   calib-gemm cuBLAS fp16 GEMM at OPT-13B's four shapes (K x N = 5120 x 15360 QKV,
+ *              5120 x 5120 out, 5120 x 20480 FC1, 20480 x 5120 FC2), M = 1..16 and
+ *              24..512 in steps of 8, weights rotated (cold L2)
+ * A point that fails is logged ("FAILED <name>: ...") and the run goes on with the
+ * next one while the device still answers; the run then returns the first error.
+ * CPU (no device, or --cpu): the C references on small shapes (fp32, 4 heads x 64;
+ * calib-gemm: the four shapes / 40, M up to 65) through the same names prefixed
+ * "cpu/", timed with the thread CPU clock, paged and
  * contiguous interleaved run by run, best of opts->reps runs (a shared machine only
  * ever adds time); the paged/contiguous ratios are the machine-independent part
  * of the check. */
@@ -36,8 +47,17 @@ extern "C" {
 
 enum {
     PB_KB_GRID_FIG18A = 1, PB_KB_GRID_LONG = 2, PB_KB_GRID_BLOCKSIZE = 4,
-    PB_KB_GRID_CACHE = 8, PB_KB_GRID_SWAP = 16, PB_KB_GRID_ALL = 31
+    PB_KB_GRID_CACHE = 8, PB_KB_GRID_SWAP = 16, PB_KB_GRID_ALL = 31,   /* the default */
+    PB_KB_GRID_CALIB_ATTN = 32, PB_KB_GRID_CALIB_GEMM = 64
 };
+
+/* Result names of the calibration sweeps (after the "cpu/" prefix on the CPU):
+ * attention: kernel ("paged", "contig"), heads, head size, dtype, block size (0 for
+ * contig), batch, context, algorithm (1 V1, 2 V2); GEMM: dtype, M, N, K. */
+#define PB_KB_CALIB_ATTN_NAME "calib-attn/%s/h%d-d%d-%s/bs%d/b%d-ctx%d/v%d"          /* printf */
+#define PB_KB_CALIB_ATTN_SCAN "calib-attn/%15[a-z]/h%d-d%d-%15[a-z0-9]/bs%d/b%d-ctx%d/v%d"  /* sscanf */
+#define PB_KB_CALIB_GEMM_NAME "calib-gemm/%s/m%d-n%d-k%d"
+#define PB_KB_CALIB_GEMM_SCAN "calib-gemm/%15[a-z0-9]/m%d-n%d-k%d"
 
 typedef struct {
     unsigned grids;          /* PB_KB_GRID_* mask                                 */
@@ -62,6 +82,15 @@ pb_status pb_kbench_run_cpu(const pb_kbench_opts *o, pb_kb_set *out, FILE *log, 
 
 /* Device name / context line for stderr and baseline files ("cpu-reference" on CPU). */
 void pb_kbench_device_name(char *buf, size_t n);
+
+/* What a results file names besides the device. */
+typedef struct {
+    char driver[64];      /* kernel driver version (/proc/driver/nvidia/version), or "unknown" */
+    char cuda[32];        /* CUDA driver API / runtime versions, "13.0/13.0"; "-" without CUDA */
+    char timer[16];       /* timing of the last pb_kbench_run_gpu: "cupti", "events", or "-"   */
+    char timer_why[256];  /* why events rather than CUPTI ("" otherwise)                        */
+} pb_kbench_info;
+void pb_kbench_get_info(pb_kbench_info *out);
 /* GPU context for stderr: driver and runtime versions, SMs, SM clock, L2. */
 void pb_kbench_print_context(FILE *f);
 
@@ -74,6 +103,17 @@ int pb_kbench_goals(const pb_kb_set *r, FILE *log);
 
 /* Write all results as CSV (name,kind,value,bytes,gbps,pct_peak,pct_measured). */
 pb_status pb_kbench_write_csv(const char *path, const pb_kb_set *r);
+
+/* The calibration sweeps' results (names PB_KB_CALIB_*_NAME, with or without "cpu/"),
+ * as the CSVs experiments/calibrate/gpu_sweep.py reads:
+ *   <dir>/calib_attention.csv  device,driver,cuda,commit,timer,kernel,algo,block_size,
+ *                              batch,context,num_heads,head_size,dtype,median_us,bytes,gbps
+ *   <dir>/calib_gemm.csv       device,driver,cuda,commit,timer,dtype,m,n,k,median_us,
+ *                              tflops,gbps
+ * A file is written only when the set holds rows for it; *n_rows = rows written.
+ * Other names are ignored.  A sweep with no row writes nothing (no empty file). */
+pb_status pb_kbench_write_calib_csv(const char *dir, const pb_kb_set *r, const pb_kbench_info *info,
+                                    const char *commit, int *n_rows);
 
 #ifdef PB_HAVE_CUDA
 /* GPU decode kernel vs its C reference on one seeded shape (pb_attn_case with NaN

@@ -7,6 +7,7 @@
 #include "attn_case.h"
 #include "cache_ops.h"
 #include "kbench.h"
+#include "layers.h"
 
 unsigned pb_kbench_grid_bit(const char *name) {
     if (!strcmp(name, "fig18a")) return PB_KB_GRID_FIG18A;
@@ -14,6 +15,8 @@ unsigned pb_kbench_grid_bit(const char *name) {
     if (!strcmp(name, "blocksize")) return PB_KB_GRID_BLOCKSIZE;
     if (!strcmp(name, "cache")) return PB_KB_GRID_CACHE;
     if (!strcmp(name, "swap")) return PB_KB_GRID_SWAP;
+    if (!strcmp(name, "calib-attn")) return PB_KB_GRID_CALIB_ATTN;
+    if (!strcmp(name, "calib-gemm")) return PB_KB_GRID_CALIB_GEMM;
     return 0;
 }
 
@@ -74,8 +77,11 @@ static void emit(pb_kb_set *out, FILE *log, const pb_kb_result *r) {
 }
 
 /* ---- decode: paged vs contiguous, interleaved ---- */
-static pb_status cpu_decode(const pb_kbench_opts *o, pb_kb_set *out, FILE *log, const char *grid,
-                            int32_t S, int32_t ctx, int32_t bs, int ratio_only_name_bs) {
+typedef struct { double paged_us, contig_us, bytes; } cpu_dec_time;
+
+/* best-of-reps times of the paged (block bs) and contiguous references at S x ctx */
+static pb_status cpu_time_decode(const pb_kbench_opts *o, int32_t S, int32_t ctx, int32_t bs,
+                                 cpu_dec_time *out) {
     const int32_t H = 4, D = 64;
     int32_t *lens = pb_xmalloc(sizeof(int32_t) * (size_t)S);
     for (int32_t s = 0; s < S; s++) lens[s] = ctx;
@@ -95,31 +101,88 @@ static pb_status cpu_decode(const pb_kbench_opts *o, pb_kb_set *out, FILE *log, 
         if (i >= 0) { tp[i] = (t1 - t0) * 1e6; tc[i] = (t2 - t1) * 1e6; }
     }
     if (st == PB_OK && memcmp(outp, outc, sizeof(float) * c.out_elems) != 0) {
-        pb_log_error("kernels: cpu paged and contiguous references disagree (%s)", grid);
+        pb_log_error("kernels: cpu paged and contiguous references disagree (S %d ctx %d bs %d)", S, ctx, bs);
         st = PB_ERR_INVALID;
     }
     if (st == PB_OK) {
-        double bytes = 2.0 * S * ctx * H * D * 4 + 2.0 * c.q_elems * 4;
-        double mp = cpu_best(tp, o->reps), mc = cpu_best(tc, o->reps), ratio = mp / mc;
-        char name[96];
-        pb_kb_result r;
-        snprintf(name, sizeof name, "cpu/%s/paged/b%d-ctx%d-bs%d", grid, S, ctx, bs);
-        r = mk(name, PB_KB_US, mp, bytes);
-        emit(out, log, &r);
-        if (!ratio_only_name_bs) {
-            snprintf(name, sizeof name, "cpu/%s/contig/b%d-ctx%d", grid, S, ctx);
-            r = mk(name, PB_KB_US, mc, bytes);
-            emit(out, log, &r);
-            snprintf(name, sizeof name, "cpu/%s/ratio/b%d-ctx%d", grid, S, ctx);
-        } else {
-            snprintf(name, sizeof name, "cpu/%s/ratio/bs%d", grid, bs);
-        }
-        r = mk(name, PB_KB_RATIO, ratio, 0);
-        emit(out, log, &r);
+        out->bytes = 2.0 * S * ctx * H * D * 4 + 2.0 * c.q_elems * 4;
+        out->paged_us = cpu_best(tp, o->reps);
+        out->contig_us = cpu_best(tc, o->reps);
     }
     free(outp); free(outc); free(tp); free(tc);
     pb_attn_case_free(&c);
     return st;
+}
+
+static pb_status cpu_decode(const pb_kbench_opts *o, pb_kb_set *out, FILE *log, const char *grid,
+                            int32_t S, int32_t ctx, int32_t bs, int ratio_only_name_bs) {
+    cpu_dec_time t;
+    pb_status st = cpu_time_decode(o, S, ctx, bs, &t);
+    if (st != PB_OK) return st;
+    char name[96];
+    pb_kb_result r;
+    snprintf(name, sizeof name, "cpu/%s/paged/b%d-ctx%d-bs%d", grid, S, ctx, bs);
+    r = mk(name, PB_KB_US, t.paged_us, t.bytes);
+    emit(out, log, &r);
+    if (!ratio_only_name_bs) {
+        snprintf(name, sizeof name, "cpu/%s/contig/b%d-ctx%d", grid, S, ctx);
+        r = mk(name, PB_KB_US, t.contig_us, t.bytes);
+        emit(out, log, &r);
+        snprintf(name, sizeof name, "cpu/%s/ratio/b%d-ctx%d", grid, S, ctx);
+    } else {
+        snprintf(name, sizeof name, "cpu/%s/ratio/bs%d", grid, bs);
+    }
+    r = mk(name, PB_KB_RATIO, t.paged_us / t.contig_us, 0);
+    emit(out, log, &r);
+    return PB_OK;
+}
+
+/* ---- calibration sweeps on the references: the names and CSVs of the GPU sweeps ---- */
+static pb_status cpu_calib_attn(const pb_kbench_opts *o, pb_kb_set *out, FILE *log) {
+    static const int32_t ctxs[] = {32, 256};
+    const int32_t S = 2;
+    for (size_t c = 0; c < PB_ARRAY_LEN(ctxs); c++)
+        for (int32_t bs = 1; bs <= 256; bs *= 2) {
+            cpu_dec_time t;
+            pb_status st = cpu_time_decode(o, S, ctxs[c], bs, &t);
+            if (st != PB_OK) return st;
+            char name[96];
+            pb_kb_result r;
+            snprintf(name, sizeof name, "cpu/" PB_KB_CALIB_ATTN_NAME, "paged", 4, 64, "fp32", bs, S, ctxs[c], 1);
+            r = mk(name, PB_KB_US, t.paged_us, t.bytes);
+            emit(out, log, &r);
+            if (bs == 1) {
+                snprintf(name, sizeof name, "cpu/" PB_KB_CALIB_ATTN_NAME, "contig", 4, 64, "fp32", 0, S, ctxs[c], 1);
+                r = mk(name, PB_KB_US, t.contig_us, t.bytes);
+                emit(out, log, &r);
+            }
+        }
+    return PB_OK;
+}
+
+static pb_status cpu_calib_gemm(const pb_kbench_opts *o, pb_kb_set *out, FILE *log) {
+    static const int32_t kn[4][2] = {{128, 384}, {128, 128}, {128, 512}, {512, 128}};   /* OPT-13B / 40 */
+    static const int32_t ms[] = {1, 8, 64, 65};
+    float *in = pb_xcalloc((size_t)65 * 512, sizeof(float)), *w = pb_xcalloc((size_t)512 * 512, sizeof(float));
+    float *o_ = pb_xcalloc((size_t)65 * 512, sizeof(float));
+    double *t = pb_xmalloc(sizeof(double) * (size_t)o->reps);
+    for (size_t i = 0; i < (size_t)65 * 512; i++) in[i] = (float)(i % 7) - 3.0f;
+    for (size_t i = 0; i < (size_t)512 * 512; i++) w[i] = (float)(i % 5) - 2.0f;
+    for (int s = 0; s < 4; s++)
+        for (size_t m = 0; m < PB_ARRAY_LEN(ms); m++) {
+            const int32_t K = kn[s][0], N = kn[s][1], M = ms[m];
+            for (int i = -o->warmup; i < o->reps; i++) {
+                double t0 = cpu_now_s();
+                pb_gemm_ref(o_, in, w, NULL, M, N, K);
+                if (i >= 0) t[i] = (cpu_now_s() - t0) * 1e6;
+            }
+            char name[96];
+            snprintf(name, sizeof name, "cpu/" PB_KB_CALIB_GEMM_NAME, "fp32", M, N, K);
+            pb_kb_result r = mk(name, PB_KB_US, cpu_best(t, o->reps), 4.0 * ((double)M * K + (double)K * N + (double)M * N));
+            emit(out, log, &r);
+        }
+    free(in); free(w); free(o_); free(t);
+    return PB_OK;
 }
 
 static pb_status cpu_cache(const pb_kbench_opts *o, pb_kb_set *out, FILE *log) {
@@ -209,6 +272,8 @@ pb_status pb_kbench_run_cpu(const pb_kbench_opts *o, pb_kb_set *out, FILE *log, 
         for (int32_t bs = 1; bs <= 256 && st == PB_OK; bs *= 2) st = cpu_decode(o, out, log, "blocksize", 2, 256, bs, 1);
     if (st == PB_OK && (o->grids & PB_KB_GRID_CACHE)) st = cpu_cache(o, out, log);
     if (st == PB_OK && (o->grids & PB_KB_GRID_SWAP)) st = cpu_swap(o, out, log);
+    if (st == PB_OK && (o->grids & PB_KB_GRID_CALIB_ATTN)) st = cpu_calib_attn(o, out, log);
+    if (st == PB_OK && (o->grids & PB_KB_GRID_CALIB_GEMM)) st = cpu_calib_gemm(o, out, log);
     if (st != PB_OK) *valid = 0;
     return st;
 }
@@ -265,5 +330,51 @@ pb_status pb_kbench_write_csv(const char *path, const pb_kb_set *r) {
     }
     pb_status st = pb_write_file_atomic(path, buf, n);
     free(buf);
+    return st;
+}
+
+/* ---- calibration CSVs ---- */
+
+static void calib_prefix(pb_sbuf *b, const pb_kb_set *r, const pb_kbench_info *info, const char *commit) {
+    pb_sbuf_printf(b, "\"%s\",%s,%s,%s,%s", r->device, info->driver, info->cuda, commit, info->timer);
+}
+
+pb_status pb_kbench_write_calib_csv(const char *dir, const pb_kb_set *r, const pb_kbench_info *info,
+                                    const char *commit, int *n_rows) {
+    pb_sbuf a = {0}, g = {0};
+    int na = 0, ng = 0;
+    pb_sbuf_printf(&a, "device,driver,cuda,commit,timer,kernel,algo,block_size,batch,context,num_heads,"
+                       "head_size,dtype,median_us,bytes,gbps\n");
+    pb_sbuf_printf(&g, "device,driver,cuda,commit,timer,dtype,m,n,k,median_us,tflops,gbps\n");
+    for (int i = 0; i < r->n; i++) {
+        const pb_kb_result *e = &r->e[i];
+        const char *n = strncmp(e->name, "cpu/", 4) ? e->name : e->name + 4;
+        char kern[16], dt[16];
+        int h, d, bs, b, ctx, v, m, nn, k;
+        if (sscanf(n, PB_KB_CALIB_ATTN_SCAN, kern, &h, &d, dt, &bs, &b, &ctx, &v) == 8) {
+            calib_prefix(&a, r, info, commit);
+            pb_sbuf_printf(&a, ",%s,v%d,%d,%d,%d,%d,%d,%s,%.4f,%.6g,%.4f\n", kern, v, bs, b, ctx, h, d, dt,
+                           e->value, e->bytes, e->gbps);
+            na++;
+        } else if (sscanf(n, PB_KB_CALIB_GEMM_SCAN, dt, &m, &nn, &k) == 4) {
+            calib_prefix(&g, r, info, commit);
+            double tflops = e->value > 0 ? 2.0 * m * (double)nn * k / (e->value * 1e-6) / 1e12 : 0;
+            pb_sbuf_printf(&g, ",%s,%d,%d,%d,%.4f,%.4f,%.4f\n", dt, m, nn, k, e->value, tflops, e->gbps);
+            ng++;
+        }
+    }
+    pb_status st = PB_OK;
+    char path[4096];
+    if (na && st == PB_OK) {
+        snprintf(path, sizeof path, "%s/calib_attention.csv", dir);
+        st = pb_write_file_atomic(path, a.s, a.len);
+    }
+    if (ng && st == PB_OK) {
+        snprintf(path, sizeof path, "%s/calib_gemm.csv", dir);
+        st = pb_write_file_atomic(path, g.s, g.len);
+    }
+    free(a.s);
+    free(g.s);
+    if (n_rows) *n_rows = na + ng;
     return st;
 }

@@ -17,6 +17,12 @@ int pb_kbench_gpu_available(char *why, size_t why_len) { return pb_gpu_probe(why
 
 void pb_kbench_device_name(char *buf, size_t n) { snprintf(buf, n, "cpu-reference"); }
 void pb_kbench_print_context(FILE *f) { fprintf(f, "context: built without CUDA\n"); }
+void pb_kbench_get_info(pb_kbench_info *out) {
+    memset(out, 0, sizeof *out);
+    snprintf(out->driver, sizeof out->driver, "unknown");
+    snprintf(out->cuda, sizeof out->cuda, "-");
+    snprintf(out->timer, sizeof out->timer, "-");
+}
 pb_status pb_kbench_run_gpu(const pb_kbench_opts *o, pb_kb_set *out, FILE *log, int *valid) {
     (void)o; (void)out; (void)log;
     *valid = 0;
@@ -25,10 +31,44 @@ pb_status pb_kbench_run_gpu(const pb_kbench_opts *o, pb_kb_set *out, FILE *log, 
 
 #else /* PB_HAVE_CUDA */
 
+#include <cublas_v2.h>
 #include <cuda_runtime.h>
 
 #include "devfill.h"
+#include "layers.h"
 #include "rng.h"
+
+static char g_timer[16] = "-", g_timer_why[256];   /* the last run's timer (pb_kbench_get_info) */
+
+/* the kernel driver's version from /proc/driver/nvidia/version ("NVRM version: NVIDIA
+   UNIX x86_64 Kernel Module  580.159.04  ..."): the first dotted number after "Module" */
+static void driver_version(char *buf, size_t n) {
+    snprintf(buf, n, "unknown");
+    FILE *f = fopen("/proc/driver/nvidia/version", "r");
+    if (!f) return;
+    char line[512];
+    if (fgets(line, sizeof line, f)) {
+        char *p = strstr(line, "Module");
+        for (char *save = NULL, *tok = p ? strtok_r(p, " \t\n", &save) : NULL; tok;
+             tok = strtok_r(NULL, " \t\n", &save))
+            if (tok[0] >= '0' && tok[0] <= '9' && strchr(tok, '.')) {
+                snprintf(buf, n, "%s", tok);
+                break;
+            }
+    }
+    fclose(f);
+}
+
+void pb_kbench_get_info(pb_kbench_info *out) {
+    int drv = 0, rt = 0;
+    memset(out, 0, sizeof *out);
+    driver_version(out->driver, sizeof out->driver);
+    cudaDriverGetVersion(&drv);
+    cudaRuntimeGetVersion(&rt);
+    snprintf(out->cuda, sizeof out->cuda, "%d.%d/%d.%d", drv / 1000, drv % 1000 / 10, rt / 1000, rt % 1000 / 10);
+    snprintf(out->timer, sizeof out->timer, "%s", g_timer);
+    snprintf(out->timer_why, sizeof out->timer_why, "%s", g_timer_why);
+}
 
 
 void pb_kbench_device_name(char *buf, size_t n) {
@@ -136,7 +176,23 @@ typedef struct {
     pb_kb_set *out;
     double l2;
     double d2d_bw, h2d_bw, d2h_bw;   /* measured in this run (bytes/s), 0 until then */
+    int sms;
+    pb_status first_err;             /* the first failed point's status (PB_OK: none) */
+    int n_failed;
 } gctx;
+
+/* After a failed point: log it, keep its status, and say whether the device can go on
+   (the error was not sticky: the context still synchronizes). */
+static int point_failed(gctx *g, const char *name, pb_status st) {
+    const cudaError_t last = cudaGetLastError();          /* clears a non-sticky error */
+    const cudaError_t sync = cudaDeviceSynchronize();
+    fprintf(g->log, "FAILED %s: %s (%s)\n", name, pb_status_str(st),
+            cudaGetErrorString(sync != cudaSuccess ? sync : last));
+    fflush(g->log);
+    if (g->first_err == PB_OK) g->first_err = st;
+    g->n_failed++;
+    return sync == cudaSuccess;
+}
 
 typedef pb_status (*run_fn)(void *arg, int rot);
 
@@ -487,7 +543,11 @@ static pb_status bench_swap(gctx *g) {
                 double us = 0;
                 snprintf(name, sizeof name, "swap/%s/%s/bs%d", modes[m], dir == 0 ? "out" : "in", bs);
                 st = time_runs(g, name, sw_run, &s, 1, &us);
-                if (st != PB_OK) { free(perm); goto done; }
+                if (st != PB_OK) {
+                    if (!point_failed(g, name, st)) { free(perm); goto done; }
+                    st = PB_OK;
+                    continue;
+                }
                 emit(g, name, PB_KB_US, us, (double)host_total, dir == 0 ? g->o->pcie_d2h_bw : g->o->pcie_h2d_bw,
                      dir == 0 ? g->d2h_bw : g->h2d_bw);
             }
@@ -516,6 +576,171 @@ static int check_classes(FILE *log) {
     return fails;
 }
 
+/* ---- calibration: paged (block 1..256) and contiguous decode, OPT-13B heads ---- */
+typedef struct {
+    void *k, *v;                     /* one pool each, filled once, every config's prefix */
+    size_t pool_tokens;
+} calib_pool;
+
+static pb_status calib_attn_point(gctx *g, calib_pool *pool, int32_t S, int32_t ctx, int32_t bs) {
+    const int32_t H = 40, D = 128;
+    const pb_kv_dtype dt = PB_KV_F16;
+    const size_t es = 2;
+    const int paged = bs > 0;
+    const int32_t bps = paged ? PB_CDIV(ctx, bs) : 0, ctx8 = (ctx + 7) / 8 * 8;
+    const size_t seq_tokens = paged ? (size_t)bps * (size_t)bs : (size_t)ctx8;
+    const double kv_set = 2.0 * S * (double)seq_tokens * H * D * es;
+    int n_sets = n_sets_for(kv_set, g->l2);
+    while (n_sets > 1 && (size_t)n_sets * S * seq_tokens > pool->pool_tokens) n_sets--;
+    dec_bench b;
+    memset(&b, 0, sizeof b);
+    pb_status st = PB_OK;
+    b.st = g->st;
+    b.n_sets = n_sets;
+    b.paged = paged;
+    pb_attn_params p;
+    memset(&p, 0, sizeof p);
+    p.num_seqs = S; p.num_heads = H; p.num_kv_heads = H; p.head_size = D; p.block_size = paged ? bs : 16;
+    p.max_blocks_per_seq = paged ? bps : 1;
+    p.num_blocks = paged ? n_sets * S * bps : 1;
+    p.num_slots = (int64_t)n_sets * S * ctx8;
+    p.max_context_len = ctx; p.scale = (float)(1.0 / sqrt((double)D)); p.dtype = dt;
+    b.p = b.pc = p;
+    b.q_set = (size_t)S * H * D;
+    b.bt_set = paged ? (size_t)S * bps : 0;
+    b.ws_bytes = pb_paged_attention_workspace_bytes(&p);
+    b.k = b.kc = pool->k;            /* (the contiguous layout reads the same pool) */
+    b.v = b.vc = pool->v;
+    const size_t nbt = paged ? b.bt_set * (size_t)n_sets : 1;
+    int32_t *hbt = pb_xcalloc(nbt, sizeof(int32_t)), *hctx = pb_xmalloc(sizeof(int32_t) * (size_t)S);
+    int64_t *hoff = pb_xmalloc(sizeof(int64_t) * (size_t)S * (size_t)n_sets);
+    pb_rng rng;
+    pb_rng_seed(&rng, 39, (uint64_t)bs);
+    for (int set = 0; set < n_sets && paged; set++) {   /* random block order in each set */
+        int32_t *perm = hbt + (size_t)set * b.bt_set;
+        for (size_t i = 0; i < b.bt_set; i++) perm[i] = (int32_t)((size_t)set * b.bt_set + i);
+        for (size_t i = b.bt_set - 1; i > 0; i--) {
+            size_t j = (size_t)pb_rng_below(&rng, i + 1);
+            int32_t t = perm[i]; perm[i] = perm[j]; perm[j] = t;
+        }
+    }
+    for (int set = 0; set < n_sets; set++)
+        for (int32_t s2 = 0; s2 < S; s2++) hoff[(size_t)set * S + s2] = ((int64_t)set * S + s2) * ctx8;
+    for (int32_t s2 = 0; s2 < S; s2++) hctx[s2] = ctx;
+    GTRY(cudaMalloc(&b.q, es * b.q_set * (size_t)n_sets));
+    GTRY(cudaMalloc(&b.out, es * b.q_set));
+    GTRY(cudaMalloc(&b.ws, b.ws_bytes ? b.ws_bytes : 16));
+    GTRY(cudaMalloc((void **)&b.bt, sizeof(int32_t) * nbt));
+    GTRY(cudaMalloc((void **)&b.ctx, sizeof(int32_t) * (size_t)S));
+    GTRY(cudaMalloc((void **)&b.off, sizeof(int64_t) * (size_t)S * (size_t)n_sets));
+    GTRY(cudaMemcpy(b.bt, hbt, sizeof(int32_t) * nbt, cudaMemcpyHostToDevice));
+    GTRY(cudaMemcpy(b.ctx, hctx, sizeof(int32_t) * (size_t)S, cudaMemcpyHostToDevice));
+    GTRY(cudaMemcpy(b.off, hoff, sizeof(int64_t) * (size_t)S * (size_t)n_sets, cudaMemcpyHostToDevice));
+    STRY(pb_fill_uniform_cuda(b.q, b.q_set * (size_t)n_sets, dt, 1, -1.f, 1.f, g->st));
+    GTRY(cudaStreamSynchronize(g->st));
+    {
+        char name[128];
+        double us = 0;
+        const int algo = pb_paged_attention_choose(paged ? &b.p : &b.pc, g->sms) == PB_ATTN_V2 ? 2 : 1;
+        const double bytes = 2.0 * S * (double)ctx * H * D * es + 2.0 * (double)b.q_set * es + 4.0 * (double)b.bt_set;
+        snprintf(name, sizeof name, PB_KB_CALIB_ATTN_NAME, paged ? "paged" : "contig", H, D, "fp16", bs, S, ctx, algo);
+        STRY(time_runs(g, name, dec_run, &b, n_sets, &us));
+        emit(g, name, PB_KB_US, us, bytes, g->o->hbm_bw, g->d2d_bw);
+    }
+done:
+    b.k = b.v = b.kc = b.vc = NULL;  /* the pool is the caller's */
+    dec_free(&b);
+    free(hbt); free(hctx); free(hoff);
+    return st;
+}
+
+static pb_status bench_calib_attn(gctx *g) {
+    static const int32_t batches[] = {8, 16, 32, 64, 128, 256}, ctxs[] = {32, 64, 128, 256, 512, 1024, 2048};
+    calib_pool pool = {NULL, NULL, 0};
+    pb_status st = PB_OK;
+    /* the largest config (256 x 2048 padded to blocks of 256) in 2 sets, or 3x L2 */
+    pool.pool_tokens = 2 * (size_t)256 * 2048;
+    const size_t min_tokens = (size_t)ceil(3.0 * g->l2 / (2.0 * 40 * 128 * 2)) + (size_t)256 * 256;
+    if (pool.pool_tokens < min_tokens) pool.pool_tokens = min_tokens;
+    const size_t pool_elems = pool.pool_tokens * 40 * 128;
+    GTRY(cudaMalloc(&pool.k, 2 * pool_elems));
+    GTRY(cudaMalloc(&pool.v, 2 * pool_elems));
+    STRY(pb_fill_uniform_cuda(pool.k, pool_elems, PB_KV_F16, 2, -1.f, 1.f, g->st));
+    STRY(pb_fill_uniform_cuda(pool.v, pool_elems, PB_KV_F16, 3, -1.f, 1.f, g->st));
+    GTRY(cudaStreamSynchronize(g->st));
+    for (size_t c = 0; c < PB_ARRAY_LEN(ctxs); c++)
+        for (size_t b = 0; b < PB_ARRAY_LEN(batches); b++)
+            for (int32_t bs = 0; bs <= 256; bs = bs ? 2 * bs : 1) {     /* 0: contiguous */
+                pb_status s2 = calib_attn_point(g, &pool, batches[b], ctxs[c], bs);
+                if (s2 != PB_OK) {
+                    char name[96];
+                    snprintf(name, sizeof name, "calib-attn bs%d b%d ctx%d", bs, batches[b], ctxs[c]);
+                    if (!point_failed(g, name, s2)) { st = s2; goto done; }
+                }
+            }
+done:
+    cudaFree(pool.k);
+    cudaFree(pool.v);
+    return st;
+}
+
+/* ---- calibration: cuBLAS GEMMs of OPT-13B's layers ---- */
+typedef struct {
+    cublasHandle_t h;
+    void *w, *x, *y;
+    size_t w_set;
+    int32_t M, N, K;
+    cudaStream_t st;
+} gemm_bench;
+
+static pb_status gemm_run(void *arg, int rot) {
+    gemm_bench *b = arg;
+    return pb_gemm_cuda(b->h, b->y, 0, b->x, (char *)b->w + (size_t)rot * b->w_set * 2, b->M, b->N, b->K, b->st);
+}
+
+static pb_status bench_calib_gemm(gctx *g) {
+    static const int32_t kn[4][2] = {{5120, 15360}, {5120, 5120}, {5120, 20480}, {20480, 5120}};
+    gemm_bench b;
+    memset(&b, 0, sizeof b);
+    b.st = g->st;
+    pb_status st = PB_OK;
+    if (cublasCreate(&b.h) != CUBLAS_STATUS_SUCCESS) {
+        pb_log_error("kernels: cublasCreate failed");
+        return PB_ERR_CUDA;
+    }
+    for (int s = 0; s < 4; s++) {
+        b.K = kn[s][0];
+        b.N = kn[s][1];
+        b.w_set = (size_t)b.K * (size_t)b.N;
+        const int n_sets = n_sets_for(2.0 * (double)b.w_set, g->l2);
+        GTRY(cudaMalloc(&b.w, 2 * b.w_set * (size_t)n_sets));
+        GTRY(cudaMalloc(&b.x, (size_t)2 * 512 * (size_t)b.K));
+        GTRY(cudaMalloc(&b.y, (size_t)2 * 512 * (size_t)b.N));
+        STRY(pb_fill_uniform_cuda(b.w, b.w_set * (size_t)n_sets, PB_KV_F16, 11, -0.05f, 0.05f, g->st));
+        STRY(pb_fill_uniform_cuda(b.x, (size_t)512 * (size_t)b.K, PB_KV_F16, 12, -1.f, 1.f, g->st));
+        GTRY(cudaStreamSynchronize(g->st));
+        for (int32_t M = 1; M <= 512; M = M < 16 ? M + 1 : M + 8 - (M % 8)) {
+            char name[96];
+            double us = 0;
+            b.M = M;
+            snprintf(name, sizeof name, PB_KB_CALIB_GEMM_NAME, "fp16", M, b.N, b.K);
+            pb_status s2 = time_runs(g, name, gemm_run, &b, n_sets, &us);
+            if (s2 != PB_OK) {
+                if (!point_failed(g, name, s2)) { st = s2; goto done; }
+                continue;
+            }
+            emit(g, name, PB_KB_US, us, 2.0 * ((double)M * b.K + (double)b.K * b.N + (double)M * b.N),
+                 g->o->hbm_bw, g->d2d_bw);
+        }
+        cudaFree(b.w); cudaFree(b.x); cudaFree(b.y);
+        b.w = b.x = b.y = NULL;
+    }
+done:
+    cudaFree(b.w); cudaFree(b.x); cudaFree(b.y);
+    cublasDestroy(b.h);
+    return st;
+}
+
 pb_status pb_kbench_run_gpu(const pb_kbench_opts *o, pb_kb_set *out, FILE *log, int *valid) {
     pb_status st = PB_OK;
     gctx g;
@@ -524,24 +749,33 @@ pb_status pb_kbench_run_gpu(const pb_kbench_opts *o, pb_kb_set *out, FILE *log, 
     g.log = log;
     g.out = out;
     *valid = 0;
+    snprintf(g_timer, sizeof g_timer, "-");
+    g_timer_why[0] = '\0';
     int dev = 0, l2 = 0;
     GTRY(cudaGetDevice(&dev));
     GTRY(cudaDeviceGetAttribute(&l2, cudaDevAttrL2CacheSize, dev));
+    GTRY(cudaDeviceGetAttribute(&g.sms, cudaDevAttrMultiProcessorCount, dev));
     g.l2 = o->l2_bytes > 0 ? o->l2_bytes : (double)l2;
     GTRY(cudaStreamCreateWithFlags(&g.st, cudaStreamNonBlocking));
     if (check_classes(log)) { st = PB_ERR_INVALID; goto done; }
-    STRY(pb_gpu_timer_create("pagedbench", &g.tm));
-    if (o->grids & (PB_KB_GRID_CACHE | PB_KB_GRID_FIG18A | PB_KB_GRID_LONG | PB_KB_GRID_BLOCKSIZE))
-        STRY(bench_d2d(&g));
+    STRY(pb_gpu_timer_create("pagedbench", g.st, &g.tm));
+    snprintf(g_timer, sizeof g_timer, "%s", pb_gpu_timer_mode(g.tm));
+    snprintf(g_timer_why, sizeof g_timer_why, "%s", pb_gpu_timer_why(g.tm));
+    fprintf(log, "Timer: %s%s%s%s\n", g_timer, g_timer_why[0] ? " (" : "", g_timer_why, g_timer_why[0] ? ")" : "");
+    /* a failed point is logged and skipped while the device still answers (point_failed) */
+#define POINT(call, what) do { pb_status s_ = (call); if (s_ != PB_OK && !point_failed(&g, what, s_)) goto done; } while (0)
+    if (o->grids & (PB_KB_GRID_CACHE | PB_KB_GRID_FIG18A | PB_KB_GRID_LONG | PB_KB_GRID_BLOCKSIZE |
+                    PB_KB_GRID_CALIB_ATTN | PB_KB_GRID_CALIB_GEMM))
+        POINT(bench_d2d(&g), "cache/memcpy-d2d/1GiB");
     if (o->grids & PB_KB_GRID_FIG18A) {
         static const int32_t bsz[] = {8, 32}, ctxs[] = {64, 128, 256};
         for (int b = 0; b < 2; b++)
             for (int c = 0; c < 3; c++) {
                 double pu = 0, cu = 0;
                 char name[96];
-                STRY(bench_decode(&g, "fig18a", bsz[b], ctxs[c], 16, 1, &pu, &cu));
                 snprintf(name, sizeof name, "fig18a/ratio/b%d-ctx%d", bsz[b], ctxs[c]);
-                emit(&g, name, PB_KB_RATIO, pu / cu, 0, 0, 0);
+                POINT(bench_decode(&g, "fig18a", bsz[b], ctxs[c], 16, 1, &pu, &cu), name);
+                if (pu > 0 && cu > 0) emit(&g, name, PB_KB_RATIO, pu / cu, 0, 0, 0);
             }
     }
     if (o->grids & PB_KB_GRID_LONG) {
@@ -550,9 +784,9 @@ pb_status pb_kbench_run_gpu(const pb_kbench_opts *o, pb_kb_set *out, FILE *log, 
         for (int i = 0; i < 6; i++) {
             double pu = 0, cu = 0;
             char name[96];
-            STRY(bench_decode(&g, "long", bsz[i], ctxs[i], 16, 1, &pu, &cu));
             snprintf(name, sizeof name, "long/ratio/b%d-ctx%d", bsz[i], ctxs[i]);
-            emit(&g, name, PB_KB_RATIO, pu / cu, 0, 0, 0);
+            POINT(bench_decode(&g, "long", bsz[i], ctxs[i], 16, 1, &pu, &cu), name);
+            if (pu > 0 && cu > 0) emit(&g, name, PB_KB_RATIO, pu / cu, 0, 0, 0);
         }
     }
     if (o->grids & PB_KB_GRID_BLOCKSIZE) {
@@ -560,24 +794,30 @@ pb_status pb_kbench_run_gpu(const pb_kbench_opts *o, pb_kb_set *out, FILE *log, 
         for (int32_t bs = 1; bs <= 256; bs *= 2) {
             double pu = 0, cu2 = 0;
             char name[96];
-            STRY(bench_decode(&g, "blocksize", 32, 1024, bs, bs == 1, &pu, &cu2));
-            if (bs == 1) cu = cu2;
             snprintf(name, sizeof name, "blocksize/ratio/bs%d", bs);
-            emit(&g, name, PB_KB_RATIO, pu / cu, 0, 0, 0);
+            POINT(bench_decode(&g, "blocksize", 32, 1024, bs, bs == 1, &pu, &cu2), name);
+            if (bs == 1) cu = cu2;
+            if (pu > 0 && cu > 0) emit(&g, name, PB_KB_RATIO, pu / cu, 0, 0, 0);
         }
     }
-    if (o->grids & PB_KB_GRID_CACHE) STRY(bench_cache(&g));
-    if (o->grids & PB_KB_GRID_SWAP) STRY(bench_swap(&g));
-    pb_kbench_goals(out, log);
-    {
+    if (o->grids & PB_KB_GRID_CACHE) POINT(bench_cache(&g), "cache");
+    if (o->grids & PB_KB_GRID_SWAP) POINT(bench_swap(&g), "swap");
+    if (o->grids & PB_KB_GRID_CALIB_ATTN) POINT(bench_calib_attn(&g), "calib-attn");
+    if (o->grids & PB_KB_GRID_CALIB_GEMM) POINT(bench_calib_gemm(&g), "calib-gemm");
+#undef POINT
+done:
+    if (out->n) pb_kbench_goals(out, log);
+    if (g.tm) {
         uint64_t dropped = pb_gpu_timer_dropped(g.tm);
         fprintf(log, "CUPTI dropped records: %llu\n", (unsigned long long)dropped);
         *valid = dropped == 0;
     }
-done:
+    if (g.n_failed) fprintf(log, "Failed points: %d (the first: %s)\n", g.n_failed, pb_status_str(g.first_err));
+    if (st == PB_OK) st = g.first_err;
     pb_gpu_timer_destroy(g.tm);
     if (g.st) cudaStreamDestroy(g.st);
     return st;
 }
+
 
 #endif /* PB_HAVE_CUDA */

@@ -29,6 +29,9 @@ here reads a paper serving figure.  Decode-attention kernel terms (paper Fig. 18
 swap terms (Fig. 19a), GEMM tile shapes, L2 bandwidth and the C++ framework terms are
 not fitted here; their sources stay in the YAML.
 
+It first says what the GPU calibration sweeps of `./run_all.sh gpu` measured
+(results/gpu/*/calib_*.csv, read by gpu_sweep.py beside this file), or that they are absent.
+
 --write rewrites the fitted keys (value and source) in experiments/hardware/<hw>.yaml;
 --check recomputes and exits 1 if a committed value is off by more than 1% (the
 committed YAML is reproducible from the data); neither: print the report.  Without the
@@ -382,8 +385,17 @@ def main():
     g.add_argument("--check", action="store_true", help="exit 1 if a committed value is off by more than 1%%")
     ap.add_argument("--gemm-sample", metavar="CSV",
                     help="also write every 180th profiled A100 GEMM (M,K,N,TP,measured_us) for the C test")
+    ap.add_argument("--gpu-results", metavar="DIR", default=os.path.join(ROOT, "results", "gpu"),
+                    help="where the GPU calibration sweeps are (default results/gpu)")
     ap.add_argument("hardware", nargs="*", default=sorted(TARGETS))
     a = ap.parse_args()
+    sys.path.insert(0, HERE)
+    import gpu_sweep
+    try:
+        print(gpu_sweep.report(a.gpu_results))
+    except (gpu_sweep.SweepError, OSError) as e:
+        print("calibrate.py: %s" % e, file=sys.stderr)
+        return 2
     if not os.path.isdir(os.path.join(a.profiles, "vidur")):
         print("SKIP: no GPU profiles at %s (they sit in ../shared/data/gpu-profiles beside a checkout)" % a.profiles)
         return 77

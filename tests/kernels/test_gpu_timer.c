@@ -1,9 +1,11 @@
-/* test_gpu_timer.c -- CUPTI activity timing and NVTX ranges (gpu_timer.h): a run of
- * known copies yields records, a positive span that grows with the work, no
- * dropped records, and stop() without work reports an error.  Without a CUDA
- * device the timer must refuse cleanly (PB_ERR_UNSUPPORTED / PB_ERR_CUDA) and the
- * binary exits 77.
+/* test_gpu_timer.c -- device timing and NVTX ranges (gpu_timer.h), in both modes: CUPTI
+ * activity records (a run of known copies yields one record per copy, a positive span
+ * that grows with the work, no dropped records, stop() without work is an error) and
+ * the CUDA-event fallback (PAGEDBENCH_CUPTI=none, and a libcupti that cannot be
+ * loaded: the timer still times, on events).  Without a CUDA device the timer must
+ * refuse cleanly (PB_ERR_UNSUPPORTED) and the binary exits 77.
  *   ctest -L gpu -R test_gpu_timer --output-on-failure */
+#include <stdlib.h>
 #include <string.h>
 
 #include "gpu_timer.h"
@@ -13,38 +15,68 @@
 #ifdef PB_HAVE_CUDA
 #include <cuda_runtime.h>
 
-PB_TEST(cupti_spans_copies) {
-    char why[256];
-    if (!pb_kbench_gpu_available(why, sizeof why)) PB_SKIP("SKIP: no GPU (%s)", why);
+/* one timer: a small copy, then four large ones; checks the spans (and records in
+   CUPTI mode); the mode it ran in goes to mode */
+static void time_copies(cudaStream_t st, char *mode, size_t mode_len) {
+    snprintf(mode, mode_len, "failed");
     pb_gpu_timer *t = NULL;
-    PB_REQUIRE(pb_gpu_timer_create("pagedbench-test", &t) == PB_OK);
+    PB_REQUIRE(pb_gpu_timer_create("pagedbench-test", st, &t) == PB_OK);
+    const int cupti = !strcmp(pb_gpu_timer_mode(t), "cupti");
     void *a = NULL, *b = NULL;
     const size_t n = (size_t)256 << 20;
     PB_REQUIRE(cudaMalloc(&a, n) == cudaSuccess && cudaMalloc(&b, n) == cudaSuccess);
     double small = 0, big = 0;
     int recs = 0;
     PB_CHECK(pb_gpu_timer_start(t, "small") == PB_OK);
-    cudaMemcpyAsync(b, a, n / 64, cudaMemcpyDeviceToDevice, 0);
+    cudaMemcpyAsync(b, a, n / 64, cudaMemcpyDeviceToDevice, st);
     PB_CHECK(pb_gpu_timer_stop(t, &small, &recs) == PB_OK);
     PB_CHECK_EQ_INT(recs, 1);
     PB_CHECK(pb_gpu_timer_start(t, "big") == PB_OK);
-    for (int i = 0; i < 4; i++) cudaMemcpyAsync(b, a, n, cudaMemcpyDeviceToDevice, 0);
+    for (int i = 0; i < 4; i++) cudaMemcpyAsync(b, a, n, cudaMemcpyDeviceToDevice, st);
     PB_CHECK(pb_gpu_timer_stop(t, &big, &recs) == PB_OK);
-    PB_CHECK_EQ_INT(recs, 4);
+    PB_CHECK_EQ_INT(recs, cupti ? 4 : 1);
     PB_CHECK(small > 0 && big > 10 * small);
-    PB_CHECK(pb_gpu_timer_start(t, "empty") == PB_OK);
-    PB_CHECK(pb_gpu_timer_stop(t, &small, &recs) == PB_ERR_CUDA);   /* nothing recorded */
+    if (cupti) {
+        PB_CHECK(pb_gpu_timer_start(t, "empty") == PB_OK);
+        PB_CHECK(pb_gpu_timer_stop(t, &small, &recs) == PB_ERR_CUDA);   /* nothing recorded */
+    }
     PB_CHECK_EQ_INT(pb_gpu_timer_dropped(t), 0);
     cudaFree(a);
     cudaFree(b);
+    snprintf(mode, mode_len, "%s", pb_gpu_timer_mode(t));
     pb_gpu_timer_destroy(t);
+}
+
+PB_TEST(cupti_then_events) {
+    char why[256];
+    if (!pb_kbench_gpu_available(why, sizeof why)) PB_SKIP("SKIP: no GPU (%s)", why);
+    cudaStream_t st;
+    PB_REQUIRE(cudaStreamCreateWithFlags(&st, cudaStreamNonBlocking) == cudaSuccess);
+    char mode[32];
+    /* a libcupti that cannot be loaded: events, and the timer still times */
+    setenv("PAGEDBENCH_CUPTI", "/nonexistent/libcupti.so", 1);
+    time_copies(st, mode, sizeof mode);
+    PB_CHECK(!strcmp(mode, "events"));
+    unsetenv("PAGEDBENCH_CUPTI");
+    /* the toolkit's libcupti (the one the build found): CUPTI */
+    time_copies(st, mode, sizeof mode);
+    PB_CHECK(!strcmp(mode, "cupti"));
+    /* asked for events */
+    setenv("PAGEDBENCH_CUPTI", "none", 1);
+    time_copies(st, mode, sizeof mode);
+    PB_CHECK(!strcmp(mode, "events"));
+    unsetenv("PAGEDBENCH_CUPTI");
+    /* CUPTI again after events */
+    time_copies(st, mode, sizeof mode);
+    PB_CHECK(!strcmp(mode, "cupti"));
+    cudaStreamDestroy(st);
 }
 
 #else
 
 PB_TEST(timer_refuses_without_cuda) {
     pb_gpu_timer *t = (pb_gpu_timer *)1;
-    PB_CHECK(pb_gpu_timer_create("x", &t) == PB_ERR_UNSUPPORTED);
+    PB_CHECK(pb_gpu_timer_create("x", NULL, &t) == PB_ERR_UNSUPPORTED);
     PB_CHECK(t == NULL);
     double us = 1;
     int n = 1;

@@ -1,0 +1,212 @@
+#!/usr/bin/env python3
+"""gpu_sweep.py -- read the GPU calibration sweeps that `./run_all.sh gpu` measures.
+
+    python3 experiments/calibrate/gpu_sweep.py [DIR ...]     (default: results/gpu)
+
+`pagedbench kernels --grid calib-attn,calib-gemm --calib-dir D` (tools/gpu/run_gpu.sh,
+step 4) writes, per device folder results/gpu/<device>/:
+
+  calib_attention.csv  device,driver,cuda,commit,timer,kernel,algo,block_size,batch,
+                       context,num_heads,head_size,dtype,median_us,bytes,gbps
+                       paged decode attention at block 1..256 and the contiguous kernel
+                       (block_size 0), batch 8..256 x context 32..2048, OPT-13B heads
+  calib_gemm.csv       device,driver,cuda,commit,timer,dtype,m,n,k,median_us,tflops,gbps
+                       cuBLAS at OPT-13B's four GEMM shapes, M = 1..16, 24..512 step 8
+
+Rows timed on a GPU have timer "cupti" or "events"; "cpu" rows come from the C
+references (the code path on a machine without a GPU: shapes, not calibration data)
+and are counted but left out.  Lines starting with '#' are comments.
+
+The report answers the cost model's two open questions with measurements, without
+fitting anything:
+  - paged attention's extra cost per (sequence, head, block) lookup at each block size:
+    (paged - contiguous) / (batch * heads * ceil(context / block)), median over the
+    grid -- the sim charges one constant per lookup (attn_paged_block_ns, from block 16
+    of paper Fig. 18a), i.e. a cost that grows as 1/block below 16;
+  - how cuBLAS time bends with M: per shape, time at M relative to M = 64 for
+    M = 64..256, and the M where time first exceeds 1.5x the M = 1 time.
+A malformed file is an error "path:line:col: message" (exit 2).  Standard library only.
+"""
+import glob
+import math
+import os
+import sys
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+ROOT = os.path.dirname(os.path.dirname(HERE))
+
+ATTN_COLS = ["device", "driver", "cuda", "commit", "timer", "kernel", "algo", "block_size", "batch",
+             "context", "num_heads", "head_size", "dtype", "median_us", "bytes", "gbps"]
+GEMM_COLS = ["device", "driver", "cuda", "commit", "timer", "dtype", "m", "n", "k", "median_us", "tflops",
+             "gbps"]
+INTS = {"block_size", "batch", "context", "num_heads", "head_size", "m", "n", "k"}
+FLOATS = {"median_us", "bytes", "gbps", "tflops"}
+GPU_TIMERS = ("cupti", "events")
+
+
+class SweepError(ValueError):
+    pass
+
+
+def split_line(line):
+    """CSV fields of one line and the 1-based column where each starts ("" quotes, no
+    embedded newlines: what pagedbench writes)."""
+    vals, starts, i, n = [], [], 0, len(line.rstrip("\r\n"))
+    while True:
+        starts.append(i + 1)
+        if i < n and line[i] == '"':
+            j, v = i + 1, []
+            while j < n and not (line[j] == '"' and line[j + 1:j + 2] != '"'):
+                v.append(line[j])
+                j += 2 if line[j] == '"' else 1
+            vals.append("".join(v))
+            i = j + 1
+        else:
+            j = line.find(",", i, n)
+            j = n if j < 0 else j
+            vals.append(line[i:j])
+            i = j
+        if i >= n or line[i] != ",":
+            return vals, starts
+        i += 1
+
+
+def read(path, cols):
+    """Rows (dicts with typed values) of one sweep CSV; SweepError on a malformed file."""
+    rows, header = [], None
+    with open(path, newline="") as f:
+        for lineno, line in enumerate(f, 1):
+            if not line.strip() or line.startswith("#"):
+                continue
+            rec, starts = split_line(line)
+            if header is None:
+                if rec != cols:
+                    raise SweepError("%s:%d:1: header %s, expected %s" % (path, lineno, ",".join(rec), ",".join(cols)))
+                header = rec
+                continue
+            if len(rec) != len(cols):
+                raise SweepError("%s:%d:1: %d fields, expected %d" % (path, lineno, len(rec), len(cols)))
+            r = dict(zip(cols, rec))
+            for i, k in enumerate(cols):
+                pos = starts[i]
+                try:
+                    if k in INTS:
+                        r[k] = int(r[k])
+                    elif k in FLOATS:
+                        r[k] = float(r[k])
+                        if not math.isfinite(r[k]) or r[k] < 0:
+                            raise ValueError
+                except ValueError:
+                    raise SweepError("%s:%d:%d: %s: expected a %s, got '%s'" % (
+                        path, lineno, pos, k, "integer" if k in INTS else "number >= 0", rec[i]))
+                if k in ("device", "driver", "commit", "timer") and not r[k]:
+                    raise SweepError("%s:%d:%d: %s is empty" % (path, lineno, pos, k))
+            if r["median_us"] <= 0:
+                raise SweepError("%s:%d:%d: median_us must be > 0" % (path, lineno, starts[cols.index("median_us")]))
+            rows.append(r)
+    if header is None:
+        raise SweepError("%s:1:1: no header (expected %s)" % (path, ",".join(cols)))
+    return rows
+
+
+def median(v):
+    v = sorted(v)
+    n = len(v)
+    return v[n // 2] if n % 2 else 0.5 * (v[n // 2 - 1] + v[n // 2])
+
+
+def attention_report(rows):
+    """Lines: the paged kernel's extra ns per (sequence, head, block) lookup by block size."""
+    contig = {(r["batch"], r["context"]): r for r in rows if r["kernel"] == "contig"}
+    by_bs = {}
+    for r in rows:
+        if r["kernel"] != "paged":
+            continue
+        c = contig.get((r["batch"], r["context"]))
+        if not c:
+            continue
+        lookups = r["batch"] * r["num_heads"] * math.ceil(r["context"] / r["block_size"])
+        by_bs.setdefault(r["block_size"], []).append(
+            ((r["median_us"] - c["median_us"]) * 1e3 / lookups, r["median_us"] / c["median_us"]))
+    out = ["  paged vs contiguous decode attention, by block size (median over %d batch x context points):"
+           % len(contig),
+           "  %6s %14s %16s %9s" % ("block", "ns per lookup", "paged/contig", "points")]
+    for bs in sorted(by_bs):
+        v = by_bs[bs]
+        out.append("  %6d %14.2f %16.3f %9d" % (bs, median([x for x, _ in v]), median([y for _, y in v]), len(v)))
+    if not by_bs:
+        out.append("  (no paged row has a contiguous row of the same batch and context)")
+    return out
+
+
+def gemm_report(rows):
+    """Lines: per (K, N) shape, time vs M relative to M = 64, and where it leaves the M = 1 floor."""
+    shapes = {}
+    for r in rows:
+        shapes.setdefault((r["k"], r["n"]), {})[r["m"]] = r["median_us"]
+    out = ["  cuBLAS GEMM time by M (us; K x N):",
+           "  %-14s %8s %8s %8s %8s %8s %8s %10s" % ("K x N", "M=1", "64", "128", "192", "256", "512", "1.5x M=1")]
+    for (k, n), t in sorted(shapes.items()):
+        cells = ["%8.1f" % t[m] if m in t else "%8s" % "-" for m in (1, 64, 128, 192, 256, 512)]
+        knee = next((m for m in sorted(t) if 1 in t and t[m] > 1.5 * t[1]), None)
+        out.append("  %-14s %s %10s" % ("%d x %d" % (k, n), " ".join(cells), knee if knee else "-"))
+        if 64 in t:
+            rel = ", ".join("M=%d %.2fx" % (m, t[m] / t[64]) for m in (96, 128, 160, 192, 224, 256) if m in t)
+            if rel:
+                out.append("  %-14s relative to M=64: %s" % ("", rel))
+    return out
+
+
+def find(dirs):
+    """(device folder, attention CSV or None, GEMM CSV or None) under each DIR (or DIR itself)."""
+    found = []
+    for d in dirs:
+        for sub in sorted(set(glob.glob(os.path.join(d, "*", "calib_*.csv")) + glob.glob(os.path.join(d, "calib_*.csv")))):
+            folder = os.path.dirname(sub)
+            if folder not in [f for f, _, _ in found]:
+                a, g = os.path.join(folder, "calib_attention.csv"), os.path.join(folder, "calib_gemm.csv")
+                found.append((folder, a if os.path.isfile(a) else None, g if os.path.isfile(g) else None))
+    return found
+
+
+def report(dirs):
+    """The text calibrate.py prints; SweepError on a malformed file."""
+    dirs = [dirs] if isinstance(dirs, str) else dirs
+    absent = ("GPU calibration sweep: absent (no calib_attention.csv / calib_gemm.csv timed on a GPU under %s; "
+              "`./run_all.sh gpu` on a GPU writes them)" % ", ".join(os.path.relpath(d, ROOT) for d in dirs))
+    out, n_gpu = [], 0
+    for folder, a, g in find(dirs):
+        name = os.path.relpath(folder, ROOT)
+        ar = read(a, ATTN_COLS) if a else []
+        gr = read(g, GEMM_COLS) if g else []
+        gpu_a = [r for r in ar if r["timer"] in GPU_TIMERS]
+        gpu_g = [r for r in gr if r["timer"] in GPU_TIMERS]
+        if not gpu_a and not gpu_g:
+            out.append("GPU calibration sweep %s: %d rows, none timed on a GPU (C references: not calibration "
+                       "data)" % (name, len(ar) + len(gr)))
+            continue
+        n_gpu += 1
+        r0 = (gpu_a or gpu_g)[0]
+        out.append("GPU calibration sweep %s: %s, driver %s, CUDA %s, commit %s, timer %s: %d attention + %d GEMM rows"
+                   % (name, r0["device"], r0["driver"], r0["cuda"], r0["commit"], r0["timer"], len(gpu_a), len(gpu_g)))
+        if gpu_a:
+            out += attention_report(gpu_a)
+        if gpu_g:
+            out += gemm_report(gpu_g)
+    if not n_gpu:
+        out.append(absent)
+    return "\n".join(out)
+
+
+def main(argv):
+    dirs = argv[1:] or [os.path.join(ROOT, "results", "gpu")]
+    try:
+        print(report(dirs))
+    except (SweepError, OSError) as e:
+        print("gpu_sweep.py: %s" % e, file=sys.stderr)
+        return 2
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv))

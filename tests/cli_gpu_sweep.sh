@@ -1,0 +1,90 @@
+#!/usr/bin/env bash
+# cli_gpu_sweep.sh -- the reader of the GPU calibration sweeps (experiments/calibrate/
+# gpu_sweep.py, called by calibrate.py) on SYNTHETIC fixtures written here into a temp
+# folder (never data: the device is "SYNTHETIC-FIXTURE" and every number follows a formula):
+#   1. absent sweeps are said to be absent (calibrate.py too);
+#   2. the per-lookup cost of the paged kernel by block size and the GEMM bend are
+#      recovered from data built with known values (3 ns per lookup below block 16, 2 ns
+#      from 16; GEMM time in steps of 64 rows);
+#   3. a malformed file is an error naming file:line:col (exit 2), as is a wrong header;
+#   4. the CSVs `pagedbench kernels --cpu --grid calib-attn,calib-gemm --calib-dir` writes
+#      read back, and are recognised as C references (not calibration data).
+#   bash tests/cli_gpu_sweep.sh build/cpu/pagedbench
+set -u
+PB=${1:?usage: cli_gpu_sweep.sh path/to/pagedbench}
+command -v python3 >/dev/null || { echo "SKIP: no python3"; exit 77; }
+T=$(mktemp -d /tmp/pb_gpu_sweep.XXXXXX)
+trap 'rm -rf "$T"' EXIT
+pass=0 fail=0
+ok()  { pass=$((pass + 1)); echo "[ok] $1" >&2; }
+bad() { fail=$((fail + 1)); echo "[FAIL] $1" >&2; }
+R="python3 experiments/calibrate/gpu_sweep.py"
+
+out=$($R "$T/none" 2>&1); rc=$?
+[ $rc = 0 ] && grep -q 'GPU calibration sweep: absent' <<<"$out" && ok "absent sweeps: said so" || bad "absent: rc $rc: $out"
+out=$(python3 experiments/calibrate/calibrate.py --gpu-results "$T/none" --profiles "$T/none" 2>&1); rc=$?
+[ $rc = 77 ] && grep -q '^GPU calibration sweep: absent' <<<"$out" && ok "calibrate.py says the sweep is absent" ||
+    bad "calibrate.py: rc $rc: $out"
+
+# ---- synthetic fixture (a formula, not a measurement) ----
+mkdir -p "$T/gpu/SYNTHETIC-FIXTURE"
+python3 - "$T/gpu/SYNTHETIC-FIXTURE" <<'EOF'
+import math, sys
+d = sys.argv[1]
+pre = '"SYNTHETIC-FIXTURE",0.0.0,0.0/0.0,fixture,cupti'
+with open(d + "/calib_attention.csv", "w") as f:
+    f.write("# SYNTHETIC TEST FIXTURE (tests/cli_gpu_sweep.sh): numbers from a formula, not a measurement\n")
+    f.write("device,driver,cuda,commit,timer,kernel,algo,block_size,batch,context,num_heads,head_size,dtype,median_us,bytes,gbps\n")
+    for b in (8, 64, 256):
+        for ctx in (32, 512, 2048):
+            c = 10 + 0.001 * b * ctx
+            f.write("%s,contig,v1,0,%d,%d,40,128,fp16,%.6f,1,1\n" % (pre, b, ctx, c))
+            bs = 1
+            while bs <= 256:
+                ns = 3.0 if bs < 16 else 2.0
+                p = c + ns * 1e-3 * b * 40 * math.ceil(ctx / bs)
+                f.write("%s,paged,v1,%d,%d,%d,40,128,fp16,%.6f,1,1\n" % (pre, bs, b, ctx, p))
+                bs *= 2
+with open(d + "/calib_gemm.csv", "w") as f:
+    f.write("# SYNTHETIC TEST FIXTURE (tests/cli_gpu_sweep.sh): numbers from a formula, not a measurement\n")
+    f.write("device,driver,cuda,commit,timer,dtype,m,n,k,median_us,tflops,gbps\n")
+    ms = list(range(1, 17)) + list(range(24, 513, 8))
+    for m in ms:
+        t = 30.0 * math.ceil(m / 64)
+        f.write("%s,fp16,%d,5120,5120,%.3f,1,1\n" % (pre, m, t))
+EOF
+out=$($R "$T/gpu" 2>&1); rc=$?
+[ $rc = 0 ] && grep -q 'SYNTHETIC-FIXTURE, driver 0.0.0, CUDA 0.0/0.0, commit fixture, timer cupti: 90 attention + 78 GEMM rows' <<<"$out" &&
+    ok "fixture read: device, driver, CUDA, commit, row counts" || bad "fixture header line: rc $rc: $out"
+grep -qE '^ +1 +3\.00 ' <<<"$out" && grep -qE '^ +8 +3\.00 ' <<<"$out" && grep -qE '^ +16 +2\.00 ' <<<"$out" &&
+    grep -qE '^ +256 +2\.00 ' <<<"$out" && ok "ns per lookup recovered by block size (3 below 16, 2 from 16)" ||
+    bad "ns per lookup: $out"
+grep -qE '^ +5120 x 5120 +30\.0 +30\.0 +60\.0 +90\.0 +120\.0 +240\.0 +72$' <<<"$out" &&
+    grep -q 'relative to M=64: M=96 2.00x, M=128 2.00x, M=160 3.00x' <<<"$out" && ok "GEMM bend: steps of 64 rows, knee at M=72" ||
+    bad "GEMM bend: $out"
+out=$(python3 experiments/calibrate/calibrate.py --gpu-results "$T/gpu" --profiles "$T/none" 2>&1); rc=$?
+[ $rc = 77 ] && grep -q 'timer cupti: 90 attention' <<<"$out" && ok "calibrate.py prints the sweep" || bad "calibrate.py with a sweep: rc $rc"
+
+# ---- malformed ----
+sed -i '5s/,fp16,[0-9.]*,1,1$/,fp16,abc,1,1/' "$T/gpu/SYNTHETIC-FIXTURE/calib_attention.csv"
+line5=$(sed -n 5p "$T/gpu/SYNTHETIC-FIXTURE/calib_attention.csv")
+col=$(($(awk -v l="$line5" 'BEGIN { print index(l, ",abc,") }')))
+out=$($R "$T/gpu" 2>&1); rc=$?
+[ $rc = 2 ] && grep -q "calib_attention.csv:5:$((col + 1)): median_us: expected a number >= 0, got 'abc'" <<<"$out" &&
+    ok "a bad number: file:line:col, exit 2" || bad "bad number: rc $rc: $out"
+sed -i '2s/^device,driver/device,drv/' "$T/gpu/SYNTHETIC-FIXTURE/calib_attention.csv"
+out=$($R "$T/gpu" 2>&1); rc=$?
+[ $rc = 2 ] && grep -q 'calib_attention.csv:2:1: header device,drv,' <<<"$out" && ok "a wrong header: exit 2" || bad "header: rc $rc: $out"
+
+# ---- what pagedbench writes, on the C references ----
+mkdir -p "$T/cpu/cpu-reference"
+"$PB" kernels --cpu --reps 1 --warmup 0 --grid calib-attn,calib-gemm --calib-dir "$T/cpu/cpu-reference" >"$T/k.log" 2>&1; rc=$?
+out=$($R "$T/cpu" 2>&1); rc2=$?
+[ $rc = 0 ] && [ $rc2 = 0 ] && grep -q '36 rows, none timed on a GPU' <<<"$out" && grep -q 'GPU calibration sweep: absent' <<<"$out" &&
+    ok "pagedbench's calibration CSVs read back (C references, not calibration data)" ||
+    bad "pagedbench CSVs: kernels rc $rc, reader rc $rc2: $out $(tail -n 3 "$T/k.log")"
+"$PB" kernels --cpu --grid calib-attn --update "$T/x.json" >/dev/null 2>&1; rc=$?
+[ $rc = 2 ] && ok "calibration sweeps refuse --update (never baselined)" || bad "--update with calib-attn: rc $rc"
+
+echo "$pass passed, $fail failed"
+[ $fail = 0 ]
