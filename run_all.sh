@@ -11,9 +11,11 @@
 #                             sarathi, prefix-cache; RESULTS.md "Scheduling study")
 #   ./run_all.sh all          every table and figure, then rewrite RESULTS.md's generated tables
 #   ./run_all.sh results-md   refill RESULTS.md's generated tables from results/*_report.md
-#   ./run_all.sh gpu          the GPU half: build the cuda preset, GPU tests, kernel benchmarks,
-#                             OPT-13B profile, real engine vs cost model -> results/gpu/<device>/
-#                             (without a GPU: the C references and emulator, SKIP for the rest)
+#   ./run_all.sh gpu          the GPU half: build the CUDA code, GPU tests, kernel benchmarks,
+#                             calibration sweeps, OPT-13B profile, real engine vs cost model
+#                             -> results/gpu/<device>/ (without a GPU: the C references and
+#                             emulator, SKIP for the rest); on a machine without a package
+#                             registry it builds with the .debs of tools/gpu/fetch_debs.sh
 #   ./run_all.sh list         what can be run
 #   ./run_all.sh clean        remove build/ and scratch outputs (per-point files, quick runs);
 #                             the committed results/*.csv and plots/out/*.png stay
@@ -23,7 +25,9 @@
 #          --cuda (compile the CUDA kernels and executor; the default only when a GPU is
 #          present: nvidia-smi lists one).  A figure verb builds only the pagedbench
 #          binary (and the CUDA module in a CUDA build); `test` builds everything.
-# Missing Debian packages are named; run as root, they are installed with apt-get.
+#          --bundle DIR (gpu: after every step, DIR/SUMMARY.md and DIR/gpu-results.tar.gz)
+# Missing Debian packages are named; run as root, they are installed with apt-get.  Without
+# make, ninja builds; without pkg-config, CMake finds the libraries itself.
 set -euo pipefail
 cd "$(dirname "$0")"
 ROOT=$(pwd)
@@ -34,6 +38,7 @@ ASAN=0
 CUDA=0
 BUILD=${PAGEDBENCH_BUILD:-build/release}
 VERBS=()
+GPU_ARGS=()
 while [ $# -gt 0 ]; do
     case "$1" in
         --quick) QUICK=1 ;;
@@ -42,13 +47,14 @@ while [ $# -gt 0 ]; do
         --asan) ASAN=1 ;;
         --cuda) CUDA=1 ;;
         --build) BUILD=$2; shift ;;
-        -h|--help) sed -n '2,26p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+        --bundle) GPU_ARGS+=(--bundle "$2"); shift ;;
+        -h|--help) sed -n '2,31p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
         -*) echo "run_all.sh: unknown option $1" >&2; exit 2 ;;
         *) VERBS+=("$1") ;;
     esac
     shift
 done
-[ ${#VERBS[@]} -gt 0 ] || { sed -n '2,26p' "$0" | sed 's/^# \{0,1\}//'; exit 2; }
+[ ${#VERBS[@]} -gt 0 ] || { sed -n '2,31p' "$0" | sed 's/^# \{0,1\}//'; exit 2; }
 
 log() { printf '==> %s\n' "$*" >&2; }
 
@@ -62,15 +68,22 @@ for verb in "${VERBS[@]}"; do
 done
 
 # ---- dependencies -------------------------------------------------------------------
+# CMake's default generator needs make; ninja does the same job where make is absent
+if ! command -v make >/dev/null && command -v ninja >/dev/null && [ -z "${CMAKE_GENERATOR:-}" ]; then
+    export CMAKE_GENERATOR=Ninja
+fi
+PB_DEPS_ROOT=""
+have_dev() {   # have_dev HEADER: installed, or unpacked from .gpu/debs (tools/gpu/deps.sh)
+    [ -e "/usr/include/$1" ] || { [ -n "$PB_DEPS_ROOT" ] && [ -e "$PB_DEPS_ROOT/usr/include/$1" ]; }
+}
 need_pkgs() {   # need_pkgs <verb>: list the Debian packages missing for this verb
     local missing=()
     command -v cmake >/dev/null || missing+=(cmake)
     command -v cc >/dev/null || missing+=(gcc)
-    command -v make >/dev/null || missing+=(make)
-    command -v pkg-config >/dev/null || missing+=(pkg-config)
-    if ! pkg-config --exists yaml-0.1 2>/dev/null; then missing+=(libyaml-dev); fi
-    if ! pkg-config --exists jansson 2>/dev/null; then missing+=(libjansson-dev); fi
-    [ -e /usr/include/csv.h ] || missing+=(libcsv-dev)
+    command -v make >/dev/null || command -v ninja >/dev/null || missing+=(make)
+    have_dev yaml.h || missing+=(libyaml-dev)
+    have_dev jansson.h || missing+=(libjansson-dev)
+    have_dev csv.h || missing+=(libcsv-dev)
     case "$1" in
         test) if [ "$(id -u)" = 0 ]; then   # optional: the tests that need them skip (77) without
                   command -v slurmd >/dev/null || missing+=(slurm-wlm)       # cli_slurm
@@ -99,6 +112,8 @@ ensure_deps() {
     else
         echo "run_all.sh: missing Debian packages: $missing" >&2
         echo "            install them with: sudo apt-get install $missing" >&2
+        [ "$1" = gpu ] && echo "            or, without a package registry: run tools/gpu/fetch_debs.sh where apt" \
+            "works and bring .gpu/ along (tools/gpu/README.md)" >&2
         exit 1
     fi
 }
@@ -252,7 +267,10 @@ for verb in "${VERBS[@]}"; do
         all) run_all_figures ;;
         results-md) update_results_md ;;
         clean) rm -rf build results/tmp results/points results/quick plots/out/quick ;;
-        gpu) ensure_deps gpu; bash tools/gpu/run_gpu.sh --jobs "$JOBS" ;;
+        gpu) . tools/gpu/deps.sh
+             pb_gpu_deps "$ROOT" || exit 1
+             ensure_deps gpu
+             bash tools/gpu/run_gpu.sh --jobs "$JOBS" "${GPU_ARGS[@]}" ;;
         *) echo "run_all.sh: unknown verb '$verb' (try: ./run_all.sh list)" >&2; exit 2 ;;
     esac
 done

@@ -8,9 +8,11 @@
 #      SUMMARY.md with every section filled from that data;
 #   3. a correctness failure (a pagedbench whose `Check correct` says FAIL) makes it
 #      exit 1 and the summary say FAILED; summary.sh rejects a malformed steps.tsv;
-#   4. the GPU path's own logic (no build, ctest -L gpu, baseline, fig18a gpu rows,
-#      summary in GPU form) with a pagedbench that claims a device and answers from the
-#      C references: the only check of that path a GPU-less machine can make.
+#   4. the GPU path's own logic (no build, ctest -L gpu, baseline, calibration sweeps,
+#      fig18a gpu rows, summary in GPU form) with a pagedbench that claims a device and
+#      answers from the C references: the only check of that path a GPU-less machine can
+#      make; the summary and the --bundle tarball are rewritten after every step, and a
+#      run killed (SIGTERM) in a step names that step in its summary.
 # On a machine with a GPU the no-GPU path is forced with --cpu.
 #   bash tests/cli_gpu_verb.sh build/cpu/pagedbench
 set -u
@@ -40,7 +42,7 @@ else
     ok "no raw CUDA error strings"
 fi
 for f in kernels.csv fig18a.csv profile_tiny_cpu.csv costmodel_steps.csv costmodel_requests.csv \
-         costmodel_summary.csv steps.tsv SUMMARY.md; do
+         costmodel_summary.csv calib_attention.csv calib_gemm.csv steps.tsv SUMMARY.md; do
     [ -s "$T/a/$f" ] || bad "$f missing"
 done
 head -n 1 "$T/a/kernels.csv" | grep -q '^device,name,kind,value' && grep -q '^"cpu-reference",cpu/fig18a/ratio/' "$T/a/kernels.csv" &&
@@ -64,7 +66,7 @@ done
 # a correctness failure: the kernel check of this fake pagedbench says FAIL
 cat >"$T/fakepb" <<EOF
 #!/usr/bin/env bash
-if [ "\$1" = kernels ] && [ "\${2:-}" != --probe ]; then echo "Kernel checks FAILED (1): not benchmarking."; echo "Check correct: FAIL (a kernel did not match its C reference)"; exit 1; fi
+if [ "\$1" = kernels ] && [ "\${2:-}" != --probe ] && [[ "\$*" != *calib-dir* ]]; then echo "Kernel checks FAILED (1): not benchmarking."; echo "Check correct: FAIL (a kernel did not match its C reference)"; exit 1; fi
 exec "$PB" "\$@"
 EOF
 chmod +x "$T/fakepb"
@@ -123,27 +125,57 @@ case "\$1 \${2:-}" in
         --profile "\$(val --profile "\$@")" --rate 4 --duration 1 --length-scale 0.25 --out "\$(val --out "\$@")" ;;
 esac
 case "\$1" in
-kernels) c=\$(val --csv "\$@"); "\$REAL" kernels --cpu --reps 1 --grid fig18a,swap --csv "\$c.cpu" >/dev/null || exit 1
+kernels) cd=\$(val --calib-dir "\$@")
+    if [ -n "\$cd" ]; then "\$REAL" kernels --cpu --reps 1 --warmup 0 --grid calib-attn,calib-gemm --calib-dir "\$cd" >/dev/null 2>&1 || exit 1
+        sed -i 's/^"cpu-reference",unknown,-,\([^,]*\),cpu,/"Fake GPU 80GB",580.0,13.0\/13.0,\1,cupti,/' "\$cd"/calib_*.csv
+        printf 'Timer: cupti\nCheck complete: PASS (fake)\n'; exit 0; fi
+    c=\$(val --csv "\$@"); "\$REAL" kernels --cpu --reps 1 --grid fig18a,swap --csv "\$c.cpu" >/dev/null || exit 1
     echo "All results match. Starting benchmarks."; echo "goal G1d fig18a/ratio/b8-ctx128 <= 1.10 (1.050)  MET"
     sed 's#,cpu/#,#' "\$c.cpu" >"\$c"; rm -f "\$c.cpu"; echo '{}' >"\$(val --update "\$@")"; printf 'Check complete: PASS (2 results)\\nCheck correct: PASS (fake)\\nCheck timer: PASS (fake)\\n' ;;
 run) "\$REAL" "\$@" || exit; f=\$(val --results "\$@")/fig18a.csv
     sed -n 's/^cost_model,"[^"]*",/gpu,"Fake GPU 80GB",/p' "\$f" >>"\$f" ;;
-profile) exec "\$REAL" profile --executor cpu --model tiny-opt --hardware a100-40gb --kv-gib 0.01 --batches 1,4 \
+profile) [ -n "\${FAKE_SLOW_PROFILE:-}" ] && sleep "\$FAKE_SLOW_PROFILE"
+    exec "\$REAL" profile --executor cpu --model tiny-opt --hardware a100-40gb --kv-gib 0.01 --batches 1,4 \
         --contexts 16,128 --prefill 16,64 --reps 1 --warmup 0 --out "\$(val --out "\$@")" ;;
 *) exec "\$REAL" "\$@" ;;
 esac
 EOF
 chmod +x "$T/g/pagedbench"
 printf 'add_test(fake_gpu_test "/bin/true")\nset_tests_properties(fake_gpu_test PROPERTIES LABELS "gpu")\n' >"$T/g/CTestTestfile.cmake"
-bash tools/gpu/run_gpu.sh --bin "$T/g/pagedbench" --out "$T/e" --baselines "$T/bl" >"$T/e.out" 2>"$T/e.err"; rc=$?
+bash tools/gpu/run_gpu.sh --bin "$T/g/pagedbench" --out "$T/e" --baselines "$T/bl" --bundle "$T/bundle" >"$T/e.out" 2>"$T/e.err"; rc=$?
 if [ $rc = 0 ] && ! grep -q '^SKIP' "$T/e.out" && [ -f "$T/bl/Fake-GPU-80GB.json" ] &&
-   [ "$(awk -F'\t' '$2 == "PASS"' "$T/e/steps.tsv" | wc -l)" = 6 ] && grep -q '^| ctest -L gpu | PASS |' "$T/e/SUMMARY.md" &&
+   [ "$(awk -F'\t' '$2 == "PASS"' "$T/e/steps.tsv" | wc -l)" = 7 ] && grep -q '^| ctest -L gpu | PASS |' "$T/e/SUMMARY.md" &&
+   grep -q '^| calibration sweeps | PASS | [0-9]* | 20 attention rows (block 1..256 + contiguous), 16 GEMM rows; Timer: cupti |' "$T/e/SUMMARY.md" &&
+   grep -q '^| 16 | [0-9.]* | [0-9.]* | [0-9.]* | 2 |' "$T/e/SUMMARY.md" && grep -q '^| 128 x 384 | [0-9.]* | - | [0-9.]* |' "$T/e/SUMMARY.md" &&
    grep -q '^| real engine vs cost model (OPT-13B, cuda) | PASS |' "$T/e/SUMMARY.md" &&
    grep -q '^| gpu | vllm | 8 | 64 |' "$T/e/SUMMARY.md" && grep -q '^| fig18a/b8-ctx128 |' "$T/e/SUMMARY.md" &&
    ! grep -q 'Not verified here' "$T/e/SUMMARY.md"; then
-    ok "GPU path (fake device): six steps PASS, baseline written, summary in GPU form"
+    ok "GPU path (fake device): seven steps PASS, baseline written, summary in GPU form"
 else
     bad "GPU path (fake device): rc $rc; $(cut -f1,2 "$T/e/steps.tsv" 2>/dev/null | tr '\n\t' '; '); $(tail -n 3 "$T/e.err")"
+fi
+# the bundle: the summary and a tarball of the results folder and the baseline, as a GPU
+# machine hands them back
+if cmp -s "$T/bundle/SUMMARY.md" "$T/e/SUMMARY.md" && tar -tzf "$T/bundle/gpu-results.tar.gz" >"$T/tar.txt" 2>/dev/null &&
+   grep -q 'e/steps.tsv$' "$T/tar.txt" && grep -q 'e/calib_gemm.csv$' "$T/tar.txt" && grep -q 'Fake-GPU-80GB.json$' "$T/tar.txt"; then
+    ok "--bundle: SUMMARY.md and a tarball of the results and the baseline"
+else
+    bad "--bundle: $(ls "$T/bundle" 2>&1) $(head -n 5 "$T/tar.txt" 2>/dev/null)"
+fi
+# killed in a step (the device's time limit): the summary names the step, the bundle has it
+FAKE_SLOW_PROFILE=30 bash tools/gpu/run_gpu.sh --bin "$T/g/pagedbench" --out "$T/k" --baselines "$T/bl" \
+    --bundle "$T/kb" >"$T/k.out" 2>"$T/k.err" &
+kpid=$!
+for _ in $(seq 1 600); do grep -q '^fig18a' "$T/k/steps.tsv" 2>/dev/null && break; sleep 0.1; done
+sleep 0.5
+kill -TERM $kpid
+wait $kpid; rc=$?
+if [ $rc = 143 ] && grep -q '^| profile OPT-13B | FAIL | [0-9]* | killed by SIGTERM' "$T/kb/SUMMARY.md" &&
+   grep -q '^| run | FAIL |' "$T/kb/SUMMARY.md" && grep -q '^| fig18a | PASS |' "$T/kb/SUMMARY.md" &&
+   ! grep -q 'real engine' "$T/k/steps.tsv" && grep -q '^gpu: KILLED' "$T/k.out"; then
+    ok "killed in a step: exit 143, the summary names the step and what ran before it"
+else
+    bad "killed run: rc $rc; $(cut -f1,2,4 "$T/k/steps.tsv" 2>/dev/null | tr '\n\t' '; ')"
 fi
 printf 'add_test(fake_gpu_test "/bin/sh" "-c" "exit 77")\nset_tests_properties(fake_gpu_test PROPERTIES LABELS "gpu" SKIP_RETURN_CODE 77)\n' >"$T/g/CTestTestfile.cmake"
 bash tools/gpu/run_gpu.sh --bin "$T/g/pagedbench" --out "$T/f" --baselines "$T/bl" >"$T/f.out" 2>"$T/f.err"; rc=$?

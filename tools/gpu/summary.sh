@@ -2,7 +2,8 @@
 # summary.sh DIR DEVICE MODE SECONDS [BASELINE] -- the markdown summary of a `./run_all.sh gpu` run,
 # from what tools/gpu/run_gpu.sh left in DIR: steps.tsv (step, status, seconds, detail),
 # kernels.csv / kernels.log (pagedbench kernels), fig18a.csv, costmodel_summary.csv
-# (pagedbench bench costmodel).  Missing files give a "not produced" line, never an
+# (pagedbench bench costmodel), calib_attention.csv / calib_gemm.csv (the calibration
+# sweeps).  Missing files give a "not produced" line, never an
 # error; a malformed steps.tsv is an error (exit 1).  MODE is "gpu" or "no GPU: <reason>".
 set -uo pipefail
 DIR=${1:?usage: summary.sh DIR DEVICE MODE SECONDS}
@@ -36,7 +37,8 @@ echo "Correctness: $([ "$fails" = 0 ] && echo "no failure" || echo "$fails step(
 
 K=$DIR/kernels.csv
 echo
-echo "## Kernels ($([ $gpu = 1 ] && echo "CUPTI, median of 20, cold L2" || echo "C references on the CPU, best of N: shapes and ratios only"))"
+TIMER=$(sed -n 's/^Timer: //p' "$DIR/kernels.log" 2>/dev/null | head -n 1)
+echo "## Kernels ($([ $gpu = 1 ] && echo "${TIMER:-CUPTI}, median of 20, cold L2" || echo "C references on the CPU, best of N: shapes and ratios only"))"
 if [ ! -f "$K" ]; then
     echo; echo "kernels.csv not produced."
 else
@@ -95,6 +97,42 @@ else
     fi
 fi
 
+A=$DIR/calib_attention.csv G=$DIR/calib_gemm.csv
+echo
+echo "## Calibration sweeps$([ $gpu = 1 ] || echo " (C references: the code path, not calibration data)")"
+echo
+if [ -f "$A" ]; then
+    echo "Paged attention / contiguous kernel by block size ($(($(wc -l <"$A") - 1)) rows of calib_attention.csv; median, min and max over batch x context):"
+    echo
+    echo "| block | median | min | max | points |"
+    echo "|---|---|---|---|---|"
+    awk -F, 'NR > 1 && $6 == "contig" { c[$9 "," $10] = $14 }
+        NR > 1 && $6 == "paged" { k = $9 "," $10; p[$8] = p[$8] " " k "=" $14; if (!($8 in seen)) { seen[$8] = 1; order[++n] = $8 } }
+        END { for (i = 1; i <= n; i++) { b = order[i]; m = split(p[b], a, " "); k2 = 0
+                for (j = 1; j <= m; j++) { split(a[j], kv, "="); if (kv[1] in c && c[kv[1]] > 0) r[++k2] = kv[2] / c[kv[1]] }
+                if (!k2) continue
+                for (x = 1; x <= k2; x++) for (y = x + 1; y <= k2; y++) if (r[y] < r[x]) { t = r[x]; r[x] = r[y]; r[y] = t }
+                printf "| %s | %.3f | %.3f | %.3f | %d |\n", b, k2 % 2 ? r[(k2 + 1) / 2] : (r[k2 / 2] + r[k2 / 2 + 1]) / 2, r[1], r[k2], k2
+                delete r } }' "$A"
+else
+    echo "calib_attention.csv not produced."
+fi
+echo
+if [ -f "$G" ]; then
+    echo "$([ $gpu = 1 ] && echo "cuBLAS GEMM" || echo "GEMM (C reference)") µs by M (calib_gemm.csv; K x N):"
+    echo
+    echo "| K x N | M=1 | 16 | 64 | 128 | 192 | 256 | 512 | TFLOP/s at max M |"
+    echo "|---|---|---|---|---|---|---|---|---|"
+    awk -F, 'NR > 1 { s = $9 " x " $8; if (!(s in seen)) { seen[s] = 1; order[++n] = s } t[s, $7] = $10
+                      if ($7 + 0 >= mx[s]) { mx[s] = $7 + 0; tf[s] = $11 } }
+        END { split("1 16 64 128 192 256 512", ms, " ")
+              for (i = 1; i <= n; i++) { s = order[i]; printf "| %s |", s
+                  for (j = 1; j <= 7; j++) printf " %s |", ((s, ms[j]) in t) ? sprintf("%.1f", t[s, ms[j]]) : "-"
+                  printf " %.1f |\n", tf[s] } }' "$G"
+else
+    echo "calib_gemm.csv not produced."
+fi
+
 F=$DIR/fig18a.csv
 echo
 echo "## Fig. 18a (paper vs ours)"
@@ -138,8 +176,10 @@ Each kernel on a device: paged decode V1 and V2, the contiguous (FasterTransform
 kernel, prefill, reshape_and_cache, gather_cached_kv, copy_blocks, swap (per block,
 cudaMemcpyBatchAsync), slot copy; the cuBLAS layers and model; the cuda executor (and its
 token equivalence with the cpu executor); NCCL tensor parallelism; CUPTI timing; NVTX
-ranges; and the issue's four device goals: decode >= 80% of HBM at 64K tokens, paged <= 5%
+ranges; the calibration sweeps (paged attention at block 1..256, cuBLAS GEMMs at M =
+1..512); and the issue's four device goals: decode >= 80% of HBM at 64K tokens, paged <= 5%
 slower than contiguous at block 16, batched swap >= 80% of pinned PCIe at block >= 8, cost
-model step time within 10% (p50) of the real engine.  Run `./run_all.sh gpu` on a GPU.
+model step time within 10% (p50) of the real engine.  Run `./run_all.sh gpu` on a GPU
+(tools/gpu/README.md: the call for a machine without a package registry).
 EOF
 fi
