@@ -20,6 +20,7 @@ struct pb_gpu_timer {
     cudaStream_t stream;             /* events mode                      */
     cudaEvent_t ev0, ev1;
     char why[512];                   /* why events ("" on CUPTI)         */
+    int runs_recorded;               /* CUPTI runs that had records      */
 };
 
 #define TRY_CUDA(call) do { cudaError_t e_ = (call); if (e_ != cudaSuccess) {                   \
@@ -113,8 +114,6 @@ static int cupti_failed(CUptiResult r, const char *call) {   /* 1 (and a message
     snprintf(g_cu_why, sizeof g_cu_why, "%s: %s", call, m ? m : "?");
     return 1;
 }
-#define TRY_CUPTI(call) do { if (cupti_failed((call), #call)) {                                 \
-    pb_log_error("%s:%d: %s", __FILE__, __LINE__, g_cu_why); return PB_ERR_CUDA; } } while (0)
 
 /* 1 when CUPTI collects kernel and memcpy activity; else 0 with the reason in g_cu_why */
 static int cupti_start_collecting(void) {
@@ -147,21 +146,34 @@ static const char g_cu_why[] = "this build has no CUPTI headers";
 static int cupti_start_collecting(void) { return 0; }
 #endif /* PB_HAVE_CUPTI */
 
+/* Time with CUDA events from now on (CUPTI unavailable, or failing): why says so. */
+static pb_status to_events(pb_gpu_timer *t, const char *why) {
+#ifdef PB_HAVE_CUPTI
+    if (t->cupti) {
+        g_cu.disable(CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL);
+        g_cu.disable(CUPTI_ACTIVITY_KIND_MEMCPY);
+    }
+#endif
+    t->cupti = 0;
+    snprintf(t->why, sizeof t->why, "%s", why);
+    pb_log_info("gpu timer: CUDA events instead of CUPTI (%s)", why);
+    if (cudaEventCreate(&t->ev0) != cudaSuccess || cudaEventCreate(&t->ev1) != cudaSuccess) {
+        pb_log_error("gpu timer: cudaEventCreate failed");
+        return PB_ERR_CUDA;
+    }
+    return PB_OK;
+}
+
 pb_status pb_gpu_timer_create(const char *nvtx_domain, struct CUstream_st *stream, pb_gpu_timer **out) {
     *out = NULL;
     TRY_CUDA(cudaFree(0));                              /* create the context first */
     pb_gpu_timer *t = pb_xcalloc(1, sizeof(*t));
     t->stream = stream;
     t->cupti = cupti_start_collecting();
-    if (!t->cupti) {
-        snprintf(t->why, sizeof t->why, "%s", g_cu_why);
-        pb_log_info("gpu timer: CUDA events instead of CUPTI (%s)", g_cu_why);
-        if (cudaEventCreate(&t->ev0) != cudaSuccess || cudaEventCreate(&t->ev1) != cudaSuccess) {
-            pb_log_error("gpu timer: cudaEventCreate failed");
-            if (t->ev0) cudaEventDestroy(t->ev0);
-            free(t);
-            return PB_ERR_CUDA;
-        }
+    if (!t->cupti && to_events(t, g_cu_why) != PB_OK) {
+        if (t->ev0) cudaEventDestroy(t->ev0);
+        free(t);
+        return PB_ERR_CUDA;
     }
     t->domain = nvtxDomainCreateA(nvtx_domain ? nvtx_domain : "pagedbench");
     *out = t;
@@ -178,10 +190,8 @@ void pb_gpu_timer_destroy(pb_gpu_timer *t) {
         g_cu.disable(CUPTI_ACTIVITY_KIND_MEMCPY);
     }
 #endif
-    if (!t->cupti) {
-        cudaEventDestroy(t->ev0);
-        cudaEventDestroy(t->ev1);
-    }
+    if (t->ev0) cudaEventDestroy(t->ev0);
+    if (t->ev1) cudaEventDestroy(t->ev1);
     nvtxDomainDestroy(t->domain);
     free(t);
 }
@@ -209,12 +219,15 @@ pb_status pb_gpu_timer_start(pb_gpu_timer *t, const char *name) {
         pthread_mutex_lock(&g_mu);
         g_active = 0;                                   /* earlier records: discard */
         pthread_mutex_unlock(&g_mu);
-        TRY_CUPTI(g_cu.flush_all(CUPTI_ACTIVITY_FLAG_FLUSH_FORCED));
-        pthread_mutex_lock(&g_mu);
-        g_active = 1;
-        g_count = 0;
-        g_start = g_end = 0;
-        pthread_mutex_unlock(&g_mu);
+        if (cupti_failed(g_cu.flush_all(CUPTI_ACTIVITY_FLAG_FLUSH_FORCED), "cuptiActivityFlushAll")) {
+            if (to_events(t, g_cu_why) != PB_OK) return PB_ERR_CUDA;
+        } else {
+            pthread_mutex_lock(&g_mu);
+            g_active = 1;
+            g_count = 0;
+            g_start = g_end = 0;
+            pthread_mutex_unlock(&g_mu);
+        }
     }
 #endif
     range_push(t, name);
@@ -225,8 +238,10 @@ pb_status pb_gpu_timer_start(pb_gpu_timer *t, const char *name) {
 pb_status pb_gpu_timer_stop(pb_gpu_timer *t, double *span_us, int *n_records) {
     int n = 0;
     double us = 0.0;
+    nvtxDomainRangePop(t->domain);
+    if (span_us) *span_us = 0;
+    if (n_records) *n_records = 0;
     if (!t->cupti) {
-        nvtxDomainRangePop(t->domain);
         TRY_CUDA(cudaEventRecord(t->ev1, t->stream));
         TRY_CUDA(cudaEventSynchronize(t->ev1));
         float ms = 0.f;
@@ -236,14 +251,22 @@ pb_status pb_gpu_timer_stop(pb_gpu_timer *t, double *span_us, int *n_records) {
     }
 #ifdef PB_HAVE_CUPTI
     else {
-        nvtxDomainRangePop(t->domain);
         TRY_CUDA(cudaDeviceSynchronize());
-        TRY_CUPTI(g_cu.flush_all(CUPTI_ACTIVITY_FLAG_FLUSH_FORCED));
+        if (cupti_failed(g_cu.flush_all(CUPTI_ACTIVITY_FLAG_FLUSH_FORCED), "cuptiActivityFlushAll")) {
+            to_events(t, g_cu_why);                     /* this run is lost; the next ones time */
+            return PB_ERR_CUDA;
+        }
         pthread_mutex_lock(&g_mu);
         n = g_count;
         us = n ? (double)(g_end - g_start) / 1e3 : 0.0;
         g_active = 0;
         pthread_mutex_unlock(&g_mu);
+        if (n) t->runs_recorded++;
+        else if (!t->runs_recorded) {                 /* CUPTI never delivered a record */
+            pb_log_error("gpu timer: no CUPTI kernel/memcpy records in the timer's first run");
+            to_events(t, "CUPTI delivered no activity record in the first timed run");
+            return PB_ERR_CUDA;
+        }
     }
 #endif
     if (span_us) *span_us = us;

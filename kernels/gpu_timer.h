@@ -11,8 +11,10 @@
  *           so records never leak into the next run; records CUPTI reports dropped are
  *           accumulated from every completed buffer (cuptiActivityGetNumDroppedRecords).
  *   events  when CUPTI cannot be used (libcupti missing or unloadable, an activity
- *           call failing, or PAGEDBENCH_CUPTI=none): cudaEventElapsedTime between an
- *           event recorded on the timer's stream at start and one at stop.  The span
+ *           call failing at create or later, no record at all in the timer's first run,
+ *           or PAGEDBENCH_CUPTI=none): cudaEventElapsedTime between an event recorded on
+ *           the timer's stream at start and one at stop.  A run during which CUPTI
+ *           failed returns PB_ERR_CUDA and the timer goes on with events.  The span
  *           then includes the host's launch time of the run's first call; work must be
  *           enqueued on that stream (or, with stream NULL, on any blocking stream).
  * libcupti is opened at run time (dlopen), never linked, so the CUDA module loads

@@ -87,7 +87,8 @@ void pb_kbench_device_name(char *buf, size_t n);
 typedef struct {
     char driver[64];      /* kernel driver version (/proc/driver/nvidia/version), or "unknown" */
     char cuda[32];        /* CUDA driver API / runtime versions, "13.0/13.0"; "-" without CUDA */
-    char timer[16];       /* timing of the last pb_kbench_run_gpu: "cupti", "events", or "-"   */
+    char timer[16];       /* timing of the last pb_kbench_run_gpu: "cupti", "events",
+                             "cupti+events" (CUPTI failed part-way), or "-"                   */
     char timer_why[256];  /* why events rather than CUPTI ("" otherwise)                        */
 } pb_kbench_info;
 void pb_kbench_get_info(pb_kbench_info *out);

@@ -13,7 +13,8 @@ step 4) writes, per device folder results/gpu/<device>/:
   calib_gemm.csv       device,driver,cuda,commit,timer,dtype,m,n,k,median_us,tflops,gbps
                        cuBLAS at OPT-13B's four GEMM shapes, M = 1..16, 24..512 step 8
 
-Rows timed on a GPU have timer "cupti" or "events"; "cpu" rows come from the C
+Rows timed on a GPU have timer "cupti", "events" or "cupti+events" (CUPTI failed
+part-way through the run); "cpu" rows come from the C
 references (the code path on a machine without a GPU: shapes, not calibration data)
 and are counted but left out.  Lines starting with '#' are comments.
 
@@ -41,7 +42,7 @@ GEMM_COLS = ["device", "driver", "cuda", "commit", "timer", "dtype", "m", "n", "
              "gbps"]
 INTS = {"block_size", "batch", "context", "num_heads", "head_size", "m", "n", "k"}
 FLOATS = {"median_us", "bytes", "gbps", "tflops"}
-GPU_TIMERS = ("cupti", "events")
+GPU_TIMERS = ("cupti", "events", "cupti+events")
 
 
 class SweepError(ValueError):

@@ -52,23 +52,20 @@ PB_TEST(cupti_then_events) {
     if (!pb_kbench_gpu_available(why, sizeof why)) PB_SKIP("SKIP: no GPU (%s)", why);
     cudaStream_t st;
     PB_REQUIRE(cudaStreamCreateWithFlags(&st, cudaStreamNonBlocking) == cudaSuccess);
-    char mode[32];
-    /* a libcupti that cannot be loaded: events, and the timer still times */
-    setenv("PAGEDBENCH_CUPTI", "/nonexistent/libcupti.so", 1);
-    time_copies(st, mode, sizeof mode);
-    PB_CHECK(!strcmp(mode, "events"));
+    static const struct { const char *env, *mode; } runs[] = {
+        {"/nonexistent/libcupti.so", "events"},   /* a libcupti that cannot be loaded     */
+        {NULL, "cupti"},                           /* the toolkit's (the one the build found) */
+        {"none", "events"},                        /* events asked for                     */
+        {NULL, "cupti"},                           /* CUPTI again after events             */
+    };
+    for (size_t i = 0; i < sizeof runs / sizeof runs[0]; i++) {
+        char mode[32];
+        if (runs[i].env) setenv("PAGEDBENCH_CUPTI", runs[i].env, 1);
+        else unsetenv("PAGEDBENCH_CUPTI");
+        time_copies(st, mode, sizeof mode);
+        PB_CHECK(!strcmp(mode, runs[i].mode));
+    }
     unsetenv("PAGEDBENCH_CUPTI");
-    /* the toolkit's libcupti (the one the build found): CUPTI */
-    time_copies(st, mode, sizeof mode);
-    PB_CHECK(!strcmp(mode, "cupti"));
-    /* asked for events */
-    setenv("PAGEDBENCH_CUPTI", "none", 1);
-    time_copies(st, mode, sizeof mode);
-    PB_CHECK(!strcmp(mode, "events"));
-    unsetenv("PAGEDBENCH_CUPTI");
-    /* CUPTI again after events */
-    time_copies(st, mode, sizeof mode);
-    PB_CHECK(!strcmp(mode, "cupti"));
     cudaStreamDestroy(st);
 }
 
