@@ -79,7 +79,7 @@ have_dev() {   # have_dev HEADER: installed, or unpacked from .gpu/debs (tools/g
 need_pkgs() {   # need_pkgs <verb>: list the Debian packages missing for this verb
     local missing=()
     command -v cmake >/dev/null || missing+=(cmake)
-    command -v cc >/dev/null || missing+=(gcc)
+    command -v cc >/dev/null || command -v gcc >/dev/null || missing+=(gcc)
     command -v make >/dev/null || command -v ninja >/dev/null || missing+=(make)
     have_dev yaml.h || missing+=(libyaml-dev)
     have_dev jansson.h || missing+=(libjansson-dev)

@@ -46,7 +46,7 @@
 #     --out DIR   results folder (default results/gpu/<device>)
 #     --tiny      smallest settings, no tests and no emulator (the ctest of this script)
 #   env: RATE (default 1 req/s), DURATION (60 s) of the real-engine run on a GPU;
-#        BUDGET (540 s): on a GPU every step after the build gets at most what is left of
+#        BUDGET (540 s, counted from the start): on a GPU every step gets at most what is left of
 #        it (and its own cap), a step with under 20 s left is skipped, and the real-engine
 #        run is shortened to fit
 set -uo pipefail
@@ -229,6 +229,7 @@ if [ $GPU = 0 ] && [ -z "$BIN" ]; then   # the C references: the cpu preset is e
     BIN=$ROOT/build/cpu/pagedbench
 fi
 if [ $GPU = 0 ]; then
+    BUDGET=1000000          # the time budget is the GPU run's; without one every step runs
     MODE="no GPU: $REASON"
     HW=-
     open_out cpu-reference
