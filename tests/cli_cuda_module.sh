@@ -18,6 +18,13 @@ check "the binary links no CUDA library" "! echo \"\$libs\" | grep -Eq 'libcudar
 check "the module links the CUDA runtime" "ldd \"$MOD\" | grep -q libcudart"
 # CUPTI is opened by the timer at run time: an unloadable libcupti must not stop the module
 check "the module does not link CUPTI" "! ldd \"$MOD\" | grep -q libcupti"
+# the toolkit's library folder (where the build found cudart) is in its rpath, so a loader
+# that is not told about that folder still finds cudart (tools/gpu/rehearse.sh, step 3)
+cudart=$(sed -n 's/^CUDA_cudart_LIBRARY:FILEPATH=//p' "$(dirname "$PB")/CMakeCache.txt" 2>/dev/null)
+if [ -n "$cudart" ] && command -v readelf >/dev/null; then
+    check "the module's rpath names $(dirname "$cudart")" \
+        "readelf -d \"$MOD\" | grep -E 'R(UN)?PATH' | grep -qF \"$(dirname "$cudart")\""
+fi
 # a simulation never maps the module
 "$PB" bench sim --csv >/dev/null 2>&1 &   # (a second or more)
 sleep 0.5

@@ -14,6 +14,9 @@
 #   2. the .debs unpacked by tools/gpu/unpack_deb.py (no dpkg-deb), then
 #      tools/gpu/run_gpu.sh --build-only     the GPU run's CUDA build (target gpu_run,
 #                                            warnings not errors, sm_80 and sm_90 here)
+#   3. build/gpu/pagedbench kernels --probe  the CUDA module loads (its libraries found
+#                                            with no loader configuration): the reason
+#                                            given is the missing driver
 # and prints what each said.  Exit 0 when both passed.  Needs root (chroot, mount),
 # debootstrap and a Debian mirror; about 2 minutes of debootstrap once, then the
 # builds (tens of minutes on 2 shared cores).  A manual check, not part of CI.
@@ -59,6 +62,11 @@ cp "$R/work/pb/results/gpu/cpu-reference/SUMMARY.md" "$DIR/SUMMARY-no-gpu.md" 2>
 echo "==> 2. the .debs unpacked without dpkg-deb, then the GPU run's build (--build-only) -> $DIR/build_only.log"
 run "rm -rf .gpu/root build/gpu && PB_UNPACK=python bash tools/gpu/run_gpu.sh --build-only" >"$DIR/build_only.log" 2>&1 || rc2=$?
 tail -n 3 "$DIR/build_only.log"
+# the built binary loads its CUDA module there (the toolkit's libraries through its rpath):
+# without a GPU the probe must blame the missing driver, not a library
+probe=$(run "build/gpu/pagedbench kernels --probe" 2>&1)
+echo "==> 3. build/gpu/pagedbench kernels --probe: $probe"
+grep -q 'no CUDA driver on this machine' <<<"$probe" || rc2=1
 cp "$R/work/pb/results/gpu/build-only/SUMMARY.md" "$DIR/SUMMARY-build-only.md" 2>/dev/null
 echo "rehearse.sh: run_all.sh gpu exit $rc1, run_gpu.sh --build-only exit $rc2 (logs and summaries in $DIR)"
 [ $rc1 = 0 ] && [ $rc2 = 0 ]

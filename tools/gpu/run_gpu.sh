@@ -188,6 +188,10 @@ elif [ -z "$REASON" ]; then
     if [ $BUILD_ONLY = 1 ]; then MODE="build only"; name=${name:-build-only}; fi
     open_out "${name:-gpu}"
     export PATH="$(dirname "$NVCC"):$PATH"
+    # the toolkit's libraries for the programs built here (also in their rpath)
+    for d in "$(dirname "$NVCC")"/../lib64 "$(dirname "$NVCC")"/../lib; do
+        [ -e "$d/libcudart.so" ] && { export LD_LIBRARY_PATH="$(cd "$d" && pwd)${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"; break; }
+    done
     mkdir -p "$BUILD_DIR"
     begin build
     log "configuring $BUILD_DIR (CUDA $cap, ${CMAKE_GENERATOR:-default generator}${PB_DEPS_ROOT:+, libraries of .gpu/debs}) and building target gpu_run"
