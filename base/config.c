@@ -72,24 +72,29 @@ pb_node *pb_config_scalar(pb_config *c, const char *value, const char *file, int
     return n;
 }
 
-pb_node *pb_config_clone_node(pb_config *c, const pb_node *n) {
+static pb_node *clone_if(pb_config *c, const pb_node *n, bool (*keep)(const pb_node *)) {
     pb_node *k = node_new(c, n->kind, n->file, n->line, n->col);
     k->key = n->key ? own_str(c, n->key) : NULL;
     k->key_line = n->key_line;
     k->key_col = n->key_col;
     k->value = n->value ? own_str(c, n->value) : NULL;
     k->quoted = n->quoted;
-    for (int i = 0; i < n->n_kids; i++) node_add(c, k, pb_config_clone_node(c, n->kids[i]));
+    for (int i = 0; i < n->n_kids; i++)
+        if (!keep || keep(n->kids[i])) node_add(c, k, clone_if(c, n->kids[i], keep));
     return k;
 }
 
-pb_config *pb_config_clone(const pb_config *src) {
+pb_node *pb_config_clone_node(pb_config *c, const pb_node *n) { return clone_if(c, n, NULL); }
+
+pb_config *pb_config_clone_if(const pb_config *src, bool (*keep)(const pb_node *n)) {
     pb_config *c = pb_xcalloc(1, sizeof *c);
     c->path = pb_xstrdup(src->path);
     /* node file names point into src's strings: the clone must not outlive src */
-    c->root = pb_config_clone_node(c, src->root);
+    c->root = clone_if(c, src->root, keep);
     return c;
 }
+
+pb_config *pb_config_clone(const pb_config *src) { return pb_config_clone_if(src, NULL); }
 
 void pb_node_put(pb_config *c, pb_node *map, const char *key, pb_node *v) {
     v->key = own_str(c, key);
@@ -335,9 +340,15 @@ static pb_status load_common(const char *name, FILE *f, const char *text, pb_con
 }
 
 pb_status pb_config_load(const char *path, pb_config **out, pb_cfg_err *err) {
-    FILE *f = fopen(path, "rb");
+    char why[1200];
+    pb_status st;
+    FILE *f = pb_input_open(path, &st, why, sizeof why);   /* a regular file, bounded (pb.h) */
     *out = NULL;
-    if (!f) { err_at(err, path, 0, 0, "cannot open: %s", strerror(errno)); return PB_ERR_IO; }
+    if (!f) {
+        const char *w = strncmp(why, path, strlen(path)) ? why : why + strlen(path) + 2;   /* "path: why" */
+        err_at(err, path, 0, 0, "cannot %s: %s", st == PB_ERR_IO ? "open" : "read", w);
+        return st;
+    }
     pb_status s = load_common(path, f, NULL, out, err);
     fclose(f);
     return s;

@@ -89,6 +89,8 @@ pb_config *pb_config_new(const char *name);
  * parent is NULL.  A whole experiment is cloned with pb_config_clone. */
 pb_node   *pb_config_clone_node(pb_config *c, const pb_node *n);
 pb_config *pb_config_clone(const pb_config *src);   /* must not outlive src */
+/* The same without the subtrees whose root node keep() refuses (keep NULL: all). */
+pb_config *pb_config_clone_if(const pb_config *src, bool (*keep)(const pb_node *n));
 /* Overlay map src onto map dst (both owned by / cloned into c): a key of src whose
  * value is a map and whose dst value is a map is overlaid recursively; any other key
  * replaces (or adds) dst's value with a copy of src's.  dst must be a map. */

@@ -9,6 +9,7 @@
 #ifndef PB_H
 #define PB_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -64,10 +65,34 @@ void pb_assert_fail_(const char *expr, const char *file, int line);
    mispredicted half the time. */
 static inline int32_t pb_select_i32(int32_t cond, int32_t a, int32_t b) { return b ^ ((a ^ b) & -cond); }
 
-/* Write a whole file atomically: data goes to path.tmp.<pid>, then rename().
+/* ---- files written: unique temporaries ----
+ * Every file is written to a temporary beside it and renamed over it, so readers see
+ * the old file or the whole new one.  The temporary's name is unique to this host,
+ * process and call, <path>.tmp.<host>.<pid>.<n> (host: gethostname up to its first
+ * '.'), so concurrent writers of one file -- two runs, two shards on a shared
+ * filesystem -- never share one; a temporary whose writer is gone (same host, pid no
+ * longer running) is stale, and pb_tmp_sweep() removes it. */
+void pb_tmp_path(const char *path, char *buf, size_t n);
+bool pb_tmp_stale(const char *file_name);    /* a name of pb_tmp_path's form, writer gone */
+int  pb_tmp_sweep(const char *dir);          /* unlink dir's stale temporaries; how many  */
+
+/* Write a whole file atomically through a pb_tmp_path temporary, then rename().
  * Returns PB_OK or PB_ERR_IO (the target untouched, the temporary removed, errno
  * saying why). */
 pb_status pb_write_file_atomic(const char *path, const void *data, size_t n);
+
+/* ---- files read: bounded inputs ----
+ * Every input file (a trace, a dataset, timestamps, a profile, a config) must be a
+ * regular file -- a directory, FIFO, socket or device could block or never end -- of
+ * at most PB_INPUT_MAX_BYTES; "-" (stdin, read up to the same cap) only where a
+ * command says so.  Readers of rows stop at PB_INPUT_MAX_ROWS.  Errors name the file:
+ * PB_ERR_IO "path: <strerror>" when it cannot be opened or read, PB_ERR_INVALID
+ * "path: why" when it is not a regular file or is too large (the CLI exits 2). */
+#define PB_INPUT_MAX_BYTES ((int64_t)256 << 20)   /* 256 MiB */
+#define PB_INPUT_MAX_ROWS 10000000                /* rows (records) of one input file */
+FILE *pb_input_open(const char *path, pb_status *st, char *err, size_t errlen);
+/* The whole input in a malloc'd buffer, NUL-terminated (*len excludes the NUL). */
+pb_status pb_input_read(const char *path, bool allow_stdin, char **out, size_t *len, char *err, size_t errlen);
 
 /* A growing text buffer: pb_sbuf b = {0}; pb_sbuf_printf(&b, ...); use b.s (NUL-terminated,
  * NULL while empty) and b.len; free(b.s).  Allocation failure aborts (pb_xrealloc). */

@@ -185,28 +185,11 @@ done:
 
 pb_status pb_sim_profile_load(const char *path, pb_sim_profile **out, char *err, size_t errlen) {
     *out = NULL;
-    FILE *f = fopen(path, "rb");
-    if (!f) {
-        if (err && errlen) snprintf(err, errlen, "%s: %s", path, strerror(errno));
-        return PB_ERR_IO;
-    }
-    size_t cap = 1 << 16, n = 0;
-    char *buf = pb_xmalloc(cap);
-    for (;;) {
-        if (n + 1 >= cap) { cap *= 2; buf = pb_xrealloc(buf, cap); }
-        size_t k = fread(buf + n, 1, cap - n - 1, f);
-        n += k;
-        if (k == 0) break;
-    }
-    bool bad = ferror(f);
-    fclose(f);
-    if (bad) {
-        free(buf);
-        if (err && errlen) snprintf(err, errlen, "%s: read error", path);
-        return PB_ERR_IO;
-    }
-    buf[n] = '\0';
-    pb_status st = pb_sim_profile_parse(path, buf, out, err, errlen);
+    char *buf;
+    size_t n;
+    pb_status st = pb_input_read(path, false, &buf, &n, err, errlen);   /* a regular file, bounded */
+    if (st) return st;
+    st = pb_sim_profile_parse(path, buf, out, err, errlen);
     free(buf);
     return st;
 }

@@ -29,15 +29,16 @@ static void tpush(tvec *v, double t) {
     v->t[v->n++] = t;
 }
 
-#define BAD(...) do { if (err) snprintf(err, errlen, __VA_ARGS__); return PB_ERR_INVALID; } while (0)
+/* an error: the message, and the times made so far freed */
+#define BAD(...) do { if (err) snprintf(err, errlen, __VA_ARGS__); free(v.t); return PB_ERR_INVALID; } while (0)
 
 pb_status pb_arrivals_generate(const pb_arrival_cfg *c, pb_rng *rng, const double *replay_ts,
                                int64_t n_replay, double **times, int64_t *n, char *err, size_t errlen) {
     *times = NULL;
     *n = 0;
+    tvec v = {0};
     if (!(c->duration_s >= 0) || c->num < 0) BAD("duration and count must not be negative");
     bool has_dur = c->duration_s > 0, has_num = c->num > 0;
-    tvec v = {0};
     if (has_num) {   /* room for the count up front (at most 2^26 times), no doubling slack */
         v.cap = PB_MIN(c->num, (int64_t)1 << 26);
         v.t = pb_xmalloc((size_t)v.cap * sizeof *v.t);
@@ -74,14 +75,13 @@ pb_status pb_arrivals_generate(const pb_arrival_cfg *c, pb_rng *rng, const doubl
         if (c->rate < 0 || !isfinite(c->rate)) BAD("replay rate must be >= 0 (got %g)", c->rate);
         double t0 = replay_ts[0], span = replay_ts[n_replay - 1] - t0, scale = 1;
         if (c->rate > 0) {
-            if (n_replay < 2 || !(span > 0)) BAD("cannot rescale a replay of one instant to a rate");
+            if (n_replay < 2 || !(span > 0))
+                BAD("cannot rescale a replay of %s to a rate (%lld timestamp%s over %g s)",
+                    n_replay < 2 ? "one request" : "one instant", (long long)n_replay, n_replay == 1 ? "" : "s", span);
             scale = ((double)(n_replay - 1) / span) / c->rate;
         }
         for (int64_t i = 0; i < n_replay && (!has_num || v.n < c->num); i++) {
-            if (i > 0 && replay_ts[i] < replay_ts[i - 1]) {
-                free(v.t);
-                BAD("replay timestamps out of order at row %lld", (long long)i);
-            }
+            if (i > 0 && replay_ts[i] < replay_ts[i - 1]) BAD("replay timestamps out of order at row %lld", (long long)i);
             double t = (replay_ts[i] - t0) * scale;
             if (has_dur && t >= c->duration_s) break;
             tpush(&v, t);

@@ -2,7 +2,6 @@
 #include "csv_reader.h"
 
 #include <csv.h>    /* libcsv (Debian libcsv-dev) */
-#include <errno.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -19,11 +18,20 @@ typedef struct {
     int32_t rec_nf;
     int64_t rec_first;
     int32_t field_col;          /* column where the current field started             */
+    bool too_many;              /* more than PB_INPUT_MAX_ROWS records                 */
+    int rec_kind;               /* the record's first non-blank byte: 0 none yet,
+                                   1 '#' (a comment line), 2 anything else (a quoted
+                                   "#..." field is data)                              */
 } builder;
 
 static void on_field(void *s, size_t len, void *data) {
     builder *b = data;
     pb_csv *c = b->c;
+    if (b->rec_nf > PB_CSV_MAX_FIELDS) {   /* past the fields a reader looks at: counted only */
+        b->rec_nf++;
+        b->field_col = 0;
+        return;
+    }
     if (b->n_fields == b->cap_fields) {
         b->cap_fields = b->cap_fields ? 2 * b->cap_fields : 1024;
         c->off = pb_xrealloc(c->off, (size_t)b->cap_fields * sizeof *c->off);
@@ -48,21 +56,25 @@ static void on_record(int term, void *data) {
     builder *b = data;
     pb_csv *c = b->c;
     (void)term;
-    int32_t nf = b->rec_nf;
+    int32_t nf = PB_MIN(b->rec_nf, PB_CSV_MAX_FIELDS + 1);   /* fields stored */
     bool blank = nf == 0 || (nf == 1 && c->text[c->off[b->rec_first]] == 0);
-    bool comment = nf > 0 && c->text[c->off[b->rec_first]] == '#';
+    bool comment = b->rec_kind == 1;
     if (blank || comment) {
         b->n_fields -= nf;   /* drop it (its text stays, unused) */
+    } else if (c->n_recs >= PB_INPUT_MAX_ROWS) {
+        b->too_many = true;
+        b->n_fields -= nf;
     } else {
         if (c->n_recs == b->cap_recs) {
             b->cap_recs = b->cap_recs ? 2 * b->cap_recs : 1024;
             c->recs = pb_xrealloc(c->recs, (size_t)b->cap_recs * sizeof *c->recs);
         }
-        c->recs[c->n_recs++] = (pb_csv_record_){b->rec_line, nf, b->rec_first};
+        c->recs[c->n_recs++] = (pb_csv_record_){b->rec_line, b->rec_nf, b->rec_first};
     }
     b->rec_nf = 0;
     b->rec_line = 0;
     b->field_col = 0;
+    b->rec_kind = 0;
 }
 
 static pb_status parse(pb_csv *c, const char *buf, size_t len, char *err, size_t errlen) {
@@ -84,9 +96,22 @@ static pb_status parse(pb_csv *c, const char *buf, size_t len, char *err, size_t
         if (!b.field_col && ch != ',' && ch != '\n' && ch != '\r')
             b.field_col = (int32_t)(i - (size_t)b.line_start) + 1;
         if (!b.rec_line && ch != '\n' && ch != '\r') b.rec_line = b.line;
+        if (!b.rec_kind && ch != ' ' && ch != '\t' && ch != '\n' && ch != '\r') b.rec_kind = ch == '#' ? 1 : 2;
+        if (ch == 0) {   /* a NUL would cut the field short when it is read as a string */
+            if (err) snprintf(err, errlen, "%s:%d:%d: NUL byte in the file (not a text CSV)", c->path, b.line,
+                              (int)(i - (size_t)b.line_start) + 1);
+            st = PB_ERR_INVALID;
+            break;
+        }
         if (csv_parse(&p, buf + i, 1, on_field, on_record, &b) != 1) {
             if (err) snprintf(err, errlen, "%s:%d:%d: malformed CSV: %s", c->path, b.line,
                               (int)(i - (size_t)b.line_start) + 1, csv_strerror(csv_error(&p)));
+            st = PB_ERR_INVALID;
+            break;
+        }
+        if (b.too_many) {
+            if (err) snprintf(err, errlen, "%s:%d:1: more than %d rows, the cap for an input file", c->path, b.line,
+                              PB_INPUT_MAX_ROWS);
             st = PB_ERR_INVALID;
             break;
         }
@@ -99,6 +124,11 @@ static pb_status parse(pb_csv *c, const char *buf, size_t len, char *err, size_t
     if (!st && csv_fini(&p, on_field, on_record, &b) != 0) {
         if (err) snprintf(err, errlen, "%s:%d:%d: malformed CSV: %s", c->path, b.line,
                           (int)((int64_t)len - b.line_start) + 1, csv_strerror(csv_error(&p)));
+        st = PB_ERR_INVALID;
+    }
+    if (!st && b.too_many) {
+        if (err) snprintf(err, errlen, "%s:%d:1: more than %d rows, the cap for an input file", c->path, b.line,
+                          PB_INPUT_MAX_ROWS);
         st = PB_ERR_INVALID;
     }
     csv_free(&p);
@@ -120,27 +150,11 @@ static pb_status open_buf(pb_csv *c, const char *name, const char *buf, size_t l
 
 pb_status pb_csv_open(pb_csv *c, const char *path, char *err, size_t errlen) {
     memset(c, 0, sizeof *c);
-    FILE *f = fopen(path, "rb");
-    if (!f) {
-        if (err) snprintf(err, errlen, "%s: %s", path, strerror(errno));
-        return PB_ERR_IO;
-    }
-    size_t cap = 1 << 16, len = 0;
-    char *buf = pb_xmalloc(cap);
-    for (;;) {
-        if (len + 1 >= cap) { cap *= 2; buf = pb_xrealloc(buf, cap); }
-        size_t k = fread(buf + len, 1, cap - len - 1, f);
-        len += k;
-        if (k == 0) break;
-    }
-    int bad = ferror(f);
-    fclose(f);
-    if (bad) {
-        free(buf);
-        if (err) snprintf(err, errlen, "%s: read error", path);
-        return PB_ERR_IO;
-    }
-    pb_status st = open_buf(c, path, buf, len, err, errlen);
+    char *buf;
+    size_t len;
+    pb_status st = pb_input_read(path, true, &buf, &len, err, errlen);
+    if (st) return st;
+    st = open_buf(c, strcmp(path, "-") ? path : "(stdin)", buf, len, err, errlen);
     free(buf);
     return st;
 }

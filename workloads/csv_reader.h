@@ -2,8 +2,11 @@
  *
  * The whole file is parsed up front by libcsv (RFC 4180: quoted fields with commas,
  * quotes and line breaks inside; strict quoting), so a malformed file is an error at
- * open time.  Line ends may be LF, CRLF or CR alone; a UTF-8 byte-order mark is
- * skipped; blank lines and lines whose first field starts with '#' (comments) are
+ * open time.  The file is an input of pb.h's rules: a regular file (or "-", stdin) of
+ * at most PB_INPUT_MAX_BYTES, at most PB_INPUT_MAX_ROWS records, and no NUL byte (which
+ * would cut a field short).  Line ends may be LF, CRLF or CR alone; a UTF-8 byte-order mark is
+ * skipped; blank lines and lines whose first non-blank byte is '#' (comments; a quoted
+ * "#..." field is data) are
  * skipped; spaces around unquoted fields are trimmed.  Every record keeps its 1-based
  * line and every field its 1-based column (bytes), so callers report
  * `file:line:col: message`.
@@ -21,7 +24,7 @@
 
 #include "pb.h"
 
-#define PB_CSV_MAX_FIELDS 64
+#define PB_CSV_MAX_FIELDS 256
 
 typedef struct {
     int32_t line;           /* 1-based line where the record starts                  */
@@ -43,8 +46,9 @@ typedef struct {
     int n_fields;           /* > PB_CSV_MAX_FIELDS is reported as PB_CSV_MAX_FIELDS + 1 */
 } pb_csv;
 
-/* Read and parse `path`.  PB_ERR_IO with "path: <strerror>" when it cannot be read,
- * PB_ERR_INVALID with "path:line:col: malformed CSV: why" when it does not parse. */
+/* Read and parse `path` ("-": stdin).  PB_ERR_IO with "path: <strerror>" when it cannot
+ * be read, PB_ERR_INVALID with "path: why" when it is not a regular file or is too large,
+ * "path:line:col: why" when it does not parse (malformed CSV, a NUL byte, too many rows). */
 pb_status pb_csv_open(pb_csv *c, const char *path, char *err, size_t errlen);
 /* The same from a string; `name` is used in messages. */
 pb_status pb_csv_open_string(pb_csv *c, const char *name, const char *text, char *err, size_t errlen);

@@ -27,3 +27,16 @@ void pb_trace_fit(pb_trace *t, double length_scale, bool clamp, int32_t max_len)
         if (r->prefix_id < 0 && r->prefix_len >= r->prompt_len) r->prefix_len = 0;
     }
 }
+
+int64_t pb_trace_drop_long_prompts(pb_trace *t, int32_t max_len) {
+    int64_t k = 0;
+    for (int64_t i = 0; i < t->n; i++) {
+        if (t->reqs[i].prompt_len > max_len) continue;
+        t->reqs[k] = t->reqs[i];
+        t->reqs[k].id = (int32_t)k;
+        k++;
+    }
+    int64_t dropped = t->n - k;
+    t->n = k;
+    return dropped;
+}

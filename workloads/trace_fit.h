@@ -20,6 +20,12 @@ extern "C" {
  * prefix id keeps one length. */
 void pb_trace_fit(pb_trace *t, double length_scale, bool clamp, int32_t max_len);
 
+/* Remove the requests whose prompt is longer than max_len (the model's context: no
+ * system can admit them, engine.h), keeping the others in order with ids 0..n-1, so
+ * that every system of an experiment serves the same admitted set.  Returns how many
+ * were removed. */
+int64_t pb_trace_drop_long_prompts(pb_trace *t, int32_t max_len);
+
 #ifdef __cplusplus
 }
 #endif

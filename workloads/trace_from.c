@@ -140,24 +140,33 @@ static pb_status read_azure(const char *path, records *r, char *err, size_t errl
     return st;
 }
 
+/* A length: an integer, written as one or as a real with no fraction, |v| <= 1e9 (as
+   parse_len: a larger value is an error, never dropped or wrapped). */
 static bool json_len(json_t *v, int64_t *out) {
-    if (json_is_integer(v)) { *out = json_integer_value(v); return true; }
-    if (json_is_real(v) && json_real_value(v) == floor(json_real_value(v))) {
-        *out = (int64_t)json_real_value(v);
-        return true;
-    }
-    return false;
+    double d = json_is_integer(v) ? (double)json_integer_value(v) : json_is_real(v) ? json_real_value(v) : NAN;
+    if (!isfinite(d) || d != floor(d) || fabs(d) > 1e9) return false;
+    *out = (int64_t)d;
+    return true;
 }
 
 static pb_status read_vllm_json(const char *path, records *r, char *err, size_t errlen) {
+    char *text;
+    size_t len;
+    pb_status st = pb_input_read(path, true, &text, &len, err, errlen);
+    if (st) return st;
     json_error_t je;
-    json_t *j = json_load_file(path, 0, &je);
+    json_t *j = json_loadb(text, len, 0, &je);
+    free(text);
     if (!j) {
-        bool io = je.line < 0 || strstr(je.text, "unable to open");
         snprintf(err, errlen, "%s:%d:%d: %s", path, je.line, je.column, je.text);
-        return io ? PB_ERR_IO : PB_ERR_INVALID;
+        return PB_ERR_INVALID;
     }
-    pb_status st = PB_OK;
+    size_t rows = json_is_object(j) ? json_array_size(json_object_get(j, "input_lens")) : json_array_size(j);
+    if (rows > PB_INPUT_MAX_ROWS) {
+        snprintf(err, errlen, "%s: %zu records, above the cap of %d for an input file", path, rows, PB_INPUT_MAX_ROWS);
+        json_decref(j);
+        return PB_ERR_INVALID;
+    }
     if (json_is_object(j)) {
         json_t *in = json_object_get(j, "input_lens"), *out = json_object_get(j, "output_lens");
         if (!json_is_array(in) || !json_is_array(out) || json_array_size(in) != json_array_size(out)) {
@@ -168,7 +177,7 @@ static pb_status read_vllm_json(const char *path, records *r, char *err, size_t 
         for (size_t i = 0; !st && i < json_array_size(in); i++) {
             int64_t a, b;
             if (!json_len(json_array_get(in, i), &a) || !json_len(json_array_get(out, i), &b)) {
-                snprintf(err, errlen, "%s: input_lens/output_lens[%zu]: not an integer", path, i);
+                snprintf(err, errlen, "%s: input_lens/output_lens[%zu]: not an integer length of at most 1e9", path, i);
                 st = PB_ERR_INVALID;
             } else
                 rec_push(r, a, b, 0);
@@ -181,7 +190,8 @@ static pb_status read_vllm_json(const char *path, records *r, char *err, size_t 
             if (!t) t = json_object_get(o, "timestamp");
             int64_t in, out;
             if (!json_is_object(o) || !json_len(a, &in) || !json_len(json_object_get(o, "output_len"), &out)) {
-                snprintf(err, errlen, "%s: item %zu: needs integer prompt_len (or input_len) and output_len", path, i);
+                snprintf(err, errlen, "%s: item %zu: needs integer prompt_len (or input_len) and output_len (at most 1e9)",
+                         path, i);
                 st = PB_ERR_INVALID;
                 break;
             }
@@ -207,6 +217,10 @@ static pb_status read_tokenized(const char *path, const pb_trace_from_opts *o, r
         snprintf(err, errlen, "%s: a path with a quote character", path);
         return PB_ERR_INVALID;
     }
+    pb_status st = PB_OK;
+    FILE *in = pb_input_open(path, &st, err, errlen);   /* a regular file of bounded size, before python reads it */
+    if (!in) return st;
+    fclose(in);
     char cmd[4096];
     if (o->tokenizer)
         snprintf(cmd, sizeof cmd, "%s '%s' --format %s%s", o->tokenizer, path, o->format, o->bos ? "" : " --no-bos");
@@ -220,15 +234,17 @@ static pb_status read_tokenized(const char *path, const pb_trace_from_opts *o, r
     }
     size_t cap = 1 << 16, len = 0, k;
     char *buf = pb_xmalloc(cap);
-    while ((k = fread(buf + len, 1, cap - len - 1, p)) > 0) {
+    while ((k = fread(buf + len, 1, cap - len - 1, p)) > 0 && (int64_t)len <= PB_INPUT_MAX_BYTES) {
         len += k;
         if (cap - len < 2) { cap *= 2; buf = pb_xrealloc(buf, cap); }
     }
     buf[len] = 0;
     int rc = pclose(p);
     int code = rc == -1 ? -1 : WIFEXITED(rc) ? WEXITSTATUS(rc) : 128;
-    pb_status st = PB_OK;
-    if (code != 0) {
+    if ((int64_t)len > PB_INPUT_MAX_BYTES) {
+        snprintf(err, errlen, "%s: the tokenizer wrote more than %lld bytes", path, (long long)PB_INPUT_MAX_BYTES);
+        st = PB_ERR_INVALID;
+    } else if (code != 0) {
         snprintf(err, errlen, "%s: the tokenizer failed (exit %d%s; its message is above)", path, code,
                  code == 3 ? ": pip install tokenizers" : code == 127 ? ": python3 not found" : "");
         st = code == 2 ? PB_ERR_INVALID : PB_ERR_IO;
@@ -252,6 +268,10 @@ pb_status pb_trace_from_file(const char *path, const pb_trace_from_opts *o, pb_t
     *dropped = 0;
     records r = {0};
     pb_status st;
+    if (!strcmp(path, "-") && strcmp(o->format, "csv") && strcmp(o->format, "vllm-json")) {
+        snprintf(err, errlen, "-: standard input only for --format csv or vllm-json (%s reads a file)", o->format);
+        return PB_ERR_INVALID;
+    }
     if (!strcmp(o->format, "csv")) st = read_plain_csv(path, &r, err, errlen);
     else if (!strcmp(o->format, "azure-csv")) st = read_azure(path, &r, err, errlen);
     else if (!strcmp(o->format, "vllm-json")) st = read_vllm_json(path, &r, err, errlen);
@@ -292,7 +312,9 @@ pb_status pb_trace_from_file(const char *path, const pb_trace_from_opts *o, pb_t
         pb_arrival_cfg ac = {r.has_ts ? PB_ARRIVALS_REPLAY : PB_ARRIVALS_POISSON, o->rate, 0, k, 0.01};
         pb_rng rng;
         pb_rng_seed(&rng, o->seed, 1);
-        st = pb_arrivals_generate(&ac, &rng, r.has_ts ? r.ts : NULL, r.has_ts ? k : 0, &times, &nt, err, errlen);
+        char why[512];
+        st = pb_arrivals_generate(&ac, &rng, r.has_ts ? r.ts : NULL, r.has_ts ? k : 0, &times, &nt, why, sizeof why);
+        if (st) snprintf(err, errlen, "%s: %s", path, why);
         if (!st && nt != k) {
             snprintf(err, errlen, "%s: %lld arrivals for %lld requests", path, (long long)nt, (long long)k);
             st = PB_ERR_INVALID;

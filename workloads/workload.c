@@ -134,6 +134,18 @@ pb_status pb_workload_from_node(const pb_node *n, pb_workload_cfg *out, pb_cfg_e
     /* cross-key rules */
     if (!out->dataset[0] && !out->trace[0])
         s |= pb_cfg_fail(err, n, true, "workload: needs `dataset:` (%s) or `trace:`", PB_DATASET_NAMES);
+    if (out->trace[0])   /* the trace file gives every request: a generation key would change nothing */
+        for (int i = 0; i < n->n_kids; i++)
+            if (strcmp(n->kids[i]->key, "trace"))
+                s |= pb_cfg_fail(err, n->kids[i], true,
+                                 "workload.%s: not read with `trace:` (the trace file gives every request, its "
+                                 "arrivals and lengths); remove one of them", n->kids[i]->key);
+    static const char *const PATHS[] = {"file", "replay_file", "trace"};
+    for (size_t i = 0; i < PB_ARRAY_LEN(PATHS); i++)
+        if (!strcmp(pb_node_str(n, PATHS[i], ""), "-"))
+            s |= pb_cfg_fail(err, pb_node_get(n, PATHS[i]), false,
+                             "workload.%s: '-' (standard input) cannot be named in a config: every point reads the "
+                             "file (name a file)", PATHS[i]);
     if (out->n > 1 && out->beam_width > 1)
         s |= pb_cfg_fail(err, pb_node_get(n, "beam_width"), true,
                          "workload.beam_width: beam search and parallel sampling (n: %d) are exclusive", out->n);
@@ -154,9 +166,18 @@ pb_status pb_workload_from_node(const pb_node *n, pb_workload_cfg *out, pb_cfg_e
 }
 
 /* ---- files ---- */
+/* Something at p: a regular file, or anything else the reader then refuses by name
+   (pb_input_open: a directory, FIFO or device is an error, never a fallback). */
 static bool file_exists(const char *p) {
     struct stat st;
-    return stat(p, &st) == 0 && S_ISREG(st.st_mode);
+    return stat(p, &st) == 0;
+}
+
+/* An explicit `file:` (not auto) that is not there: "path: not found ...", PB_ERR_IO. */
+static pb_status file_missing(const pb_workload_cfg *cfg, char *err, size_t errlen) {
+    snprintf(err, errlen, "%s: not found (as given, or under the shared data folder %s); `file: auto` or no "
+             "`file:` uses the built-in distribution", cfg->file, pb_workload_data_dir() ? pb_workload_data_dir() : "(none)");
+    return PB_ERR_IO;
 }
 
 const char *pb_workload_data_dir(void) {
@@ -208,7 +229,8 @@ const char *pb_workload_resolve_replay_file(const pb_workload_cfg *cfg, char *bu
     return find_file(replay_name(cfg), buf, n);
 }
 
-pb_status pb_workload_check_files(const pb_workload_cfg *cfg, char *err, size_t errlen) {
+pb_status pb_workload_check_files(const pb_workload_cfg *cfg, const char **key, char *err, size_t errlen) {
+    *key = cfg->trace[0] ? "trace" : "file";
     if (cfg->trace[0]) {
         pb_trace t = {0};
         pb_status st = pb_trace_read_csv(cfg->trace, &t, err, errlen);
@@ -219,6 +241,7 @@ pb_status pb_workload_check_files(const pb_workload_cfg *cfg, char *err, size_t 
     if (!sp) return PB_OK;   /* pb_workload_from_node reported it */
     char path[PB_WL_PATH];
     const char *file = pb_workload_resolve_file(cfg, path, sizeof path);
+    if (!file && cfg->file[0] && strcmp(cfg->file, "auto")) return file_missing(cfg, err, errlen);
     if (file) {
         bool five = !strcmp(sp->name, "translation") && cfg->shots == 5;
         const char *ic = cfg->input_column[0] ? cfg->input_column : five ? sp->in_col5 : sp->in_col;
@@ -229,9 +252,8 @@ pb_status pb_workload_check_files(const pb_workload_cfg *cfg, char *err, size_t 
         if (st) return st;
     }
     if (cfg->arrivals.kind == PB_ARRIVALS_REPLAY) {
-        const char *rf = cfg->replay_file;
-        const char *dflt = !strncmp(sp->name, "azure_", 6) ? sp->file : "azure_llm_trace/AzureLLMInferenceTrace_conv.csv";
-        if (!rf[0] || !strcmp(rf, "auto")) rf = dflt;
+        *key = "replay_file";
+        const char *rf = replay_name(cfg);
         char rpath[PB_WL_PATH];
         const char *rp = find_file(rf, rpath, sizeof rpath);
         if (!rp) {
@@ -241,6 +263,11 @@ pb_status pb_workload_check_files(const pb_workload_cfg *cfg, char *err, size_t 
         double *ts = NULL;
         int64_t n = 0;
         pb_status st = pb_arrivals_read_azure(rp, &ts, &n, err, errlen);
+        if (!st && cfg->arrivals.rate > 0 && (n < 2 || !(ts[n - 1] > ts[0]))) {   /* as pb_arrivals_generate */
+            snprintf(err, errlen, "%s: cannot rescale a replay of %s to a rate (%lld timestamp%s)", rp,
+                     n < 2 ? "one request" : "one instant", (long long)n, n == 1 ? "" : "s");
+            st = PB_ERR_INVALID;
+        }
         free(ts);
         if (st) return st;
     }
@@ -352,8 +379,10 @@ pb_status pb_workload_generate(const pb_workload_cfg *cfg, uint64_t seed, pb_tra
         const char *oc = cfg->output_column[0] ? cfg->output_column : sp->out_col;
         if ((st = pb_dataset_load_csv(file, ic, oc, &d, err, errlen))) goto done;
     } else {
-        if (cfg->file[0] && strcmp(cfg->file, "auto"))
-            pb_log_info("workload: %s not found; using the built-in %s distribution", cfg->file, sp->name);
+        if (cfg->file[0] && strcmp(cfg->file, "auto")) {
+            st = file_missing(cfg, err, errlen);
+            goto done;
+        }
         if (pb_dataset_builtin(five ? sp->table5 : sp->table, &d)) BAD("workload: no built-in table for %s", sp->name);
     }
 
@@ -371,7 +400,12 @@ pb_status pb_workload_generate(const pb_workload_cfg *cfg, uint64_t seed, pb_tra
         if ((st = pb_arrivals_read_azure(rp, &replay, &nrep, err, errlen))) goto done;
         aligned = azure && file && !strcmp(file, rp);
     }
-    if ((st = pb_arrivals_generate(&cfg->arrivals, &ra, replay, nrep, &times, &N, err, errlen))) goto done;
+    char why[512];
+    if ((st = pb_arrivals_generate(&cfg->arrivals, &ra, replay, nrep, &times, &N, why, sizeof why))) {
+        if (replay) snprintf(err, errlen, "workload: %s: %s", rpath, why);   /* the timestamps' file */
+        else snprintf(err, errlen, "workload: %s", why);
+        goto done;
+    }
 
     /* The trace holds exactly N rows (no growth slack).  Without a chat or an aligned
      * filter (which drop or reorder arrivals) the rows are made from the arrivals
@@ -433,7 +467,6 @@ pb_status pb_workload_generate(const pb_workload_cfg *cfg, uint64_t seed, pb_tra
     }
     if (out->n == 0) BAD("workload: the trace is empty (rate %g, duration %g s, num %lld)", cfg->arrivals.rate,
                          cfg->arrivals.duration_s, (long long)cfg->arrivals.num);
-    char why[256];
     if (pb_trace_check(out, why, sizeof why)) BAD("workload: generated an invalid trace: %s", why);
 done:
     if (st) pb_trace_free(out);

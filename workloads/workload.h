@@ -109,8 +109,9 @@ pb_status pb_workload_generate(const pb_workload_cfg *cfg, uint64_t seed, pb_tra
 /* Read and parse every file the workload would read -- the trace, the exact-lengths
  * dataset file, the replay timestamps -- without generating anything, so a config
  * check finds a missing or malformed file before any point runs.  PB_OK, or the
- * reader's error ("file:line:col: message", or "path: reason") in err. */
-pb_status pb_workload_check_files(const pb_workload_cfg *cfg, char *err, size_t errlen);
+ * reader's error ("file:line:col: message", or "path: reason") in err and the
+ * workload key that names the file in *key ("trace", "file", "replay_file"). */
+pb_status pb_workload_check_files(const pb_workload_cfg *cfg, const char **key, char *err, size_t errlen);
 
 /* The exact-lengths file `cfg` would use (resolved path), or NULL when the built-in
  * distribution would be used.  buf receives the path. */
