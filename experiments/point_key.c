@@ -22,12 +22,35 @@
 const char *pb_source_hash(void) { return PB_SOURCE_HASH; }
 const char *pb_source_describe(void) { return PB_SOURCE_DESCRIBE; }
 
-static uint64_t fnv(uint64_t h, const void *p, size_t n) {
+uint64_t pb_fnv64(uint64_t h, const void *p, size_t n) {
     const unsigned char *s = p;
     for (size_t i = 0; i < n; i++) { h ^= s[i]; h *= 1099511628211ULL; }
     return h;
 }
-#define FNV0 1469598103934665603ULL
+
+pb_status pb_fnv64_file(const char *path, int64_t *size, uint64_t *hash, char *err, size_t errlen) {
+    pb_status st;
+    FILE *fp = pb_input_open(path, &st, err, errlen);
+    if (!fp) return st;
+    uint64_t h = PB_FNV64_INIT;
+    int64_t n = 0;
+    char *buf = pb_xmalloc(1 << 16);
+    size_t k;
+    while ((k = fread(buf, 1, 1 << 16, fp)) > 0) {
+        h = pb_fnv64(h, buf, k);
+        n += (int64_t)k;
+    }
+    bool bad = ferror(fp) != 0;
+    fclose(fp);
+    free(buf);
+    if (bad) {
+        snprintf(err, errlen, "%s: read error", path);
+        return PB_ERR_IO;
+    }
+    *size = n;
+    *hash = h;
+    return PB_OK;
+}
 
 /* ---- private resolved copies of config trees ---- */
 static pb_node *new_node(pb_node_kind kind, const char *key, pb_node *parent) {
@@ -212,20 +235,10 @@ static void hash_file(const char *path, char *out, size_t n) {
             return;
         }
     }
-    FILE *fp = fopen(path, "rb");
-    if (!fp) { snprintf(out, n, "unreadable"); return; }
-    uint64_t h = FNV0;
-    long long size = 0;
-    char *buf = pb_xmalloc(1 << 16);
-    size_t k;
-    while ((k = fread(buf, 1, 1 << 16, fp)) > 0) {
-        h = fnv(h, buf, k);
-        size += (long long)k;
-    }
-    bool bad = ferror(fp);
-    fclose(fp);
-    free(buf);
-    if (bad) { snprintf(out, n, "unreadable"); return; }
+    uint64_t h;
+    int64_t size;
+    char why[64];
+    if (pb_fnv64_file(path, &size, &h, why, sizeof why)) { snprintf(out, n, "unreadable"); return; }
     g_files = pb_xrealloc(g_files, (size_t)(g_n_files + 1) * sizeof *g_files);
     file_hash *f = &g_files[g_n_files++];
     snprintf(f->path, sizeof f->path, "%s", path);
@@ -233,7 +246,7 @@ static void hash_file(const char *path, char *out, size_t n) {
     f->mtime_s = (long long)st.st_mtim.tv_sec;
     f->mtime_ns = (long long)st.st_mtim.tv_nsec;
     f->hash = h;
-    snprintf(out, n, "%lld %016llx", size, (unsigned long long)h);
+    snprintf(out, n, "%lld %016llx", (long long)size, (unsigned long long)h);
 }
 
 static void add_file(pb_sbuf *b, const char *role, const char *path) {
@@ -301,7 +314,7 @@ char *pb_point_key_text(const pb_experiment *e, int sys, int point) {
 
 uint64_t pb_point_key(const pb_experiment *e, int sys, int point) {
     char *t = pb_point_key_text(e, sys, point);
-    uint64_t h = fnv(FNV0, t, strlen(t));
+    uint64_t h = pb_fnv64(PB_FNV64_INIT, t, strlen(t));
     free(t);
     return h;
 }

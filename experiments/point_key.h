@@ -38,6 +38,7 @@
 #ifndef PB_POINT_KEY_H
 #define PB_POINT_KEY_H
 
+#include <stddef.h>
 #include <stdint.h>
 
 #include "config.h"
@@ -57,6 +58,14 @@ char *pb_point_key_text(const pb_experiment *e, int sys, int point);
  * none); free with pb_point_tree_free. */
 pb_node *pb_point_resolved_workload(const pb_experiment *e, int sys, int point);
 void pb_point_tree_free(pb_node *n);
+
+/* 64-bit FNV-1a, the hash of keys, input files and the checksums of point files:
+ * h = pb_fnv64(PB_FNV64_INIT, p, n), continued by passing h back in. */
+#define PB_FNV64_INIT 1469598103934665603ULL
+uint64_t pb_fnv64(uint64_t h, const void *p, size_t n);
+/* Size and FNV-1a of a file's content (an input of pb.h's rules).  PB_OK, or the
+ * reader's status with "path: why" in err. */
+pb_status pb_fnv64_file(const char *path, int64_t *size, uint64_t *hash, char *err, size_t errlen);
 
 /* The code identity keyed into every point (16 hex digits) and, for people, the git
  * description of the tree it was built from ("no-git" outside a checkout). */

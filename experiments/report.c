@@ -7,53 +7,36 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "csv_reader.h" /* pb_csv: the results CSV read back */
 #include "runner.h"   /* pb_knee_find, pb_knee_fmt */
 
 /* ---- CSV ---- */
-static char **split(char *line, int *n) {
-    int cap = 8, k = 0;
-    char **v = pb_xmalloc((size_t)cap * sizeof *v);
-    char *p = line;
-    for (;;) {
-        char *c = strchr(p, ',');
-        if (c) *c = 0;
-        if (k == cap) { cap *= 2; v = pb_xrealloc(v, (size_t)cap * sizeof *v); }
-        v[k++] = pb_xstrdup(p);
-        if (!c) break;
-        p = c + 1;
-    }
-    *n = k;
-    return v;
-}
-
+/* The results CSV (runner.h: RFC 4180, quoted cells) read back with libcsv
+   (csv_reader.h): a row shorter than the header is padded with empty cells, a longer
+   one is an error. */
 pb_status pb_csv_table_load(const char *path, pb_csv_table *out) {
     memset(out, 0, sizeof *out);
-    FILE *f = fopen(path, "r");
-    if (!f) return PB_ERR_IO;
-    char *line = NULL;
-    size_t cap = 0;
-    ssize_t l;
+    pb_csv c;
+    char err[256];
+    pb_status st = pb_csv_open(&c, path, err, sizeof err);
+    if (st) return st == PB_ERR_IO ? PB_ERR_IO : PB_ERR_INVALID;
     int rcap = 0;
-    pb_status st = PB_OK;
-    while ((l = getline(&line, &cap, f)) >= 0) {
-        while (l > 0 && (line[l - 1] == '\n' || line[l - 1] == '\r')) line[--l] = 0;
-        if (l == 0) continue;
-        int n;
-        char **cells = split(line, &n);
-        if (!out->cols) { out->cols = cells; out->n_cols = n; continue; }
-        if (n > out->n_cols) {
-            for (int i = 0; i < n; i++) free(cells[i]);
-            free(cells);
-            st = PB_ERR_INVALID;
-            break;
+    while (!st && pb_csv_next(&c)) {
+        int n = PB_MIN(c.n_fields, PB_CSV_MAX_FIELDS);
+        if (out->cols && c.n_fields > out->n_cols) { st = PB_ERR_INVALID; break; }
+        int width = out->cols ? out->n_cols : n;
+        char **cells = pb_xcalloc((size_t)width + 1, sizeof *cells);
+        for (int i = 0; i < width; i++) cells[i] = pb_xstrdup(i < n ? c.fields[i] : "");
+        if (!out->cols) {
+            if (c.n_fields > PB_CSV_MAX_FIELDS) st = PB_ERR_INVALID;
+            out->cols = cells;
+            out->n_cols = n;
+            continue;
         }
-        cells = pb_xrealloc(cells, (size_t)out->n_cols * sizeof *cells);
-        for (int i = n; i < out->n_cols; i++) cells[i] = pb_xstrdup("");
         if (out->n_rows == rcap) { rcap = rcap ? 2 * rcap : 64; out->rows = pb_xrealloc(out->rows, (size_t)rcap * sizeof *out->rows); }
         out->rows[out->n_rows++] = cells;
     }
-    free(line);
-    fclose(f);
+    pb_csv_close(&c);
     if (st) pb_csv_table_free(out);
     return st;
 }

@@ -28,8 +28,8 @@
 extern "C" {
 #endif
 
-/* A CSV file as strings (first line = header).  Quoting is not supported (our CSVs
- * never quote); empty cells are "". */
+/* A CSV file as strings (first line = header), read with libcsv (RFC 4180 quoting, as
+ * the runner writes it; blank and '#' comment lines skipped); empty cells are "". */
 typedef struct {
     int n_cols, n_rows;
     char **cols;        /* n_cols names                      */

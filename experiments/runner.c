@@ -4,7 +4,7 @@
 #include "point_key.h"
 #include "shard.h"
 
-#include <dirent.h>
+#include <csv.h>   /* libcsv: csv_write */
 #include <errno.h>
 #include <math.h>
 #include <signal.h>
@@ -16,6 +16,17 @@
 #include <sys/types.h>
 #include <sys/wait.h>
 #include <unistd.h>
+
+#if defined(__SANITIZE_ADDRESS__)
+#define PB_LSAN 1
+#elif defined(__has_feature)
+#if __has_feature(address_sanitizer)
+#define PB_LSAN 1
+#endif
+#endif
+#ifdef PB_LSAN
+#include <sanitizer/lsan_interface.h>
+#endif
 
 /* ---- hashing and paths ---- */
 
@@ -33,25 +44,6 @@ void pb_point_path(const pb_experiment *e, int sys, int point, const char *resul
     point_base(e, sys, point, results_dir, buf, n);
 }
 
-/* Temporaries (<file>.tmp.<pid>) left by a killed run: removed when their writer
-   is gone (a live pid is another run writing now). */
-static void remove_stale_tmp(const char *dir) {
-    DIR *d = opendir(dir);
-    if (!d) return;
-    struct dirent *de;
-    while ((de = readdir(d))) {
-        const char *t = strstr(de->d_name, ".tmp.");
-        if (!t) continue;
-        char *end;
-        long pid = strtol(t + 5, &end, 10);
-        if (*end || pid <= 0 || (kill((pid_t)pid, 0) == 0 || errno != ESRCH)) continue;
-        char path[4600];
-        snprintf(path, sizeof path, "%s/%s", dir, de->d_name);
-        if (unlink(path) == 0) pb_log_debug("removed %s, left by an interrupted run", path);
-    }
-    closedir(d);
-}
-
 static int mkdir_p(const char *path) {
     char tmp[4096];
     snprintf(tmp, sizeof tmp, "%s", path);
@@ -65,94 +57,155 @@ static int mkdir_p(const char *path) {
     return 0;
 }
 
-/* Write a point's file atomically on a shared filesystem: a temporary unique to this
- * host, process and call (<path>.tmp.<host>.<pid>.<n>), closed (NFS flushes on close),
- * then renamed over path -- readers see the old file or the whole new one, and
- * concurrent writers of the same point (two shards, a resubmitted task) never share a
- * temporary.  No fsync (10 ms a point on ext4): a file a crash cut short fails
- * read_point's length check and is computed again.  Returns PB_OK or PB_ERR_IO with
- * errno kept. */
-static pb_status point_write_atomic(const char *path, const void *data, size_t n) {
-    static unsigned counter;
-    char host[256] = "host";
-    if (gethostname(host, sizeof host - 1)) snprintf(host, sizeof host, "host");
-    host[strcspn(host, "./ ")] = 0;
-    char tmp[4400];
-    snprintf(tmp, sizeof tmp, "%s.tmp.%s.%ld.%u", path, host, (long)getpid(), counter++);
-    FILE *f = fopen(tmp, "wb");
-    if (!f) return PB_ERR_IO;
-    int ok = fwrite(data, 1, n, f) == n;
-    ok = fflush(f) == 0 && ok;
-    ok = fclose(f) == 0 && ok;
-    if (!ok || rename(tmp, path) != 0) {
-        int e = errno;
-        remove(tmp);
-        errno = e;
-        return PB_ERR_IO;
-    }
-    return PB_OK;
-}
+/* ---- side files (per request, per step) ---- */
+enum { SIDE_REQ, SIDE_STEPS, N_SIDES };
+static const char *const SIDE_NAME[N_SIDES] = {"req", "steps"};
 
-/* ---- point files ---- */
-typedef pb_sbuf sbuf;
+static void side_path(const char *base, int k, char *buf, size_t n) { snprintf(buf, n, "%s.%s.csv", base, SIDE_NAME[k]); }
 
+/* ---- point files ----
+ * Format 3, text, one item per line:
+ *   pagedbench-point 3
+ *   key <16 hex>                  the point's key (point_key.h), as its file name says
+ *   source <hash> / revision <git describe> / experiment <name> / system <id> / point <index>
+ *   axis <name> <value>           one per sweep axis (the name may hold spaces)
+ *   metric <name> <value>         %.17g; nan = undefined (an empty CSV cell)
+ *   side <req|steps> <bytes> <fnv64>   a side file written with the point: its checksum
+ *   summary <bytes>               then that many bytes: the benchmark_serving block
+ *   checksum <fnv64>              FNV-1a (point_key.h) of every byte before this line
+ * A file is reused only when it parses, carries the wanted key and its checksum holds:
+ * an edited, truncated or damaged file is recomputed (and said so on stderr), never
+ * read into a CSV.  A side file is reused only when its checksum is the one recorded. */
+#define POINT_FORMAT "pagedbench-point 3"
 
-static pb_status write_point(const char *base, const pb_experiment *e, int sys, int point,
-                             const double *vals, const pb_point_metrics *m, uint64_t hash) {
-    sbuf b = {0};
-    pb_sbuf_printf(&b, "pagedbench-point 2\nkey %016llx\nsource %s\nrevision %s\nexperiment %s\nsystem %s\npoint %d\n",
+typedef struct {
+    bool has;
+    int64_t size;
+    uint64_t hash;
+} side_sum;
+
+typedef struct {
+    double vals[PB_EXP_MAX_AXES];   /* the axis values recorded                      */
+    side_sum side[N_SIDES];
+} point_file;
+
+static pb_status write_point(const char *base, const pb_experiment *e, int sys, int point, const double *vals,
+                             const pb_point_metrics *m, const side_sum *side, uint64_t hash) {
+    pb_sbuf b = {0};
+    pb_sbuf_printf(&b, POINT_FORMAT "\nkey %016llx\nsource %s\nrevision %s\nexperiment %s\nsystem %s\npoint %d\n",
                    (unsigned long long)hash, pb_source_hash(), pb_source_describe(), e->name, e->systems[sys].id, point);
     for (int a = 0; a < e->n_axes; a++) pb_sbuf_printf(&b, "axis %s %.17g\n", e->axes[a].axis, vals[a]);
     for (int i = 0; i < m->n; i++) pb_sbuf_printf(&b, "metric %s %.17g\n", m->name[i], m->value[i]);
-    pb_sbuf_printf(&b, "summary %zu\n%s", strlen(m->summary), m->summary);   /* last: a torn file lacks it */
+    for (int k = 0; k < N_SIDES; k++)
+        if (side[k].has)
+            pb_sbuf_printf(&b, "side %s %lld %016llx\n", SIDE_NAME[k], (long long)side[k].size,
+                           (unsigned long long)side[k].hash);
+    pb_sbuf_printf(&b, "summary %zu\n%s", strlen(m->summary), m->summary);
+    pb_sbuf_printf(&b, "checksum %016llx\n", (unsigned long long)pb_fnv64(PB_FNV64_INIT, b.s, b.len));
     char path[4200];
     snprintf(path, sizeof path, "%s.pt", base);
-    pb_status st = point_write_atomic(path, b.s, b.len);
+    pb_status st = pb_write_file_atomic(path, b.s, b.len);
     free(b.s);
     return st;
 }
 
-/* Parse a point file; it must carry key want_key (its name says so; a file copied under
- * another point's name is refused) and end with its whole summary block (the byte count
- * on the `summary N` line: a file cut short by a crash is refused, and recomputed).
- * Returns 0 on success. */
-static int read_point(const char *base, uint64_t want_key, const pb_experiment *e, double *vals,
-                      pb_point_metrics *m) {
+/* A number as write_point prints it (%.17g, nan, inf). */
+static bool parse_value(const char *s, double *v) {
+    char *end;
+    *v = strtod(s, &end);
+    return end != s && !*end;
+}
+
+/* Parse the point file of base; it must carry key want_key (its name says so: a file
+ * copied under another point's name is refused).  Returns 0 with m (metrics and
+ * summary) and pf filled, 1 when there is no file, 2 when it is of an older format, -1
+ * when it is there but cannot be used (why: what is wrong with it). */
+static int read_point(const char *base, uint64_t want_key, const pb_experiment *e, pb_point_metrics *m,
+                      point_file *pf, char *why, size_t whyn) {
     char path[4200];
     snprintf(path, sizeof path, "%s.pt", base);
-    FILE *f = fopen(path, "r");
-    if (!f) return -1;
-    char line[4096];
-    int ok = 0, have_key = 0;
-    bool in_summary = false;
     memset(m, 0, sizeof *m);
-    size_t slen = 0, want_len = 0, got_len = 0;
-    while (fgets(line, sizeof line, f)) {
-        if (in_summary) {
-            size_t l = strlen(line);
-            got_len += l;
-            if (slen + l < sizeof m->summary) { memcpy(m->summary + slen, line, l + 1); slen += l; }
-            continue;
-        }
-        line[strcspn(line, "\n")] = 0;
-        if (!strcmp(line, "pagedbench-point 2")) ok = 1;
-        else if (!strncmp(line, "key ", 4)) have_key = strtoull(line + 4, NULL, 16) == want_key;
-        else if (!strncmp(line, "axis ", 5)) {
-            char name[64];
-            double v;
-            if (sscanf(line + 5, "%63s %lf", name, &v) == 2)
-                for (int a = 0; a < e->n_axes; a++)
-                    if (!strcmp(e->axes[a].axis, name)) vals[a] = v;
-        } else if (!strncmp(line, "metric ", 7)) {
-            char name[64], num[64];
-            if (sscanf(line + 7, "%63s %63s", name, num) == 2 && m->n < PB_MAX_METRICS) pb_pm_set(m, name, strtod(num, NULL));
+    memset(pf, 0, sizeof *pf);
+    if (access(path, F_OK) != 0 && errno == ENOENT) return 1;
+    char *text;
+    size_t len;
+    if (pb_input_read(path, false, &text, &len, why, whyn)) return -1;
+    int rc = -1;
+    /* the checksum line ends the file and covers every byte before it */
+    char *last = len >= 2 && text[len - 1] == '\n' ? text + len - 2 : NULL;
+    while (last && last > text && last[-1] != '\n') last--;
+    unsigned long long sum;
+    if (strncmp(text, POINT_FORMAT "\n", strlen(POINT_FORMAT) + 1) && !strncmp(text, "pagedbench-point ", 17)) {
+        snprintf(why, whyn, "%s: an older format", path);
+        rc = 2;
+        goto done;
+    }
+    if (!last || strncmp(last, "checksum ", 9) || strlen(last) != 9 + 16 + 1 ||
+        sscanf(last + 9, "%16llx", &sum) != 1) {
+        snprintf(why, whyn, "%s: no checksum line at its end (written by an older pagedbench, or cut short)", path);
+        goto done;
+    }
+    if (pb_fnv64(PB_FNV64_INIT, text, (size_t)(last - text)) != sum) {
+        snprintf(why, whyn, "%s: checksum mismatch (the file was edited or damaged)", path);
+        goto done;
+    }
+    *last = 0;
+    bool have_key = false, in_summary = false;
+    int lineno = 0;
+    for (char *line = text, *next; line < last && !in_summary; line = next) {
+        char *nl = strchr(line, '\n');
+        if (!nl) break;
+        *nl = 0;
+        next = nl + 1;
+        lineno++;
+        char *sp = strrchr(line, ' ');
+        double v;
+        bool ok = true;
+        if (lineno == 1) ok = !strcmp(line, POINT_FORMAT);
+        else if (!strncmp(line, "key ", 4)) ok = have_key = strtoull(line + 4, NULL, 16) == want_key;
+        else if (!strncmp(line, "axis ", 5) && sp > line + 4) {
+            *sp = 0;
+            ok = parse_value(sp + 1, &v);
+            for (int a = 0; ok && a < e->n_axes; a++)
+                if (!strcmp(e->axes[a].axis, line + 5)) pf->vals[a] = v;
+        } else if (!strncmp(line, "metric ", 7) && sp > line + 6) {
+            *sp = 0;
+            ok = parse_value(sp + 1, &v) && m->n < PB_MAX_METRICS && strlen(line + 7) < sizeof m->name[0];
+            for (int i = 0; ok && i < m->n; i++) ok = strcmp(m->name[i], line + 7) != 0;   /* once each */
+            if (ok) pb_pm_set(m, line + 7, v);
+        } else if (!strncmp(line, "side ", 5)) {
+            char what[16];
+            long long size;
+            unsigned long long h;
+            int k = -1;
+            ok = sscanf(line + 5, "%15s %lld %16llx", what, &size, &h) == 3;
+            for (int j = 0; ok && j < N_SIDES; j++)
+                if (!strcmp(what, SIDE_NAME[j])) k = j;
+            if ((ok = ok && k >= 0)) pf->side[k] = (side_sum){true, size, h};
         } else if (!strncmp(line, "summary ", 8)) {
+            size_t want = (size_t)strtoull(line + 8, NULL, 10);
+            ok = (size_t)(last - next) == want && want < sizeof m->summary;
+            if (ok) memcpy(m->summary, next, want + 1);
             in_summary = true;
-            want_len = (size_t)strtoull(line + 8, NULL, 10);
+        } else
+            ok = !strncmp(line, "source ", 7) || !strncmp(line, "revision ", 9) || !strncmp(line, "experiment ", 11) ||
+                 !strncmp(line, "system ", 7) || !strncmp(line, "point ", 6);
+        if (!ok) {
+            snprintf(why, whyn, "%s:%d: %s", path, lineno,
+                     lineno == 1 ? "not a point file of this format (" POINT_FORMAT ")"
+                     : !strncmp(line, "key ", 4) ? "the key is not its name's (copied under another point's name?)"
+                                                 : "malformed line");
+            goto done;
         }
     }
-    fclose(f);
-    return ok && have_key && in_summary && got_len == want_len ? 0 : -1;
+    if (!have_key || !in_summary) {
+        snprintf(why, whyn, "%s: %s", path, have_key ? "no summary" : "no key line");
+        goto done;
+    }
+    rc = 0;
+done:
+    free(text);
+    return rc;
 }
 
 /* ---- shards ---- */
@@ -184,7 +237,7 @@ static void progress_bar(int done, int total, int running, double t0, const char
     fflush(stderr);
 }
 
-static void point_label(const pb_experiment *e, int sys, const double *vals, char *buf, size_t n) {
+void pb_point_label(const pb_experiment *e, int sys, const double *vals, char *buf, size_t n) {
     size_t k = (size_t)snprintf(buf, n, "%s %s", e->name, e->systems[sys].id);
     for (int a = 0; a < e->n_axes && k < n; a++) {
         char num[64];
@@ -193,29 +246,32 @@ static void point_label(const pb_experiment *e, int sys, const double *vals, cha
     }
 }
 
-/* ---- side files (per request, per step) ---- */
-static void side_path(const char *base, const char *what, char *buf, size_t n) {
-    snprintf(buf, n, "%s.%s.csv", base, what);
-}
-
+/* ---- side files ---- */
 /* Point ctx paths for the side files the runner was asked for. */
 static void side_paths(const char *base, const pb_runner_opts *o, pb_point_ctx *ctx, char *req, char *steps,
                        size_t n) {
-    side_path(base, "req", req, n);
-    side_path(base, "steps", steps, n);
+    side_path(base, SIDE_REQ, req, n);
+    side_path(base, SIDE_STEPS, steps, n);
     ctx->requests_path = o->requests ? req : NULL;
     ctx->timeline_path = o->timeline ? steps : NULL;
 }
 
-/* Whether the side files the runner was asked for exist beside a point file. */
-static bool side_files_present(const char *base, const pb_runner_opts *o) {
-    char p[4300];
-    struct stat st;
-    side_path(base, "req", p, sizeof p);
-    if (o->requests && stat(p, &st) != 0) return false;
-    side_path(base, "steps", p, sizeof p);
-    if (o->timeline && stat(p, &st) != 0) return false;
-    return true;
+/* Whether side file k of base is there with the checksum pf recorded (why says
+   otherwise, "" when the point simply has none). */
+static bool side_ok(const char *base, const point_file *pf, int k, char *why, size_t whyn) {
+    why[0] = 0;
+    if (!pf->side[k].has) return false;
+    char p[4300], e[512];
+    side_path(base, k, p, sizeof p);
+    int64_t size;
+    uint64_t h;
+    if (pb_fnv64_file(p, &size, &h, e, sizeof e)) {
+        if (access(p, F_OK) == 0) snprintf(why, whyn, "%s", e);
+        return false;
+    }
+    if (size == pf->side[k].size && h == pf->side[k].hash) return true;
+    snprintf(why, whyn, "%s: checksum mismatch with its point file (the file was edited or damaged)", p);
+    return false;
 }
 
 /* ---- the worker ---- */
@@ -234,6 +290,7 @@ static int run_point_child(pb_experiment *e, int sys, int point, const char *bas
         if (st) snprintf(err, sizeof err, "%s", cerr.msg);
     }
     pb_point_metrics *m = pb_xcalloc(1, sizeof *m);
+    side_sum side[N_SIDES] = {{0}};
     if (!st) {
         const pb_node *root = pb_config_root(e->cfg);
         char sp[64];
@@ -242,15 +299,21 @@ static int run_point_child(pb_experiment *e, int sys, int point, const char *bas
         char req[4300], steps[4300];
         side_paths(base, o, &ctx, req, steps, sizeof req);
         st = o->fn(&ctx, m, err, sizeof err, o->user);
+        const char *paths[N_SIDES] = {ctx.requests_path, ctx.timeline_path};
+        for (int k = 0; k < N_SIDES && !st; k++)   /* the side files' checksums go into the point file */
+            if (paths[k]) {
+                side[k].has = true;
+                st = pb_fnv64_file(paths[k], &side[k].size, &side[k].hash, err, sizeof err);
+            }
     }
-    if (!st && (st = write_point(base, e, sys, point, vals, m, hash)))
+    if (!st && (st = write_point(base, e, sys, point, vals, m, side, hash)))
         snprintf(err, sizeof err, "cannot write %s.pt: %s", base, strerror(errno));
     if (st) {
         char path[4200];
         snprintf(path, sizeof path, "%s.err", base);
         char msg[2400];
         int l = snprintf(msg, sizeof msg, "%s: %s\n", pb_status_str(st), *err ? err : "(no message)");
-        if (point_write_atomic(path, msg, (size_t)PB_MIN(l, (int)sizeof msg - 1)))   /* say it here, then */
+        if (pb_write_file_atomic(path, msg, (size_t)PB_MIN(l, (int)sizeof msg - 1)))   /* say it here, then */
             fprintf(stderr, "error: %s (and cannot write %s: %s)\n", msg, path, strerror(errno));
     }
     free(m);
@@ -266,11 +329,12 @@ typedef struct {
 
 static void print_point_line(const pb_experiment *e, int sys, const char *base, uint64_t key, double secs,
                              bool summary) {
-    double vals[PB_EXP_MAX_AXES] = {0};
     pb_point_metrics *m = pb_xcalloc(1, sizeof *m);
-    if (read_point(base, key, e, vals, m) == 0) {
+    point_file pf;
+    char why[4400];
+    if (read_point(base, key, e, m, &pf, why, sizeof why) == 0) {
         char lab[512];
-        point_label(e, sys, vals, lab, sizeof lab);
+        pb_point_label(e, sys, pf.vals, lab, sizeof lab);
         if (summary && *m->summary) printf("---- %s\n%s", lab, m->summary);
         printf("%-60s", lab);
         const char *show[] = {"normalized_latency", "batched_requests", "token_states_pct", "saving_pct", "time_ms"};
@@ -292,23 +356,38 @@ typedef struct {
     int n_todo, cap, next;     /* next: the first not started             */
     job *run;                  /* [jobs]: the workers (pid 0: a free slot)  */
     int jobs, running, done;
+    int n_old;                 /* point files of an older format (recomputed)  */
     bool bar;
     double t0;
     pb_runner_stats s;
 } sweep;
 
 /* Add (x, sy, p) to the to-do list unless its point file (and the side files asked
- * for) is already there; a stale .err file is removed. */
+ * for) is already there, whole (its checksums hold); a file that fails its checksum is
+ * said so on stderr, an older format counted; a stale .err file is removed. */
 static void todo_add(sweep *w, int x, int sy, int p) {
     const pb_runner_opts *o = w->o;
     pb_experiment *e = w->exps[x];
     w->s.total++;
     char base[4200];
     uint64_t key = point_base(e, sy, p, o->results_dir, base, sizeof base);
-    double vals[PB_EXP_MAX_AXES];
-    pb_point_metrics *m = pb_xcalloc(1, sizeof *m);
-    int have = !o->fresh && read_point(base, key, e, vals, m) == 0 && side_files_present(base, o);
-    free(m);
+    bool have = false;
+    if (!o->fresh) {
+        pb_point_metrics *m = pb_xcalloc(1, sizeof *m);
+        point_file pf;
+        char why[4400];
+        int r = read_point(base, key, e, m, &pf, why, sizeof why);
+        have = r == 0;
+        if (r == 2) w->n_old++;
+        else if (r < 0) fprintf(stderr, "warning: %s: computing the point again\n", why);
+        bool want[N_SIDES] = {o->requests, o->timeline};
+        for (int k = 0; k < N_SIDES && have; k++)
+            if (want[k] && !side_ok(base, &pf, k, why, sizeof why)) {
+                have = false;
+                if (*why) fprintf(stderr, "warning: %s: computing the point again\n", why);
+            }
+        free(m);
+    }
     if (have) { w->s.reused++; return; }
     char errp[4300];
     snprintf(errp, sizeof errp, "%s.err", base);
@@ -331,14 +410,17 @@ static pb_status list_todo(sweep *w, int n_exps) {
             pb_log_error("%s: cannot create directory: %s", dir, strerror(errno));
             return PB_ERR_IO;
         }
-        remove_stale_tmp(dir);
-        if (x == 0) remove_stale_tmp(o->results_dir);
+        pb_tmp_sweep(dir);
+        if (x == 0) pb_tmp_sweep(o->results_dir);
         for (int sy = 0; sy < e->n_systems; sy++) {
             int np = pb_experiment_n_points(e, sy);
             for (int p = 0; p < np; p++)
                 if (runner_owns(o, x, sy, p)) todo_add(w, x, sy, p);
         }
     }
+    if (w->n_old)
+        fprintf(stderr, "note: %d point file(s) in %s/points were written in an older format: computing them again\n",
+                w->n_old, o->results_dir);
     if (w->s.reused && w->s.reused < w->s.total)
         pb_log_debug("%d of %d points already done in %s/points (same config, inputs and source)", w->s.reused,
                      w->s.total, o->results_dir);
@@ -364,6 +446,9 @@ static void start_next(sweep *w) {
         int rc = run_point_child(e, j.sys, j.point, base, w->o);
         fflush(stdout);
         fflush(stderr);
+#ifdef PB_LSAN
+        if (__lsan_do_recoverable_leak_check()) rc = 1;   /* _exit skips LeakSanitizer's check: a worker's leak fails it */
+#endif
         _exit(rc);
     }
     j.pid = pid;
@@ -386,7 +471,7 @@ static void report_failure(const pb_experiment *e, const job *j, const char *bas
     double vals[PB_EXP_MAX_AXES];
     pb_experiment_point_values(e, j->sys, j->point, vals);
     char lab[512];
-    point_label(e, j->sys, vals, lab, sizeof lab);
+    pb_point_label(e, j->sys, vals, lab, sizeof lab);
     if (WIFSIGNALED(status))
         pb_log_error("%s: worker killed by signal %d", lab, WTERMSIG(status));
     else
@@ -401,7 +486,7 @@ static void show_progress(const sweep *w) {
         if (w->run[q].pid) {
             double vals[PB_EXP_MAX_AXES];
             pb_experiment_point_values(w->exps[w->run[q].exp], w->run[q].sys, w->run[q].point, vals);
-            point_label(w->exps[w->run[q].exp], w->run[q].sys, vals, lab, sizeof lab);
+            pb_point_label(w->exps[w->run[q].exp], w->run[q].sys, vals, lab, sizeof lab);
             break;
         }
     progress_bar(w->done, w->n_todo, w->running, w->t0, lab);
@@ -469,14 +554,16 @@ static int row_cmp(const void *pa, const void *pb) {
 }
 
 /* ---- collect ---- */
-/* One line per missing point (the first 20), naming the point and its file. */
-static void report_missing(const pb_experiment *e, int sys, int point, const char *base, int nth) {
+/* One line per missing or unusable point (the first 20), naming the point and its
+   file (why: what is wrong with it; "" when there is no file). */
+static void report_missing(const pb_experiment *e, int sys, int point, const char *base, const char *why, int nth) {
     if (nth >= 20) return;
     double vals[PB_EXP_MAX_AXES];
     pb_experiment_point_values(e, sys, point, vals);
     char lab[512];
-    point_label(e, sys, vals, lab, sizeof lab);
-    pb_log_error("%s.pt: missing or unreadable point file (%s)", base, lab);
+    pb_point_label(e, sys, vals, lab, sizeof lab);
+    if (*why) pb_log_error("%s (%s)", why, lab);
+    else pb_log_error("%s.pt: missing or unreadable point file (%s)", base, lab);
 }
 
 pb_status pb_runner_collect(pb_experiment *const *exps, int n_exps, const char *results_dir, pb_results *out) {
@@ -501,9 +588,11 @@ pb_status pb_runner_collect(pb_experiment *const *exps, int n_exps, const char *
                 pb_experiment_point_values(e, sy, p, r->axis);
                 char base[4200];
                 uint64_t key = point_base(e, sy, p, results_dir, base, sizeof base);
-                double vals[PB_EXP_MAX_AXES];
-                if (read_point(base, key, e, vals, &r->m)) {
-                    report_missing(e, sy, p, base, missing++);
+                point_file pf;
+                char why[4400];
+                int rc = read_point(base, key, e, &r->m, &pf, why, sizeof why);
+                if (rc) {
+                    report_missing(e, sy, p, base, rc == 1 ? "" : why, missing++);
                     continue;
                 }
                 r->m.summary[0] = 0;
@@ -512,7 +601,7 @@ pb_status pb_runner_collect(pb_experiment *const *exps, int n_exps, const char *
         }
     }
     if (missing) {
-        pb_log_error("%d point file(s) missing in %s/points: run them first (or merge the shards' folders); "
+        pb_log_error("%d point file(s) missing or unusable in %s/points: run them first (or merge the shards' folders); "
                      "a point file counts only for this source (%s, %s), config and input files",
                      missing, results_dir, pb_source_hash(), pb_source_describe());
         pb_results_free(out);
@@ -534,22 +623,27 @@ static const char *tag_of(const pb_tag *t, int n, const char *col) {
     return NULL;
 }
 
-void pb_results_cell(const pb_results *r, const pb_result_row *row, const char *col, char *buf, size_t n) {
+/* A cell's text: a name, label or tag as it is (never cut), or a number formatted into
+   num; "" when the row has no such column or the value is undefined (NaN). */
+static const char *cell_text(const pb_results *r, const pb_result_row *row, const char *col, char *num, size_t n) {
     const pb_experiment *e = r->exps[row->exp];
     const pb_system_spec *s = &e->systems[row->sys];
     const char *t;
-    buf[0] = 0;
-    if (!strcmp(col, "panel")) { snprintf(buf, n, "%s", e->panel); return; }
-    if (!strcmp(col, "system")) { snprintf(buf, n, "%s", s->id); return; }
-    if (!strcmp(col, "label")) { snprintf(buf, n, "%s", s->label); return; }
-    if (!strcmp(col, "experiment")) { snprintf(buf, n, "%s", e->name); return; }
-    if (!strcmp(col, "figure")) { snprintf(buf, n, "%s", e->figure); return; }
-    if ((t = tag_of(s->tags, s->n_tags, col)) || (t = tag_of(e->tags, e->n_tags, col))) {
-        snprintf(buf, n, "%s", t);
-        return;
-    }
+    if (!strcmp(col, "panel")) return e->panel;
+    if (!strcmp(col, "system")) return s->id;
+    if (!strcmp(col, "label")) return s->label;
+    if (!strcmp(col, "experiment")) return e->name;
+    if (!strcmp(col, "figure")) return e->figure;
+    if ((t = tag_of(s->tags, s->n_tags, col)) || (t = tag_of(e->tags, e->n_tags, col))) return t;
     double v = pb_results_num(r, row, col);
-    if (!isnan(v)) pb_fmt_num(buf, n, v);
+    num[0] = 0;
+    if (!isnan(v)) pb_fmt_num(num, n, v);
+    return num;
+}
+
+void pb_results_cell(const pb_results *r, const pb_result_row *row, const char *col, char *buf, size_t n) {
+    char num[64];
+    snprintf(buf, n, "%s", cell_text(r, row, col, num, sizeof num));
 }
 
 double pb_results_num(const pb_results *r, const pb_result_row *row, const char *col) {
@@ -560,45 +654,68 @@ double pb_results_num(const pb_results *r, const pb_result_row *row, const char 
 }
 
 /* ---- CSV ---- */
-#define MAX_COLS 96
-static void add_col(const char **cols, int *n, const char *c) {
-    for (int i = 0; i < *n; i++)
-        if (!strcmp(cols[i], c)) return;
-    if (*n < MAX_COLS) cols[(*n)++] = c;
+/* Append one cell (a comma before all but the first of a line), RFC 4180 through
+ * libcsv's csv_write: quoted (quotes doubled) when it holds a comma, a quote, a line
+ * break, leading or trailing blanks (which readers trim) or starts with '#' (a comment
+ * to gnuplot and to csv_reader.h), as it is otherwise -- so a cell of plain text or a
+ * number is written exactly as before, and no cell is ever cut. */
+static void csv_cell(pb_sbuf *b, const char *s, bool first) {
+    if (!first) pb_sbuf_printf(b, ",");
+    size_t n = strlen(s);
+    bool quote = n && (strpbrk(s, ",\"\r\n") || s[0] == '#' || s[0] == ' ' || s[0] == '\t' || s[n - 1] == ' ' ||
+                       s[n - 1] == '\t');
+    if (!quote) {
+        pb_sbuf_printf(b, "%s", s);
+        return;
+    }
+    size_t need = csv_write(NULL, 0, s, n);
+    char *q = pb_xmalloc(need + 1);
+    csv_write(q, need, s, n);
+    q[need] = 0;
+    pb_sbuf_printf(b, "%s", q);
+    free(q);
+}
+
+typedef struct { const char **v; int n, cap; } col_list;
+static void add_col(col_list *c, const char *name) {
+    for (int i = 0; i < c->n; i++)
+        if (!strcmp(c->v[i], name)) return;
+    if (c->n == c->cap) {
+        c->cap = c->cap ? 2 * c->cap : 64;
+        c->v = pb_xrealloc(c->v, (size_t)c->cap * sizeof *c->v);
+    }
+    c->v[c->n++] = name;
 }
 
 pb_status pb_results_write_csv(const pb_results *r, const char *path) {
-    const char *cols[MAX_COLS];
-    int nc = 0;
+    col_list cols = {0};
     if (r->n_exps > 0)
-        for (int i = 0; i < r->exps[0]->n_columns; i++) add_col(cols, &nc, r->exps[0]->columns[i]);
-    add_col(cols, &nc, "experiment");
-    add_col(cols, &nc, "system");
-    add_col(cols, &nc, "label");
+        for (int i = 0; i < r->exps[0]->n_columns; i++) add_col(&cols, r->exps[0]->columns[i]);
+    add_col(&cols, "experiment");
+    add_col(&cols, "system");
+    add_col(&cols, "label");
     for (int x = 0; x < r->n_exps; x++) {
         const pb_experiment *e = r->exps[x];
-        for (int a = 0; a < e->n_axes; a++) add_col(cols, &nc, e->axes[a].axis);
-        for (int t = 0; t < e->n_tags; t++) add_col(cols, &nc, e->tags[t].name);
+        for (int a = 0; a < e->n_axes; a++) add_col(&cols, e->axes[a].axis);
+        for (int t = 0; t < e->n_tags; t++) add_col(&cols, e->tags[t].name);
         for (int s = 0; s < e->n_systems; s++)
-            for (int t = 0; t < e->systems[s].n_tags; t++) add_col(cols, &nc, e->systems[s].tags[t].name);
+            for (int t = 0; t < e->systems[s].n_tags; t++) add_col(&cols, e->systems[s].tags[t].name);
     }
     for (int i = 0; i < r->n; i++)
-        for (int k = 0; k < r->rows[i].m.n; k++) add_col(cols, &nc, r->rows[i].m.name[k]);
+        for (int k = 0; k < r->rows[i].m.n; k++) add_col(&cols, r->rows[i].m.name[k]);
 
-    sbuf b = {0};
-    for (int c = 0; c < nc; c++) pb_sbuf_printf(&b, "%s%s", c ? "," : "", cols[c]);
+    pb_sbuf b = {0};
+    for (int c = 0; c < cols.n; c++) csv_cell(&b, cols.v[c], c == 0);
     pb_sbuf_printf(&b, "\n");
     for (int i = 0; i < r->n; i++) {
-        for (int c = 0; c < nc; c++) {
-            char cell[256];
-            pb_results_cell(r, &r->rows[i], cols[c], cell, sizeof cell);
-            for (char *p = cell; *p; p++)
-                if (*p == ',' || *p == '\n') *p = ';';
-            pb_sbuf_printf(&b, "%s%s", c ? "," : "", cell);
+        for (int c = 0; c < cols.n; c++) {
+            char num[64];
+            csv_cell(&b, cell_text(r, &r->rows[i], cols.v[c], num, sizeof num), c == 0);
         }
         pb_sbuf_printf(&b, "\n");
     }
-    pb_status st = pb_write_file_atomic(path, b.s, b.len);
+    free(cols.v);
+    pb_status st = pb_write_file_atomic(path, b.s ? b.s : "", b.len);
     free(b.s);
     return st;
 }
@@ -617,61 +734,95 @@ static bool in_columns(const char *cols, const char *name) {
     }
     return !strcmp(name, "experiment") || !strcmp(name, "system");
 }
+
+/* Stream one point's side file (k) into f after its row prefix, the header only for
+ * the first point; its checksum must be the one its point file recorded.  PB_OK or
+ * PB_ERR_IO (said on stderr). */
+static pb_status copy_side(FILE *f, const char *base, const pb_experiment *e, uint64_t key, int k, const char *prefix,
+                           const char *header, bool first) {
+    char side[4300], why[4400];
+    side_path(base, k, side, sizeof side);
+    pb_point_metrics *m = pb_xcalloc(1, sizeof *m);
+    point_file pf;
+    int rc = read_point(base, key, e, m, &pf, why, sizeof why);
+    free(m);
+    pb_status st;
+    FILE *in = rc == 0 && pf.side[k].has ? pb_input_open(side, &st, why, sizeof why) : NULL;
+    if (!in) {
+        if (rc != 0 || !pf.side[k].has) pb_log_error("%s: missing (run with --%s)", side, k == SIDE_REQ ? "requests" : "timeline");
+        else pb_log_error("%s", why);
+        return PB_ERR_IO;
+    }
+    char *line = NULL;
+    size_t cap = 0;
+    ssize_t l;
+    bool head = true;
+    uint64_t h = PB_FNV64_INIT;
+    int64_t size = 0;
+    while ((l = getline(&line, &cap, in)) >= 0) {
+        h = pb_fnv64(h, line, (size_t)l);
+        size += l;
+        if (head) {   /* the point file's header: ours once, with the prefix columns */
+            head = false;
+            if (!first) continue;
+            fputs(header, f);
+        } else
+            fputs(prefix, f);
+        fwrite(line, 1, (size_t)l, f);
+    }
+    free(line);
+    bool bad = ferror(in) != 0;
+    fclose(in);
+    if (bad || size != pf.side[k].size || h != pf.side[k].hash) {
+        pb_log_error("%s: %s", side, bad ? "read error" : "checksum mismatch with its point file (changed since the point "
+                                                          "was computed: run again to recompute it)");
+        return PB_ERR_IO;
+    }
+    return PB_OK;
+}
+
 pb_status pb_results_write_side(const pb_results *r, const char *results_dir, const char *what, const char *path) {
-    const char *axes[PB_EXP_MAX_AXES * 8];
-    int na = 0;
+    int k = !strcmp(what, "req") ? SIDE_REQ : SIDE_STEPS;
+    col_list axes = {0};
     for (int x = 0; x < r->n_exps; x++)
-        for (int a = 0; a < r->exps[x]->n_axes; a++) {
-            bool seen = false;
-            for (int i = 0; i < na; i++) seen |= !strcmp(axes[i], r->exps[x]->axes[a].axis);
-            if (!seen && na < (int)PB_ARRAY_LEN(axes)) axes[na++] = r->exps[x]->axes[a].axis;
-        }
-    char tmp[4300];
-    snprintf(tmp, sizeof tmp, "%s.tmp", path);
+        for (int a = 0; a < r->exps[x]->n_axes; a++) add_col(&axes, r->exps[x]->axes[a].axis);
+    pb_sbuf header = {0};
+    const char *own = k == SIDE_REQ ? PB_METRICS_REQUEST_COLUMNS : PB_METRICS_STEP_COLUMNS;
+    pb_sbuf_printf(&header, "experiment,system,");
+    for (int j = 0; j < axes.n; j++) {
+        char name[512];
+        snprintf(name, sizeof name, "%s%s", in_columns(own, axes.v[j]) ? "axis." : "", axes.v[j]);
+        csv_cell(&header, name, true);
+        pb_sbuf_printf(&header, ",");
+    }
+    char tmp[4400];
+    pb_tmp_path(path, tmp, sizeof tmp);
     FILE *f = fopen(tmp, "w");
     if (!f) {
         pb_log_error("%s: cannot write: %s", tmp, strerror(errno));
+        free(axes.v);
+        free(header.s);
         return PB_ERR_IO;
     }
     pb_status st = PB_OK;
-    char *line = NULL;
-    size_t cap = 0;
     for (int i = 0; i < r->n && !st; i++) {
         const pb_result_row *row = &r->rows[i];
         const pb_experiment *e = r->exps[row->exp];
-        char base[4200], side[4300];
-        pb_point_path(e, row->sys, row->point, results_dir, base, sizeof base);
-        side_path(base, what, side, sizeof side);
-        FILE *in = fopen(side, "r");
-        if (!in) {
-            pb_log_error("%s: missing (run with --%s)", side, !strcmp(what, "req") ? "requests" : "timeline");
-            st = PB_ERR_IO;
-            break;
-        }
-        char prefix[1024];
-        size_t k = (size_t)snprintf(prefix, sizeof prefix, "%s,%s,", e->name, e->systems[row->sys].id);
-        for (int j = 0; j < na && k < sizeof prefix; j++) {
+        char base[4200];
+        uint64_t key = point_base(e, row->sys, row->point, results_dir, base, sizeof base);
+        pb_sbuf prefix = {0};
+        pb_sbuf_printf(&prefix, "%s,%s,", e->name, e->systems[row->sys].id);   /* names: [A-Za-z0-9._-] */
+        for (int j = 0; j < axes.n; j++) {
             char num[64] = "";
             for (int a = 0; a < e->n_axes; a++)
-                if (!strcmp(e->axes[a].axis, axes[j])) pb_fmt_num(num, sizeof num, row->axis[a]);
-            k += (size_t)snprintf(prefix + k, sizeof prefix - k, "%s,", num);
+                if (!strcmp(e->axes[a].axis, axes.v[j])) pb_fmt_num(num, sizeof num, row->axis[a]);
+            pb_sbuf_printf(&prefix, "%s,", num);
         }
-        ssize_t l;
-        bool head = true;
-        while ((l = getline(&line, &cap, in)) >= 0) {
-            if (head) {   /* the point file's header: ours once, with the prefix columns */
-                head = false;
-                if (i > 0) continue;
-                fprintf(f, "experiment,system,");
-                const char *own = !strcmp(what, "req") ? PB_METRICS_REQUEST_COLUMNS : PB_METRICS_STEP_COLUMNS;
-                for (int j = 0; j < na; j++) fprintf(f, "%s%s,", in_columns(own, axes[j]) ? "axis." : "", axes[j]);
-            } else
-                fputs(prefix, f);
-            fwrite(line, 1, (size_t)l, f);
-        }
-        fclose(in);
+        st = copy_side(f, base, e, key, k, prefix.s, header.s, i == 0);
+        free(prefix.s);
     }
-    free(line);
+    free(axes.v);
+    free(header.s);
     if (ferror(f)) st = PB_ERR_IO;
     if (fclose(f) != 0) st = PB_ERR_IO;
     if (!st && rename(tmp, path) != 0) {
@@ -728,10 +879,10 @@ int pb_runner_refine_shard(pb_experiment *const *exps, int n_exps, const char *r
             xy *pts = pb_xcalloc((size_t)np, sizeof *pts);
             pb_point_metrics *m = pb_xcalloc(1, sizeof *m);
             for (int p = 0; p < np; p++) {
-                char base[4200];
-                double v;
+                char base[4200], why[4400];
+                point_file pf;
                 uint64_t key = point_base(e, s, p, results_dir, base, sizeof base);
-                if (read_point(base, key, e, &v, m)) continue;
+                if (read_point(base, key, e, m, &pf, why, sizeof why)) continue;
                 double y = pb_pm_get(m, e->knee_metric, NAN);
                 if (isnan(y)) continue;
                 pb_experiment_point_values(e, s, p, &pts[k].x);

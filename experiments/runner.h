@@ -7,13 +7,16 @@
  *   - keys it by its content (point_key.h: the resolved config and system map, the
  *     content of every input file, the source hash of this build) -- never by host,
  *     path or binary, so point files move between hosts,
- *   - skips it when results/points/<experiment>/<system>-<key>.pt exists and carries
- *     that key, unless fresh is set -- so a stopped sweep resumes where it stopped,
+ *   - skips it when results/points/<experiment>/<system>-<key>.pt exists, carries that
+ *     key and its checksum holds (and so do the side files asked for), unless fresh is
+ *     set -- so a stopped sweep resumes where it stopped; a file that fails its checksum
+ *     (edited, cut short, damaged) is computed again and said so on stderr (runner.c
+ *     documents the format),
  *   - otherwise runs it in a forked worker process (at most `jobs` at once), which
  *     calls the point function and writes the point file atomically (a temporary
- *     unique to host, process and call, fsync'd, then renamed: safe for concurrent
- *     writers on a shared filesystem); a failed point writes <...>.err instead and
- *     the run ends with status 1,
+ *     unique to host, process and call, pb.h, then renamed: safe for concurrent
+ *     writers on a shared filesystem; temporaries of this host's dead processes are
+ *     removed); a failed point writes <...>.err instead and the run ends with status 1,
  *   - with a shard plan (shard.h), runs only the points the plan gives its shard
  *     (several hosts then fill one points folder, or several, for `pagedbench merge`),
  *   - shows progress on stderr (a bar only when stderr is a terminal) and prints one
@@ -72,6 +75,9 @@ typedef struct {
 pb_status pb_runner_run(pb_experiment *const *exps, int n_exps, const pb_runner_opts *o,
                         pb_runner_stats *stats);
 
+/* "<experiment> <system> <axis>=<value> ...": a point in messages. */
+void pb_point_label(const pb_experiment *e, int sys, const double *vals, char *buf, size_t n);
+
 /* The point's key and file path (without extension). */
 uint64_t pb_point_hash(const pb_experiment *e, int sys, int point);
 void     pb_point_path(const pb_experiment *e, int sys, int point, const char *results_dir,
@@ -120,15 +126,18 @@ double pb_results_num(const pb_results *r, const pb_result_row *row, const char 
 
 /* Write the table as CSV atomically: the first experiment's `columns`, then every
  * other column any row has (experiment, system, label, axes, tags, metrics), in first-seen
- * order. */
+ * order.  RFC 4180 through libcsv: a cell is quoted when it holds a comma, a quote, a
+ * line break, leading or trailing blanks or starts with '#', written as it is otherwise;
+ * no cell is cut; an undefined metric (NaN) is an empty cell. */
 pb_status pb_results_write_csv(const pb_results *r, const char *path);
 
 /* Concatenate the points' per-request (what = "req") or per-step ("steps") files
  * in row order into one CSV at path (atomically): columns experiment, system, every
  * axis of the experiments (union, first-seen order; an axis named like a column of the
  * point file is written "axis.<name>"), then the point file's columns.
- * Streams line by line.  PB_ERR_IO when a point file is missing (run with the
- * matching runner option first) or path cannot be written. */
+ * Streams line by line; each side file's checksum must be the one its point file
+ * recorded.  PB_ERR_IO when a side file is missing (run with the matching runner option
+ * first) or changed, or path cannot be written. */
 pb_status pb_results_write_side(const pb_results *r, const char *results_dir, const char *what, const char *path);
 
 /* ---- knee ---- */
