@@ -9,7 +9,8 @@
  * its content key (point_key.h), so files never clash -- and then the output folder is
  * assembled exactly as `pagedbench run ... --report-only` does it: knee refinement
  * replayed from the finished points, then the CSV, JSON sidecar and paper-vs-ours
- * report, byte for byte what a single-host run writes.  The experiments and the options
+ * report, byte for byte what a single-host run writes.  The experiments are loaded and
+ * checked first: a wrong figure, file or key copies nothing.  The experiments and the options
  * that pick points (--quick, --set) must be the run's.  A point no shard finished is
  * named (file and label) and the merge exits 1, writing no CSV.
  * Exit: 0 ok, 1 a point missing or a copy failed, 2 usage or config error. */
@@ -32,7 +33,7 @@ static void usage(FILE *f) {
             "                 several folders (one per host) or one shared folder\n"
             "  --results OUT  where the merged results go (default: the first DIR); the point files of\n"
             "                 the other folders are copied into OUT/points/\n"
-            "  run options    as the shards were run: --quick, --set K=V, and --no-report\n"
+            "  run options    as the shards were run: --quick, --set K=V; and --no-report, --allow-rejected\n"
             "Writes OUT/<figure or experiment>.csv, .json and _report.md, byte-identical to a single-host\n"
             "`pagedbench run`.  Exit status: 0 ok, 1 a point is missing, 2 usage or config error.\n");
 }
@@ -47,25 +48,16 @@ static bool ends_with(const char *s, const char *suf) {
     return a >= b && !strcmp(s + a - b, suf);
 }
 
-/* Copy src to dst (dst written to a temporary, then renamed).  PB_OK or PB_ERR_IO. */
-static pb_status copy_file(const char *src, const char *dst) {
-    FILE *f = fopen(src, "rb");
-    if (!f) return PB_ERR_IO;
-    pb_sbuf b = {0};
-    char buf[8192];
-    size_t k;
-    while ((k = fread(buf, 1, sizeof buf, f)) > 0) {
-        if (b.len + k + 1 > b.cap) {
-            b.cap = 2 * (b.len + k) + 1;
-            b.s = pb_xrealloc(b.s, b.cap);
-        }
-        memcpy(b.s + b.len, buf, k);
-        b.len += k;
-    }
-    bool bad = ferror(f);
-    fclose(f);
-    pb_status st = bad ? PB_ERR_IO : pb_write_file_atomic(dst, b.s ? b.s : "", b.len);
-    free(b.s);
+/* Copy src (a regular file: pb.h's input rules) to dst, through a unique temporary
+   renamed over it.  PB_OK, or PB_ERR_IO / PB_ERR_INVALID with why in err. */
+static pb_status copy_file(const char *src, const char *dst, char *err, size_t errlen) {
+    char *text;
+    size_t len;
+    pb_status st = pb_input_read(src, false, &text, &len, err, errlen);
+    if (st) return st;
+    st = pb_write_file_atomic(dst, text, len);
+    if (st) snprintf(err, errlen, "cannot write %s: %s", dst, strerror(errno));
+    free(text);
     return st;
 }
 
@@ -99,13 +91,14 @@ static int gather(const char *dir, const char *out, int *copied) {
         if (!e) continue;
         struct dirent *fe;
         while ((fe = readdir(e))) {
-            if (!ends_with(fe->d_name, ".pt") || strstr(fe->d_name, ".tmp.")) continue;
+            if (!ends_with(fe->d_name, ".pt")) continue;   /* a temporary ends in .tmp.<host>.<pid>.<n> */
             char src[4800], dst[4800];
             snprintf(src, sizeof src, "%s/%s", sub, fe->d_name);
             snprintf(dst, sizeof dst, "%s/%s", osub, fe->d_name);
             if (access(dst, F_OK) == 0) continue;   /* same name = same key: already there */
-            if (copy_file(src, dst)) {
-                fprintf(stderr, "merge: cannot copy %s to %s: %s\n", src, dst, strerror(errno));
+            char why[4400];
+            if (copy_file(src, dst, why, sizeof why)) {
+                fprintf(stderr, "merge: cannot copy %s to %s: %s\n", src, dst, why);
                 bad++;
             } else
                 (*copied)++;
@@ -114,6 +107,24 @@ static int gather(const char *dir, const char *out, int *copied) {
     }
     closedir(d);
     return bad;
+}
+
+/* The folders' point files into out, once `run` has resolved the experiments. */
+typedef struct {
+    const char **dirs;
+    int n;
+    const char *out;
+} gather_job;
+
+static int gather_all(void *user) {
+    const gather_job *g = user;
+    int copied = 0, bad = 0;
+    for (int i = 0; i < g->n; i++)
+        if (strcmp(g->dirs[i], g->out)) bad += gather(g->dirs[i], g->out, &copied);
+    if (g->n > 1 || strcmp(g->dirs[0], g->out))
+        fprintf(stderr, "==> merge: %d point file(s) copied into %s/points from %d folder(s)%s\n", copied, g->out,
+                g->n, bad ? " (some failed)" : "");
+    return bad ? PB_EXIT_RUNTIME : PB_EXIT_OK;
 }
 
 int pb_cmd_merge(int argc, char **argv) {
@@ -134,7 +145,7 @@ int pb_cmd_merge(int argc, char **argv) {
             rargv[nr++] = argv[i];
             rargv[nr++] = argv[++i];
         } else if (!strcmp(a, "--quick") || !strcmp(a, "--no-report") || !strcmp(a, "--all") ||
-                   !strcmp(a, "--quiet"))
+                   !strcmp(a, "--quiet") || !strcmp(a, "--allow-rejected"))
             rargv[nr++] = argv[i];
         else if (a[0] == '-') {
             fprintf(stderr, "merge: unknown option '%s'\n", a);
@@ -157,18 +168,11 @@ int pb_cmd_merge(int argc, char **argv) {
         rc = PB_EXIT_USAGE;
     }
     if (rc == PB_EXIT_OK) {
-        if (!out) out = dirs[0];
-        int copied = 0, bad = 0;
-        for (int i = 0; i < nd; i++)
-            if (strcmp(dirs[i], out)) bad += gather(dirs[i], out, &copied);
-        if (nd > 1 || strcmp(dirs[0], out))
-            fprintf(stderr, "==> merge: %d point file(s) copied into %s/points from %d folder(s)%s\n", copied, out,
-                    nd, bad ? " (some failed)" : "");
+        gather_job g = {dirs, nd, out ? out : dirs[0]};
         rargv[nr++] = (char *)"--report-only";
         rargv[nr++] = (char *)"--results";
-        rargv[nr++] = (char *)out;
-        rc = pb_cmd_run(nr, rargv);
-        if (bad && rc == PB_EXIT_OK) rc = PB_EXIT_RUNTIME;
+        rargv[nr++] = (char *)g.out;
+        rc = pb_cmd_run_hook(nr, rargv, gather_all, &g);   /* gathers only once every experiment checks out */
     }
     free(dirs);
     free(rargv);

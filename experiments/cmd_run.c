@@ -8,7 +8,10 @@
  * fig19b).  For each figure: run all points (runner.h: parallel, resumable), refine
  * around each series' knee, merge into results/<figure>.csv (+ .json sidecar), and
  * print the paper-vs-ours table (report.h, also results/<figure>_report.md).
- * Exit: 0 ok, 1 a point failed, 2 usage or config error (file:line:col). */
+ * Every figure, file, key and point is resolved and checked first (resolve()); nothing
+ * runs and nothing is written when any of them is wrong.
+ * Exit: 0 ok, 1 a point failed or is not complete (requests rejected or unfinished,
+ * unless --allow-rejected), 2 usage or config error (file:line:col). */
 #include <dirent.h>
 #include <errno.h>
 #include <getopt.h>
@@ -56,6 +59,8 @@ static void usage(FILE *f) {
             "  --check        validate the YAMLs and count the points; run nothing\n"
             "  --no-report    do not print the paper-vs-ours table\n"
             "  --report-only  run nothing: rebuild the CSV and the table from the finished points\n"
+            "  --allow-rejected  accept points where requests were rejected or unfinished (complete 0 in\n"
+            "                 the CSV, undefined metrics empty); without it such a point makes the run exit 1\n"
             "  --list-points  run nothing: print every grid point (id, estimated cost, shard, label);\n"
             "                 with --shard I/N only shard I's\n"
             "  --shard I/N    run shard I of N (1-based): a deterministic, cost-balanced share of the\n"
@@ -71,7 +76,8 @@ static void usage(FILE *f) {
             "<DIR>/<name>_report.md, <DIR>/points/<experiment>/*.pt; <name> = the experiment's `name`\n"
             "for a YAML given by path, the figure id for --figure.  Results go to stdout, progress\n"
             "and diagnostics to stderr.\n"
-            "Exit status: 0 ok, 1 a point failed, 2 usage or config error.\n");
+            "Every file, figure, key and point is checked before anything runs or is written.\n"
+            "Exit status: 0 ok, 1 a point failed or is not complete, 2 usage or config error.\n");
 }
 
 /* The results folder and its parents (mkdir -p), made only once the configs are valid. */
@@ -295,7 +301,7 @@ static pb_status write_sidecar(const char *path, const char *figure, pb_experime
 /* ---- running a set of experiments as one figure ---- */
 typedef struct {
     int jobs;
-    bool quick, fresh, summary, quiet, check, report, report_only, requests, timeline;
+    bool quick, fresh, summary, quiet, check, report, report_only, requests, timeline, allow_rejected;
     const char *results;
     const char **sets;
     int n_sets;
@@ -303,6 +309,28 @@ typedef struct {
     int shard, n_shards;      /* --shard I/N: shard = I - 1; n_shards 0 = no sharding */
     char rev[256], build_rev[256];   /* git_revision once per run: banners and sidecars */
 } run_opts;
+
+/* Can this build run the experiment's points?  A cuda executor needs a CUDA build
+   (refused here, at the executor's line, rather than by every point). */
+static int check_runnable(const pb_experiment *e, const run_opts *o) {
+#ifndef PB_HAVE_CUDA
+    if (!strcmp(e->executor, "cuda") && !o->report_only && !o->list_points) {
+        const pb_node *x = pb_node_get(pb_config_root(e->cfg), "executor");
+        if (x && x->kind == PB_NODE_MAP) x = pb_node_get(x, "type");
+        pb_cfg_err err;
+        pb_cfg_err_clear(&err);
+        pb_cfg_fail(&err, x ? x : pb_config_root(e->cfg), false,
+                    "executor: cuda: this build has no CUDA (configure with `cmake --preset cuda` and nvcc); "
+                    "its points cannot run here (`merge` and --report-only still read their files)");
+        fprintf(stderr, "%s\n", err.msg);
+        return -1;
+    }
+#else
+    (void)e;
+    (void)o;
+#endif
+    return 0;
+}
 
 static int load_all(const char *const *paths, int n, const run_opts *o, pb_experiment ***out) {
     pb_experiment **exps = pb_xcalloc((size_t)n + 1, sizeof *exps);
@@ -316,6 +344,8 @@ static int load_all(const char *const *paths, int n, const run_opts *o, pb_exper
             bad = 1;
         }
     }
+    if (!bad)
+        for (int i = 0; i < n; i++) bad |= check_runnable(exps[i], o) != 0;
     /* every point of every experiment, checked before anything runs or is written */
     for (int i = 0; i < n && !bad; i++) {
         pb_cfg_err err;
@@ -406,6 +436,30 @@ static pb_status write_side_csvs(const pb_results *res, const char *out, const r
     return st;
 }
 
+/* Points that are not complete (requests rejected or left unfinished): their
+ * undefined metrics are empty cells and `complete` is 0 in the CSV just written, and
+ * the run exits 1 -- unless --allow-rejected or the experiment's `allow_rejected:`
+ * accepts them. */
+static int check_complete(const pb_results *res, const char *figure, const run_opts *o) {
+    int bad = 0;
+    for (int i = 0; i < res->n; i++) {
+        const pb_result_row *row = &res->rows[i];
+        const pb_experiment *e = res->exps[row->exp];
+        if (pb_pm_get(&row->m, "complete", 1) != 0 || o->allow_rejected || e->allow_rejected) continue;
+        if (bad++ < 5) {
+            char lab[512];
+            pb_point_label(e, row->sys, row->axis, lab, sizeof lab);
+            pb_log_error("%s: not complete: %.0f of %.0f requests finished, %.0f rejected, %.0f unfinished", lab,
+                         pb_pm_get(&row->m, "n_finished", NAN), pb_pm_get(&row->m, "n_requests", NAN),
+                         pb_pm_get(&row->m, "n_rejected", NAN), pb_pm_get(&row->m, "n_unfinished", NAN));
+        }
+    }
+    if (!bad) return PB_EXIT_OK;
+    pb_log_error("%s: %d point(s) not complete (complete = 0 and their undefined metrics empty in the CSV); "
+                 "--allow-rejected or `allow_rejected: true` accepts them", figure, bad);
+    return PB_EXIT_RUNTIME;
+}
+
 /* Run exps as one group and write <results>/<out>.csv; figure picks the report. */
 static int run_group(const char *out, const char *figure, pb_experiment **exps, int n, const run_opts *o) {
     int total = 0;
@@ -441,10 +495,12 @@ static int run_group(const char *out, const char *figure, pb_experiment **exps, 
     pb_runner_stats st, acc = {0};
     double t0 = pb_now_s();
     int failed = 0;
+    int before = 0;   /* points of the earlier rounds, which a later round finds again */
     for (int round = 0;; round++) {
         if (o->report_only) memset(&st, 0, sizeof st);
         else if (pb_runner_run(exps, n, &ro, &st)) failed = 1;
-        if (round == 0) acc.reused = st.reused;   /* later rounds re-find this run's points */
+        acc.reused += st.reused - PB_MIN(before, st.reused);   /* a refinement point found done counts too */
+        before = st.total;
         acc.computed += st.computed;
         acc.failed += st.failed;
         ro.fresh = false;   /* a refinement round must not recompute the earlier rounds */
@@ -484,6 +540,7 @@ static int run_group(const char *out, const char *figure, pb_experiment **exps, 
         fprintf(stderr, "==> %s: wrote %s (%d rows) and %s\n", figure, csv, res.n, json);
         if (o->report) pb_report_figure(figure, csv, paper, exps[0]->knee_threshold, stdout, md);
     }
+    if (!rc) rc = check_complete(&res, figure, o);
     pb_results_free(&res);
     return rc;
 }
@@ -535,51 +592,124 @@ static int run_direct(const char *fig, const run_opts *o) {
     return st ? PB_EXIT_RUNTIME : PB_EXIT_OK;
 }
 
-static int run_figure(const char *fig, const run_opts *o) {
+/* ---- resolve, then run ----
+ * Every file, figure and key named on the command line is loaded and checked (every
+ * point: pb_system_check) before anything runs or is written: one error anywhere and
+ * the run exits 2 with nothing done. */
+typedef struct {
+    const char *out, *figure;   /* <results>/<out>.csv; the report's figure id     */
+    bool direct;                /* fig1 fig11 fig18a fig19a: computed directly     */
+    pb_experiment **exps;
+    int n;
+} group;
+
+typedef struct {
+    group *g;
+    int n, cap;
+    exp_file **files;           /* find_figure's lists, freed with the plan        */
+    int n_files;
+} run_plan;
+
+static group *plan_add(run_plan *p) {
+    if (p->n == p->cap) {
+        p->cap = p->cap ? 2 * p->cap : 16;
+        p->g = pb_xrealloc(p->g, (size_t)p->cap * sizeof *p->g);
+    }
+    memset(&p->g[p->n], 0, sizeof p->g[0]);
+    return &p->g[p->n++];
+}
+
+static void plan_free(run_plan *p) {
+    for (int i = 0; i < p->n; i++) {
+        for (int k = 0; k < p->g[i].n; k++) pb_experiment_destroy(p->g[i].exps[k]);
+        free(p->g[i].exps);
+    }
+    for (int i = 0; i < p->n_files; i++) free(p->files[i]);
+    free(p->files);
+    free(p->g);
+    memset(p, 0, sizeof *p);
+}
+
+/* Add figure fig's groups to the plan (fig18 / fig19: both halves).  0, or -1 after
+   saying why on stderr. */
+static int resolve_figure(run_plan *p, const char *fig, const run_opts *o) {
     if (!strcmp(fig, "fig1") || !strcmp(fig, "fig11") || !strcmp(fig, "fig18a") || !strcmp(fig, "fig19a")) {
-        if (o->n_shards || o->list_points) {   /* no sweep points: the merge computes it */
-            fprintf(stderr, "==> %s: computed directly, no sweep points (the merge makes it)\n", fig);
-            return PB_EXIT_OK;
-        }
-        return run_direct(fig, o);
+        group *g = plan_add(p);
+        g->out = g->figure = fig;
+        g->direct = true;
+        return 0;
     }
-    if (!strcmp(fig, "fig19")) {
-        int a = run_figure("fig19a", o), b = run_figure("fig19b", o);
-        return PB_MAX(a, b);
-    }
-    if (!strcmp(fig, "fig18")) {
-        int a = run_figure("fig18a", o), b = run_figure("fig18b", o);
-        return PB_MAX(a, b);
-    }
+    if (!strcmp(fig, "fig19")) return resolve_figure(p, "fig19a", o) | resolve_figure(p, "fig19b", o);
+    if (!strcmp(fig, "fig18")) return resolve_figure(p, "fig18a", o) | resolve_figure(p, "fig18b", o);
     exp_file *files;
     int n = find_figure(pb_spec_dir(), fig, &files);
     if (n == 0) {
         free(files);
         fprintf(stderr, "run: no experiment YAML in %s has `figure: %s` (try `pagedbench list`)\n", pb_spec_dir(), fig);
-        return PB_EXIT_USAGE;
+        return -1;
     }
+    p->files = pb_xrealloc(p->files, (size_t)(p->n_files + 1) * sizeof *p->files);
+    p->files[p->n_files++] = files;
     const char **paths = pb_xcalloc((size_t)n, sizeof *paths);
     for (int i = 0; i < n; i++) paths[i] = files[i].path;
     pb_experiment **exps;
-    int rc;
-    if (load_all(paths, n, o, &exps)) rc = PB_EXIT_USAGE;
-    else {
-        rc = !o->check && !o->list_points && make_results_dir(o->results) ? PB_EXIT_RUNTIME : run_group(fig, fig, exps, n, o);
-        for (int i = 0; i < n; i++) pb_experiment_destroy(exps[i]);
-        free(exps);
-    }
+    int rc = load_all(paths, n, o, &exps);
     free(paths);
-    free(files);
-    return rc;
+    if (rc) return -1;
+    group *g = plan_add(p);
+    g->out = g->figure = fig;
+    g->exps = exps;
+    g->n = n;
+    return 0;
 }
 
-int pb_cmd_run(int argc, char **argv) {
+/* The plan of a command line: explicit files (each its own group, results/<name>.csv,
+   so a single panel never overwrites its figure's merged CSV), then the figures in
+   order.  0, or -1 when anything is wrong (said on stderr). */
+static int resolve(run_plan *p, const char **files, int nf, const char **figs, int ng, bool all, const run_opts *o) {
+    int bad = 0;
+    if (nf) {
+        pb_experiment **exps;
+        if (load_all(files, nf, o, &exps)) bad = -1;
+        else {
+            for (int i = 0; i < nf; i++) {
+                group *g = plan_add(p);
+                g->out = exps[i]->name;
+                g->figure = exps[i]->figure;
+                g->exps = pb_xcalloc(1, sizeof *g->exps);
+                g->exps[0] = exps[i];
+                g->n = 1;
+            }
+            free(exps);
+        }
+    }
+    for (int i = 0; i < ng; i++) bad |= resolve_figure(p, figs[i], o);
+    for (size_t i = 0; all && i < PB_ARRAY_LEN(ALL_FIGURES); i++) bad |= resolve_figure(p, ALL_FIGURES[i], o);
+    return bad;
+}
+
+/* Run one resolved group. */
+static int run_planned(const group *g, const run_opts *o) {
+    if (g->direct) {
+        if (o->n_shards || o->list_points) {   /* no sweep points: the merge computes it */
+            fprintf(stderr, "==> %s: computed directly, no sweep points (the merge makes it)\n", g->figure);
+            return PB_EXIT_OK;
+        }
+        return run_direct(g->figure, o);
+    }
+    if (!o->check && !o->list_points && make_results_dir(o->results)) return PB_EXIT_RUNTIME;
+    return run_group(g->out, g->figure, g->exps, g->n, o);
+}
+
+int pb_cmd_run(int argc, char **argv) { return pb_cmd_run_hook(argc, argv, NULL, NULL); }
+
+int pb_cmd_run_hook(int argc, char **argv, int (*after_resolve)(void *user), void *user) {
     run_opts o = {.jobs = 1, .report = true, .results = "results"};
     const char **files = pb_xcalloc((size_t)argc + 1, sizeof *files), **figs = pb_xcalloc((size_t)argc + 1, sizeof *figs);
     o.sets = pb_xcalloc((size_t)argc + 1, sizeof *o.sets);
     int nf = 0, ng = 0, all = 0, rc = PB_EXIT_OK;
     enum { O_FIGURE = 256, O_SET, O_RESULTS, O_ALL, O_QUICK, O_FRESH, O_SUMMARY, O_QUIET, O_CHECK, O_NO_REPORT,
-           O_REPORT_ONLY, O_REQUESTS, O_TIMELINE, O_VERSION, O_LIST_POINTS, O_SHARD };
+           O_REPORT_ONLY, O_REQUESTS, O_TIMELINE, O_VERSION, O_LIST_POINTS, O_SHARD, O_ALLOW_REJECTED };
     static const struct option LONG[] = {
         {"jobs", required_argument, NULL, 'j'},       {"figure", required_argument, NULL, O_FIGURE},
         {"set", required_argument, NULL, O_SET},      {"results", required_argument, NULL, O_RESULTS},
@@ -590,6 +720,7 @@ int pb_cmd_run(int argc, char **argv) {
         {"requests", no_argument, NULL, O_REQUESTS},  {"timeline", no_argument, NULL, O_TIMELINE},
         {"version", no_argument, NULL, O_VERSION},    {"help", no_argument, NULL, 'h'},
         {"list-points", no_argument, NULL, O_LIST_POINTS}, {"shard", required_argument, NULL, O_SHARD},
+        {"allow-rejected", no_argument, NULL, O_ALLOW_REJECTED},
         {NULL, 0, NULL, 0}};
     optind = 0;   /* reinitialise: another command may have parsed before */
     opterr = 0;
@@ -615,6 +746,7 @@ int pb_cmd_run(int argc, char **argv) {
         case O_REQUESTS: o.requests = true; break;
         case O_TIMELINE: o.timeline = true; break;
         case O_LIST_POINTS: o.list_points = true; break;
+        case O_ALLOW_REJECTED: o.allow_rejected = true; break;
         case O_SHARD:
             if (!pb_shard_parse(optarg, &o.shard, &o.n_shards)) {
                 fprintf(stderr, "run: --shard needs I/N with 1 <= I <= N (e.g. --shard 2/8)\n");
@@ -635,37 +767,25 @@ int pb_cmd_run(int argc, char **argv) {
         fprintf(stderr, "run: --shard runs points; it does not go with --report-only or --check (use `pagedbench merge`)\n");
         rc = PB_EXIT_USAGE;
     }
-    if (rc != PB_EXIT_OK) { ng = 0; all = 0; nf = 0; }
+    if (rc == PB_EXIT_OK && o.fresh && o.report_only) {
+        fprintf(stderr, "run: --fresh recomputes points and --report-only computes none: give one of them\n");
+        rc = PB_EXIT_USAGE;
+    }
+    if (rc == PB_EXIT_OK && !*o.results) {
+        fprintf(stderr, "run: --results needs a folder (got an empty name)\n");
+        rc = PB_EXIT_USAGE;
+    }
+    run_plan plan = {0};
+    if (rc == PB_EXIT_OK && resolve(&plan, files, nf, figs, ng, all, &o)) rc = PB_EXIT_USAGE;   /* nothing written */
     if (rc == PB_EXIT_OK) git_revision(o.rev, sizeof o.rev, o.build_rev, sizeof o.build_rev);
-    if (rc == PB_EXIT_OK && nf) {
-        /* explicit files: each on its own, results/<experiment name>.csv (so a single
-           panel never overwrites its figure's merged CSV) */
-        pb_experiment **exps;
-        if (load_all(files, nf, &o, &exps)) rc = PB_EXIT_USAGE;
-        else if (!o.check && !o.list_points && make_results_dir(o.results)) {
-            rc = PB_EXIT_RUNTIME;
-            for (int i = 0; i < nf; i++) pb_experiment_destroy(exps[i]);
-            free(exps);
-        } else {
-            for (int i = 0; i < nf; i++) {
-                int r = run_group(exps[i]->name, exps[i]->figure, &exps[i], 1, &o);
-                rc = PB_MAX(rc, r);
-            }
-            for (int i = 0; i < nf; i++) pb_experiment_destroy(exps[i]);
-            free(exps);
-        }
-    }
-    /* figures run one after another; a config error in one does not stop the others */
-    for (int i = 0; i < ng; i++) {
-        int r = run_figure(figs[i], &o);
+    int hook = rc == PB_EXIT_OK && after_resolve ? after_resolve(user) : PB_EXIT_OK;
+    for (int i = 0; rc != PB_EXIT_USAGE && i < plan.n; i++) {   /* a failed point does not stop the next group */
+        int r = run_planned(&plan.g[i], &o);
         rc = PB_MAX(rc, r);
     }
-    for (size_t i = 0; all && i < PB_ARRAY_LEN(ALL_FIGURES); i++) {
-        int r = run_figure(ALL_FIGURES[i], &o);
-        rc = PB_MAX(rc, r);
-    }
+    plan_free(&plan);
     free(files);
     free(figs);
     free(o.sets);
-    return rc;
+    return PB_MAX(rc, hook);
 }

@@ -15,6 +15,7 @@
 #include "config.h"
 #include "dataset.h"
 #include "pb.h"
+#include "spec.h"   /* pb_model_from_node, pb_spec_dir: --model */
 #include "trace_from.h"
 #include "trace_io.h"
 #include "workload.h"
@@ -23,9 +24,9 @@ static void usage(FILE *f) {
     fprintf(f,
         "usage: pagedbench trace --dataset NAME [--rate R] [--duration S] [--num N] [--seed N] [options]\n"
         "       pagedbench trace --config EXP.yaml [options]   (its `workload:` section; options override)\n"
-        "       pagedbench trace --check TRACE.csv              (validate a trace file, print a summary)\n"
+        "       pagedbench trace --check TRACE.csv [--model M]  (validate a trace file, print a summary; - = stdin)\n"
         "       pagedbench trace --fig11 OUT.csv                (Fig. 11: length densities of ShareGPT, Alpaca)\n"
-        "       pagedbench trace --from FILE --format FMT [--rate R] [--num N] [--seed N] [--filter F]\n"
+        "       pagedbench trace --from FILE --format FMT [--rate R] [--num N] [--seed N] [--filter F] [--model M]\n"
         "                                                       (a trace from a real dataset or log)\n"
         "\n"
         "Writes the trace as CSV to stdout (or -o FILE), header\n"
@@ -59,6 +60,11 @@ static void usage(FILE *f) {
         "  The file's timestamps are kept (shifted to 0; --rate rescales them); without any,\n"
         "  --rate gives Poisson arrivals (10 ms quanta, --seed).  --filter defaults to none.\n"
         "  --tokenizer CMD    run CMD instead of python3 tools/tokenize/pb_tokenize.py\n"
+        "  FILE - reads stdin (csv, vllm-json).\n"
+        "  --model M          (--from, --check) count the requests model M (experiments/models/M.yaml)\n"
+        "                     cannot serve: prompts longer than its context, which a run drops from\n"
+        "                     the trace for every system (docs/outputs.md n_dropped), and prompt +\n"
+        "                     output over it, whose outputs the engine cuts at the context\n"
         "\n"
         "Options take `--opt VALUE` or `--opt=VALUE`.  --check prints its verdict on stdout.\n"
         "  --version          print the version and exit;  -h, --help  this text\n");
@@ -152,6 +158,34 @@ static void print_summary(const char *what, const pb_trace *t) {
             s.mean_prompt, s.mean_output, s.max_prompt, s.max_output);
 }
 
+/* --model NAME: the requests of t that model NAME's context (max_len) cannot serve,
+   on stderr.  PB_EXIT_OK, or PB_EXIT_USAGE for an unknown model. */
+static int report_model_fit(const pb_trace *t, const char *model) {
+    char text[512], dir[4096];
+    snprintf(text, sizeof text, "model: '%s'\n", model);
+    snprintf(dir, sizeof dir, "%s/models", pb_spec_dir());
+    pb_config *c = NULL;
+    pb_cfg_err e;
+    pb_cfg_err_clear(&e);
+    pb_model m;
+    if (strchr(model, '\'') || pb_config_load_string("--model", text, &c, &e) || pb_config_include(c, "model", dir, &e) ||
+        pb_model_from_node(pb_node_get(pb_config_root(c), "model"), &m, &e)) {
+        fprintf(stderr, "pagedbench trace: --model %s: %s\n", model, *e.msg ? e.msg : "not a model name");
+        pb_config_destroy(c);
+        return PB_EXIT_USAGE;
+    }
+    pb_config_destroy(c);
+    int64_t longer = 0, cut = 0;
+    for (int64_t i = 0; i < t->n; i++) {
+        if (t->reqs[i].prompt_len > m.max_len) longer++;
+        else if ((int64_t)t->reqs[i].prompt_len + t->reqs[i].output_len > m.max_len) cut++;
+    }
+    fprintf(stderr, "trace: %s (context %d tokens): %lld of %lld requests have a prompt longer than the context "
+            "(a run drops them for every system), %lld more have prompt + output over it (outputs cut)\n",
+            m.name, m.max_len, (long long)longer, (long long)t->n, (long long)cut);
+    return PB_EXIT_OK;
+}
+
 /* Write t to output (stdout when NULL) and free it: the exit status of a trace command. */
 static int emit_trace(pb_trace *t, const char *output) {
     char err[1024] = "";
@@ -166,7 +200,7 @@ static int emit_trace(pb_trace *t, const char *output) {
 
 
 /* `trace --from FILE --format F`: a trace from a real dataset or log (trace_from.h) */
-static int trace_from(const char *file, const pb_trace_from_opts *o, const char *output) {
+static int trace_from(const char *file, const pb_trace_from_opts *o, const char *model, const char *output) {
     pb_trace t = {0};
     int64_t dropped = 0;
     char err[2048];
@@ -179,6 +213,11 @@ static int trace_from(const char *file, const pb_trace_from_opts *o, const char 
     snprintf(what, sizeof what, "%s (%s, %lld records dropped by the length checks and filter)", file, o->format,
              (long long)dropped);
     print_summary(what, &t);
+    int rc = model ? report_model_fit(&t, model) : PB_EXIT_OK;
+    if (rc) {
+        pb_trace_free(&t);
+        return rc;
+    }
     return emit_trace(&t, output);
 }
 
@@ -186,10 +225,11 @@ int pb_cmd_trace(int argc, char **argv) {
     pb_workload_cfg c;
     pb_workload_defaults(&c);
     const char *config = NULL, *check = NULL, *fig11 = NULL, *output = NULL, *from = NULL, *format = NULL,
-               *tokenizer = NULL;
+               *tokenizer = NULL, *model = NULL;
     bool bos = true;
     enum { O_CONFIG = 256, O_CHECK, O_FIG11, O_DATASET, O_RATE, O_DURATION, O_NUM, O_SEED, O_ARRIVALS, O_QUANTUM,
-           O_FILTER, O_FILE, O_REPLAY, O_N, O_BEAM, O_PREFIX, O_FROM, O_FORMAT, O_TOKENIZER, O_NO_BOS, O_VERSION };
+           O_FILTER, O_FILE, O_REPLAY, O_N, O_BEAM, O_PREFIX, O_FROM, O_FORMAT, O_TOKENIZER, O_NO_BOS, O_VERSION,
+           O_MODEL };
     static const struct option LONG[] = {
         {"config", required_argument, NULL, O_CONFIG},     {"check", required_argument, NULL, O_CHECK},
         {"fig11", required_argument, NULL, O_FIG11},       {"dataset", required_argument, NULL, O_DATASET},
@@ -202,6 +242,7 @@ int pb_cmd_trace(int argc, char **argv) {
         {"from", required_argument, NULL, O_FROM},         {"format", required_argument, NULL, O_FORMAT},
         {"tokenizer", required_argument, NULL, O_TOKENIZER}, {"no-bos", no_argument, NULL, O_NO_BOS},
         {"output", required_argument, NULL, 'o'},          {"version", no_argument, NULL, O_VERSION},
+        {"model", required_argument, NULL, O_MODEL},
         {"help", no_argument, NULL, 'h'},                  {NULL, 0, NULL, 0}};
     /* pass 1 (getopt_long): collect; --config is applied before the other options */
     int *codes = pb_xcalloc((size_t)argc + 1, sizeof *codes);
@@ -225,6 +266,7 @@ int pb_cmd_trace(int argc, char **argv) {
         case O_FORMAT: format = optarg; break;
         case O_TOKENIZER: tokenizer = optarg; break;
         case O_NO_BOS: bos = false; break;
+        case O_MODEL: model = optarg; break;
         case 'o': output = optarg; break;
         default: codes[nopt] = ch; vals[nopt++] = optarg; break;
         }
@@ -252,10 +294,11 @@ int pb_cmd_trace(int argc, char **argv) {
             return st == PB_ERR_IO ? PB_EXIT_RUNTIME : PB_EXIT_USAGE;
         }
         print_summary(check, &t);
+        int rc2 = model ? report_model_fit(&t, model) : PB_EXIT_OK;
         pb_trace_stats ts = pb_trace_summary(&t);
-        printf("%s: ok, %lld requests over %.2f s\n", check, (long long)ts.n, ts.duration_s);
+        if (!rc2) printf("%s: ok, %lld requests over %.2f s\n", check, (long long)ts.n, ts.duration_s);
         pb_trace_free(&t);
-        return PB_EXIT_OK;
+        return rc2;
     }
     if (from || format) {
         pb_trace_from_opts fo = {format, 0, 0, 0, {0}, tokenizer, bos};
@@ -282,7 +325,12 @@ int pb_cmd_trace(int argc, char **argv) {
         }
         free(codes);
         free(vals);
-        return rc ? rc : trace_from(from, &fo, output);
+        return rc ? rc : trace_from(from, &fo, model, output);
+    }
+    if (model) {
+        free(codes);
+        free(vals);
+        return bad_opt("--model", "goes with --from or --check", model);
     }
     if (config) {
         pb_config *cf = NULL;

@@ -17,6 +17,10 @@
 #define PB_COMMANDS_H
 
 int pb_cmd_run(int argc, char **argv);
+/* `run`, calling after_resolve(user) once every experiment is loaded and checked and
+ * before anything runs (merge gathers the shards' point files there); its exit code
+ * joins the run's (the worse wins).  Not called when the command line is wrong. */
+int pb_cmd_run_hook(int argc, char **argv, int (*after_resolve)(void *user), void *user);
 int pb_cmd_merge(int argc, char **argv);
 int pb_cmd_trace(int argc, char **argv);
 int pb_cmd_table1(int argc, char **argv);

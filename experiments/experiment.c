@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "executor_sim.h"   /* pb_sim_cost_from_node, pb_sim_params_from_node */
+#include "point_out.h"      /* pb_point_metric_known: columns, knee.metric */
 #include "policy.h"         /* pb_policy_registry: the policies' options */
 #include "spec.h"
 #include "vllm_version.h"   /* PB_VLLM_VERSION_CHOICES */
@@ -112,7 +113,10 @@ const pb_key pb_experiment_schema[] = {
     {"length_scale", PB_T_NUM, false, 1e-6, 1, NULL, NULL, 0,
      "multiply every prompt and output length (rounded up) -- fits a trace to a tiny model (default 1)"},
     {"clamp_to_max_len", PB_T_BOOL, false, 0, 0, NULL, NULL, 0,
-     "cut prompts to max_len - 1 and outputs to what is left of max_len (default false: the engine rejects longer prompts)"},
+     "cut prompts to max_len - 1 and outputs to what is left of max_len (default false: longer prompts are dropped "
+     "from the trace for every system, n_dropped)"},
+    {"allow_rejected", PB_T_BOOL, false, 0, 0, NULL, NULL, 0,
+     "accept points where requests were rejected or left unfinished (complete 0): the run exits 0 (default false: 1)"},
     {NULL, 0, false, 0, 0, NULL, NULL, 0, NULL},
 };
 
@@ -258,9 +262,12 @@ pb_status pb_experiment_validate_tree(const pb_node *root, pb_cfg_err *err) {
     return PB_OK;
 }
 
-/* Names that become file names (results/points/<experiment>/<system>-...). */
+/* Names used in file names (results/points/<experiment>/<system>-...): at most
+   PB_NAME_MAX bytes, so that every file made of them (a temporary's name adds ~60)
+   stays under the 255 bytes of a file name. */
 bool pb_name_ok(const char *s) {
-    if (!s || !((*s >= 'A' && *s <= 'Z') || (*s >= 'a' && *s <= 'z') || (*s >= '0' && *s <= '9'))) return false;
+    if (!s || strlen(s) > PB_NAME_MAX) return false;
+    if (!((*s >= 'A' && *s <= 'Z') || (*s >= 'a' && *s <= 'z') || (*s >= '0' && *s <= '9'))) return false;
     for (; *s; s++)
         if (!((*s >= 'A' && *s <= 'Z') || (*s >= 'a' && *s <= 'z') || (*s >= '0' && *s <= '9') || *s == '.' ||
               *s == '_' || *s == '-'))
@@ -311,8 +318,38 @@ static bool set_path_ok(const char *set) {
 }
 
 /* ---- load ---- */
+/* Apply quick.set to c, each item at its own line: an item that does not apply is an
+ * error there, and what it assigns reports any later error there too (not at "--set").
+ * The items' nodes belong to another config, which an assignment into c cannot replace. */
+static pb_status apply_quick_sets(pb_config *c, const pb_node *qs, pb_cfg_err *err) {
+    pb_status all = PB_OK;
+    for (int i = 0; qs && qs->kind == PB_NODE_SEQ && i < qs->n_kids; i++) {
+        const pb_node *it = qs->kids[i];
+        if (it->kind != PB_NODE_SCALAR) continue;   /* the schema says so */
+        pb_cfg_err sub;
+        pb_cfg_err_clear(&sub);
+        if (apply_set(c, it->value, &sub)) {
+            const char *m = sub.msg;
+            if (!strncmp(m, "--set:", 6) && strstr(m, ": ")) m = strstr(m, ": ") + 2;   /* "--set:1:c: why" */
+            all = pb_cfg_fail(err, it, false, "quick.set.%d: '%s': %s", i, it->value, m);
+            continue;
+        }
+        char path[512];
+        snprintf(path, sizeof path, "%.*s", (int)strcspn(it->value, "="), it->value);
+        for (pb_node *n = (pb_node *)pb_node_get(pb_config_root(c), path); n && n->file && !strcmp(n->file, "--set");
+             n = n->parent) {
+            n->file = it->file;
+            n->line = n->key_line = it->line;
+            n->col = n->key_col = it->col;
+        }
+    }
+    return all;
+}
+
 /* The file's tree: models and hardware included, then --quick's overrides (first, so
- * that an explicit --set wins), then the --set assignments; validated. */
+ * that an explicit --set wins), then the --set assignments; validated.  Without
+ * --quick, quick.set is still applied to a copy and checked, so that a bad item is an
+ * error on every run, at its own line. */
 static pb_status load_tree(const char *path, const char *const *sets, int n_sets, bool quick, pb_config **out,
                            pb_cfg_err *err) {
     *out = NULL;
@@ -324,17 +361,18 @@ static pb_status load_tree(const char *path, const char *const *sets, int n_sets
     st = pb_config_include(c, "model", dir, err);
     snprintf(dir, sizeof dir, "%s/hardware", pb_spec_dir());
     if (!st) st = pb_config_include(c, "hardware", dir, err);
-    const pb_node *qs = quick ? pb_node_get(pb_config_root(c), "quick.set") : NULL;
-    if (!st && qs && qs->kind == PB_NODE_SEQ) {
-        int nq = qs->n_kids;   /* copies: an assignment may replace the quick.set nodes */
-        char **copy = pb_xcalloc((size_t)nq + 1, sizeof *copy);
-        for (int i = 0; i < nq; i++) copy[i] = pb_xstrdup(qs->kids[i]->kind == PB_NODE_SCALAR ? qs->kids[i]->value : "");
-        for (int i = 0; i < nq && !st; i++) st = apply_set(c, copy[i], err);
-        for (int i = 0; i < nq; i++) free(copy[i]);
-        free(copy);
-    }
+    pb_config *orig = st ? NULL : pb_config_clone(c);   /* quick.set's items, as written */
+    const pb_node *qs = orig ? pb_node_get(pb_config_root(orig), "quick.set") : NULL;
+    if (!st && quick) st = apply_quick_sets(c, qs, err);
     for (int i = 0; i < n_sets && !st; i++) st = apply_set(c, sets[i], err);
     if (!st) st = pb_experiment_validate_tree(pb_config_root(c), err);
+    if (!st && !quick && qs) {
+        pb_config *q = pb_config_clone(c);
+        st = apply_quick_sets(q, qs, err);
+        if (!st) st = pb_experiment_validate_tree(pb_config_root(q), err);
+        pb_config_destroy(q);
+    }
+    pb_config_destroy(orig);
     if (st) {
         pb_config_destroy(c);
         return st;
@@ -346,8 +384,12 @@ static pb_status load_tree(const char *path, const char *const *sets, int n_sets
 /* A name used in file names (name, figure, systems.N.name): false (and an error) if bad. */
 static bool name_ok(const pb_node *parent, const char *key, const char *what, const char *v, pb_cfg_err *err) {
     if (pb_name_ok(v)) return true;
-    pb_cfg_fail(err, pb_node_get(parent, key), false,
-                "%s: '%s' is used in file names: it must match [A-Za-z0-9][A-Za-z0-9._-]*", what, v);
+    if (strlen(v) > PB_NAME_MAX)
+        pb_cfg_fail(err, pb_node_get(parent, key), false, "%s: '%.32s...' (%zu characters) is used in file names: at "
+                    "most %d characters", what, v, strlen(v), PB_NAME_MAX);
+    else
+        pb_cfg_fail(err, pb_node_get(parent, key), false,
+                    "%s: '%s' is used in file names: it must match [A-Za-z0-9][A-Za-z0-9._-]*", what, v);
     return false;
 }
 
@@ -367,6 +409,7 @@ static pb_status read_header(pb_experiment *e, const pb_node *root, bool quick, 
     e->knee_axis = pb_node_str(root, "knee.axis", "request_rate");
     e->quick_thin = quick ? (int)pb_node_int(root, "quick.thin", 1) : 1;
     e->knee_refine = (int)pb_node_int(root, "knee.refine", 0);
+    e->allow_rejected = pb_node_bool(root, "allow_rejected", false);
     if (quick && e->knee_refine > 1) e->knee_refine = 1;
 
     const pb_node *qs = pb_node_get(root, "quick.set");
@@ -394,6 +437,10 @@ static pb_status read_axes(pb_experiment *e, const pb_node *root, pb_cfg_err *er
         a->axis = pb_node_str(ax, "axis", "?");
         a->set = pb_node_str(ax, "set", "?");
         a->n = pb_node_num_list(ax, "values", &a->values);
+        for (const char *c = a->axis; *c; c++)   /* a CSV column's name, and a line of the point files */
+            if ((unsigned char)*c < ' ')
+                return pb_cfg_fail(err, pb_node_get(ax, "axis"), false, "sweep.%d.axis: a control character in '%s'",
+                                   i, a->axis);
         for (int j = 0; j < i; j++)
             if (!strcmp(e->axes[j].axis, a->axis))
                 return pb_cfg_fail(err, pb_node_get(ax, "axis"), false, "sweep.%d.axis: '%s' appears twice", i, a->axis);
@@ -458,6 +505,76 @@ static pb_status read_systems(pb_experiment *e, const pb_node *root, pb_cfg_err 
     return PB_OK;
 }
 
+/* The grid's size: at most PB_EXP_MAX_POINTS points (all systems), else an error at
+   the longest value list (a system's own, or the experiment's). */
+static pb_status check_size(const pb_experiment *e, pb_cfg_err *err) {
+    double total = 0;
+    int longest = 0;
+    const pb_node *blame = NULL;
+    for (int s = 0; s < e->n_systems; s++) {
+        double np = 1;
+        for (int a = 0; a < e->n_axes; a++) {
+            const double *v;
+            int n = pb_experiment_axis_values(e, s, a, &v);
+            np *= n;
+            if (n > longest) {
+                longest = n;
+                char path[256];
+                snprintf(path, sizeof path, "sweep.%s", e->axes[a].axis);
+                blame = e->systems[s].values[a] ? pb_node_get(e->systems[s].node, path) : NULL;
+                snprintf(path, sizeof path, "sweep.%d.values", a);
+                if (!blame) blame = pb_node_get(pb_config_root(e->cfg), path);
+            }
+        }
+        total += np;
+    }
+    if (total <= PB_EXP_MAX_POINTS) return PB_OK;
+    return pb_cfg_fail(err, blame ? blame : pb_config_root(e->cfg), false,
+                       "sweep: %d values here make %.0f points (%d systems), above the cap of %d points per "
+                       "experiment: split the sweep into several experiments", longest, total, e->n_systems,
+                       PB_EXP_MAX_POINTS);
+}
+
+/* The name of a column every row has, or NULL: panel system label experiment figure,
+   an axis, a tag of the experiment or of a system, a metric of a serving point. */
+static bool column_known(const pb_experiment *e, const char *c) {
+    static const char *const FIXED[] = {"panel", "system", "label", "experiment", "figure"};
+    for (size_t i = 0; i < PB_ARRAY_LEN(FIXED); i++)
+        if (!strcmp(FIXED[i], c)) return true;
+    for (int a = 0; a < e->n_axes; a++)
+        if (!strcmp(e->axes[a].axis, c)) return true;
+    for (int t = 0; t < e->n_tags; t++)
+        if (!strcmp(e->tags[t].name, c)) return true;
+    for (int s = 0; s < e->n_systems; s++)
+        for (int t = 0; t < e->systems[s].n_tags; t++)
+            if (!strcmp(e->systems[s].tags[t].name, c)) return true;
+    return pb_point_metric_known(c);
+}
+
+/* `columns` and `knee`: every name one the results have (point_out.h's metrics). */
+static pb_status check_names(const pb_experiment *e, pb_cfg_err *err) {
+    const pb_node *root = pb_config_root(e->cfg), *cols = pb_node_get(root, "columns");
+    pb_status st = PB_OK;
+    char names[2048];
+    pb_point_metric_names(names, sizeof names);
+    for (int i = 0; i < e->n_columns; i++)
+        if (!column_known(e, e->columns[i]))
+            st = pb_cfg_fail(err, cols->kids[i], false,
+                             "columns.%d: '%s' is no column of this experiment's CSV (panel system label experiment "
+                             "figure, its axes, its tags, or a metric: %s)", i, e->columns[i], names);
+    const pb_node *km = pb_node_get(root, "knee.metric"), *ka = pb_node_get(root, "knee.axis");
+    if (km && !pb_point_metric_known(e->knee_metric))
+        st = pb_cfg_fail(err, km, false, "knee.metric: '%s' is not a metric (%s)", e->knee_metric, names);
+    bool axis = false;
+    for (int a = 0; a < e->n_axes; a++) axis |= !strcmp(e->axes[a].axis, e->knee_axis);
+    if (ka && !axis) st = pb_cfg_fail(err, ka, false, "knee.axis: '%s' is not a sweep axis", e->knee_axis);
+    else if (e->knee_refine > 0 && (e->n_axes != 1 || !axis))
+        st = pb_cfg_fail(err, pb_node_get(root, "knee.refine"), false,
+                         "knee.refine: refinement adds points along the knee axis '%s', which must be the "
+                         "experiment's only sweep axis (it has %d)", e->knee_axis, e->n_axes);
+    return st;
+}
+
 pb_status pb_experiment_load(const char *path, const char *const *sets, int n_sets, bool quick,
                              pb_experiment **out, pb_cfg_err *err) {
     *out = NULL;
@@ -468,7 +585,8 @@ pb_status pb_experiment_load(const char *path, const char *const *sets, int n_se
     pb_experiment *e = pb_xcalloc(1, sizeof *e);
     e->cfg = c;
     e->path = pb_config_path(c);
-    if (read_header(e, root, quick, err) || read_axes(e, root, err) || read_systems(e, root, err)) {
+    if (read_header(e, root, quick, err) || read_axes(e, root, err) || read_systems(e, root, err) ||
+        check_size(e, err) || check_names(e, err)) {
         pb_experiment_destroy(e);
         return PB_ERR_INVALID;
     }
@@ -574,8 +692,17 @@ static const pb_node *value_node(const pb_experiment *e, int s, int a, int idx) 
     return v;
 }
 
+/* The sweep's value lists (`sweep:` and the systems' `sweep:` maps) stay out of a
+   point's config: they only pick points, and leaving them out keeps resolving and
+   checking every point linear in the number of points. */
+static bool not_a_value_list(const pb_node *n) {
+    if (!n->key || strcmp(n->key, "sweep") || !n->parent) return true;
+    const pb_node *up = n->parent->parent;   /* root (top-level sweep) is the parent; a system's map's grandparent is `systems` */
+    return !(n->parent->parent == NULL || (up && up->key && !strcmp(up->key, "systems") && up->parent && !up->parent->parent));
+}
+
 pb_status pb_experiment_resolve(const pb_experiment *e, int s, int p, pb_config **out, pb_cfg_err *err) {
-    pb_config *c = pb_config_clone(e->cfg);
+    pb_config *c = pb_config_clone_if(e->cfg, not_a_value_list);
     int idx[PB_EXP_MAX_AXES];
     double vals[PB_EXP_MAX_AXES];
     point_indices(e, s, p, idx);

@@ -34,7 +34,15 @@
  *   columns     the leading CSV columns of the figure, in order
  *   knee        {metric, threshold, refine}: the sustainable-rate threshold (s/token)
  *               and how many rounds of points to add around each series' crossing
- *   quick       {set: ["a.b=v", ...], thin: k}: what --quick changes (stated, not hidden)
+ *   quick       {set: ["a.b=v", ...], thin: k}: what --quick changes (stated, not hidden);
+ *               checked on every run, --quick or not, each item at its own line
+ *   allow_rejected  true: a point where requests were rejected or left unfinished
+ *               (complete 0) does not make the run exit 1 (`run --allow-rejected` too)
+ * Checked at load, each at its own line: names (pb_name_ok), `columns` (each a column
+ * the CSV has: panel system label experiment figure, an axis, a tag, a metric of
+ * point_out.h), `knee.metric` (a metric), `knee.axis` (an axis when given, the only one
+ * when refine > 0), and the grid's size (at most PB_EXP_MAX_POINTS points, blamed at
+ * the longest `values:`).
  *
  * The experiment owns its pb_config; every pointer below lives as long as it does. */
 #ifndef PB_EXPERIMENT_H
@@ -54,6 +62,8 @@ extern "C" {
 #define PB_EXP_MAX_SYSTEMS 16
 #define PB_EXP_MAX_TAGS 8
 #define PB_EXP_MAX_COLUMNS 16
+#define PB_EXP_MAX_POINTS 100000   /* grid points of one experiment, all systems (sweep values) */
+#define PB_NAME_MAX 128            /* bytes of a name used in file names (pb_name_ok)        */
 
 typedef enum { PB_SYS_VLLM = 0, PB_SYS_ORCA = 1, PB_SYS_FT = 2 } pb_system_type;
 
@@ -105,6 +115,7 @@ typedef struct {
     int quick_thin;                 /* --quick keeps every k-th axis value (1 = all)       */
     int n_quick_sets;
     const char *quick_sets[16];     /* --quick's config overrides                          */
+    bool allow_rejected;            /* `allow_rejected:` points not complete are accepted   */
 } pb_experiment;
 
 extern const pb_key pb_experiment_schema[];

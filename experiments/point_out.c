@@ -3,6 +3,7 @@
 
 #include <errno.h>
 #include <math.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -10,54 +11,102 @@
 
 #define GIB (1024.0 * 1024.0 * 1024.0)
 
-static void set_metrics(pb_point_metrics *out, const pb_run_summary *s) {
-    pb_pm_set(out, "normalized_latency", s->norm_latency_mean);
-    pb_pm_set(out, "normalized_latency_p50", s->norm_latency_p50);
-    pb_pm_set(out, "normalized_latency_p90", s->norm_latency_p90);
-    pb_pm_set(out, "normalized_latency_p99", s->norm_latency_p99);
-    pb_pm_set(out, "batched_requests", s->avg_batched_requests);
-    pb_pm_set(out, "batched_seqs", s->avg_batched_seqs);
-    pb_pm_set(out, "token_states_pct", 100 * s->mem_token_frac);
-    pb_pm_set(out, "reservation_pct", 100 * s->mem_reserved_frac);
-    pb_pm_set(out, "internal_frag_pct", 100 * s->mem_internal_frac);
-    pb_pm_set(out, "external_frag_pct", 100 * s->mem_free_frac);
-    pb_pm_set(out, "saving_pct", 100 * s->mem_saving);
-    pb_pm_set(out, "request_throughput_per_s", s->req_throughput);
-    pb_pm_set(out, "output_token_throughput_per_s", s->output_tok_throughput);
-    pb_pm_set(out, "total_token_throughput_per_s", s->total_tok_throughput);
-    pb_pm_set(out, "ttft_mean_ms", s->ttft_mean_ms);
-    pb_pm_set(out, "ttft_p50_ms", s->ttft_p50_ms);
-    pb_pm_set(out, "ttft_p90_ms", s->ttft_p90_ms);
-    pb_pm_set(out, "ttft_p99_ms", s->ttft_p99_ms);
-    pb_pm_set(out, "tpot_mean_ms", s->tpot_mean_ms);
-    pb_pm_set(out, "tpot_p50_ms", s->tpot_p50_ms);
-    pb_pm_set(out, "tpot_p90_ms", s->tpot_p90_ms);
-    pb_pm_set(out, "tpot_p99_ms", s->tpot_p99_ms);
-    pb_pm_set(out, "itl_mean_ms", s->itl_mean_ms);
-    pb_pm_set(out, "itl_p50_ms", s->itl_p50_ms);
-    pb_pm_set(out, "itl_p90_ms", s->itl_p90_ms);
-    pb_pm_set(out, "itl_p99_ms", s->itl_p99_ms);
-    pb_pm_set(out, "e2e_mean_s", s->e2e_latency_mean);
-    pb_pm_set(out, "e2e_p50_s", s->e2e_p50);
-    pb_pm_set(out, "e2e_p90_s", s->e2e_p90);
-    pb_pm_set(out, "e2e_p99_s", s->e2e_p99);
-    pb_pm_set(out, "duration_s", s->duration_s);
-    pb_pm_set(out, "n_requests", (double)s->n_requests);
-    pb_pm_set(out, "n_finished", (double)s->n_finished);
-    pb_pm_set(out, "n_rejected", (double)s->n_rejected);
-    pb_pm_set(out, "n_unfinished", (double)s->n_unfinished);
-    pb_pm_set(out, "preempt_recompute", (double)s->n_preempt_recompute);
-    pb_pm_set(out, "preempt_swap", (double)s->n_preempt_swap);
-    pb_pm_set(out, "swap_gib", s->swap_bytes / GIB);
-    pb_pm_set(out, "steps", (double)s->n_steps);
-    if (s->prefix_caching) pb_pm_set(out, "prefix_hit_pct", 100 * s->prefix_hit_frac);
+/* ---- the metrics: one table (point_out.h lists them) ----
+ * Each is a field of the run's summary times a scale, defined only when the run has
+ * what it measures: latencies need a finished request, batch and memory averages a
+ * step, throughputs a duration.  An undefined metric is NaN: an empty CSV cell, null
+ * in the JSON, never a zero that would plot as the best result. */
+enum { ALWAYS, IF_FINISHED, IF_STEPS, IF_DURATION };
+typedef struct {
+    const char *name;
+    size_t off;                 /* offsetof(pb_run_summary, field)              */
+    bool i64;                   /* an int64_t field (else double)               */
+    double scale;
+    int defined;
+} metric_def;
+#define MD(name, field, scale, when) {name, offsetof(pb_run_summary, field), false, scale, when}
+#define MI(name, field) {name, offsetof(pb_run_summary, field), true, 1, ALWAYS}
+static const metric_def METRICS[] = {
+    MD("normalized_latency", norm_latency_mean, 1, IF_FINISHED),
+    MD("normalized_latency_p50", norm_latency_p50, 1, IF_FINISHED),
+    MD("normalized_latency_p90", norm_latency_p90, 1, IF_FINISHED),
+    MD("normalized_latency_p99", norm_latency_p99, 1, IF_FINISHED),
+    MD("batched_requests", avg_batched_requests, 1, IF_STEPS),
+    MD("batched_seqs", avg_batched_seqs, 1, IF_STEPS),
+    MD("token_states_pct", mem_token_frac, 100, IF_STEPS),
+    MD("reservation_pct", mem_reserved_frac, 100, IF_STEPS),
+    MD("internal_frag_pct", mem_internal_frac, 100, IF_STEPS),
+    MD("external_frag_pct", mem_free_frac, 100, IF_STEPS),
+    MD("saving_pct", mem_saving, 100, IF_STEPS),
+    MD("request_throughput_per_s", req_throughput, 1, IF_DURATION),
+    MD("output_token_throughput_per_s", output_tok_throughput, 1, IF_DURATION),
+    MD("total_token_throughput_per_s", total_tok_throughput, 1, IF_DURATION),
+    MD("ttft_mean_ms", ttft_mean_ms, 1, IF_FINISHED),
+    MD("ttft_p50_ms", ttft_p50_ms, 1, IF_FINISHED),
+    MD("ttft_p90_ms", ttft_p90_ms, 1, IF_FINISHED),
+    MD("ttft_p99_ms", ttft_p99_ms, 1, IF_FINISHED),
+    MD("tpot_mean_ms", tpot_mean_ms, 1, IF_FINISHED),
+    MD("tpot_p50_ms", tpot_p50_ms, 1, IF_FINISHED),
+    MD("tpot_p90_ms", tpot_p90_ms, 1, IF_FINISHED),
+    MD("tpot_p99_ms", tpot_p99_ms, 1, IF_FINISHED),
+    MD("itl_mean_ms", itl_mean_ms, 1, IF_FINISHED),
+    MD("itl_p50_ms", itl_p50_ms, 1, IF_FINISHED),
+    MD("itl_p90_ms", itl_p90_ms, 1, IF_FINISHED),
+    MD("itl_p99_ms", itl_p99_ms, 1, IF_FINISHED),
+    MD("e2e_mean_s", e2e_latency_mean, 1, IF_FINISHED),
+    MD("e2e_p50_s", e2e_p50, 1, IF_FINISHED),
+    MD("e2e_p90_s", e2e_p90, 1, IF_FINISHED),
+    MD("e2e_p99_s", e2e_p99, 1, IF_FINISHED),
+    MD("duration_s", duration_s, 1, ALWAYS),
+    MI("n_requests", n_requests),
+    MI("n_finished", n_finished),
+    MI("n_rejected", n_rejected),
+    MI("n_unfinished", n_unfinished),
+    MI("preempt_recompute", n_preempt_recompute),
+    MI("preempt_swap", n_preempt_swap),
+    MD("swap_gib", swap_bytes, 1.0 / GIB, ALWAYS),
+    MI("steps", n_steps),
+};
+/* set outside the table: the checks and SLO (below), the prefix cache's hit rate, the
+   KV space and the dropped requests (system.c) */
+static const char *const OTHER_METRICS[] = {"complete", "slo_ttft_ms", "slo_tpot_ms", "goodput_fraction",
+                                            "goodput_per_s", "slo_met", "prefix_hit_pct", "kv_slots", "kv_blocks",
+                                            "n_dropped"};
+
+bool pb_point_metric_known(const char *name) {
+    for (size_t i = 0; i < PB_ARRAY_LEN(METRICS); i++)
+        if (!strcmp(METRICS[i].name, name)) return true;
+    for (size_t i = 0; i < PB_ARRAY_LEN(OTHER_METRICS); i++)
+        if (!strcmp(OTHER_METRICS[i], name)) return true;
+    return false;
 }
 
-/* Write a side file: header line, then the rows, to path.tmp, then rename. */
+void pb_point_metric_names(char *buf, size_t n) {
+    size_t k = 0;
+    buf[0] = 0;
+    for (size_t i = 0; i < PB_ARRAY_LEN(METRICS) + PB_ARRAY_LEN(OTHER_METRICS) && k < n; i++)
+        k += (size_t)snprintf(buf + k, n - k, "%s%s", i ? " " : "",
+                              i < PB_ARRAY_LEN(METRICS) ? METRICS[i].name : OTHER_METRICS[i - PB_ARRAY_LEN(METRICS)]);
+}
+
+static void set_metrics(pb_point_metrics *out, const pb_run_summary *s) {
+    bool defined[] = {[ALWAYS] = true, [IF_FINISHED] = s->n_finished > 0, [IF_STEPS] = s->n_steps > 0,
+                      [IF_DURATION] = s->duration_s > 0};
+    for (size_t i = 0; i < PB_ARRAY_LEN(METRICS); i++) {
+        const metric_def *d = &METRICS[i];
+        const char *f = (const char *)s + d->off;
+        double v = d->i64 ? (double)*(const int64_t *)f : *(const double *)f * d->scale;
+        pb_pm_set(out, d->name, defined[d->defined] ? v : NAN);
+    }
+    if (s->prefix_caching) pb_pm_set(out, "prefix_hit_pct", s->prefix_query_tokens > 0 ? 100 * s->prefix_hit_frac : NAN);
+}
+
+/* Write a side file: header line, then the rows, to a unique temporary (pb.h), then
+   rename -- concurrent runs writing one point never share a temporary. */
 static pb_status write_side(const char *path, const char *header, const pb_metrics *m, bool steps, char *err,
                             size_t err_n) {
-    char tmp[4300];
-    snprintf(tmp, sizeof tmp, "%s.tmp", path);
+    char tmp[4400];
+    pb_tmp_path(path, tmp, sizeof tmp);
     FILE *f = fopen(tmp, "w");
     if (!f) {
         snprintf(err, err_n, "%s: cannot write: %s", tmp, strerror(errno));
@@ -109,9 +158,14 @@ pb_status pb_point_out_fill(const pb_point_ctx *pt, const pb_metrics *m, const c
                     (long long)met);
             fprintf(mf, "%-40s %.3f\n", "Goodput (req/s):", rate);
         }
-        fprintf(mf, "Check complete: %s (%lld of %lld requests finished, %lld rejected, %lld unfinished)\n",
+        double dropped = pb_pm_get(out, "n_dropped", 0);
+        char drop[160] = "";
+        if (dropped > 0)
+            snprintf(drop, sizeof drop, "; %.0f more dropped before the run: prompt longer than the model's context",
+                     dropped);
+        fprintf(mf, "Check complete: %s (%lld of %lld requests finished, %lld rejected, %lld unfinished%s)\n",
                 complete ? "PASS" : "FAIL", (long long)s.n_finished, (long long)s.n_requests,
-                (long long)s.n_rejected, (long long)s.n_unfinished);
+                (long long)s.n_rejected, (long long)s.n_unfinished, drop);
         if (!slo)
             fprintf(mf, "Check slo_met: n/a (no `slo:` in the experiment)\n");
         else

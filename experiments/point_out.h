@@ -19,11 +19,18 @@
  *   slo_met                    1 when complete and ttft_p99_ms <= slo_ttft_ms and
  *                              tpot_p99_ms <= slo_tpot_ms (MLPerf LoadGen's server rule:
  *                              the 99th percentile under the bound), else 0
+ *   n_dropped                  requests dropped from the trace before the run, for every
+ *                              system alike: prompts longer than the model's context (set by
+ *                              system.c, and only when some were)
+ * A metric the run cannot define is NaN (an empty CSV cell, docs/outputs.md): the latencies
+ * when no request finished, batch and memory averages when no step ran, throughputs
+ * when the run lasted no time -- never a zero that would plot as the best result.
  * The summary block ends with the checks, one per line:
  *   "Check complete: PASS (...)" / "Check slo_met: FAIL (...)" / "Check slo_met: n/a (...)". */
 #ifndef PB_POINT_OUT_H
 #define PB_POINT_OUT_H
 
+#include <stdbool.h>
 #include <stddef.h>
 
 #include "metrics.h"
@@ -39,6 +46,12 @@ extern "C" {
  * be written. */
 pb_status pb_point_out_fill(const pb_point_ctx *pt, const pb_metrics *m, const char *title,
                             pb_point_metrics *out, char *err, size_t err_n);
+
+/* Is name a metric of a serving point (the list above; point_out.c's table is the one
+ * place that lists them)?  `knee.metric` and `columns` are checked against it. */
+bool pb_point_metric_known(const char *name);
+/* Every metric name, space-separated, for messages. */
+void pb_point_metric_names(char *buf, size_t n);
 
 #ifdef __cplusplus
 }

@@ -365,6 +365,22 @@ static pb_status plan_workload(plan *P, const pb_node *root, pb_cfg_err *ce) {
     }
     P->length_scale = pb_node_num(root, "length_scale", 1.0);
     P->clamp = pb_node_bool(root, "clamp_to_max_len", false);
+    /* settings under which no request could ever run are errors here, not a run of
+       rejections: a shared prefix as long as the context, more sequences per request
+       than a step may hold */
+    double prefix = floor(P->wc.prefix_len * (P->length_scale > 0 ? P->length_scale : 1.0));
+    if (!P->clamp && prefix >= P->model.max_len)
+        return pb_cfg_fail(ce, pb_node_get(wn, "prefix_len") ? pb_node_get(wn, "prefix_len") : wn, false,
+                           "workload.prefix_len: %d tokens of shared prefix leave no room in %s's context of %d "
+                           "tokens: every prompt would be longer and dropped", P->wc.prefix_len, P->model.name,
+                           P->model.max_len);
+    int32_t seqs = P->wc.beam_width > 1 ? P->wc.beam_width : P->wc.n;
+    if (seqs > P->max_seqs) {
+        const char *k = P->wc.beam_width > 1 ? "beam_width" : "n";
+        return pb_cfg_fail(ce, pb_node_get(wn, k) ? pb_node_get(wn, k) : wn, false,
+                           "workload.%s: %d sequences per request, above the system's max_num_seqs (%d): every "
+                           "request would be rejected", k, seqs, P->max_seqs);
+    }
     return PB_OK;
 }
 
@@ -435,8 +451,8 @@ static pb_status check_files(const plan *P, const pb_node *root, const pb_node *
     if (!strcmp(key, seen)) return PB_OK;
     char werr[1024] = "";
     const pb_node *wn = pb_node_get(root, "workload");
-    if (pb_workload_check_files(&P->wc, werr, sizeof werr)) {
-        const char *k = P->wc.trace[0] ? "trace" : P->wc.arrivals.kind == PB_ARRIVALS_REPLAY && strstr(werr, "TIMESTAMP") ? "replay_file" : "file";
+    const char *k;
+    if (pb_workload_check_files(&P->wc, &k, werr, sizeof werr)) {
         const pb_node *at = pb_node_get(wn, k) ? pb_node_get(wn, k) : pb_node_get(wn, "dataset") ? pb_node_get(wn, "dataset") : wn;
         return pb_cfg_fail(ce, at, false, "workload.%s: %s", k, werr);
     }
@@ -510,6 +526,7 @@ typedef struct {
     pb_executor *ex;
     pb_engine *eng;
     pb_metrics *m;
+    int64_t dropped;            /* requests dropped before the run (prompt > context)  */
 } point_run;
 
 static void point_free(point_run *R) {
@@ -528,6 +545,13 @@ static pb_status make_trace(point_run *R, char *err, size_t err_n) {
     pb_status st = pb_workload_generate(&R->P.wc, R->P.seed, &R->trace, werr, sizeof werr);
     if (st) return fail(err, err_n, st, "workload: %s%s", werr, "");
     pb_trace_fit(&R->trace, R->P.length_scale, R->P.clamp, R->P.model.max_len);
+    int64_t n = R->trace.n;
+    R->dropped = pb_trace_drop_long_prompts(&R->trace, R->P.model.max_len);   /* the same for every system */
+    if (R->trace.n == 0) {
+        snprintf(err, err_n, "workload: every request of the trace (%lld) has a prompt longer than %s's context "
+                 "(%d tokens): nothing to run", (long long)n, R->P.model.name, R->P.model.max_len);
+        return PB_ERR_INVALID;
+    }
     if ((st = pb_trace_check(&R->trace, werr, sizeof werr)))
         return fail(err, err_n, st, "workload: the fitted trace is invalid: %s%s", werr, "");
     return PB_OK;
@@ -627,6 +651,7 @@ static pb_status run_engine(point_run *R, const pb_point_ctx *pt, pb_point_metri
     }
     char title[256];
     snprintf(title, sizeof title, "%s (%s)", spec->label, pt->exp->name);
+    if (R->dropped) pb_pm_set(out, "n_dropped", (double)R->dropped);
     st = pb_point_out_fill(pt, R->m, title, out, err, err_n);
     pb_pm_set(out, "kv_slots", (double)R->P.slots);
     pb_pm_set(out, "kv_blocks", (double)R->P.n_gpu_blocks);
