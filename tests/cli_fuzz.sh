@@ -4,9 +4,12 @@
 #   bash tests/cli_fuzz.sh build/cpu/pagedbench        (uses build/cpu/fuzz/)
 # With clang (libFuzzer binaries fuzz_*): each harness fuzzes for $PB_FUZZ_SECONDS
 # (default 15) from the committed seed corpus tests/fuzz/corpus/<harness>/, with a fixed
-# seed; new inputs go to a temporary folder, never into the repository.  Without clang
-# (replay_* only): every corpus input is replayed once.  A finding fails the test and
-# is printed as hex: add it to tests/fuzz/corpus/<harness>/ as a regression input.
+# seed; new inputs go to a temporary folder, never into the repository.  Without clang,
+# and in the ASan build of the tree (CMakeLists.txt builds no fuzz_* there: they would
+# fuzz the same code a second time), replay_* replays every corpus input once -- under
+# ASan + UBSan in that build.  CI runs both builds: 3 x 15 s of fuzzing in all.  A
+# finding fails the test and is printed as hex: add it to tests/fuzz/corpus/<harness>/
+# as a regression input.
 set -u
 BIN=${1:?usage: cli_fuzz.sh path/to/pagedbench}
 FZ=$(dirname "$BIN")/fuzz

@@ -144,9 +144,10 @@ static const kcase CASES[] = {
     E("length_scale", "sim", "length_scale=0.5"),
     E("clamp_to_max_len", "long", "clamp_to_max_len=true"),
     L("knee", "how the report finds each series' knee"),
+    L("allow_rejected", "whether a point that is not complete makes the run exit 1 (tests/hostile/)"),
     L("knee.metric", "the metric the report's knee is read from"),
     L("knee.threshold", "the report's knee threshold"), L("knee.axis", "the axis the report's knee is read along"),
-    {"knee.refine", "sweep", "knee={refine: 1}", NULL, LABEL,
+    {"knee.refine", "sweep", "knee={refine: 1, axis: r}", NULL, LABEL,
      "rounds of extra points the runner adds after the grid (tests/test_runner.c: knee refinement)"},
     /* quick: what --quick changes -- the "quick" variant run with and without --quick */
     {"quick", "quick", NULL, NULL, QUICK, NULL},
@@ -213,7 +214,7 @@ static const kcase CASES[] = {
     E("workload.chat.max_output", "chat", "workload.chat.max_output=64"),
     E("workload.chat.mean_turns", "chat", "workload.chat.mean_turns=10"),
     E("workload.chat.new_conversation_prob", "chat", "workload.chat.new_conversation_prob=0.9"),
-    E("workload.trace", "sim", "workload.trace=TRACE"),
+    E("workload.trace", "sim", "workload={trace: TRACE}"),   /* alone: with it, the generation keys are errors */
     /* model spec */
     {"model.name", "sim", NULL, NULL, LABEL, "the model's display name (--set model.name is refused: it would relabel)"},
     E("model.arch", "sim", "model.arch=llama"),
