@@ -704,3 +704,184 @@ pb_status pb_config_validate(const pb_node *n, const pb_key *schema, const char 
     }
     return st;
 }
+
+/* ---- declared keys ---- */
+const pb_key *pb_schema_find(const pb_key *schema, const char *path) {
+    const pb_key *k = NULL;
+    for (const char *p = path; schema && *p;) {
+        size_t len = strcspn(p, ".");
+        bool index = k && k->type == PB_T_LIST && len > 0 && strspn(p, "0123456789") >= len;
+        if (!index) {
+            const pb_key *hit = NULL;
+            for (const pb_key *s = schema; s->name && !hit; s++)
+                if (strlen(s->name) == len && !memcmp(s->name, p, len)) hit = s;
+            if (!hit) return NULL;
+            k = hit;
+            schema = k->sub;
+        }
+        p += len + (p[len] == '.');
+        if (!p[0]) return k;
+    }
+    return NULL;
+}
+
+/* The declaration of path (a bug when absent or of another type) and the scalar
+   text that applies: the value in n (a required key: always there, the tree was
+   validated), else dflt (derived: NULL, the caller applies the rule). */
+static const char *decl_text(const pb_key *schema, const pb_node *n, const char *path, bool derived,
+                             bool (*type_ok)(pb_type)) {
+    const pb_key *k = pb_schema_find(schema, path);
+    PB_ASSERT(k && type_ok(k->type));
+    PB_ASSERT(derived ? k->dflt_rule != NULL : k->dflt != NULL || k->required);
+    const pb_node *v = n ? pb_node_get(n, path) : NULL;
+    if (v && v->kind == PB_NODE_SCALAR) return v->value;
+    PB_ASSERT(!k->required);   /* validated: present */
+    return derived ? NULL : k->dflt;
+}
+static bool is_int(pb_type t) { return t == PB_T_INT || t == PB_T_ENUM; }    /* ENUM: "1|5" */
+static bool is_num(pb_type t) { return t == PB_T_NUM || t == PB_T_INT || t == PB_T_ENUM; }
+static bool is_bool(pb_type t) { return t == PB_T_BOOL; }
+static bool is_str(pb_type t) { return t == PB_T_STR || t == PB_T_ENUM; }
+
+static int64_t text_int(const char *s) {
+    int64_t v = 0;
+    PB_ASSERT(pb_parse_int(s, &v));
+    return v;
+}
+static double text_num(const char *s) {
+    double v = 0;
+    PB_ASSERT(pb_parse_num(s, &v));
+    return v;
+}
+
+int64_t pb_schema_int(const pb_key *schema, const pb_node *n, const char *path) {
+    return text_int(decl_text(schema, n, path, false, is_int));
+}
+double pb_schema_num(const pb_key *schema, const pb_node *n, const char *path) {
+    return text_num(decl_text(schema, n, path, false, is_num));
+}
+bool pb_schema_bool(const pb_key *schema, const pb_node *n, const char *path) {
+    return !strcmp(decl_text(schema, n, path, false, is_bool), "true");
+}
+const char *pb_schema_str(const pb_key *schema, const pb_node *n, const char *path) {
+    return decl_text(schema, n, path, false, is_str);
+}
+int64_t pb_schema_int_or(const pb_key *schema, const pb_node *n, const char *path, int64_t derived) {
+    const char *t = decl_text(schema, n, path, true, is_int);
+    return t ? text_int(t) : derived;
+}
+double pb_schema_num_or(const pb_key *schema, const pb_node *n, const char *path, double derived) {
+    const char *t = decl_text(schema, n, path, true, is_num);
+    return t ? text_num(t) : derived;
+}
+const char *pb_schema_str_or(const pb_key *schema, const pb_node *n, const char *path, const char *derived) {
+    const char *t = decl_text(schema, n, path, true, is_str);
+    return t ? t : derived;
+}
+
+/* The i-th choice of "a|b|c" into buf; false past the last. */
+static bool choice_at(const char *choices, int i, char *buf, size_t n) {
+    const char *p = choices;
+    for (int j = 0; j < i; j++) {
+        p = strchr(p, '|');
+        if (!p) return false;
+        p++;
+    }
+    snprintf(buf, n, "%.*s", (int)strcspn(p, "|"), p);
+    return true;
+}
+
+static const pb_key *type_key(const pb_key *schema) {
+    const pb_key *t = pb_schema_find(schema, "type");
+    return t && t->type == PB_T_ENUM ? t : NULL;
+}
+
+bool pb_key_in_scope(const pb_key *schema, const pb_key *k, const char *type) {
+    if (!k->scope) return true;
+    const pb_key *t = type_key(schema);
+    char c[64];
+    for (int i = 0; t && i < 32 && choice_at(t->choices, i, c, sizeof c); i++)
+        if (!strcmp(c, type)) return (k->scope >> i) & 1u;
+    return false;
+}
+
+void pb_key_scope_names(const pb_key *schema, const pb_key *k, char *buf, size_t n) {
+    const pb_key *t = k->scope ? type_key(schema) : NULL;
+    char c[64];
+    size_t used = 0;
+    buf[0] = 0;
+    for (int i = 0; t && i < 32 && choice_at(t->choices, i, c, sizeof c); i++)
+        if ((k->scope >> i) & 1u && used < n)
+            used += (size_t)snprintf(buf + used, n - used, "%s%s", used ? ", " : "", c);
+}
+
+void pb_key_describe(const pb_key *schema, const pb_key *k, char *buf, size_t n) {
+    pb_sbuf b = {0};
+    switch (k->type) {
+    case PB_T_INT: case PB_T_NUM:
+        pb_sbuf_printf(&b, "%s", k->type == PB_T_INT ? "an integer" : "a number");
+        if (k->lo < k->hi) pb_sbuf_printf(&b, " in [%.10g, %.10g]", k->lo, k->hi);
+        break;
+    case PB_T_ENUM: pb_sbuf_printf(&b, "%s", k->choices); break;
+    case PB_T_NUM_LIST: pb_sbuf_printf(&b, "a number or a list of numbers"); break;
+    default: pb_sbuf_printf(&b, "%s", type_name(k->type)); break;
+    }
+    if (k->required) pb_sbuf_printf(&b, "; required");
+    if (k->dflt) pb_sbuf_printf(&b, "; default %s", *k->dflt ? k->dflt : "''");
+    if (k->dflt_rule) pb_sbuf_printf(&b, "; default: %s", k->dflt_rule);
+    char scope[256];
+    pb_key_scope_names(schema, k, scope, sizeof scope);
+    if (*scope) pb_sbuf_printf(&b, "; read by type %s", scope);
+    snprintf(buf, n, "%s", b.s ? b.s : "");
+    free(b.s);
+}
+
+static bool scalar_type(pb_type t) {
+    return t == PB_T_INT || t == PB_T_NUM || t == PB_T_BOOL || t == PB_T_STR || t == PB_T_ENUM;
+}
+
+pb_status pb_schema_check(const pb_key *schema, const char *path, pb_cfg_err *err) {
+    pb_status st = PB_OK;
+    pb_node at = {.kind = PB_NODE_SCALAR, .file = *path ? path : "(schema)"};
+    for (const pb_key *k = schema; k->name; k++) {
+        const char *nm = k->name;
+        for (const pb_key *j = schema; j < k; j++)
+            if (!strcmp(j->name, nm)) st = pb_cfg_fail(err, &at, false, "key '%s' declared twice", nm);
+        if (k->type < PB_T_INT || k->type > PB_T_NUM_LIST)
+            st = pb_cfg_fail(err, &at, false, "key '%s': no type", nm);
+        if ((k->type == PB_T_ENUM) != (k->choices != NULL))
+            st = pb_cfg_fail(err, &at, false, "key '%s': choices are for ENUM keys only, and every ENUM has them", nm);
+        if (k->lo > k->hi) st = pb_cfg_fail(err, &at, false, "key '%s': range [%g, %g] is empty", nm, k->lo, k->hi);
+        if (!k->doc || !*k->doc) st = pb_cfg_fail(err, &at, false, "key '%s': no doc line", nm);
+        else if (strstr(k->doc, "default") || strstr(k->doc, "Default"))
+            st = pb_cfg_fail(err, &at, false, "key '%s': the doc restates a default (declare it: dflt, dflt_rule)", nm);
+        if (k->dflt && k->dflt_rule) st = pb_cfg_fail(err, &at, false, "key '%s': both dflt and dflt_rule", nm);
+        if (k->required && (k->dflt || k->dflt_rule))
+            st = pb_cfg_fail(err, &at, false, "key '%s': required, yet it has a default", nm);
+        if (!k->required && scalar_type(k->type) && !k->dflt && !k->dflt_rule)
+            st = pb_cfg_fail(err, &at, false, "key '%s': optional and no default (dflt or dflt_rule)", nm);
+        if (!scalar_type(k->type) && k->dflt)
+            st = pb_cfg_fail(err, &at, false, "key '%s': a map or list takes no dflt", nm);
+        if (k->dflt && scalar_type(k->type)) {
+            pb_node v = at;
+            v.value = k->dflt;
+            char kp[256];
+            snprintf(kp, sizeof kp, "key '%s' default", nm);
+            if (pb_config_validate_value(&v, k, kp, err)) st = PB_ERR_INVALID;
+        }
+        if (k->scope) {
+            const pb_key *t = type_key(schema);
+            char c[64];
+            int n = 0;
+            while (t && n < 32 && choice_at(t->choices, n, c, sizeof c)) n++;
+            if (!t || (n < 32 && k->scope >> n))
+                st = pb_cfg_fail(err, &at, false, "key '%s': scope names a type the map's `type` key lacks", nm);
+        }
+        if (k->sub) {
+            char sp[256];
+            join_path(sp, sizeof sp, path, nm);
+            if (pb_schema_check(k->sub, sp, err)) st = PB_ERR_INVALID;
+        }
+    }
+    return st;
+}

@@ -16,12 +16,13 @@
  *   pb_config_set()      applies a `--set a.b.c=value` override (value is parsed as
  *                        YAML, so `--set sweep.rates=[1,2]` works; list elements are
  *                        addressed by index: `systems.0.block_size=32`);
- *   pb_config_validate() checks the tree against a schema table (pb_key[]):
- *                        unknown keys (with "did you mean"), wrong types, ranges,
- *                        enum values, missing required keys.  All errors are
- *                        collected (up to 20), each `file:line:col: path: message`.
- * Reading values afterwards goes through pb_node_* getters, which assume the tree
- * was validated (a getter's default is returned for an absent key).
+ *   pb_config_validate() checks the tree against a schema table (pb_key[], each key
+ *                        declared once: below): unknown keys (with "did you mean"),
+ *                        wrong types, ranges, enum values, missing required keys.
+ *                        All errors are collected (up to 20), each
+ *                        `file:line:col: path: message`.
+ * Reading values afterwards goes through pb_schema_* (a declared key: its value, else
+ * its declared default), which assume the tree was validated.
  *
  * Errors are reported through pb_cfg_err (caller-owned), never printed here. */
 #ifndef PB_CONFIG_H
@@ -122,16 +123,34 @@ typedef enum {
     PB_T_NUM_LIST    /* a number, or a sequence of numbers (sweep axes)           */
 } pb_type;
 
+/* One key of a schema, declared once: where it is read, in `pagedbench list --keys`,
+ * in every error about it and in the test of defaults (tests/test_schema_coverage.c),
+ * this line is the one description.  Written with designated initializers, e.g.
+ *   {.name = "block_size", .type = PB_T_INT, .lo = 1, .hi = 4096, .dflt = "16",
+ *    .scope = PB_SCOPE_VLLM, .doc = "tokens per KV block"},
+ * A {0} entry ends a table.  Rules (pb_schema_check):
+ *   - a required key has no default;
+ *   - an optional scalar key has exactly one of dflt (its value, as YAML text) and
+ *     dflt_rule (where the default comes from, in words, when no single value is it:
+ *     "the engine version's (engine/vllm_version.h)"); maps and lists have neither
+ *     (absent = empty);
+ *   - the doc line does not restate the default (the word "default" is refused):
+ *     it is printed from dflt / dflt_rule;
+ *   - scope: in a map with a `type` key of PB_T_ENUM, bit i set = the key is read
+ *     only when `type` is its i-th choice (0 = whatever the type). */
 typedef struct pb_key pb_key;
 struct pb_key {
-    const char *name;       /* NULL terminates a schema table                     */
+    const char *name;       /* NULL ends a schema table                           */
     pb_type type;
     bool required;
     double lo, hi;          /* numeric range (inclusive) when lo < hi             */
     const char *choices;    /* PB_T_ENUM: "a|b|c"                                 */
     const pb_key *sub;      /* PB_T_MAP / PB_T_LIST of maps                       */
     pb_type elem;           /* PB_T_LIST of scalars                               */
-    const char *doc;        /* one line, for `pagedbench list --keys` and errors  */
+    const char *dflt;       /* the default as YAML text ("16", "auto", "false")   */
+    const char *dflt_rule;  /* or the default in words, where it is derived       */
+    unsigned scope;         /* the `type` choices that read it (bit i); 0 = all    */
+    const char *doc;        /* one line                                           */
 };
 
 /* Validate map n against schema; path is the key path of n ("" at the root).
@@ -143,7 +162,36 @@ pb_status pb_config_validate(const pb_node *n, const pb_key *schema, const char 
 pb_status pb_config_validate_value(const pb_node *v, const pb_key *k, const char *path,
                                    pb_cfg_err *err);
 
-/* ---- getters (dotted paths relative to a map node; "a.0.b" indexes sequences) ---- */
+/* ---- reading declared keys ----
+ * path is dotted, relative to map n, and names a key of schema (a numeric component
+ * after a list key indexes it: "systems.0.block_size").  The value in n when present
+ * (n may be NULL), else the key's declared default; a required key must be present
+ * (n was validated).  Reading a key that is not declared, with a getter of another
+ * type, or an optional one without a dflt, is a bug (aborts). */
+const pb_key *pb_schema_find(const pb_key *schema, const char *path);   /* NULL if none */
+int64_t     pb_schema_int(const pb_key *schema, const pb_node *n, const char *path);
+double      pb_schema_num(const pb_key *schema, const pb_node *n, const char *path);
+bool        pb_schema_bool(const pb_key *schema, const pb_node *n, const char *path);
+const char *pb_schema_str(const pb_key *schema, const pb_node *n, const char *path);   /* STR, ENUM */
+/* A key declared with a dflt_rule: its value, else `derived` (what the rule gives). */
+int64_t     pb_schema_int_or(const pb_key *schema, const pb_node *n, const char *path, int64_t derived);
+double      pb_schema_num_or(const pb_key *schema, const pb_node *n, const char *path, double derived);
+const char *pb_schema_str_or(const pb_key *schema, const pb_node *n, const char *path, const char *derived);
+
+/* Is key k of schema read when the map's `type` is `type` (k->scope)? */
+bool pb_key_in_scope(const pb_key *schema, const pb_key *k, const char *type);
+/* The `type` choices that read k, ", "-separated ("cpu, cuda"); "" when all do. */
+void pb_key_scope_names(const pb_key *schema, const pb_key *k, char *buf, size_t n);
+/* k's type and range or choices, its default and its scope, in words, e.g.
+ * "an integer in [1, 4096]; default 16; type vllm only". */
+void pb_key_describe(const pb_key *schema, const pb_key *k, char *buf, size_t n);
+/* The rules of the pb_key comment, for every key of schema and its sub-schemas
+ * (path names it in messages).  PB_OK, or PB_ERR_INVALID with each problem in err. */
+pb_status pb_schema_check(const pb_key *schema, const char *path, pb_cfg_err *err);
+
+/* ---- raw getters (dotted paths relative to a map node; "a.0.b" indexes sequences):
+ * for trees no schema declares (a spec file read for a listing); a declared key is
+ * read with pb_schema_* above ---- */
 const pb_node *pb_node_get(const pb_node *n, const char *path);   /* NULL if absent */
 bool        pb_node_has(const pb_node *n, const char *path);
 double      pb_node_num(const pb_node *n, const char *path, double dflt);

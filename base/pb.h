@@ -60,6 +60,10 @@ void pb_assert_fail_(const char *expr, const char *file, int line);
 #define PB_MIN(a, b) ((a) < (b) ? (a) : (b))
 #define PB_MAX(a, b) ((a) > (b) ? (a) : (b))
 #define PB_CDIV(a, b) (((a) + (b) - 1) / (b))
+/* The text of a macro's value: PB_XSTR(PB_BLOCK_SIZE) is "16" (a default declared
+   once as a number and written into a key's declaration as text). */
+#define PB_STR_(x) #x
+#define PB_XSTR(x) PB_STR_(x)
 /* cond ? a : b (cond 0 or 1) as arithmetic, for hot paths whose condition is random:
    the compiler turns a ?: whose result indexes a store or a load into a branch,
    mispredicted half the time. */

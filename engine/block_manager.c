@@ -128,10 +128,10 @@ static bm *BM(pb_kv_manager *m) { return (bm *)m->impl; }
 static const bm *BMc(const pb_kv_manager *m) { return (const bm *)m->impl; }
 
 void pb_paged_params_default(pb_paged_params *p) {
-    p->block_size = 16;
+    p->block_size = PB_PAGED_BLOCK_SIZE;
     p->n_gpu_blocks = 0;
     p->n_cpu_blocks = 0;
-    p->watermark = 0.01;
+    p->watermark = PB_PAGED_WATERMARK;
     p->prefix_caching = false;
 }
 

@@ -13,7 +13,7 @@
  *   free       ref-- on every block, O(blocks);
  *   swap       whole groups; a block shared inside the group moves once; the CPU
  *              pool holds at most as many blocks as the GPU pool (paper §4.5);
- *   admission  OK / LATER / NEVER with a watermark (1% of GPU blocks by default):
+ *   admission  OK / LATER / NEVER with a watermark (a share of the GPU blocks):
  *              vLLM v0.2.3 rules; can_append: running seqs of the group <= free
  *              blocks (vLLM can_append_slot); can_swap_in reserves one block per
  *              sequence above the watermark.
@@ -60,15 +60,19 @@
 extern "C" {
 #endif
 
+#define PB_PAGED_BLOCK_SIZE 16      /* tokens per block unless a system says (vLLM's) */
+#define PB_PAGED_WATERMARK 0.01     /* share of GPU blocks kept free at admission     */
+
 typedef struct {
-    int32_t block_size;      /* tokens per block (16)                                */
+    int32_t block_size;      /* tokens per block                                     */
     int32_t n_gpu_blocks;    /* GPU KV blocks                                       */
     int32_t n_cpu_blocks;    /* swap-space blocks (clamped to n_gpu_blocks)          */
-    double watermark;        /* fraction of GPU blocks kept free at admission (0.01)  */
+    double watermark;        /* fraction of GPU blocks kept free at admission         */
     bool prefix_caching;     /* automatic prefix caching (above); false               */
 } pb_paged_params;
 
-void pb_paged_params_default(pb_paged_params *p);   /* 16, 0, 0, 0.01, false */
+/* PB_PAGED_BLOCK_SIZE, 0, 0, PB_PAGED_WATERMARK, false */
+void pb_paged_params_default(pb_paged_params *p);
 
 /* Create a paged manager (n_gpu_blocks >= 1, block_size >= 1). */
 pb_status pb_paged_kv_create(const pb_paged_params *p, pb_kv_manager **out);

@@ -38,7 +38,8 @@ const pb_policy_option *pb_policy_option_find(const pb_policy_keys *k, const cha
 }
 
 pb_key pb_policy_option_key(const pb_policy_option *o) {
-    return (pb_key){.name = o->name, .type = o->type, .lo = o->lo, .hi = o->hi, .choices = o->choices, .doc = o->doc};
+    return (pb_key){.name = o->name, .type = o->type, .lo = o->lo, .hi = o->hi, .choices = o->choices, .dflt = o->dflt,
+                    .doc = o->doc};
 }
 
 pb_status pb_policy_opts_check(const char *policy, const pb_policy_keys *k, const pb_node *opts, pb_cfg_err *err) {

@@ -178,7 +178,7 @@ extern const pb_policy_keys pb_policy_no_keys;   /* no options, reads all of its
 
 /* The option `name` of k, or NULL. */
 const pb_policy_option *pb_policy_option_find(const pb_policy_keys *k, const char *name);
-/* Option o as a schema key (config.h): type, range, choices, doc. */
+/* Option o as a schema key (config.h): type, range, choices, default, doc. */
 pb_key pb_policy_option_key(const pb_policy_option *o);
 /* Check map opts (NULL: no options given) against k: each key is one of k's options
    ("policy <policy>: unknown option 'x' (its options: ...)") with a value of its type

@@ -57,7 +57,7 @@ static const pb_policy_i SARATHI_IFACE = {
 
 static const pb_policy_option SARATHI_OPTIONS[] = {
     {.name = "token_budget", .type = PB_T_INT, .lo = 1, .hi = 1 << 24, .dflt = "512",
-     .doc = "tokens per step, decodes included (default: Sarathi-Serve's and vLLM's chunked-prefill budget)"},
+     .doc = "tokens per step, decodes included (Sarathi-Serve's and vLLM's chunked-prefill budget)"},
     {0},
 };
 /* its step is fixed: the engine's step_mode and max_paddings do not apply */

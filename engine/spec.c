@@ -9,20 +9,20 @@
 
 /* ---- schemas ---- */
 const pb_key pb_model_schema[] = {
-    {"name", PB_T_STR, true, 0, 0, NULL, NULL, 0, "display name, e.g. OPT-13B"},
-    {"arch", PB_T_ENUM, true, 0, 0, "opt|llama", NULL, 0, "decoder architecture"},
-    {"n_layers", PB_T_INT, true, 1, 1024, NULL, NULL, 0, "decoder layers"},
-    {"hidden", PB_T_INT, true, 1, 1 << 20, NULL, NULL, 0, "model width"},
-    {"n_heads", PB_T_INT, true, 1, 4096, NULL, NULL, 0, "query heads"},
-    {"n_kv_heads", PB_T_INT, false, 1, 4096, NULL, NULL, 0, "KV heads (default n_heads)"},
-    {"head_size", PB_T_INT, false, 1, 1024, NULL, NULL, 0, "head size (default hidden/n_heads)"},
-    {"ffn", PB_T_INT, true, 1, 1 << 22, NULL, NULL, 0, "FFN inner size"},
-    {"vocab", PB_T_INT, true, 1, 1 << 24, NULL, NULL, 0, "vocabulary size"},
-    {"max_len", PB_T_INT, true, 1, 1 << 24, NULL, NULL, 0, "maximum sequence length"},
-    {"n_params", PB_T_NUM, true, 1, 1e15, NULL, NULL, 0, "parameter count"},
-    {"dtype", PB_T_ENUM, false, 0, 0, "fp16|bf16|fp32", NULL, 0, "weight and KV dtype (default fp16)"},
-    {"sources", PB_T_MAP, false, 0, 0, NULL, NULL, 0, "key -> where the number comes from"},
-    {NULL, 0, false, 0, 0, NULL, NULL, 0, NULL},
+    {.name = "name", .type = PB_T_STR, .required = true, .doc = "display name, e.g. OPT-13B"},
+    {.name = "arch", .type = PB_T_ENUM, .required = true, .choices = "opt|llama", .doc = "decoder architecture"},
+    {.name = "n_layers", .type = PB_T_INT, .required = true, .lo = 1, .hi = 1024, .doc = "decoder layers"},
+    {.name = "hidden", .type = PB_T_INT, .required = true, .lo = 1, .hi = 1 << 20, .doc = "model width"},
+    {.name = "n_heads", .type = PB_T_INT, .required = true, .lo = 1, .hi = 4096, .doc = "query heads"},
+    {.name = "n_kv_heads", .type = PB_T_INT, .lo = 1, .hi = 4096, .dflt_rule = "n_heads", .doc = "KV heads"},
+    {.name = "head_size", .type = PB_T_INT, .lo = 1, .hi = 1024, .dflt_rule = "hidden / n_heads", .doc = "head size"},
+    {.name = "ffn", .type = PB_T_INT, .required = true, .lo = 1, .hi = 1 << 22, .doc = "FFN inner size"},
+    {.name = "vocab", .type = PB_T_INT, .required = true, .lo = 1, .hi = 1 << 24, .doc = "vocabulary size"},
+    {.name = "max_len", .type = PB_T_INT, .required = true, .lo = 1, .hi = 1 << 24, .doc = "maximum sequence length"},
+    {.name = "n_params", .type = PB_T_NUM, .required = true, .lo = 1, .hi = 1e15, .doc = "parameter count"},
+    {.name = "dtype", .type = PB_T_ENUM, .choices = "fp16|bf16|fp32", .dflt = "fp16", .doc = "weight and KV dtype"},
+    {.name = "sources", .type = PB_T_MAP, .doc = "key -> where the number comes from"},
+    {0},
 };
 
 /* Numbers a hardware spec may set; each needs an entry under sources:. */
@@ -32,19 +32,28 @@ static const char *const HW_NUMBERS[] = {
 };
 
 const pb_key pb_hardware_schema[] = {
-    {"name", PB_T_STR, true, 0, 0, NULL, NULL, 0, "display name, e.g. A100-40GB"},
-    {"memory_bytes", PB_T_NUM, true, 1e6, 1e15, NULL, NULL, 0, "device memory as the runtime reports it"},
-    {"hbm_bandwidth_GBps", PB_T_NUM, true, 1, 1e6, NULL, NULL, 0, "datasheet HBM bandwidth, GB/s"},
-    {"fp16_tflops", PB_T_NUM, true, 1, 1e6, NULL, NULL, 0, "dense fp16 tensor-core peak, TFLOP/s"},
-    {"pcie_h2d_GBps", PB_T_NUM, true, 0.1, 1e4, NULL, NULL, 0, "pinned host->device bandwidth, GB/s"},
-    {"pcie_d2h_GBps", PB_T_NUM, true, 0.1, 1e4, NULL, NULL, 0, "pinned device->host bandwidth, GB/s"},
-    {"pcie_copy_latency_us", PB_T_NUM, true, 0, 1000, NULL, NULL, 0, "per cudaMemcpyAsync call, us"},
-    {"nvlink_GBps", PB_T_NUM, true, 0, 1e5, NULL, NULL, 0, "NVLink per-direction bandwidth per GPU, GB/s"},
-    {"l2_MB", PB_T_NUM, false, 0, 1e4, NULL, NULL, 0, "L2 cache, MB"},
-    {"n_sms", PB_T_INT, false, 1, 10000, NULL, NULL, 0, "streaming multiprocessors"},
-    {"sources", PB_T_MAP, true, 0, 0, NULL, NULL, 0, "key -> datasheet / measurement for every number"},
-    {"cost_model", PB_T_MAP, false, 0, 0, NULL, NULL, 0, "cost-model parameters (see executors/executor_sim.h)"},
-    {NULL, 0, false, 0, 0, NULL, NULL, 0, NULL},
+    {.name = "name", .type = PB_T_STR, .required = true, .doc = "display name, e.g. A100-40GB"},
+    {.name = "memory_bytes", .type = PB_T_NUM, .required = true, .lo = 1e6, .hi = 1e15,
+     .doc = "device memory as the runtime reports it"},
+    {.name = "hbm_bandwidth_GBps", .type = PB_T_NUM, .required = true, .lo = 1, .hi = 1e6,
+     .doc = "datasheet HBM bandwidth, GB/s"},
+    {.name = "fp16_tflops", .type = PB_T_NUM, .required = true, .lo = 1, .hi = 1e6,
+     .doc = "dense fp16 tensor-core peak, TFLOP/s"},
+    {.name = "pcie_h2d_GBps", .type = PB_T_NUM, .required = true, .lo = 0.1, .hi = 1e4,
+     .doc = "pinned host->device bandwidth, GB/s"},
+    {.name = "pcie_d2h_GBps", .type = PB_T_NUM, .required = true, .lo = 0.1, .hi = 1e4,
+     .doc = "pinned device->host bandwidth, GB/s"},
+    {.name = "pcie_copy_latency_us", .type = PB_T_NUM, .required = true, .lo = 0, .hi = 1000,
+     .doc = "per cudaMemcpyAsync call, us"},
+    {.name = "nvlink_GBps", .type = PB_T_NUM, .required = true, .lo = 0, .hi = 1e5,
+     .doc = "NVLink per-direction bandwidth per GPU, GB/s"},
+    {.name = "l2_MB", .type = PB_T_NUM, .lo = 0, .hi = 1e4, .dflt_rule = "none (the kernel benchmarks ask the device)",
+     .doc = "L2 cache, MB"},
+    {.name = "n_sms", .type = PB_T_INT, .lo = 1, .hi = 10000, .dflt_rule = "none (the sim executor needs it)",
+     .doc = "streaming multiprocessors"},
+    {.name = "sources", .type = PB_T_MAP, .required = true, .doc = "key -> datasheet / measurement for every number"},
+    {.name = "cost_model", .type = PB_T_MAP, .doc = "cost-model parameters (see executors/executor_sim.h)"},
+    {0},
 };
 
 /* ---- loading ---- */
@@ -61,18 +70,19 @@ const char *pb_spec_dir(void) {
 pb_status pb_model_from_node(const pb_node *n, pb_model *m, pb_cfg_err *err) {
     if (pb_config_validate(n, pb_model_schema, "model", err)) return PB_ERR_INVALID;
     memset(m, 0, sizeof *m);
-    snprintf(m->name, sizeof m->name, "%s", pb_node_str(n, "name", "?"));
-    m->arch = strcmp(pb_node_str(n, "arch", "opt"), "llama") == 0 ? PB_ARCH_LLAMA : PB_ARCH_OPT;
-    m->n_layers = (int32_t)pb_node_int(n, "n_layers", 0);
-    m->hidden = (int32_t)pb_node_int(n, "hidden", 0);
-    m->n_heads = (int32_t)pb_node_int(n, "n_heads", 0);
-    m->n_kv_heads = (int32_t)pb_node_int(n, "n_kv_heads", m->n_heads);
-    m->head_size = (int32_t)pb_node_int(n, "head_size", m->hidden / m->n_heads);
-    m->ffn = (int32_t)pb_node_int(n, "ffn", 0);
-    m->vocab = (int32_t)pb_node_int(n, "vocab", 0);
-    m->max_len = (int32_t)pb_node_int(n, "max_len", 0);
-    m->n_params = pb_node_num(n, "n_params", 0);
-    m->dtype_bytes = strcmp(pb_node_str(n, "dtype", "fp16"), "fp32") == 0 ? 4 : 2;
+    const pb_key *S = pb_model_schema;
+    snprintf(m->name, sizeof m->name, "%s", pb_schema_str(S, n, "name"));
+    m->arch = strcmp(pb_schema_str(S, n, "arch"), "llama") == 0 ? PB_ARCH_LLAMA : PB_ARCH_OPT;
+    m->n_layers = (int32_t)pb_schema_int(S, n, "n_layers");
+    m->hidden = (int32_t)pb_schema_int(S, n, "hidden");
+    m->n_heads = (int32_t)pb_schema_int(S, n, "n_heads");
+    m->n_kv_heads = (int32_t)pb_schema_int_or(S, n, "n_kv_heads", m->n_heads);
+    m->head_size = (int32_t)pb_schema_int_or(S, n, "head_size", m->hidden / m->n_heads);
+    m->ffn = (int32_t)pb_schema_int(S, n, "ffn");
+    m->vocab = (int32_t)pb_schema_int(S, n, "vocab");
+    m->max_len = (int32_t)pb_schema_int(S, n, "max_len");
+    m->n_params = pb_schema_num(S, n, "n_params");
+    m->dtype_bytes = strcmp(pb_schema_str(S, n, "dtype"), "fp32") == 0 ? 4 : 2;
     if (m->n_heads % m->n_kv_heads)
         return pb_cfg_fail(err, pb_node_get(n, "n_kv_heads"), false,
                            "model.n_kv_heads: %d does not divide n_heads %d", m->n_kv_heads, m->n_heads);
@@ -93,16 +103,17 @@ pb_status pb_hw_from_node(const pb_node *n, pb_hw *h, pb_cfg_err *err) {
     }
     if (st) return st;
     memset(h, 0, sizeof *h);
-    snprintf(h->name, sizeof h->name, "%s", pb_node_str(n, "name", "?"));
-    h->mem_bytes = pb_node_num(n, "memory_bytes", 0);
-    h->hbm_bw = pb_node_num(n, "hbm_bandwidth_GBps", 0) * 1e9;
-    h->fp16_flops = pb_node_num(n, "fp16_tflops", 0) * 1e12;
-    h->pcie_h2d_bw = pb_node_num(n, "pcie_h2d_GBps", 0) * 1e9;
-    h->pcie_d2h_bw = pb_node_num(n, "pcie_d2h_GBps", 0) * 1e9;
-    h->pcie_copy_latency_s = pb_node_num(n, "pcie_copy_latency_us", 0) * 1e-6;
-    h->nvlink_bw = pb_node_num(n, "nvlink_GBps", 0) * 1e9;
-    h->l2_bytes = pb_node_num(n, "l2_MB", 0) * 1e6;
-    h->n_sms = (int32_t)pb_node_int(n, "n_sms", 0);
+    const pb_key *S = pb_hardware_schema;
+    snprintf(h->name, sizeof h->name, "%s", pb_schema_str(S, n, "name"));
+    h->mem_bytes = pb_schema_num(S, n, "memory_bytes");
+    h->hbm_bw = pb_schema_num(S, n, "hbm_bandwidth_GBps") * 1e9;
+    h->fp16_flops = pb_schema_num(S, n, "fp16_tflops") * 1e12;
+    h->pcie_h2d_bw = pb_schema_num(S, n, "pcie_h2d_GBps") * 1e9;
+    h->pcie_d2h_bw = pb_schema_num(S, n, "pcie_d2h_GBps") * 1e9;
+    h->pcie_copy_latency_s = pb_schema_num(S, n, "pcie_copy_latency_us") * 1e-6;
+    h->nvlink_bw = pb_schema_num(S, n, "nvlink_GBps") * 1e9;
+    h->l2_bytes = pb_schema_num_or(S, n, "l2_MB", 0) * 1e6;
+    h->n_sms = (int32_t)pb_schema_int_or(S, n, "n_sms", 0);
     return PB_OK;
 }
 

@@ -7,13 +7,14 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "block_manager.h"   /* PB_PAGED_BLOCK_SIZE */
 #include "cache_ops.h"   /* pb_copy_blocks_ref, pb_swap_blocks_ref */
 #include "model.h"
 #include "slot_copy.h"   /* pb_copy_slots_ref */
 
 void pb_real_exec_params_default(pb_real_exec_params *p) {
     memset(p, 0, sizeof *p);
-    p->block_size = 16;
+    p->block_size = PB_PAGED_BLOCK_SIZE;
     p->num_gpu_blocks = 256;
     p->sampling.temperature = 0.0f;
     p->sampling.top_p = 1.0f;

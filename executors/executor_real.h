@@ -58,7 +58,7 @@ typedef struct {
     bool nvtx;                 /* NVTX ranges per phase                              */
 } pb_real_exec_params;
 
-/* Defaults: block 16, 256 GPU blocks, 0 CPU blocks, seeds 0, greedy (top_p 1),
+/* Defaults: block PB_PAGED_BLOCK_SIZE, 256 GPU blocks, 0 CPU blocks, seeds 0, greedy (top_p 1),
  * hint 2560 tokens, measured latency, tp 1, device 0, per-block swap, nvtx on. */
 void pb_real_exec_params_default(pb_real_exec_params *p);
 

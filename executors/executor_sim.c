@@ -11,58 +11,92 @@
 
 /* ---- schemas ---- */
 static const pb_key FW_SCHEMA[] = {
-    {"step_us", PB_T_NUM, true, 0, 1e6, NULL, NULL, 0, "host time per step (schedule, prepare, output)"},
-    {"seq_us", PB_T_NUM, true, 0, 1e5, NULL, NULL, 0, "host time per sequence per step"},
-    {"launch_us", PB_T_NUM, true, 0, 1e4, NULL, NULL, 0, "host time to issue one kernel"},
-    {"worker_us", PB_T_NUM, true, 0, 1e6, NULL, NULL, 0, "host time per step when tp > 1 (worker RPC, barrier)"},
-    {"worker_seq_us", PB_T_NUM, true, 0, 1e5, NULL, NULL, 0, "host time per sequence per step when tp > 1"},
-    {"sources", PB_T_MAP, true, 0, 0, NULL, NULL, 0, "key -> where the number comes from"},
-    {NULL, 0, false, 0, 0, NULL, NULL, 0, NULL},
+    {.name = "step_us", .type = PB_T_NUM, .required = true, .lo = 0, .hi = 1e6,
+     .doc = "host time per step (schedule, prepare, output)"},
+    {.name = "seq_us", .type = PB_T_NUM, .required = true, .lo = 0, .hi = 1e5,
+     .doc = "host time per sequence per step"},
+    {.name = "launch_us", .type = PB_T_NUM, .required = true, .lo = 0, .hi = 1e4,
+     .doc = "host time to issue one kernel"},
+    {.name = "worker_us", .type = PB_T_NUM, .required = true, .lo = 0, .hi = 1e6,
+     .doc = "host time per step when tp > 1 (worker RPC, barrier)"},
+    {.name = "worker_seq_us", .type = PB_T_NUM, .required = true, .lo = 0, .hi = 1e5,
+     .doc = "host time per sequence per step when tp > 1"},
+    {.name = "sources", .type = PB_T_MAP, .required = true, .doc = "key -> where the number comes from"},
+    {0},
 };
 
 static const pb_key FRAMEWORKS_SCHEMA[] = {
-    {"python", PB_T_MAP, true, 0, 0, NULL, FW_SCHEMA, 0, "Python engine (vLLM 2023, the Orca re-implementation)"},
-    {"cpp", PB_T_MAP, true, 0, 0, NULL, FW_SCHEMA, 0, "C++ engine (FasterTransformer)"},
-    {NULL, 0, false, 0, 0, NULL, NULL, 0, NULL},
+    {.name = "python", .type = PB_T_MAP, .required = true, .sub = FW_SCHEMA,
+     .doc = "Python engine (vLLM 2023, the Orca re-implementation)"},
+    {.name = "cpp", .type = PB_T_MAP, .required = true, .sub = FW_SCHEMA, .doc = "C++ engine (FasterTransformer)"},
+    {0},
 };
 
 const pb_key pb_sim_cost_schema[] = {
-    {"gemm_flops_efficiency", PB_T_NUM, true, 0.01, 1, NULL, NULL, 0, "achievable / peak fp16 FLOP/s of large GEMMs"},
-    {"gemm_tiles", PB_T_LIST, true, 0, 0, NULL, NULL, PB_T_STR, "GEMM output tile shapes \"MxN\" the library picks from"},
-    {"l2_bandwidth_GBps", PB_T_NUM, true, 1, 1e6, NULL, NULL, 0, "L2 -> SM bandwidth of the whole GPU, GB/s (feeds GEMM tiles)"},
-    {"gemm_bw_efficiency", PB_T_NUM, true, 0.01, 1, NULL, NULL, 0, "memory-bound GEMM bandwidth / datasheet HBM"},
-    {"elementwise_bw_efficiency", PB_T_NUM, true, 0.01, 1, NULL, NULL, 0, "element-wise kernel bandwidth / datasheet HBM"},
-    {"prefill_attn_flops_efficiency", PB_T_NUM, true, 0.01, 1, NULL, NULL, 0, "prefill attention FLOP/s / peak"},
-    {"attn_fixed_us", PB_T_NUM, true, 0, 1e4, NULL, NULL, 0, "decode attention: per kernel call, us"},
-    {"attn_per_seq_head_ns", PB_T_NUM, true, 0, 1e5, NULL, NULL, 0, "decode attention: per (sequence, head), ns"},
-    {"attn_stream_efficiency", PB_T_NUM, true, 0.01, 1, NULL, NULL, 0, "decode attention: live-KV read rate / datasheet HBM"},
-    {"attn_paged_block_ns", PB_T_NUM, true, 0, 1e4, NULL, NULL, 0, "paged kernel: per (sequence, KV head, block), ns"},
-    {"kernel_gap_us", PB_T_NUM, true, 0, 1e3, NULL, NULL, 0, "GPU idle between dependent kernels, us"},
-    {"gemm_fixed_us", PB_T_NUM, true, 0, 1e3, NULL, NULL, 0, "per GEMM kernel on top of max(compute, bytes), us"},
-    {"elementwise_fixed_us", PB_T_NUM, true, 0, 1e3, NULL, NULL, 0, "per element-wise kernel on top of its bytes, us"},
-    {"prefill_attn_fixed_us", PB_T_NUM, true, 0, 1e4, NULL, NULL, 0, "per prefill attention kernel call, us"},
-    {"allreduce_tp2_us", PB_T_NUM, true, 0, 1e4, NULL, NULL, 0, "one all-reduce at tp 2: latency, us"},
-    {"allreduce_tp2_GBps", PB_T_NUM, true, 0.1, 1e5, NULL, NULL, 0, "one all-reduce at tp 2: bytes / (time - latency), GB/s"},
-    {"allreduce_tp4_us", PB_T_NUM, true, 0, 1e4, NULL, NULL, 0, "one all-reduce at tp 4: latency, us"},
-    {"allreduce_tp4_GBps", PB_T_NUM, true, 0.1, 1e5, NULL, NULL, 0, "one all-reduce at tp 4: GB/s"},
-    {"allreduce_tp8_us", PB_T_NUM, true, 0, 1e4, NULL, NULL, 0, "one all-reduce at tp 8 (and above): latency, us"},
-    {"allreduce_tp8_GBps", PB_T_NUM, true, 0.1, 1e5, NULL, NULL, 0, "one all-reduce at tp 8 (and above): GB/s"},
-    {"swap_h2d_GBps", PB_T_NUM, true, 0.01, 1e4, NULL, NULL, 0, "one block copy host->device, GB/s"},
-    {"swap_d2h_GBps", PB_T_NUM, true, 0.01, 1e4, NULL, NULL, 0, "one block copy device->host, GB/s"},
-    {"swap_h2d_copy_us", PB_T_NUM, true, 0, 1e3, NULL, NULL, 0, "per cudaMemcpyAsync host->device, us"},
-    {"swap_d2h_copy_us", PB_T_NUM, true, 0, 1e3, NULL, NULL, 0, "per cudaMemcpyAsync device->host, us"},
-    {"framework", PB_T_MAP, true, 0, 0, NULL, FRAMEWORKS_SCHEMA, 0, "host overheads per framework"},
-    {"sources", PB_T_MAP, true, 0, 0, NULL, NULL, 0, "key -> where the number comes from"},
-    {NULL, 0, false, 0, 0, NULL, NULL, 0, NULL},
+    {.name = "gemm_flops_efficiency", .type = PB_T_NUM, .required = true, .lo = 0.01, .hi = 1,
+     .doc = "achievable / peak fp16 FLOP/s of large GEMMs"},
+    {.name = "gemm_tiles", .type = PB_T_LIST, .required = true, .elem = PB_T_STR,
+     .doc = "GEMM output tile shapes \"MxN\" the library picks from"},
+    {.name = "l2_bandwidth_GBps", .type = PB_T_NUM, .required = true, .lo = 1, .hi = 1e6,
+     .doc = "L2 -> SM bandwidth of the whole GPU, GB/s (feeds GEMM tiles)"},
+    {.name = "gemm_bw_efficiency", .type = PB_T_NUM, .required = true, .lo = 0.01, .hi = 1,
+     .doc = "memory-bound GEMM bandwidth / datasheet HBM"},
+    {.name = "elementwise_bw_efficiency", .type = PB_T_NUM, .required = true, .lo = 0.01, .hi = 1,
+     .doc = "element-wise kernel bandwidth / datasheet HBM"},
+    {.name = "prefill_attn_flops_efficiency", .type = PB_T_NUM, .required = true, .lo = 0.01, .hi = 1,
+     .doc = "prefill attention FLOP/s / peak"},
+    {.name = "attn_fixed_us", .type = PB_T_NUM, .required = true, .lo = 0, .hi = 1e4,
+     .doc = "decode attention: per kernel call, us"},
+    {.name = "attn_per_seq_head_ns", .type = PB_T_NUM, .required = true, .lo = 0, .hi = 1e5,
+     .doc = "decode attention: per (sequence, head), ns"},
+    {.name = "attn_stream_efficiency", .type = PB_T_NUM, .required = true, .lo = 0.01, .hi = 1,
+     .doc = "decode attention: live-KV read rate / datasheet HBM"},
+    {.name = "attn_paged_block_ns", .type = PB_T_NUM, .required = true, .lo = 0, .hi = 1e4,
+     .doc = "paged kernel: per (sequence, KV head, block), ns"},
+    {.name = "kernel_gap_us", .type = PB_T_NUM, .required = true, .lo = 0, .hi = 1e3,
+     .doc = "GPU idle between dependent kernels, us"},
+    {.name = "gemm_fixed_us", .type = PB_T_NUM, .required = true, .lo = 0, .hi = 1e3,
+     .doc = "per GEMM kernel on top of max(compute, bytes), us"},
+    {.name = "elementwise_fixed_us", .type = PB_T_NUM, .required = true, .lo = 0, .hi = 1e3,
+     .doc = "per element-wise kernel on top of its bytes, us"},
+    {.name = "prefill_attn_fixed_us", .type = PB_T_NUM, .required = true, .lo = 0, .hi = 1e4,
+     .doc = "per prefill attention kernel call, us"},
+    {.name = "allreduce_tp2_us", .type = PB_T_NUM, .required = true, .lo = 0, .hi = 1e4,
+     .doc = "one all-reduce at tp 2: latency, us"},
+    {.name = "allreduce_tp2_GBps", .type = PB_T_NUM, .required = true, .lo = 0.1, .hi = 1e5,
+     .doc = "one all-reduce at tp 2: bytes / (time - latency), GB/s"},
+    {.name = "allreduce_tp4_us", .type = PB_T_NUM, .required = true, .lo = 0, .hi = 1e4,
+     .doc = "one all-reduce at tp 4: latency, us"},
+    {.name = "allreduce_tp4_GBps", .type = PB_T_NUM, .required = true, .lo = 0.1, .hi = 1e5,
+     .doc = "one all-reduce at tp 4: GB/s"},
+    {.name = "allreduce_tp8_us", .type = PB_T_NUM, .required = true, .lo = 0, .hi = 1e4,
+     .doc = "one all-reduce at tp 8 (and above): latency, us"},
+    {.name = "allreduce_tp8_GBps", .type = PB_T_NUM, .required = true, .lo = 0.1, .hi = 1e5,
+     .doc = "one all-reduce at tp 8 (and above): GB/s"},
+    {.name = "swap_h2d_GBps", .type = PB_T_NUM, .required = true, .lo = 0.01, .hi = 1e4,
+     .doc = "one block copy host->device, GB/s"},
+    {.name = "swap_d2h_GBps", .type = PB_T_NUM, .required = true, .lo = 0.01, .hi = 1e4,
+     .doc = "one block copy device->host, GB/s"},
+    {.name = "swap_h2d_copy_us", .type = PB_T_NUM, .required = true, .lo = 0, .hi = 1e3,
+     .doc = "per cudaMemcpyAsync host->device, us"},
+    {.name = "swap_d2h_copy_us", .type = PB_T_NUM, .required = true, .lo = 0, .hi = 1e3,
+     .doc = "per cudaMemcpyAsync device->host, us"},
+    {.name = "framework", .type = PB_T_MAP, .required = true, .sub = FRAMEWORKS_SCHEMA,
+     .doc = "host overheads per framework"},
+    {.name = "sources", .type = PB_T_MAP, .required = true, .doc = "key -> where the number comes from"},
+    {0},
 };
 
 const pb_key pb_sim_system_schema[] = {
-    {"attention_kernel", PB_T_ENUM, false, 0, 0, "paged|contiguous", NULL, 0,
-     "decode attention kernel: paged (vLLM) or contiguous (FasterTransformer)"},
-    {"framework", PB_T_ENUM, false, 0, 0, "python|cpp", NULL, 0,
-     "host overheads: python (vLLM, Orca re-implementation) or cpp (FasterTransformer)"},
-    {"profile", PB_T_STR, false, 0, 0, NULL, NULL, 0, "measured step profile CSV (executors/sim_profile.h)"},
-    {NULL, 0, false, 0, 0, NULL, NULL, 0, NULL},
+    {.name = "attention_kernel", .type = PB_T_ENUM, .choices = "paged|contiguous",
+     .dflt_rule = "the system type's (pagedbench list: system types)",
+     .doc = "decode attention kernel: paged (vLLM) or contiguous (FasterTransformer)"},
+    {.name = "framework", .type = PB_T_ENUM, .choices = "python|cpp",
+     .dflt_rule = "the system type's (pagedbench list: system types)",
+     .doc = "host overheads: python (vLLM, Orca re-implementation) or cpp (FasterTransformer)"},
+    {.name = "profile", .type = PB_T_STR, .dflt = "",
+     .doc = "measured step profile CSV (executors/sim_profile.h; '' = the analytic model)"},
+    {0},
 };
 
 /* an error without a node position (not a config file problem) */
@@ -183,13 +217,13 @@ pb_sim_params pb_sim_params_default(void) {
 }
 
 pb_status pb_sim_params_from_node(const pb_node *n, pb_sim_params *out, pb_cfg_err *err) {
-    *out = pb_sim_params_default();
     if (!n) return PB_OK;
     if (pb_config_validate(n, pb_sim_system_schema, "sim", err)) return PB_ERR_INVALID;
-    out->attn = strcmp(pb_node_str(n, "attention_kernel", "paged"), "contiguous") == 0 ? PB_SIM_ATTN_CONTIGUOUS
-                                                                                      : PB_SIM_ATTN_PAGED;
-    out->framework = strcmp(pb_node_str(n, "framework", "python"), "cpp") == 0 ? PB_SIM_FW_CPP : PB_SIM_FW_PYTHON;
-    const char *prof = pb_node_str(n, "profile", "");
+    const pb_node *v;
+    if ((v = pb_node_get(n, "attention_kernel")))
+        out->attn = !strcmp(v->value, "contiguous") ? PB_SIM_ATTN_CONTIGUOUS : PB_SIM_ATTN_PAGED;
+    if ((v = pb_node_get(n, "framework"))) out->framework = !strcmp(v->value, "cpp") ? PB_SIM_FW_CPP : PB_SIM_FW_PYTHON;
+    const char *prof = pb_schema_str(pb_sim_system_schema, n, "profile");
     if (strlen(prof) >= sizeof out->profile)
         return pb_cfg_fail(err, pb_node_get(n, "profile"), false, "sim.profile: path too long");
     snprintf(out->profile, sizeof out->profile, "%s", prof);

@@ -142,8 +142,9 @@ typedef struct {
 } pb_sim_params;
 
 pb_sim_params pb_sim_params_default(void);     /* vLLM: paged, python, analytic */
-/* From a validated-or-not map with keys attention_kernel, framework, profile
- * (NULL node: defaults).  Validates against pb_sim_system_schema. */
+/* Overlay a system's `sim:` map (attention_kernel, framework: each when given;
+ * profile) onto *out, whose attention kernel and framework the caller set (the
+ * system type's).  NULL node: *out unchanged.  Validates against pb_sim_system_schema. */
 pb_status pb_sim_params_from_node(const pb_node *n, pb_sim_params *out, pb_cfg_err *err);
 
 /* ---- the model as plain functions (tests, figures, the executor) ---- */

@@ -2,7 +2,7 @@
  *
  *   pagedbench list            figures (with their experiments), experiments, models,
  *                              hardware, policies
- *   pagedbench list --keys     the experiment YAML keys (schema docs)
+ *   pagedbench list --keys     every key an experiment YAML may hold, from its declaration
  * Reads the YAMLs under the spec directory (pb_spec_dir(): $PAGEDBENCH_SPECS or
  * <source>/experiments). */
 #include <dirent.h>
@@ -14,10 +14,13 @@
 
 #include "commands.h"
 #include "config.h"
+#include "executor_sim.h"   /* pb_sim_system_schema, pb_sim_cost_schema */
 #include "experiment.h"
 #include "pb.h"
 #include "policy.h"
 #include "spec.h"
+#include "system.h"         /* pb_system_types_describe */
+#include "workload.h"       /* pb_workload_schema */
 
 static int name_cmp(const void *a, const void *b) { return strcmp(*(char *const *)a, *(char *const *)b); }
 
@@ -39,9 +42,20 @@ static int yaml_files(const char *dir, char ***out) {
     return n;
 }
 
-static void print_keys(const pb_key *k, const char *prefix) {
-    for (; k->name; k++) {
-        printf("  %s%-26s %s%s\n", prefix, k->name, k->required ? "(required) " : "", k->doc ? k->doc : "");
+/* One line per key, from its declaration (config.h pb_key): name, doc, then type,
+   range or choices, default and scope; a map's own keys follow it (skip: a key whose
+   keys get a section of their own). */
+static void print_keys(const pb_key *schema, const char *prefix, const char *skip) {
+    for (const pb_key *k = schema; k->name; k++) {
+        char what[512], name[160];
+        pb_key_describe(schema, k, what, sizeof what);
+        snprintf(name, sizeof name, "%s%s", prefix, k->name);
+        printf("  %-34s %s (%s)\n", name, k->doc, what);
+        if (k->sub && !(skip && !strcmp(k->name, skip))) {
+            char sub[160];
+            snprintf(sub, sizeof sub, "%s%s%s.", prefix, k->name, k->type == PB_T_LIST ? "[]" : "");
+            print_keys(k->sub, sub, NULL);
+        }
     }
 }
 
@@ -50,11 +64,11 @@ static void print_keys(const pb_key *k, const char *prefix) {
 static void print_policy_keys(void) {
     for (const pb_policy_entry *e = pb_policy_registry; e->name; e++) {
         for (const pb_policy_option *o = e->keys->options; o && o->name; o++) {
-            char what[128];
-            if (o->type == PB_T_ENUM) snprintf(what, sizeof what, "%s", o->choices);
-            else snprintf(what, sizeof what, "%s in [%.10g, %.10g]", o->type == PB_T_INT ? "an integer" : "a number",
-                          o->lo, o->hi);
-            printf("  systems[].%-26s policy %s: %s (%s; default %s)\n", o->name, e->name, o->doc, what, o->dflt);
+            pb_key k = pb_policy_option_key(o);
+            char what[512], name[160];
+            pb_key_describe(&k, &k, what, sizeof what);
+            snprintf(name, sizeof name, "systems[].%s", o->name);
+            printf("  %-34s policy %s: %s (%s)\n", name, e->name, o->doc, what);
         }
         if (e->keys->ignores) printf("  (policy %s never reads %s: an error when given)\n", e->name, e->keys->ignores);
     }
@@ -98,14 +112,22 @@ int pb_cmd_list(int argc, char **argv) {
         return PB_EXIT_USAGE;
     }
     if (keys) {
-        printf("experiment YAML keys:\n");
-        print_keys(pb_experiment_schema, "");
+        printf("experiment YAML keys (each: doc (type, range or choices; default; the types that read it)):\n");
+        print_keys(pb_experiment_schema, "", "systems");
         printf("keys of each entry of systems:\n");
-        print_keys(pb_system_entry_schema, "systems[].");
+        print_keys(pb_system_entry_schema, "systems[].", NULL);
+        print_keys(pb_sim_system_schema, "systems[].sim.", NULL);
         printf("options of the policies (keys of a system's map, read by the policy it names):\n");
         print_policy_keys();
         printf("keys of executor when it is a map (executor: {type: cpu, ...}):\n");
-        print_keys(pb_executor_schema, "executor.");
+        print_keys(pb_executor_schema, "executor.", NULL);
+        printf("keys of workload:\n");
+        print_keys(pb_workload_schema, "workload.", NULL);
+        printf("keys of a model spec (experiments/models/<name>.yaml, or model: {...}):\n");
+        print_keys(pb_model_schema, "model.", NULL);
+        printf("keys of a hardware spec (experiments/hardware/<name>.yaml, or hardware: {...}):\n");
+        print_keys(pb_hardware_schema, "hardware.", NULL);
+        print_keys(pb_sim_cost_schema, "hardware.cost_model.", NULL);
         return PB_EXIT_OK;
     }
     const char *dir = pb_spec_dir();
@@ -169,7 +191,8 @@ int pb_cmd_list(int argc, char **argv) {
         const pb_node *sy = pb_node_get(r, "systems");
         printf("  %-26s %-7s %-10s %-9s x%-2lld %-12s %d systems  %s\n", pb_node_str(r, "name", "?"),
                pb_node_str(r, "figure", "?"), pb_node_str(r, "model", "(inline)"), pb_node_str(r, "hardware", "(inline)"),
-               (long long)pb_node_int(r, "gpus", 1), pb_node_str(r, "workload.dataset", "?"), sy ? sy->n_kids : 0,
+               (long long)pb_schema_int(pb_experiment_schema, r, "gpus"), pb_node_str(r, "workload.dataset", "?"),
+               sy ? sy->n_kids : 0,
                pb_node_str(r, "title", ""));
         pb_config_destroy(c);
     }
@@ -207,8 +230,8 @@ int pb_cmd_list(int argc, char **argv) {
     }
     printf("policies (systems[].policy):\n");
     for (const pb_policy_entry *p = pb_policy_registry; p->name; p++) printf("  %-12s %s\n", p->name, p->summary);
-    printf("system types (systems[].type): vllm (paged), orca (contiguous + buddy; reservation oracle|pow2|max),"
-           " ft (request-level batches of B)\n");
+    printf("system types (systems[].type; the defaults that follow from the type):\n");
+    pb_system_types_describe(stdout);
     printf("executors: sim (cost model)  cpu (tiny real model)  cuda (real model; GPU builds)\n");
     return PB_EXIT_OK;
 }

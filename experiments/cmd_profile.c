@@ -25,6 +25,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "block_manager.h"   /* PB_PAGED_BLOCK_SIZE */
 #include "commands.h"
 #include "executor_real.h"
 #include "kbench.h"   /* pb_kbench_device_name (through the CUDA module in a CUDA build) */
@@ -59,7 +60,7 @@ static void usage_(FILE *f) {
             "  --executor cuda|cpu   cuda: the GPU; cpu: the tiny-model cpu executor [cuda]\n"
             "  --out PATH            output CSV (written atomically)             [required]\n"
             "  --tp N                tensor-parallel GPUs                        [1]\n"
-            "  --block-size N        KV block size                               [16]\n"
+            "  --block-size N        KV block size                               [" PB_XSTR(PB_PAGED_BLOCK_SIZE) "]\n"
             "  --contiguous          profile the contiguous (FasterTransformer) KV kernel\n"
             "  --kv-gib X            KV cache budget per GPU, GiB                [12]\n"
             "  --batches LIST        decode batch sizes    [1,2,4,8,16,32,64,128,256]\n"
@@ -105,7 +106,7 @@ static int parse_args_(int argc, char **argv, prof_args *a) {
     a->model = "opt-13b";
     a->executor = "cuda";
     a->tp = 1;
-    a->block_size = 16;
+    a->block_size = PB_PAGED_BLOCK_SIZE;
     a->prompt_len = 512;
     a->reps = 5;
     a->warmup = 2;

@@ -6,6 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "block_manager.h"  /* PB_PAGED_BLOCK_SIZE, PB_PAGED_WATERMARK: the declared defaults */
 #include "executor_sim.h"   /* pb_sim_cost_from_node, pb_sim_params_from_node */
 #include "point_out.h"      /* pb_point_metric_known: columns, knee.metric */
 #include "policy.h"         /* pb_policy_registry: the policies' options */
@@ -13,111 +14,138 @@
 #include "vllm_version.h"   /* PB_VLLM_VERSION_CHOICES */
 #include "workload.h"        /* pb_workload_from_node */
 
-/* ---- schema ---- */
+/* ---- schema: every key of an experiment YAML, declared once (config.h pb_key) ---- */
 static const pb_key AXIS_SCHEMA[] = {
-    {"axis", PB_T_STR, true, 0, 0, NULL, NULL, 0, "CSV column name of the axis (request_rate, block_size, width)"},
-    {"set", PB_T_STR, true, 0, 0, NULL, NULL, 0, "config path assigned each value (workload.rate, system.block_size)"},
-    {"values", PB_T_NUM_LIST, true, 0, 0, NULL, NULL, 0, "the values, in plotting order"},
-    {NULL, 0, false, 0, 0, NULL, NULL, 0, NULL},
+    {.name = "axis", .type = PB_T_STR, .required = true,
+     .doc = "CSV column name of the axis (request_rate, block_size, width)"},
+    {.name = "set", .type = PB_T_STR, .required = true,
+     .doc = "config path assigned each value (workload.rate, system.block_size)"},
+    {.name = "values", .type = PB_T_NUM_LIST, .required = true, .doc = "the values, in plotting order"},
+    {0},
 };
 
 static const pb_key SLO_SCHEMA[] = {
-    {"ttft_ms", PB_T_NUM, false, 0, 1e12, NULL, NULL, 0, "bound on time to first token, ms (docs/outputs.md)"},
-    {"tpot_ms", PB_T_NUM, false, 0, 1e12, NULL, NULL, 0, "bound on time per output token, ms"},
-    {NULL, 0, false, 0, 0, NULL, NULL, 0, NULL},
+    {.name = "ttft_ms", .type = PB_T_NUM, .lo = 0, .hi = 1e12, .dflt = "0",
+     .doc = "bound on time to first token, ms (docs/outputs.md; 0 = none)"},
+    {.name = "tpot_ms", .type = PB_T_NUM, .lo = 0, .hi = 1e12, .dflt = "0",
+     .doc = "bound on time per output token, ms (0 = none)"},
+    {0},
 };
 
 static const pb_key KNEE_SCHEMA[] = {
-    {"metric", PB_T_STR, false, 0, 0, NULL, NULL, 0, "metric whose threshold crossing is the knee (normalized_latency)"},
-    {"threshold", PB_T_NUM, false, 1e-9, 1e9, NULL, NULL, 0, "knee threshold, in the metric's unit (s/token)"},
-    {"axis", PB_T_STR, false, 0, 0, NULL, NULL, 0, "the axis the knee is found along (request_rate)"},
-    {"refine", PB_T_INT, false, 0, 8, NULL, NULL, 0, "rounds of extra points around each series' crossing (default 0)"},
-    {NULL, 0, false, 0, 0, NULL, NULL, 0, NULL},
+    {.name = "metric", .type = PB_T_STR, .dflt = "normalized_latency",
+     .doc = "metric whose threshold crossing is the knee"},
+    {.name = "threshold", .type = PB_T_NUM, .lo = 1e-9, .hi = 1e9, .dflt = "0.2",
+     .doc = "knee threshold, in the metric's unit (s/token)"},
+    {.name = "axis", .type = PB_T_STR, .dflt = "request_rate", .doc = "the axis the knee is found along"},
+    {.name = "refine", .type = PB_T_INT, .lo = 0, .hi = 8, .dflt = "0",
+     .doc = "rounds of extra points around each series' crossing (--quick: at most 1)"},
+    {0},
 };
 
 static const pb_key QUICK_SCHEMA[] = {
-    {"set", PB_T_LIST, false, 0, 0, NULL, NULL, PB_T_STR, "overrides applied by --quick (\"workload.duration_s=300\")"},
-    {"thin", PB_T_INT, false, 1, 100, NULL, NULL, 0, "--quick keeps every k-th value of each axis (and the last)"},
-    {NULL, 0, false, 0, 0, NULL, NULL, 0, NULL},
+    {.name = "set", .type = PB_T_LIST, .elem = PB_T_STR,
+     .doc = "overrides applied by --quick (\"workload.duration_s=300\")"},
+    {.name = "thin", .type = PB_T_INT, .lo = 1, .hi = 100, .dflt = "1",
+     .doc = "--quick keeps every k-th value of each axis (and the last)"},
+    {0},
 };
 
 const pb_key pb_executor_schema[] = {
-    {"type", PB_T_ENUM, true, 0, 0, "sim|cpu|cuda", NULL, 0, "sim (cost model), cpu (tiny real model), cuda (real model)"},
-    {"fixed_latency_s", PB_T_NUM, false, 0, 1e3, NULL, NULL, 0,
-     "cpu/cuda: report this step latency instead of measuring it (deterministic clocks; 0 = measure)"},
-    {"kv_slots", PB_T_INT, false, 0, 1e12, NULL, NULL, 0,
-     "KV space of every system, token slots (0 = the specs' rule; a system's kv_slots wins)"},
-    {"kv_mib", PB_T_NUM, false, 0, 1 << 20, NULL, NULL, 0,
-     "cpu/cuda: cap of the KV cache, MiB per GPU (cpu default 64: the A100 budget of a tiny model is GiBs)"},
-    {"swap_slots", PB_T_INT, false, 0, 1e12, NULL, NULL, 0,
-     "cpu/cuda: swap pool, token slots (default: as large as the KV space, at most swap_space_gib)"},
-    {NULL, 0, false, 0, 0, NULL, NULL, 0, NULL},
+    {.name = "type", .type = PB_T_ENUM, .required = true, .choices = "sim|cpu|cuda",
+     .doc = "sim (cost model), cpu (tiny real model), cuda (real model)"},
+    {.name = "fixed_latency_s", .type = PB_T_NUM, .lo = 0, .hi = 1e3, .dflt = "0", .scope = PB_SCOPE_REAL,
+     .doc = "report this step latency instead of measuring it (a deterministic clock; 0 = measure)"},
+    {.name = "kv_slots", .type = PB_T_INT, .lo = 0, .hi = 1e12, .dflt = "0",
+     .doc = "KV space of every system, token slots (0 = the specs' rule; a system's kv_slots wins)"},
+    {.name = "kv_mib", .type = PB_T_NUM, .lo = 0, .hi = 1 << 20, .scope = PB_SCOPE_REAL,
+     .dflt_rule = "cpu " PB_XSTR(PB_SYSTEM_CPU_KV_MIB) ", cuda 0",
+     .doc = "cap of the KV cache, MiB per GPU (0 = none; the A100 budget of a tiny model is GiBs of host buffers)"},
+    {.name = "swap_slots", .type = PB_T_INT, .lo = 0, .hi = 1e12, .scope = PB_SCOPE_REAL,
+     .dflt_rule = "as large as the KV space, at most swap_space_gib", .doc = "swap pool, token slots"},
+    {0},
 };
 
+#define FROM_ENGINE "the engine version's (engine/vllm_version.h)"
+
 const pb_key pb_system_entry_schema[] = {
-    {"name", PB_T_STR, true, 0, 0, NULL, NULL, 0, "id of the series (CSV `system` column): vllm, orca_oracle, ft"},
-    {"label", PB_T_STR, false, 0, 0, NULL, NULL, 0, "legend label, e.g. \"Orca (Oracle)\""},
-    {"type", PB_T_ENUM, true, 0, 0, "vllm|orca|ft", NULL, 0, "paged vLLM, Orca over a buddy allocator, FasterTransformer"},
-    {"tags", PB_T_MAP, false, 0, 0, NULL, NULL, 0, "constant CSV columns of this series (mode: swap)"},
-    {"sweep", PB_T_MAP, false, 0, 0, NULL, NULL, 0, "axis -> values overriding the experiment's for this system"},
+    {.name = "name", .type = PB_T_STR, .required = true,
+     .doc = "id of the series (CSV `system` column): vllm, orca_oracle, ft"},
+    {.name = "label", .type = PB_T_STR, .dflt_rule = "the name", .doc = "legend label, e.g. \"Orca (Oracle)\""},
+    {.name = "type", .type = PB_T_ENUM, .required = true, .choices = PB_SYSTEM_TYPES,
+     .doc = "paged vLLM, Orca over a buddy allocator, FasterTransformer"},
+    {.name = "tags", .type = PB_T_MAP, .doc = "constant CSV columns of this series (mode: swap)"},
+    {.name = "sweep", .type = PB_T_MAP, .doc = "axis -> values overriding the experiment's for this system"},
     /* options (read by system.c); each policy's own options are added by pb_system_entry_keys */
-    {"block_size", PB_T_INT, false, 1, 4096, NULL, NULL, 0, "vLLM: tokens per KV block (default 16)"},
-    {"preemption", PB_T_ENUM, false, 0, 0, "auto|swap|recompute", NULL, 0,
-     "vLLM: auto = recompute single-sequence groups, swap multi-sequence ones"},
-    {"reservation", PB_T_ENUM, false, 0, 0, "oracle|pow2|max", NULL, 0, "Orca/FT: output slots reserved per request"},
-    {"watermark", PB_T_NUM, false, 0, 0.5, NULL, NULL, 0, "vLLM: free-block fraction kept at admission (default 0.01)"},
-    {"engine", PB_T_ENUM, false, 0, 0, PB_VLLM_VERSION_CHOICES, NULL, 0,
-     "vLLM version whose defaults apply (default v0.1, the paper's; table: engine/vllm_version.h)"},
-    {"step_mode", PB_T_ENUM, false, 0, 0, "mixed|alternate", NULL, 0,
-     "mixed prompt+decode steps (v0.1) or prompt-only/decode-only steps (v0.2)"},
-    {"max_paddings", PB_T_INT, false, -1, 1 << 24, NULL, NULL, 0,
-     "alternate steps: padding cap of a padded prompt batch (v0.2: 256; -1 = unpadded)"},
-    {"max_num_batched_tokens", PB_T_INT, false, 1, 1 << 24, NULL, NULL, 0,
-     "tokens per step cap (v0.1: 2560; v0.2: max(max_model_len, 2048))"},
-    {"max_num_seqs", PB_T_INT, false, 1, 1 << 20, NULL, NULL, 0, "sequences per step cap (default 256)"},
-    {"kv_profile_tokens", PB_T_INT, false, 1, 1 << 24, NULL, NULL, 0,
-     "tokens of the KV rule's activation pass (v0.1: 2048, engine/spec.h; v0.2: max_num_batched_tokens)"},
-    {"gpu_mem_util", PB_T_NUM, false, 0.05, 1.0, NULL, NULL, 0, "fraction of GPU memory usable (v0.1: 0.95; v0.2: 0.90)"},
-    {"swap_space_gib", PB_T_NUM, false, 0, 4096, NULL, NULL, 0, "CPU swap space per GPU, GiB (default 20)"},
-    {"sim", PB_T_MAP, false, 0, 0, NULL, NULL, 0,
-     "cost model: {attention_kernel: paged|contiguous, framework: python|cpp, profile: csv}"},
-    {"policy", PB_T_STR, false, 0, 0, NULL, NULL, 0,
-     "scheduler policy by name (default: the type's); its options are keys of this map (list --keys: options of the policies)"},
-    {"kv_slots", PB_T_INT, false, 0, 1e12, NULL, NULL, 0, "override the KV space, token slots (0 = from the specs)"},
-    {"max_clock_s", PB_T_NUM, false, 0, 1e9, NULL, NULL, 0, "stop a run at this simulated time (0 = never)"},
-    {NULL, 0, false, 0, 0, NULL, NULL, 0, NULL},
+    {.name = "block_size", .type = PB_T_INT, .lo = 1, .hi = 4096, .dflt = PB_XSTR(PB_PAGED_BLOCK_SIZE),
+     .scope = PB_SCOPE_VLLM, .doc = "tokens per KV block"},
+    {.name = "preemption", .type = PB_T_ENUM, .choices = "auto|swap|recompute", .dflt = "auto",
+     .scope = PB_SCOPE_VLLM, .doc = "auto = recompute single-sequence groups, swap multi-sequence ones"},
+    {.name = "reservation", .type = PB_T_ENUM, .choices = "oracle|pow2|max",
+     .dflt_rule = "the type's (pagedbench list: system types)", .scope = PB_SCOPE_ORCA | PB_SCOPE_FT,
+     .doc = "output slots reserved per request (ft: max only)"},
+    {.name = "watermark", .type = PB_T_NUM, .lo = 0, .hi = 0.5, .dflt = PB_XSTR(PB_PAGED_WATERMARK),
+     .scope = PB_SCOPE_VLLM, .doc = "free-block fraction kept at admission"},
+    {.name = "engine", .type = PB_T_ENUM, .choices = PB_VLLM_VERSION_CHOICES, .dflt = "v0.1", .scope = PB_SCOPE_VLLM,
+     .doc = "vLLM version whose knobs apply (v0.1: the paper's; table: engine/vllm_version.h)"},
+    {.name = "step_mode", .type = PB_T_ENUM, .choices = "mixed|alternate", .dflt_rule = FROM_ENGINE,
+     .scope = PB_SCOPE_VLLM, .doc = "mixed prompt+decode steps, or prompt-only and decode-only steps"},
+    {.name = "max_paddings", .type = PB_T_INT, .lo = -1, .hi = 1 << 24, .dflt_rule = FROM_ENGINE,
+     .scope = PB_SCOPE_VLLM, .doc = "alternate steps: padding cap of a padded prompt batch (-1 = unpadded)"},
+    {.name = "max_num_batched_tokens", .type = PB_T_INT, .lo = 1, .hi = 1 << 24, .dflt_rule = FROM_ENGINE,
+     .doc = "tokens per step cap"},
+    {.name = "max_num_seqs", .type = PB_T_INT, .lo = 1, .hi = 1 << 20, .dflt_rule = FROM_ENGINE,
+     .doc = "sequences per step cap"},
+    {.name = "kv_profile_tokens", .type = PB_T_INT, .lo = 1, .hi = 1 << 24, .dflt_rule = FROM_ENGINE,
+     .doc = "tokens of the KV rule's activation pass (engine/spec.h)"},
+    {.name = "gpu_mem_util", .type = PB_T_NUM, .lo = 0.05, .hi = 1.0, .dflt_rule = FROM_ENGINE,
+     .doc = "fraction of GPU memory usable"},
+    {.name = "swap_space_gib", .type = PB_T_NUM, .lo = 0, .hi = 4096, .dflt = "20", .scope = PB_SCOPE_VLLM,
+     .doc = "CPU swap space per GPU, GiB"},
+    {.name = "sim", .type = PB_T_MAP,
+     .doc = "cost model: {attention_kernel: paged|contiguous, framework: python|cpp, profile: csv}"},
+    {.name = "policy", .type = PB_T_STR, .dflt_rule = "the type's (pagedbench list: system types)",
+     .doc = "scheduler policy by name; its options are keys of this map (list --keys: options of the policies)"},
+    {.name = "kv_slots", .type = PB_T_INT, .lo = 0, .hi = 1e12, .dflt = "0",
+     .doc = "override the KV space, token slots (0 = from the specs)"},
+    {.name = "max_clock_s", .type = PB_T_NUM, .lo = 0, .hi = 1e9, .dflt = "0",
+     .doc = "stop a run at this simulated time (0 = never)"},
+    {0},
 };
 
 const pb_key pb_experiment_schema[] = {
-    {"name", PB_T_STR, true, 0, 0, NULL, NULL, 0, "unique experiment id (results/points/<name>/)"},
-    {"figure", PB_T_STR, true, 0, 0, NULL, NULL, 0, "figure id, e.g. fig12 (results/<figure>.csv)"},
-    {"panel", PB_T_STR, false, 0, 0, NULL, NULL, 0, "CSV `panel` value, e.g. a"},
-    {"title", PB_T_STR, false, 0, 0, NULL, NULL, 0, "panel title for the plot"},
-    {"description", PB_T_STR, false, 0, 0, NULL, NULL, 0, "what this reproduces; choices where the paper is silent"},
-    {"seed", PB_T_INT, false, 0, 9.007199254740992e15, NULL, NULL, 0, "seed of all randomness (default 0)"},
-    {"model", PB_T_MAP, true, 0, 0, NULL, NULL, 0, "model spec name (experiments/models/) or an inline spec"},
-    {"hardware", PB_T_MAP, true, 0, 0, NULL, NULL, 0, "hardware spec name (experiments/hardware/) or inline"},
-    {"gpus", PB_T_INT, false, 1, 1024, NULL, NULL, 0, "tensor-parallel degree (default 1)"},
-    {"executor", PB_T_ENUM, false, 0, 0, "sim|cpu|cuda", NULL, 0,
-     "sim (cost model), cpu (tiny real model), cuda; or a map {type, ...} (`executor.` keys)"},
-    {"workload", PB_T_MAP, true, 0, 0, NULL, NULL, 0, "the trace (schema: workloads/)"},
-    {"sweep", PB_T_LIST, false, 0, 0, NULL, AXIS_SCHEMA, 0, "sweep axes {axis, set, values}"},
-    {"systems", PB_T_LIST, true, 0, 0, NULL, pb_system_entry_schema, 0, "systems compared"},
-    {"tags", PB_T_MAP, false, 0, 0, NULL, NULL, 0, "constant CSV columns (dataset: alpaca)"},
-    {"columns", PB_T_LIST, false, 0, 0, NULL, NULL, PB_T_STR, "leading CSV columns of the figure"},
-    {"knee", PB_T_MAP, false, 0, 0, NULL, KNEE_SCHEMA, 0, "knee detection settings"},
-    {"slo", PB_T_MAP, false, 0, 0, NULL, SLO_SCHEMA, 0, "latency SLO for goodput and the slo_met check"},
-    {"quick", PB_T_MAP, false, 0, 0, NULL, QUICK_SCHEMA, 0, "what --quick changes"},
-    {"cost_model", PB_T_MAP, false, 0, 0, NULL, NULL, 0,
-     "sim: overrides of the hardware's cost_model: keys for this experiment (executors/executor_sim.h)"},
-    {"length_scale", PB_T_NUM, false, 1e-6, 1, NULL, NULL, 0,
-     "multiply every prompt and output length (rounded up) -- fits a trace to a tiny model (default 1)"},
-    {"clamp_to_max_len", PB_T_BOOL, false, 0, 0, NULL, NULL, 0,
-     "cut prompts to max_len - 1 and outputs to what is left of max_len (default false: longer prompts are dropped "
-     "from the trace for every system, n_dropped)"},
-    {"allow_rejected", PB_T_BOOL, false, 0, 0, NULL, NULL, 0,
-     "accept points where requests were rejected or left unfinished (complete 0): the run exits 0 (default false: 1)"},
-    {NULL, 0, false, 0, 0, NULL, NULL, 0, NULL},
+    {.name = "name", .type = PB_T_STR, .required = true, .doc = "unique experiment id (results/points/<name>/)"},
+    {.name = "figure", .type = PB_T_STR, .required = true, .doc = "figure id, e.g. fig12 (results/<figure>.csv)"},
+    {.name = "panel", .type = PB_T_STR, .dflt = "", .doc = "CSV `panel` value, e.g. a"},
+    {.name = "title", .type = PB_T_STR, .dflt_rule = "the name", .doc = "panel title for the plot"},
+    {.name = "description", .type = PB_T_STR, .dflt = "",
+     .doc = "what this reproduces; choices where the paper is silent"},
+    {.name = "seed", .type = PB_T_INT, .lo = 0, .hi = 9.007199254740992e15, .dflt = "0",
+     .doc = "seed of all randomness"},
+    {.name = "model", .type = PB_T_MAP, .required = true,
+     .doc = "model spec name (experiments/models/) or an inline spec"},
+    {.name = "hardware", .type = PB_T_MAP, .required = true,
+     .doc = "hardware spec name (experiments/hardware/) or inline"},
+    {.name = "gpus", .type = PB_T_INT, .lo = 1, .hi = 1024, .dflt = "1", .doc = "tensor-parallel degree"},
+    {.name = "executor", .type = PB_T_ENUM, .choices = "sim|cpu|cuda", .dflt = "sim",
+     .doc = "sim (cost model), cpu (tiny real model), cuda; or a map {type, ...} (`executor.` keys)"},
+    {.name = "fast_forward", .type = PB_T_BOOL, .dflt = "true",
+     .doc = "replay steady decode steps in bulk (engine fast path); false runs the step-by-step reference"},
+    {.name = "workload", .type = PB_T_MAP, .required = true, .doc = "the trace (schema: workloads/)"},
+    {.name = "sweep", .type = PB_T_LIST, .sub = AXIS_SCHEMA, .doc = "sweep axes {axis, set, values}"},
+    {.name = "systems", .type = PB_T_LIST, .required = true, .sub = pb_system_entry_schema, .doc = "systems compared"},
+    {.name = "tags", .type = PB_T_MAP, .doc = "constant CSV columns (dataset: alpaca)"},
+    {.name = "columns", .type = PB_T_LIST, .elem = PB_T_STR, .doc = "leading CSV columns of the figure"},
+    {.name = "knee", .type = PB_T_MAP, .sub = KNEE_SCHEMA, .doc = "knee detection settings"},
+    {.name = "slo", .type = PB_T_MAP, .sub = SLO_SCHEMA, .doc = "latency SLO for goodput and the slo_met check"},
+    {.name = "quick", .type = PB_T_MAP, .sub = QUICK_SCHEMA, .doc = "what --quick changes"},
+    {.name = "cost_model", .type = PB_T_MAP,
+     .doc = "sim: overrides of the hardware's cost_model: keys for this experiment (executors/executor_sim.h)"},
+    {.name = "length_scale", .type = PB_T_NUM, .lo = 1e-6, .hi = 1, .dflt = "1",
+     .doc = "multiply every prompt and output length (rounded up): fits a trace to a tiny model"},
+    {.name = "clamp_to_max_len", .type = PB_T_BOOL, .dflt = "false",
+     .doc = "cut prompts to max_len - 1 and outputs to what is left of max_len (false: longer prompts are rejected)"},
+    {0},
 };
 
 const pb_key *pb_system_entry_keys(pb_key out[PB_SYSTEM_MAX_KEYS]) {
@@ -138,8 +166,8 @@ const pb_key *pb_system_entry_keys(pb_key out[PB_SYSTEM_MAX_KEYS]) {
 /* ---- helpers ---- */
 const char *pb_experiment_executor_type(const pb_node *root) {
     const pb_node *x = pb_node_get(root, "executor");
-    if (x && x->kind == PB_NODE_MAP) return pb_node_str(x, "type", "sim");
-    return pb_node_str(root, "executor", "sim");
+    if (x && x->kind == PB_NODE_MAP) return pb_schema_str(pb_executor_schema, x, "type");
+    return pb_schema_str(pb_experiment_schema, root, "executor");
 }
 
 void pb_fmt_num(char *buf, size_t n, double v) {
@@ -250,7 +278,7 @@ pb_status pb_experiment_validate_tree(const pb_node *root, pb_cfg_err *err) {
         const pb_node *sy = pb_node_get(root, "systems");
         for (int i = 0; sy && i < sy->n_kids; i++) {
             const pb_node *simn = pb_node_get(sy->kids[i], "sim");
-            pb_sim_params sp;
+            pb_sim_params sp = pb_sim_params_default();
             if (simn && pb_sim_params_from_node(simn, &sp, err)) s4 = PB_ERR_INVALID;
         }
         const pb_node *cm = pb_node_get(root, "cost_model");
@@ -395,21 +423,22 @@ static bool name_ok(const pb_node *parent, const char *key, const char *what, co
 
 /* The top-level scalars: names, knee, --quick's thinning, tags and columns. */
 static pb_status read_header(pb_experiment *e, const pb_node *root, bool quick, pb_cfg_err *err) {
-    e->name = pb_node_str(root, "name", "?");
+    const pb_key *S = pb_experiment_schema;
+    e->name = pb_schema_str(S, root, "name");
     if (!name_ok(root, "name", "name", e->name, err)) return PB_ERR_INVALID;
-    e->figure = pb_node_str(root, "figure", "?");
+    e->figure = pb_schema_str(S, root, "figure");
     if (!name_ok(root, "figure", "figure", e->figure, err)) return PB_ERR_INVALID;
-    e->panel = pb_node_str(root, "panel", "");
-    e->title = pb_node_str(root, "title", e->name);
+    e->panel = pb_schema_str(S, root, "panel");
+    e->title = pb_schema_str_or(S, root, "title", e->name);
     e->executor = pb_experiment_executor_type(root);
-    e->seed = (uint64_t)pb_node_int(root, "seed", 0);
-    e->gpus = (int)pb_node_int(root, "gpus", 1);
-    e->knee_metric = pb_node_str(root, "knee.metric", "normalized_latency");
-    e->knee_threshold = pb_node_num(root, "knee.threshold", 0.2);
-    e->knee_axis = pb_node_str(root, "knee.axis", "request_rate");
-    e->quick_thin = quick ? (int)pb_node_int(root, "quick.thin", 1) : 1;
-    e->knee_refine = (int)pb_node_int(root, "knee.refine", 0);
-    e->allow_rejected = pb_node_bool(root, "allow_rejected", false);
+    e->seed = (uint64_t)pb_schema_int(S, root, "seed");
+    e->gpus = (int)pb_schema_int(S, root, "gpus");
+    e->knee_metric = pb_schema_str(S, root, "knee.metric");
+    e->knee_threshold = pb_schema_num(S, root, "knee.threshold");
+    e->knee_axis = pb_schema_str(S, root, "knee.axis");
+    e->quick_thin = quick ? (int)pb_schema_int(S, root, "quick.thin") : 1;
+    e->knee_refine = (int)pb_schema_int(S, root, "knee.refine");
+    e->allow_rejected = pb_schema_bool(S, root, "allow_rejected");
     if (quick && e->knee_refine > 1) e->knee_refine = 1;
 
     const pb_node *qs = pb_node_get(root, "quick.set");
@@ -434,8 +463,8 @@ static pb_status read_axes(pb_experiment *e, const pb_node *root, pb_cfg_err *er
         const pb_node *ax = sw->kids[i];
         if (i == PB_EXP_MAX_AXES) return pb_cfg_fail(err, ax, false, "sweep: at most %d axes", PB_EXP_MAX_AXES);
         pb_axis *a = &e->axes[e->n_axes++];
-        a->axis = pb_node_str(ax, "axis", "?");
-        a->set = pb_node_str(ax, "set", "?");
+        a->axis = pb_schema_str(AXIS_SCHEMA, ax, "axis");
+        a->set = pb_schema_str(AXIS_SCHEMA, ax, "set");
         a->n = pb_node_num_list(ax, "values", &a->values);
         for (const char *c = a->axis; *c; c++)   /* a CSV column's name, and a line of the point files */
             if ((unsigned char)*c < ' ')
@@ -481,12 +510,12 @@ static pb_status read_system(pb_experiment *e, int i, const pb_node *sn, pb_cfg_
     if (i == PB_EXP_MAX_SYSTEMS) return pb_cfg_fail(err, sn, false, "systems: at most %d", PB_EXP_MAX_SYSTEMS);
     pb_system_spec *s = &e->systems[e->n_systems++];
     s->node = sn;
-    s->id = pb_node_str(sn, "name", "?");
+    s->id = pb_schema_str(pb_system_entry_schema, sn, "name");
     char what[64];
     snprintf(what, sizeof what, "systems.%d.name", i);
     if (!name_ok(sn, "name", what, s->id, err)) return PB_ERR_INVALID;
-    s->label = pb_node_str(sn, "label", s->id);
-    const char *t = pb_node_str(sn, "type", "vllm");
+    s->label = pb_schema_str_or(pb_system_entry_schema, sn, "label", s->id);
+    const char *t = pb_schema_str(pb_system_entry_schema, sn, "type");
     s->type = !strcmp(t, "orca") ? PB_SYS_ORCA : !strcmp(t, "ft") ? PB_SYS_FT : PB_SYS_VLLM;
     for (int j = 0; j < i; j++)
         if (!strcmp(e->systems[j].id, s->id))

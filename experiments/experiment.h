@@ -7,19 +7,17 @@
  *     point = one system x one combination of the sweep axes' values
  * as an independent simulation, so points can run in any order and in parallel.
  *
- * Top-level keys (experiment_schema; `pagedbench list --keys` prints them):
- *   name        unique id; points go to results/points/<name>/ ([A-Za-z0-9][A-Za-z0-9._-]*,
- *               as are system names)
- *   figure      figure it belongs to (fig12); results/<figure>.csv merges all its panels
- *   panel       value of the CSV `panel` column;  title: the panel's plot title
- *   description free text (the settings and why, where the paper is silent)
- *   seed        seed of everything random (default 0; a sweep axis may set it)
- *   model, hardware   spec names (experiments/models/<name>.yaml, hardware/<name>.yaml)
- *   gpus        tensor-parallel degree (default 1)
- *   executor    sim | cpu | cuda  (default sim), or a map (pb_executor_schema):
- *               {type: cpu, fixed_latency_s: 0.01, kv_slots: 8192, kv_mib: 64, swap_slots: N}
- *               -- real executors' deterministic clock and KV / swap sizes (system.h)
- *   length_scale, clamp_to_max_len   fit a trace to a small model (system.h)
+ * Every key an experiment YAML may hold is declared once, in experiment.c (the
+ * experiment's, a system's and `executor:`'s tables) or in the module that reads its
+ * section (workloads/workload.h, engine/spec.h, executors/executor_sim.h, each
+ * policy's options): name, type, range or choices, default, doc line (config.h
+ * pb_key).  `pagedbench list --keys` prints them.  The shape:
+ *   name, figure, panel, title, description    ids and labels
+ *   seed, model, hardware, gpus, executor      what runs: spec names (experiments/
+ *                                              models/<name>.yaml, hardware/<name>.yaml)
+ *                                              or inline maps; executor sim | cpu | cuda,
+ *                                              or a map {type, ...} (pb_executor_schema)
+ *   length_scale, clamp_to_max_len             fit a trace to a small model (system.h)
  *   workload    the trace to generate (schema in workloads/)
  *   sweep       list of axes {axis, set, values}: `set` is a config path assigned the
  *               value at each point, e.g. {axis: request_rate, set: workload.rate, ...};
@@ -29,7 +27,8 @@
  *   cost_model  sim: overrides of the hardware spec's cost_model keys, for this
  *               experiment (sweepable: set: cost_model.attn_paged_block_ns)
  *   systems     list of {name, label, type: vllm|orca|ft, tags, sweep, options...}:
- *               `sweep: {request_rate: [...]}` overrides an axis' values for one system
+ *               `sweep: {request_rate: [...]}` overrides an axis' values for one system;
+ *               a key scoped to other types (pb_key.scope) is an error (system.c)
  *   tags        extra CSV columns with constant values (dataset: sharegpt)
  *   columns     the leading CSV columns of the figure, in order
  *   knee        {metric, threshold, refine}: the sustainable-rate threshold (s/token)
@@ -66,6 +65,16 @@ extern "C" {
 #define PB_NAME_MAX 128            /* bytes of a name used in file names (pb_name_ok)        */
 
 typedef enum { PB_SYS_VLLM = 0, PB_SYS_ORCA = 1, PB_SYS_FT = 2 } pb_system_type;
+#define PB_SYSTEM_TYPES "vllm|orca|ft"      /* `type:` choices, in pb_system_type order */
+
+/* Scopes (config.h pb_key.scope): the system types that read a system's key, the
+   executor types (sim|cpu|cuda) that read a key of `executor:`. */
+#define PB_SCOPE_VLLM (1u << PB_SYS_VLLM)
+#define PB_SCOPE_ORCA (1u << PB_SYS_ORCA)
+#define PB_SCOPE_FT (1u << PB_SYS_FT)
+#define PB_SCOPE_REAL 6u                    /* cpu and cuda, the real executors */
+
+#define PB_SYSTEM_CPU_KV_MIB 64             /* the cpu executor's KV cap, MiB (kv_mib) */
 
 typedef struct {                    /* a constant CSV column */
     const char *name, *value;
@@ -108,10 +117,10 @@ typedef struct {
     pb_tag tags[PB_EXP_MAX_TAGS];
     int n_columns;
     const char *columns[PB_EXP_MAX_COLUMNS];
-    const char *knee_metric;        /* default normalized_latency                          */
-    double knee_threshold;          /* default 0.2 s/token (PAPER.md's rough check)        */
-    const char *knee_axis;          /* default request_rate                                */
-    int knee_refine;                /* refinement rounds (default 0; --quick: at most 1)   */
+    const char *knee_metric;        /* knee: (experiment.c KNEE_SCHEMA)                    */
+    double knee_threshold;
+    const char *knee_axis;
+    int knee_refine;                /* refinement rounds (--quick: at most 1)              */
     int quick_thin;                 /* --quick keeps every k-th axis value (1 = all)       */
     int n_quick_sets;
     const char *quick_sets[16];     /* --quick's config overrides                          */

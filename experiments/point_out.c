@@ -134,7 +134,8 @@ pb_status pb_point_out_fill(const pb_point_ctx *pt, const pb_metrics *m, const c
     pb_pm_set(out, "complete", complete ? 1 : 0);
 
     const pb_node *slo = pb_node_get(pt->root, "slo");
-    double slo_ttft = pb_node_num(slo, "ttft_ms", 0), slo_tpot = pb_node_num(slo, "tpot_ms", 0);
+    double slo_ttft = pb_schema_num(pb_experiment_schema, pt->root, "slo.ttft_ms");
+    double slo_tpot = pb_schema_num(pb_experiment_schema, pt->root, "slo.tpot_ms");
     int64_t met = 0;
     double frac = 0, rate = 0;
     bool slo_ok = false;

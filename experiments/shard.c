@@ -25,7 +25,7 @@ int64_t pb_point_cost(const pb_experiment *e, int sys, int point) {
         int lvl = pb_log_level;
         pb_log_level = 0;   /* "file not found, built-in distribution" is said when the point runs */
         if (!pb_workload_generate(&wc, e->seed, &t, msg, sizeof msg)) {
-            pb_trace_fit(&t, pb_node_num(pb_config_root(e->cfg), "length_scale", 1.0), false, 0);
+            pb_trace_fit(&t, pb_schema_num(pb_experiment_schema, pb_config_root(e->cfg), "length_scale"), false, 0);
             for (int64_t i = 0; i < t.n; i++) {
                 const pb_request *r = &t.reqs[i];
                 cost += r->prompt_len + (int64_t)r->output_len * PB_MAX(PB_MAX(r->n, r->beam_width), 1);

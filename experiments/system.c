@@ -24,6 +24,17 @@
 
 #define GIB (1024.0 * 1024.0 * 1024.0)
 
+/* The executor's map (executor: {type, ...}), or NULL for a bare `executor: sim` etc. */
+static const pb_node *executor_map(const pb_node *root) {
+    const pb_node *exn = pb_node_get(root, "executor");
+    return exn && exn->kind == PB_NODE_MAP ? exn : NULL;
+}
+
+/* The real executor's cap of the KV space per GPU, MiB (0: none): kv_mib's rule. */
+static double kv_mib_of(const pb_node *exn, const char *executor) {
+    return pb_schema_num_or(pb_executor_schema, exn, "kv_mib", !strcmp(executor, "cpu") ? PB_SYSTEM_CPU_KV_MIB : 0);
+}
+
 void pb_system_describe_executor(const pb_experiment *e, char *buf, size_t n) {
     const pb_node *root = pb_config_root(e->cfg);
     const char *hw = pb_node_str(root, "hardware.name", "?");
@@ -31,64 +42,75 @@ void pb_system_describe_executor(const pb_experiment *e, char *buf, size_t n) {
     if (!strcmp(e->executor, "sim"))
         snprintf(buf, n, "sim: cost model of %s x%d, %s (no GPU used)", hw, e->gpus, model);
     else if (!strcmp(e->executor, "cpu")) {
-        const pb_node *x = pb_node_get(root, "executor");
+        const pb_node *x = executor_map(root);
         char kv[128], lat[64] = "";
-        if (pb_node_int(x, "kv_slots", 0) > 0)
-            snprintf(kv, sizeof kv, "KV space %lld token slots", (long long)pb_node_int(x, "kv_slots", 0));
+        int64_t slots = pb_schema_int(pb_executor_schema, x, "kv_slots");
+        double fixed = pb_schema_num(pb_executor_schema, x, "fixed_latency_s");
+        if (slots > 0)
+            snprintf(kv, sizeof kv, "KV space %lld token slots", (long long)slots);
         else
-            snprintf(kv, sizeof kv, "KV space of %s x%d capped at %g MiB", hw, e->gpus,
-                     pb_node_num(x, "kv_mib", PB_SYSTEM_CPU_KV_MIB));
-        if (pb_node_num(x, "fixed_latency_s", 0) > 0)
-            snprintf(lat, sizeof lat, ", fixed step latency %g s", pb_node_num(x, "fixed_latency_s", 0));
+            snprintf(kv, sizeof kv, "KV space of %s x%d capped at %g MiB", hw, e->gpus, kv_mib_of(x, "cpu"));
+        if (fixed > 0) snprintf(lat, sizeof lat, ", fixed step latency %g s", fixed);
         snprintf(buf, n, "cpu: real %s forward pass on the host CPU, %s%s", model, kv, lat);
     } else {
         snprintf(buf, n, "cuda: real %s on the local GPU(s), KV budget of %s x%d", model, hw, e->gpus);
     }
 }
 
-/* The system's vLLM knobs: the defaults of its `engine:` version (v0.1 unless
-   given; engine/vllm_version.h holds the table) with the explicit keys step_mode,
-   max_paddings, max_num_batched_tokens, max_num_seqs, gpu_mem_util and
-   kv_profile_tokens on top.  The schema has already checked every value. */
+#define SYS pb_system_entry_schema    /* a system's keys (experiment.c) */
+
+/* The system's vLLM knobs: the table's values for its `engine:` version
+   (engine/vllm_version.h) with the explicit keys step_mode, max_paddings,
+   max_num_batched_tokens, max_num_seqs, gpu_mem_util and kv_profile_tokens on top
+   (declared with that rule).  The schema has already checked every value. */
 static void system_vllm_knobs(const pb_node *sys, int32_t max_model_len, pb_vllm_knobs *k) {
-    pb_vllm_version v = PB_VLLM_V01;
-    pb_vllm_version_parse(pb_node_str(sys, "engine", "v0.1"), &v);
+    pb_vllm_version v;
+    PB_ASSERT(pb_vllm_version_parse(pb_schema_str(SYS, sys, "engine"), &v));
     pb_vllm_knobs_default(v, max_model_len, k);
-    pb_step_mode_parse(pb_node_str(sys, "step_mode", pb_step_mode_str(k->step_mode)), &k->step_mode);
-    k->max_paddings = (int32_t)pb_node_int(sys, "max_paddings", k->max_paddings);
-    k->max_num_batched_tokens = (int32_t)pb_node_int(sys, "max_num_batched_tokens", k->max_num_batched_tokens);
-    k->max_num_seqs = (int32_t)pb_node_int(sys, "max_num_seqs", k->max_num_seqs);
-    k->gpu_mem_util = pb_node_num(sys, "gpu_mem_util", k->gpu_mem_util);
-    k->kv_profile_tokens = (int32_t)pb_node_int(sys, "kv_profile_tokens", k->kv_profile_tokens);
+    pb_step_mode_parse(pb_schema_str_or(SYS, sys, "step_mode", pb_step_mode_str(k->step_mode)), &k->step_mode);
+    k->max_paddings = (int32_t)pb_schema_int_or(SYS, sys, "max_paddings", k->max_paddings);
+    k->max_num_batched_tokens =
+        (int32_t)pb_schema_int_or(SYS, sys, "max_num_batched_tokens", k->max_num_batched_tokens);
+    k->max_num_seqs = (int32_t)pb_schema_int_or(SYS, sys, "max_num_seqs", k->max_num_seqs);
+    k->gpu_mem_util = pb_schema_num_or(SYS, sys, "gpu_mem_util", k->gpu_mem_util);
+    k->kv_profile_tokens = (int32_t)pb_schema_int_or(SYS, sys, "kv_profile_tokens", k->kv_profile_tokens);
 }
 
 /* ---- the system types: one table ----
- * Each type names its KV manager, its default policy and its executor defaults, and
- * lists the options (keys of the system's map) it reads.  Whatever names the policy
- * (the type, or `policy:`), the policy gets ONE options node: the keys of the
- * system's map that the policy declares as its options (policy.h pb_policy_keys), so
- * `type: ft` and `type: ft, policy: ft` read max_batch the same way. */
+ * Each type names its KV manager and the defaults that follow from the type (the
+ * keys declared "the type's": policy, reservation, sim attention_kernel and
+ * framework).  Which keys a type reads is each key's declaration (pb_key.scope).
+ * Whatever names the policy (the type, or `policy:`), the policy gets ONE options
+ * node: the keys of the system's map that the policy declares as its options
+ * (policy.h pb_policy_keys), so `type: ft` and `type: ft, policy: ft` read max_batch
+ * the same way. */
 typedef struct {
-    const char *name;
+    const char *name;           /* its `type:` choice (PB_SYSTEM_TYPES)                  */
     pb_system_type type;
     bool paged;                 /* paged KV manager (else contiguous)                   */
-    const char *policy;         /* default policy (experiments/policy_registry.c)            */
-    pb_sim_attn attn;           /* sim defaults                                          */
+    const char *policy;         /* its policy (experiments/policy_registry.c)            */
+    const char *reservation;    /* contiguous managers' reservation rule                 */
+    pb_sim_attn attn;           /* the sim executor's attention kernel and framework     */
     pb_sim_framework fw;
-    const char *options;        /* keys only this type reads, "|"-separated              */
 } sys_type;
 
 static const sys_type TYPES[] = {
-    {"vllm", PB_SYS_VLLM, true, "vllm", PB_SIM_ATTN_PAGED, PB_SIM_FW_PYTHON,
-     "block_size|preemption|watermark|swap_space_gib|engine|step_mode|max_paddings"},
-    {"orca", PB_SYS_ORCA, false, "orca", PB_SIM_ATTN_CONTIGUOUS, PB_SIM_FW_PYTHON, "reservation"},
-    {"ft", PB_SYS_FT, false, "ft", PB_SIM_ATTN_CONTIGUOUS, PB_SIM_FW_CPP, "reservation"},
+    {"vllm", PB_SYS_VLLM, true, "vllm", NULL, PB_SIM_ATTN_PAGED, PB_SIM_FW_PYTHON},
+    {"orca", PB_SYS_ORCA, false, "orca", "oracle", PB_SIM_ATTN_CONTIGUOUS, PB_SIM_FW_PYTHON},
+    {"ft", PB_SYS_FT, false, "ft", "max", PB_SIM_ATTN_CONTIGUOUS, PB_SIM_FW_CPP},
 };
-/* keys every type reads */
-static const char COMMON_KEYS[] =
-    "name|label|type|tags|sweep|policy|sim|kv_slots|max_clock_s|max_num_batched_tokens|max_num_seqs|"
-    "kv_profile_tokens|gpu_mem_util";
 
+void pb_system_types_describe(FILE *f) {
+    for (size_t i = 0; i < PB_ARRAY_LEN(TYPES); i++) {
+        const sys_type *t = &TYPES[i];
+        fprintf(f, "  %-5s %s KV manager, policy %s", t->name, t->paged ? "paged" : "contiguous", t->policy);
+        if (t->reservation) fprintf(f, ", reservation %s", t->reservation);
+        fprintf(f, ", sim attention_kernel %s, framework %s\n", t->attn == PB_SIM_ATTN_PAGED ? "paged" : "contiguous",
+                t->fw == PB_SIM_FW_CPP ? "cpp" : "python");
+    }
+}
+
+/* Is key one of "a|b|c"? */
 static bool in_list(const char *list, const char *key) {
     size_t lk = strlen(key);
     for (const char *p = list; *p;) {
@@ -129,6 +151,7 @@ typedef struct {
     pb_workload_cfg wc;
     double length_scale;
     bool clamp;
+    bool fast_forward;          /* the engine's fast path (engine.h)                      */
     pb_sim_cost cost;
     pb_sim_params sp;
 } plan;
@@ -144,8 +167,8 @@ static pb_status plan_model(plan *P, const pb_node *root, pb_cfg_err *ce) {
     if (pb_model_from_node(pb_node_get(root, "model"), &P->model, ce) ||
         pb_hw_from_node(pb_node_get(root, "hardware"), &P->hw, ce))
         return PB_ERR_INVALID;
-    P->tp = (int32_t)pb_node_int(root, "gpus", 1);
-    P->seed = (uint64_t)pb_node_int(root, "seed", 0);
+    P->tp = (int32_t)pb_schema_int(pb_experiment_schema, root, "gpus");
+    P->seed = (uint64_t)pb_schema_int(pb_experiment_schema, root, "seed");
     const pb_node *gn = pb_node_get(root, "gpus") ? pb_node_get(root, "gpus") : root;
     if (P->model.n_heads % P->tp || P->model.n_kv_heads % P->tp)
         return pb_cfg_fail(ce, gn, false,
@@ -170,7 +193,7 @@ static int option_owners(const char *key, char *buf, size_t n) {
    reads); its options are copied into P->policy_opts and checked as its constructor
    will check them.  Every bad key is recorded, not only the first. */
 static pb_status plan_policy(plan *P, const pb_node *sys, const char *kp, pb_cfg_err *ce) {
-    P->policy = pb_node_str(sys, "policy", P->type->policy);
+    P->policy = pb_schema_str_or(SYS, sys, "policy", P->type->policy);
     const pb_policy_entry *pe = pb_policy_find(P->policy);
     if (!pe)
         return pb_cfg_fail(ce, pb_node_get(sys, "policy"), false, "%s.policy: unknown policy '%s' (known: %s)", kp,
@@ -179,12 +202,13 @@ static pb_status plan_policy(plan *P, const pb_node *sys, const char *kp, pb_cfg
     pb_status st = PB_OK;
     for (int i = 0; i < sys->n_kids; i++) {
         const pb_node *k = sys->kids[i];
-        if (in_list(P->type->options, k->key) && pe->keys->ignores && in_list(pe->keys->ignores, k->key)) {
+        const pb_key *d = pb_schema_find(SYS, k->key);
+        if (d && pb_key_in_scope(SYS, d, P->type->name)) {
+            if (!pe->keys->ignores || !in_list(pe->keys->ignores, k->key)) continue;
             st = pb_cfg_fail(ce, k, true, "%s.%s: policy %s has a fixed step and does not read '%s'", kp,
                              k->key, P->policy, k->key);
             continue;
         }
-        if (in_list(COMMON_KEYS, k->key) || in_list(P->type->options, k->key)) continue;
         if (pb_policy_option_find(pe->keys, k->key)) {
             pb_node_put(P->tmp, P->policy_opts, k->key, pb_config_clone_node(P->tmp, k));
             continue;
@@ -200,29 +224,33 @@ static pb_status plan_policy(plan *P, const pb_node *sys, const char *kp, pb_cfg
     return st;
 }
 
-/* The engine's knobs (system_vllm_knobs) and the step limits they set; max_clock_s. */
-static void plan_engine(plan *P, const pb_node *sys) {
+/* The engine's knobs (system_vllm_knobs) and the step limits they set; max_clock_s;
+   fast_forward. */
+static void plan_engine(plan *P, const pb_node *root, const pb_node *sys) {
     system_vllm_knobs(sys, P->model.max_len, &P->knobs);
     P->max_tokens = P->knobs.max_num_batched_tokens;
     P->max_seqs = P->knobs.max_num_seqs;
     P->util = P->knobs.gpu_mem_util;
     P->profile_tokens = pb_vllm_knobs_profile_tokens(&P->knobs);
-    P->max_clock_s = pb_node_num(sys, "max_clock_s", 0);
+    P->max_clock_s = pb_schema_num(SYS, sys, "max_clock_s");
+    P->fast_forward = pb_schema_bool(pb_experiment_schema, root, "fast_forward");
 }
 
 /* The KV manager's parameters: block size, swap space, watermark, preemption mode and
    reservation rule.  FasterTransformer reserves only `max`; a block fits the model. */
 static pb_status plan_kv_manager(plan *P, const pb_node *sys, const char *kp, pb_cfg_err *ce) {
-    P->block_size = (int32_t)pb_node_int(sys, "block_size", 16);
-    P->swap_gib = pb_node_num(sys, "swap_space_gib", 20.0);
-    P->watermark = pb_node_num(sys, "watermark", 0.01);
-    P->pmode = PB_PREEMPT_AUTO;
-    pb_preempt_mode_parse(pb_node_str(sys, "preemption", "auto"), &P->pmode);   /* validated: an enum */
+    P->block_size = (int32_t)pb_schema_int(SYS, sys, "block_size");
+    P->swap_gib = pb_schema_num(SYS, sys, "swap_space_gib");
+    P->watermark = pb_schema_num(SYS, sys, "watermark");
+    PB_ASSERT(pb_preempt_mode_parse(pb_schema_str(SYS, sys, "preemption"), &P->pmode));   /* validated: an enum */
     P->rule = PB_RESV_MAX;
-    if (P->type->type == PB_SYS_ORCA) pb_resv_rule_parse(pb_node_str(sys, "reservation", "oracle"), &P->rule);
-    if (P->type->type == PB_SYS_FT && strcmp(pb_node_str(sys, "reservation", "max"), "max"))
-        return pb_cfg_fail(ce, pb_node_get(sys, "reservation"), false,
-                           "%s.reservation: FasterTransformer reserves the maximum length (only `max`)", kp);
+    if (P->type->reservation) {
+        const char *resv = pb_schema_str_or(SYS, sys, "reservation", P->type->reservation);
+        PB_ASSERT(pb_resv_rule_parse(resv, &P->rule));
+        if (P->type->type == PB_SYS_FT && P->rule != PB_RESV_MAX)
+            return pb_cfg_fail(ce, pb_node_get(sys, "reservation"), false,
+                               "%s.reservation: FasterTransformer reserves the maximum length (only `max`)", kp);
+    }
     if (P->block_size > P->model.max_len)
         return pb_cfg_fail(ce, pb_node_get(sys, "block_size"), false,
                            "%s.block_size: %d is larger than %s's longest sequence (%d tokens)", kp, P->block_size,
@@ -230,30 +258,29 @@ static pb_status plan_kv_manager(plan *P, const pb_node *sys, const char *kp, pb
     return PB_OK;
 }
 
-/* The executor's map (executor: {type, ...}), or NULL for a bare `executor: sim` etc. */
-static const pb_node *executor_map(const pb_node *root) {
-    const pb_node *exn = pb_node_get(root, "executor");
-    return exn && exn->kind == PB_NODE_MAP ? exn : NULL;
-}
-
 /* The executor: its type, and the keys only the real executors read (an error under sim). */
 static pb_status plan_executor(plan *P, const pb_node *root, pb_cfg_err *ce) {
     P->executor = pb_experiment_executor_type(root);
     P->real = strcmp(P->executor, "sim") != 0;
     const pb_node *exn = executor_map(root);
-    static const char *const REAL_ONLY[] = {"fixed_latency_s", "kv_mib", "swap_slots"};
-    for (size_t i = 0; !P->real && exn && i < PB_ARRAY_LEN(REAL_ONLY); i++)
-        if (pb_node_has(exn, REAL_ONLY[i]))
-            return pb_cfg_fail(ce, pb_node_get(exn, REAL_ONLY[i]), true,
-                               "executor.%s: only the real executors (cpu, cuda) read it (executor: sim)", REAL_ONLY[i]);
-    P->fixed_latency_s = pb_node_num(exn, "fixed_latency_s", 0);
+    for (int i = 0; exn && i < exn->n_kids; i++) {
+        const pb_key *d = pb_schema_find(pb_executor_schema, exn->kids[i]->key);
+        if (d && !pb_key_in_scope(pb_executor_schema, d, P->executor)) {
+            char scope[128];
+            pb_key_scope_names(pb_executor_schema, d, scope, sizeof scope);
+            return pb_cfg_fail(ce, exn->kids[i], true,
+                               "executor.%s: only the real executors (%s) read it (executor: %s)", d->name, scope,
+                               P->executor);
+        }
+    }
+    P->fixed_latency_s = pb_schema_num(pb_executor_schema, exn, "fixed_latency_s");
     return PB_OK;
 }
 
 /* The KV space given in token slots: the system's kv_slots, else the executor's; <= 0: none. */
 static int64_t kv_slots_given(const pb_node *root, const pb_node *sys) {
-    int64_t kv_slots = pb_node_int(sys, "kv_slots", 0);
-    return kv_slots > 0 ? kv_slots : pb_node_int(executor_map(root), "kv_slots", 0);
+    int64_t kv_slots = pb_schema_int(SYS, sys, "kv_slots");
+    return kv_slots > 0 ? kv_slots : pb_schema_int(pb_executor_schema, executor_map(root), "kv_slots");
 }
 
 /* KV space: the paper harness's rule; contiguous managers count slots.  Overrides:
@@ -279,14 +306,14 @@ static pb_status plan_kv_space(plan *P, const pb_node *root, const pb_node *sys,
                            P->hw.name, P->tp, P->model.name, pb_param_bytes(&P->model) / P->tp / GIB);
     int64_t n_gpu_blocks = kv_slots > 0 ? kv_slots / unit : cap.num_blocks;
     double bytes_per_token = pb_kv_bytes_per_token(&P->model, P->tp);
-    double kv_mib = P->real ? pb_node_num(exn, "kv_mib", !strcmp(P->executor, "cpu") ? PB_SYSTEM_CPU_KV_MIB : 0) : 0;
+    double kv_mib = P->real ? kv_mib_of(exn, P->executor) : 0;
     if (kv_mib > 0) {
         int64_t max_blocks = (int64_t)floor(kv_mib * 1024.0 * 1024.0 / bytes_per_token) / unit;
         if (n_gpu_blocks > max_blocks) n_gpu_blocks = max_blocks;
     }
     int64_t n_cpu_blocks = (int64_t)floor(P->swap_gib * GIB / (bytes_per_token * P->block_size));
     /* a real executor allocates its swap pool: as large as the KV space unless stated */
-    int64_t swap_slots = pb_node_int(exn, "swap_slots", -1);
+    int64_t swap_slots = pb_schema_int_or(pb_executor_schema, exn, "swap_slots", -1);   /* -1: the rule */
     if (P->real) n_cpu_blocks = swap_slots >= 0 ? PB_MIN(n_cpu_blocks, swap_slots / P->block_size)
                                                 : PB_MIN(n_cpu_blocks, n_gpu_blocks);
     P->n_gpu_blocks = n_gpu_blocks;
@@ -305,7 +332,7 @@ static double phys_mem_bytes(void) {
    kv_slots or kv_mib, else the system's block_size, else the hardware. */
 static const pb_node *kv_blame(const pb_node *root, const pb_node *sys) {
     const pb_node *n = pb_node_get(sys, "kv_slots");
-    if (!n || pb_node_int(sys, "kv_slots", 0) <= 0) n = NULL;
+    if (!n || pb_schema_int(SYS, sys, "kv_slots") <= 0) n = NULL;
     const pb_node *x = executor_map(root);
     if (!n && x) n = pb_node_get(x, "kv_slots") ? pb_node_get(x, "kv_slots") : pb_node_get(x, "kv_mib");
     if (!n) n = pb_node_get(sys, "block_size");
@@ -363,8 +390,8 @@ static pb_status plan_workload(plan *P, const pb_node *root, pb_cfg_err *ce) {
                                "workload.%s: %.3g requests (rate x duration_s) is above the cap of %.0f per point",
                                a->num > 0 ? "num_requests" : "rate", expect, PB_SYSTEM_MAX_REQUESTS);
     }
-    P->length_scale = pb_node_num(root, "length_scale", 1.0);
-    P->clamp = pb_node_bool(root, "clamp_to_max_len", false);
+    P->length_scale = pb_schema_num(pb_experiment_schema, root, "length_scale");
+    P->clamp = pb_schema_bool(pb_experiment_schema, root, "clamp_to_max_len");
     /* settings under which no request could ever run are errors here, not a run of
        rejections: a shared prefix as long as the context, more sequences per request
        than a step may hold */
@@ -403,15 +430,7 @@ static pb_status plan_sim(plan *P, const pb_node *root, const pb_node *sys, cons
     P->sp = pb_sim_params_default();
     P->sp.attn = P->type->attn;
     P->sp.framework = P->type->fw;
-    const pb_node *simn = pb_node_get(sys, "sim");
-    if (simn) {
-        pb_sim_params over2;
-        if (pb_sim_params_from_node(simn, &over2, ce)) return PB_ERR_INVALID;
-        if (pb_node_has(simn, "attention_kernel")) P->sp.attn = over2.attn;
-        if (pb_node_has(simn, "framework")) P->sp.framework = over2.framework;
-        if (pb_node_has(simn, "profile")) memcpy(P->sp.profile, over2.profile, sizeof P->sp.profile);
-    }
-    return PB_OK;
+    return pb_sim_params_from_node(pb_node_get(sys, "sim"), &P->sp, ce);
 }
 
 /* The plan of grid point `si`'s system (sys: its map in the resolved tree root): the
@@ -428,7 +447,7 @@ static pb_status plan_point(const pb_experiment *e, int si, const pb_node *root,
     pb_status st = plan_model(P, root, ce);
     if (!st) st = plan_policy(P, sys, kp, ce);
     if (!st) {
-        plan_engine(P, sys);
+        plan_engine(P, root, sys);
         st = plan_kv_manager(P, sys, kp, ce);
     }
     if (!st) st = plan_executor(P, root, ce);
@@ -628,6 +647,7 @@ static void engine_params(const plan *P, pb_engine_params *ep) {
     ep->store_tokens = P->real;
     if (P->real) ep->vocab_size = P->model.vocab;   /* token ids must be inside the real model's vocabulary */
     ep->max_clock_s = P->max_clock_s;
+    ep->fast_forward = P->fast_forward;
 }
 
 /* Run the engine over the trace; then the point's metrics, checks and side files

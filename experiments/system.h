@@ -1,18 +1,20 @@
 /* system.h -- build one system of an experiment (KV manager + policy + executor) and
  * run one point: the runner's point function for serving experiments.
  *
- * From the point's resolved config (runner.h pb_point_ctx):
+ * From the point's resolved config (runner.h pb_point_ctx); every key is read through
+ * its declaration (experiment.h: its default comes from there, never from here):
  *   model, hardware      pb_model / pb_hw / the hardware's cost_model (sim executor),
  *                        overlaid with the experiment's top-level cost_model: map
  *   gpus                 tensor-parallel degree (must divide the attention heads)
  *   seed                 read from the resolved config (so a seed sweep axis works)
  *   workload             workloads/workload.h: generate the trace with the experiment
  *                        seed -- every system of an experiment replays the same trace
- *   the system's map     type vllm | orca | ft and its options (experiment.c
- *                        pb_system_entry_keys; system.c's TYPES table says which
- *                        keys each type reads, each policy's declaration (policy.h
- *                        pb_policy_keys) which keys it takes and which of its type's
- *                        it never reads: any other key is an error, never ignored):
+ *   the system's map     its type (the TYPES table in system.c: KV manager, policy,
+ *                        reservation and sim defaults of each type) and its keys: a
+ *                        key's declaration says which types read it (pb_key.scope),
+ *                        each policy's (policy.h pb_policy_keys) which options it takes
+ *                        and which of its type's keys it never reads; any other key is
+ *                        an error, never ignored:
  *     vllm  paged KV manager (block_size, watermark, swap_space_gib), policy "vllm"
  *           (FCFS, all-or-nothing preemption: preemption auto | swap | recompute)
  *     orca  contiguous KV manager over a buddy allocator with reservation
@@ -21,27 +23,20 @@
  *           max_batch, 0 = as many max-length requests as fit); finish times moved
  *           to the batch's completion
  *   engine               v0.1 | v0.2 (engine/vllm_version.h): the vLLM version whose
- *                        defaults apply to step_mode, max_paddings,
+ *                        knobs apply to step_mode, max_paddings,
  *                        max_num_batched_tokens, max_num_seqs, gpu_mem_util and
- *                        kv_profile_tokens; each key overrides its default
+ *                        kv_profile_tokens; each key overrides its version's value
  *   KV space             v0.1: pb_kv_capacity_compute(model, hw, gpus, block size,
  *                        kv_profile_tokens, gpu_mem_util), the paper harness's rule
  *                        (Table 1); v0.2: pb_kv_capacity_profile (profiling pass over
  *                        min(max_num_seqs, kv_profile_tokens) dummy prompts);
  *                        contiguous managers get its slots
- *   executor             sim (cost model; `sim:` map picks the attention kernel and the
- *                        framework: defaults vllm paged/python, orca contiguous/python,
- *                        ft contiguous/cpp), cpu (tiny real model), cuda (real model).
- *                        As a map (experiment.h pb_executor_schema), for real executors:
- *                          fixed_latency_s  constant step latency (deterministic clock)
- *                          kv_slots         KV space in token slots (a system's kv_slots wins)
- *                          kv_mib           cap of the KV space per GPU; the cpu executor's
- *                                           default is PB_SYSTEM_CPU_KV_MIB, because the A100
- *                                           budget applied to a tiny model is GiBs of host
- *                                           buffers
- *                          swap_slots       the swap pool (default: as large as the KV space,
- *                                           at most swap_space_gib); the KV manager and the
- *                                           executor get the same block counts
+ *   executor             sim (cost model; a system's `sim:` map picks the attention
+ *                        kernel and the framework), cpu (tiny real model), cuda (real
+ *                        model).  As a map (experiment.h pb_executor_schema), real
+ *                        executors read fixed_latency_s (a deterministic clock), kv_slots,
+ *                        kv_mib (a cap of the KV space per GPU) and swap_slots (the swap
+ *                        pool; the KV manager and the executor get the same block counts).
  *                        Real executors draw token ids in [0, model vocab).
  *   trace fitting        length_scale (lengths x factor, rounded up; a shared prefix is
  *                        scaled down) and clamp_to_max_len (prompt <= max_len - 1, output
@@ -56,6 +51,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <stdio.h>
 
 #include "pb.h"
 #include "point.h"
@@ -65,11 +61,9 @@
 extern "C" {
 #endif
 
-#define PB_SYSTEM_CPU_KV_MIB 64.0    /* default KV cap of the cpu executor, MiB */
-
 /* Check every point of e before anything runs: each point's resolved config (sweep
  * values checked like the key they set, at the sweep value's file:line:col), the
- * system's options against its type and policy (experiment.c's one table), model /
+ * system's keys against its type and policy (their declarations), model /
  * hardware / tensor-parallel compatibility, the KV space (at least one block and one
  * max-length request; bookkeeping + buffers under half of physical memory), the
  * workload (rate and duration > 0, at most 1e7 generated requests) and the trace file
@@ -80,6 +74,10 @@ pb_status pb_system_check(const pb_experiment *e, pb_cfg_err *err);
  * option, with file:line:col), the engine's or executor's status. */
 pb_status pb_system_run_point(const pb_point_ctx *pt, pb_point_metrics *out, char *err, size_t err_n,
                               void *user);
+
+/* The system types, one line each: KV manager and the defaults that follow from the
+ * type (policy, reservation, the sim executor's kernel and framework). */
+void pb_system_types_describe(FILE *f);
 
 /* One line describing the executor and device of an experiment, for the JSON
  * sidecar and stderr context, e.g. "sim (cost model of A100-40GB x1)". */

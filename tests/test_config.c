@@ -1,5 +1,6 @@
 /* test_config.c -- the YAML config loader: every error kind with its file:line:col,
- * --set overrides, includes of spec files, getters.
+ * --set overrides, includes of spec files, getters; declared keys (their getters,
+ * scopes and the rules of a declaration).
  *   build/cpu/test_config */
 #include <stdlib.h>
 #include <string.h>
@@ -9,25 +10,25 @@
 #include "spec.h"
 
 static const pb_key SYS[] = {
-    {"name", PB_T_STR, true, 0, 0, NULL, NULL, 0, "label"},
-    {"type", PB_T_ENUM, true, 0, 0, "vllm|orca|ft", NULL, 0, "system type"},
-    {"block_size", PB_T_INT, false, 1, 256, NULL, NULL, 0, "tokens per block"},
-    {NULL, 0, false, 0, 0, NULL, NULL, 0, NULL},
+    {.name = "name", .type = PB_T_STR, .required = true, .doc = "label"},
+    {.name = "type", .type = PB_T_ENUM, .required = true, .choices = "vllm|orca|ft", .doc = "system type"},
+    {.name = "block_size", .type = PB_T_INT, .lo = 1, .hi = 256, .doc = "tokens per block"},
+    {0},
 };
 static const pb_key ENGINE[] = {
-    {"block_size", PB_T_INT, false, 1, 256, NULL, NULL, 0, "tokens per block"},
-    {"watermark", PB_T_NUM, false, 0, 1, NULL, NULL, 0, "free share kept"},
-    {"swap", PB_T_BOOL, false, 0, 0, NULL, NULL, 0, NULL},
-    {NULL, 0, false, 0, 0, NULL, NULL, 0, NULL},
+    {.name = "block_size", .type = PB_T_INT, .lo = 1, .hi = 256, .doc = "tokens per block"},
+    {.name = "watermark", .type = PB_T_NUM, .lo = 0, .hi = 1, .doc = "free share kept"},
+    {.name = "swap", .type = PB_T_BOOL},
+    {0},
 };
 static const pb_key TOP[] = {
-    {"name", PB_T_STR, true, 0, 0, NULL, NULL, 0, "experiment name"},
-    {"seed", PB_T_INT, false, 0, 1e18, NULL, NULL, 0, NULL},
-    {"engine", PB_T_MAP, false, 0, 0, NULL, ENGINE, 0, NULL},
-    {"rates", PB_T_NUM_LIST, false, 0, 1000, NULL, NULL, 0, NULL},
-    {"systems", PB_T_LIST, false, 0, 0, NULL, SYS, 0, NULL},
-    {"model", PB_T_MAP, false, 0, 0, NULL, NULL, 0, NULL},
-    {NULL, 0, false, 0, 0, NULL, NULL, 0, NULL},
+    {.name = "name", .type = PB_T_STR, .required = true, .doc = "experiment name"},
+    {.name = "seed", .type = PB_T_INT, .lo = 0, .hi = 1e18},
+    {.name = "engine", .type = PB_T_MAP, .sub = ENGINE},
+    {.name = "rates", .type = PB_T_NUM_LIST, .lo = 0, .hi = 1000},
+    {.name = "systems", .type = PB_T_LIST, .sub = SYS},
+    {.name = "model", .type = PB_T_MAP},
+    {0},
 };
 
 /* load + validate; returns status, error text in *err */
@@ -345,6 +346,85 @@ PB_TEST(clone_and_overlay) {
     PB_CHECK(pb_node_int(pb_config_root(c), "hw.cm.b.y", 0) == 2);          /* source untouched */
     pb_config_destroy(k);
     pb_config_destroy(c);
+}
+
+/* ---- declared keys ---- */
+static const pb_key DECL_SUB[] = {
+    {.name = "depth", .type = PB_T_INT, .lo = 0, .hi = 9, .dflt = "3", .doc = "levels"},
+    {0},
+};
+static const pb_key DECL[] = {
+    {.name = "type", .type = PB_T_ENUM, .required = true, .choices = "a|b|c", .doc = "which variant"},
+    {.name = "size", .type = PB_T_INT, .lo = 1, .hi = 64, .dflt = "16", .scope = 1u | 4u, .doc = "tokens"},
+    {.name = "share", .type = PB_T_NUM, .lo = 0, .hi = 1, .dflt = "0.25", .doc = "a fraction"},
+    {.name = "on", .type = PB_T_BOOL, .dflt = "true", .doc = "switch"},
+    {.name = "mode", .type = PB_T_ENUM, .choices = "x|y", .dflt = "y", .scope = 2u, .doc = "a mode"},
+    {.name = "heads", .type = PB_T_INT, .lo = 1, .hi = 99, .dflt_rule = "the width", .doc = "heads"},
+    {.name = "inner", .type = PB_T_MAP, .sub = DECL_SUB, .doc = "nested"},
+    {.name = "items", .type = PB_T_LIST, .sub = DECL_SUB, .doc = "a list of maps"},
+    {0},
+};
+
+PB_TEST(declared_keys_read_their_value_or_their_default) {
+    pb_config *c;
+    pb_cfg_err e;
+    pb_cfg_err_clear(&e);
+    PB_REQUIRE(pb_config_load_string("d.yaml", "type: b\nshare: 0.5\nmode: x\ninner: {}\nitems: [{depth: 7}]\n", &c, &e) ==
+               PB_OK);
+    const pb_node *r = pb_config_root(c);
+    PB_CHECK(pb_config_validate(r, DECL, "", &e) == PB_OK);
+    PB_CHECK(pb_schema_int(DECL, r, "size") == 16);             /* absent: the declaration's */
+    PB_CHECK(pb_schema_num(DECL, r, "share") == 0.5);           /* given */
+    PB_CHECK(pb_schema_bool(DECL, r, "on"));
+    PB_CHECK(!strcmp(pb_schema_str(DECL, r, "mode"), "x"));
+    PB_CHECK(!strcmp(pb_schema_str(DECL, r, "type"), "b"));       /* required: present */
+    PB_CHECK(pb_schema_int_or(DECL, r, "heads", 12) == 12);     /* a rule: the caller's value */
+    PB_CHECK(pb_schema_int(DECL, r, "inner.depth") == 3);       /* dotted, into a sub-schema */
+    PB_CHECK(pb_schema_int(DECL, r, "items.0.depth") == 7);     /* a list index */
+    PB_CHECK(pb_schema_int(DECL, NULL, "size") == 16);          /* no map at all */
+    PB_CHECK(pb_schema_find(DECL, "items.0.depth") == &DECL_SUB[0]);
+    PB_CHECK(pb_schema_find(DECL, "inner.width") == NULL && pb_schema_find(DECL, "nope") == NULL);
+    /* scope: bit i = the i-th choice of `type` */
+    PB_CHECK(pb_key_in_scope(DECL, &DECL[1], "a") && !pb_key_in_scope(DECL, &DECL[1], "b") &&
+             pb_key_in_scope(DECL, &DECL[1], "c"));
+    PB_CHECK(pb_key_in_scope(DECL, &DECL[2], "b"));             /* scope 0: every type */
+    char buf[256];
+    pb_key_scope_names(DECL, &DECL[1], buf, sizeof buf);
+    PB_CHECK(!strcmp(buf, "a, c"));
+    pb_key_describe(DECL, &DECL[1], buf, sizeof buf);
+    PB_CHECK(!strcmp(buf, "an integer in [1, 64]; default 16; read by type a, c"));
+    pb_key_describe(DECL, &DECL[5], buf, sizeof buf);
+    PB_CHECK(!strcmp(buf, "an integer in [1, 99]; default: the width"));
+    PB_CHECK(pb_schema_check(DECL, "", &e) == PB_OK);
+    pb_config_destroy(c);
+}
+
+PB_TEST(a_declaration_that_breaks_a_rule_is_refused) {
+    static const pb_key BAD[] = {
+        {.name = "type", .type = PB_T_ENUM, .choices = "a|b", .dflt = "a", .doc = "variant"},
+        {.name = "k1", .type = PB_T_INT, .lo = 1, .hi = 8, .dflt = "16", .doc = "out of its range"},
+        {.name = "k2", .type = PB_T_INT, .lo = 1, .hi = 8, .doc = "optional, none given"},
+        {.name = "k3", .type = PB_T_INT, .lo = 1, .hi = 8, .dflt = "2", .doc = "size (default 2)"},
+        {.name = "k4", .type = PB_T_INT, .required = true, .dflt = "2", .doc = "required and given one"},
+        {.name = "k5", .type = PB_T_INT, .dflt = "2", .dflt_rule = "the width", .doc = "both"},
+        {.name = "k6", .type = PB_T_ENUM, .choices = "x|y", .dflt = "z", .doc = "not a choice"},
+        {.name = "k7", .type = PB_T_INT, .dflt = "1", .scope = 4u, .doc = "a third type of two"},
+        {.name = "k1", .type = PB_T_INT, .dflt = "1", .doc = "again"},
+        {.name = "k8", .type = PB_T_MAP, .dflt = "x", .doc = "a map with a value"},
+        {.name = "k9", .type = PB_T_INT, .dflt = "1"},
+        {0},
+    };
+    pb_cfg_err e;
+    pb_cfg_err_clear(&e);
+    PB_CHECK(pb_schema_check(BAD, "bad", &e) == PB_ERR_INVALID);
+    static const char *const WANT[] = {
+        "'k1' default: 16 out of range",  "'k2': optional and no default", "'k3': the doc restates a default",
+        "'k4': required, yet",          "'k5': both dflt and dflt_rule", "'k6' default: 'z' is not one of",
+        "'k7': scope names a type",     "'k1' declared twice",           "'k8': a map or list takes no dflt",
+        "'k9': no doc line",
+    };
+    for (size_t i = 0; i < PB_ARRAY_LEN(WANT); i++) PB_CHECK_STR_CONTAINS(e.msg, WANT[i]);
+    PB_CHECK(e.count == (int)PB_ARRAY_LEN(WANT));
 }
 
 PB_TEST_MAIN()

@@ -485,7 +485,7 @@ PB_TEST(config_errors) {
     /* system params */
     pb_cfg_err_clear(&e);
     PB_REQUIRE(pb_config_load_string("sys.yaml", "attention_kernel: contiguous\nframework: cpp\n", &c, &e) == PB_OK);
-    pb_sim_params p;
+    pb_sim_params p = pb_sim_params_default();
     PB_CHECK(pb_sim_params_from_node(pb_config_root(c), &p, &e) == PB_OK);
     PB_CHECK(p.attn == PB_SIM_ATTN_CONTIGUOUS && p.framework == PB_SIM_FW_CPP && !p.profile[0]);
     pb_config_destroy(c);
@@ -494,6 +494,7 @@ PB_TEST(config_errors) {
     PB_CHECK(pb_sim_params_from_node(pb_config_root(c), &p, &e) == PB_ERR_INVALID);
     PB_CHECK_STR_CONTAINS(e.msg, "sys2.yaml:1:");
     pb_config_destroy(c);
+    p = pb_sim_params_default();
     PB_CHECK(pb_sim_params_from_node(NULL, &p, &e) == PB_OK && p.attn == PB_SIM_ATTN_PAGED);
     /* a malformed GEMM tile shape, and tiles without a source, in a real hardware file */
     char path[4096];

@@ -1,9 +1,10 @@
-/* test_schema_coverage.c -- one truth per key: every key of every schema takes effect.
+/* test_schema_coverage.c -- one truth per key: every key of every schema takes effect,
+ * and the default its declaration states is the one the code applies.
  *
- * The test walks every schema an experiment YAML can reach (the experiment's, a
- * system's, `executor:`, `workload:` and its `chat:`, a system's `sim:`, the model and
- * hardware specs, the cost model with its frameworks, knee, quick, sweep axes) and
- * needs, for every key, a case below that shows it:
+ * every_schema_key_takes_effect_or_is_a_label walks every schema an experiment YAML
+ * can reach (the experiment's, a system's, `executor:`, `workload:` and its `chat:`, a
+ * system's `sim:`, the model and hardware specs, the cost model with its frameworks,
+ * knee, quick, sweep axes) and needs, for every key, a case below that shows it:
  *   EFFECT  setting it (to the case's value) changes the metrics of a run (point 0 of
  *           system 0, run in-process through pb_system_run_point);
  *   POINTS  setting it changes the points of the sweep (their number or values);
@@ -12,6 +13,14 @@
  * A key with no case fails ("nothing shows that it is read"), as does a case whose
  * setting changes nothing.  Keys whose effect needs ../shared/data are skipped, and
  * said so, when the data is absent.
+ *
+ * every_declared_default_is_the_one_applied checks each declaration (pb_schema_check:
+ * range, default of a valid value, no default restated in a doc line), then runs, for
+ * every optional key, its case's variant (where the key takes effect) without the key
+ * and with the key set to what the declaration says the default is: its dflt, or for
+ * a key whose default is a rule (dflt_rule), the value the rule gives in that variant
+ * (RULES below).  Both runs must agree in every metric, the points and the experiment's
+ * settings (title, knee, ...).  A code path that applies another default fails here.
  *   build/cpu/test_schema_coverage */
 #include <math.h>
 #include <stdio.h>
@@ -21,10 +30,12 @@
 
 #include "executor_sim.h"
 #include "experiment.h"
+#include "policy.h"
 #include "pbtest.h"
 #include "runner.h"
 #include "spec.h"
 #include "system.h"
+#include "vllm_version.h"
 #include "workload.h"
 
 #define PB_CHECK_MSG(cond, ...) do { if (!(cond)) {                                    \
@@ -111,6 +122,18 @@ static const variant VARIANTS[] = {
     {"replay", "name: cov\nfigure: cov\nmodel: opt-13b\nhardware: a100-40gb\n"
                "workload: {dataset: azure_conv, arrivals: replay, rate: 20, num_requests: 40}\n"
                "systems:\n  - {name: s, type: vllm}\n"},
+    /* a trace by duration (no num_requests), arrivals not named */
+    {"dur", "name: cov\nfigure: cov\nmodel: opt-13b\nhardware: a100-40gb\n"
+            "workload: {dataset: alpaca, rate: 20, duration_s: 2}\n"
+            "systems:\n  - {name: s, type: vllm, kv_slots: 4096}\n"},
+    /* an SLO without bounds: goodput of every request */
+    {"sloany", "name: cov\nfigure: cov\nmodel: opt-13b\nhardware: a100-40gb\nslo: {}\n"
+               "workload: {dataset: alpaca, arrivals: poisson, rate: 20, num_requests: 40}\n"
+               "systems:\n  - {name: s, type: vllm, kv_slots: 4096}\n"},
+    /* vLLM v0.2 with its KV space from the specs */
+    {"v02spec", "name: cov\nfigure: cov\nmodel: opt-13b\nhardware: a100-40gb\n"
+                "workload: {dataset: sharegpt, arrivals: poisson, rate: 20, num_requests: 60}\n"
+                "systems:\n  - {name: s, type: vllm, engine: v0.2}\n"},
 };
 
 typedef enum { EFFECT, POINTS, LABEL, QUICK } expect_k;
@@ -130,6 +153,8 @@ typedef struct {
 static const kcase CASES[] = {
     /* experiment */
     L("name", "the experiment id: file names"), L("figure", "the figure id: results/<figure>.csv"),
+    L("fast_forward", "the engine's fast path gives the step-by-step results bit for bit (tests/test_fastfwd.c); "
+                      "false only runs slower"),
     L("panel", "the CSV panel column"), L("title", "the plot title"), L("description", "free text"),
     L("tags", "constant CSV columns"), L("columns", "CSV column order"),
     E("seed", "sim", "seed=7"),
@@ -281,7 +306,14 @@ static const kcase CASES[] = {
 static char g_dir[256];
 static bool g_have_data;
 
-typedef struct { int n_points; double first_value; int n_metrics; double v[PB_MAX_METRICS]; char name[PB_MAX_METRICS][40]; } outcome;
+typedef struct {
+    int n_points;
+    double first_value;
+    int n_metrics;
+    double v[PB_MAX_METRICS];
+    char name[PB_MAX_METRICS][40];
+    char settings[512];     /* the experiment's settings no metric shows (title, knee, ...) */
+} outcome;
 
 static const char *write_file(const char *name, const char *text) {
     static char path[512];
@@ -334,6 +366,9 @@ static pb_status run_case(const char *vid, const char *set1, const char *set2, b
         return st;
     }
     memset(o, 0, sizeof *o);
+    snprintf(o->settings, sizeof o->settings, "%s|%s|%s|%s|%s|%.17g|%s|%d|%d|%llu|%d", e->title, e->panel,
+             e->systems[0].label, e->executor, e->knee_metric, e->knee_threshold, e->knee_axis, e->knee_refine,
+             e->quick_thin, (unsigned long long)e->seed, e->gpus);
     o->n_points = pb_experiment_n_points(e, 0);
     double vals[PB_EXP_MAX_AXES] = {0};
     pb_experiment_point_values(e, 0, 0, vals);
@@ -419,9 +454,19 @@ static bool generic_alt(const char *path, const pb_key *k, char *set, size_t n) 
     return true;
 }
 
-PB_TEST(every_schema_key_takes_effect_or_is_a_label) {
+static void remove_dir(void) {
+    char cmd[300];
+    snprintf(cmd, sizeof cmd, "rm -rf %s", g_dir);
+    if (system(cmd) != 0) fprintf(stderr, "  cannot remove %s\n", g_dir);
+}
+
+/* The scratch folder with the files the cases name, and every key of every schema
+   (g_keys); once, whichever test runs first. */
+static void setup(void) {
+    if (g_dir[0]) return;
     snprintf(g_dir, sizeof g_dir, "/tmp/pb_cov.XXXXXX");
-    PB_REQUIRE(mkdtemp(g_dir));
+    PB_ASSERT(mkdtemp(g_dir));
+    atexit(remove_dir);
     g_have_data = pb_workload_data_dir() != NULL;
     write_file("TRACE.csv", "arrival_s,prompt_len,output_len\n0,100,200\n0.1,300,50\n0.2,30,500\n");
     /* a step profile 3x slower than the analytic model's order of magnitude */
@@ -437,6 +482,10 @@ PB_TEST(every_schema_key_takes_effect_or_is_a_label) {
     walk(pb_model_schema, "model.");
     walk(pb_hardware_schema, "hardware.");
     walk(pb_sim_cost_schema, "cost_model.");
+}
+
+PB_TEST(every_schema_key_takes_effect_or_is_a_label) {
+    setup();
 
     outcome base[PB_ARRAY_LEN(VARIANTS)];
     bool have_base[PB_ARRAY_LEN(VARIANTS)] = {0};
@@ -504,9 +553,180 @@ PB_TEST(every_schema_key_takes_effect_or_is_a_label) {
         checked++;
     }
     fprintf(stderr, "  %d keys of %d checked, %d skipped (no ../shared/data)\n", checked, g_nkeys, skipped);
-    char cmd[300];
-    snprintf(cmd, sizeof cmd, "rm -rf %s", g_dir);
-    PB_CHECK(system(cmd) == 0);
+}
+
+/* ---- the declared defaults are the applied ones ---- */
+
+/* Keys whose default is a rule: in each variant named, the settings that spell out
+   what the rule gives there (ENGINE: in the variants of both versions, spec and
+   v02spec, the version's values, computed from engine/vllm_version.h's table).  set
+   NULL: no setting equals absence (why says so). */
+#define ENGINE "<engine>"
+typedef struct { const char *path, *variant, *set, *why; } rule_case;
+static const rule_case RULES[] = {
+    {"title", "sim", "title=cov", NULL},
+    {"systems[].label", "sim", "systems.0.label=s", NULL},
+    {"systems[].policy", "sim", "systems.0.policy=vllm", NULL},
+    {"systems[].policy", "orca", "systems.0.policy=orca", NULL},
+    {"systems[].policy", "ft", "systems.0.policy=ft", NULL},
+    {"systems[].reservation", "orca", "systems.0.reservation=oracle", NULL},
+    {"systems[].reservation", "ft", "systems.0.reservation=max", NULL},
+    {"systems[].sim.attention_kernel", "sim", "systems.0.sim.attention_kernel=paged", NULL},
+    {"systems[].sim.attention_kernel", "ft", "systems.0.sim.attention_kernel=contiguous", NULL},
+    {"systems[].sim.framework", "sim", "systems.0.sim.framework=python", NULL},
+    {"systems[].sim.framework", "ft", "systems.0.sim.framework=cpp", NULL},
+    {"systems[].step_mode", ENGINE, ENGINE, NULL},
+    {"systems[].max_paddings", ENGINE, ENGINE, NULL},
+    {"systems[].max_num_batched_tokens", ENGINE, ENGINE, NULL},
+    {"systems[].max_num_seqs", ENGINE, ENGINE, NULL},
+    {"systems[].kv_profile_tokens", ENGINE, ENGINE, NULL},
+    {"systems[].gpu_mem_util", ENGINE, ENGINE, NULL},
+    {"executor.kv_mib", "cpumib", "executor.kv_mib=" PB_XSTR(PB_SYSTEM_CPU_KV_MIB), NULL},
+    {"executor.swap_slots", "cpu", "executor.swap_slots=768", NULL},   /* its KV space: kv_slots 768 */
+    {"model.n_kv_heads", "sim", "model.n_kv_heads=40", NULL},           /* OPT-13B: 40 heads of 128 */
+    {"model.head_size", "sim", "model.head_size=128", NULL},
+    {"workload.dataset", NULL, NULL, "absent only beside `trace:`, which replaces it"},
+    {"workload.input_column", "file", "workload.input_column=input_len", NULL},
+    {"workload.output_column", "file", "workload.output_column=output_len", NULL},
+    {"workload.filter", "sim", "workload.filter=paper", NULL},         /* alpaca's */
+    {"workload.rate", NULL, NULL, "poisson and exponential arrivals need one; the others read none"},
+    {"workload.duration_s", "sim", "workload.duration_s=0", NULL},     /* num_requests given */
+    {"hardware.l2_MB", NULL, NULL, "every shipped hardware spec gives it"},
+    {"hardware.n_sms", NULL, NULL, "every shipped hardware spec gives it (the sim executor needs it)"},
+};
+
+/* Keys with a dflt whose case's variant cannot show it: another variant (one that
+   does not set the key), or none (variant NULL: why). */
+typedef struct { const char *path, *variant, *why; } default_case;
+static const default_case DEFAULT_VARIANTS[] = {
+    {"executor", "sim", NULL},
+    {"systems[].kv_slots", "spec", NULL},
+    {"executor.kv_slots", "cpumib", NULL},
+    {"workload.num_requests", "dur", NULL},
+    {"workload.arrivals", "dur", NULL},
+    {"slo.ttft_ms", "sloany", NULL},
+    {"slo.tpot_ms", "sloany", NULL},
+    {"quick.thin", "sweep", NULL},
+    {"executor.fixed_latency_s", NULL, "0 measures each step on this host: no two runs agree"},
+};
+
+/* "systems[].x" -> "systems.0.x" (the config path of the key in a variant). */
+static void concrete_path(const char *path, char *buf, size_t n) {
+    size_t j = 0;
+    for (const char *p = path; *p && j + 3 < n; p++) {
+        if (p[0] == '[' && p[1] == ']') { memcpy(buf + j, ".0", 2); j += 2; p++; continue; }
+        buf[j++] = *p;
+    }
+    buf[j] = 0;
+}
+
+/* The setting of an engine-version key (ENGINE) in a variant: the table's value for
+   the variant's `engine:` and model.  False when the key is not one of the table's. */
+static bool engine_setting(const char *path, const char *vid, char *buf, size_t n) {
+    pb_vllm_knobs k;
+    pb_vllm_knobs_default(strcmp(vid, "v02spec") ? PB_VLLM_V01 : PB_VLLM_V02, 2048 /* OPT-13B */, &k);
+    const char *key = path + strlen("systems[].");
+    char v[64];
+    if (!strcmp(key, "step_mode")) snprintf(v, sizeof v, "%s", pb_step_mode_str(k.step_mode));
+    else if (!strcmp(key, "max_paddings")) snprintf(v, sizeof v, "%d", k.max_paddings);
+    else if (!strcmp(key, "max_num_batched_tokens")) snprintf(v, sizeof v, "%d", k.max_num_batched_tokens);
+    else if (!strcmp(key, "max_num_seqs")) snprintf(v, sizeof v, "%d", k.max_num_seqs);
+    else if (!strcmp(key, "kv_profile_tokens")) snprintf(v, sizeof v, "%d", pb_vllm_knobs_profile_tokens(&k));
+    else if (!strcmp(key, "gpu_mem_util")) pb_fmt_num(v, sizeof v, k.gpu_mem_util);
+    else return false;
+    snprintf(buf, n, "systems.0.%s=%s", key, v);
+    return true;
+}
+
+/* Does variant vid's YAML (spec files included) give path? */
+static bool variant_sets(const char *vid, const char *path) {
+    const variant *v = NULL;
+    for (size_t i = 0; i < PB_ARRAY_LEN(VARIANTS); i++)
+        if (!strcmp(VARIANTS[i].id, vid)) v = &VARIANTS[i];
+    PB_ASSERT(v);
+    pb_config *c = NULL;
+    pb_cfg_err err;
+    pb_cfg_err_clear(&err);
+    PB_ASSERT(pb_config_load_string(vid, v->yaml, &c, &err) == PB_OK);
+    char cp[200];
+    concrete_path(path, cp, sizeof cp);
+    bool given = pb_node_get(pb_config_root(c), cp) != NULL;
+    pb_config_destroy(c);
+    return given;
+}
+
+/* Run variant vid without and with `set`: every metric, the points and the settings
+   agree.  Returns false (and says why) when they do not, or a run fails. */
+static bool same_with(const char *path, const char *vid, const char *set, bool quick) {
+    if (needs_data(vid, set) && !g_have_data) {
+        fprintf(stderr, "  [skip] %s: needs ../shared/data\n", path);
+        return true;
+    }
+    outcome a, b;
+    char msg[4096] = "";
+    bool ok = run_case(vid, NULL, NULL, quick, &a, msg, sizeof msg) == PB_OK;
+    PB_CHECK_MSG(ok, "%s: variant %s: %s", path, vid, msg);
+    if (!ok) return false;
+    ok = run_case(vid, set, NULL, quick, &b, msg, sizeof msg) == PB_OK;
+    PB_CHECK_MSG(ok, "%s: setting %s (variant %s) failed: %s", path, set, vid, msg);
+    if (!ok) return false;
+    ok = same(&a, &b) && !strcmp(a.settings, b.settings);
+    PB_CHECK_MSG(ok, "%s: its declared default (%s) is not what variant %s applies when it is absent", path, set, vid);
+    return ok;
+}
+
+PB_TEST(every_declared_default_is_the_one_applied) {
+    setup();
+    pb_cfg_err err;
+    pb_cfg_err_clear(&err);
+    static pb_key sys_keys[PB_SYSTEM_MAX_KEYS];
+    const struct { const pb_key *schema; const char *path; } SCHEMAS[] = {
+        {pb_experiment_schema, ""}, {pb_system_entry_keys(sys_keys), "systems[]"}, {pb_executor_schema, "executor"},
+        {pb_workload_schema, "workload"}, {pb_sim_system_schema, "systems[].sim"}, {pb_model_schema, "model"},
+        {pb_hardware_schema, "hardware"}, {pb_sim_cost_schema, "cost_model"},
+    };
+    for (size_t i = 0; i < PB_ARRAY_LEN(SCHEMAS); i++)
+        PB_CHECK_MSG(pb_schema_check(SCHEMAS[i].schema, SCHEMAS[i].path, &err) == PB_OK, "declarations: %s", err.msg);
+    int checked = 0, explained = 0;
+    for (int i = 0; i < g_nkeys; i++) {
+        const char *path = g_keys[i].path;
+        const pb_key *k = g_keys[i].key;
+        if (k->required || (!k->dflt && !k->dflt_rule) || !strncmp(path, "hardware.cost_model.", 20)) continue;
+        if (k->dflt_rule) {   /* each of the rule's cases */
+            int n = 0;
+            for (size_t r = 0; r < PB_ARRAY_LEN(RULES); r++) {
+                const rule_case *rc = &RULES[r];
+                if (strcmp(rc->path, path)) continue;
+                n++;
+                if (!rc->set) { explained++; continue; }
+                bool engine = !strcmp(rc->set, ENGINE);
+                const char *vids[2] = {engine ? "spec" : rc->variant, engine ? "v02spec" : NULL};
+                for (int v = 0; v < 2 && vids[v]; v++) {
+                    char set[256];
+                    if (engine) PB_REQUIRE(engine_setting(path, vids[v], set, sizeof set));
+                    else snprintf(set, sizeof set, "%s", rc->set);
+                    PB_CHECK_MSG(!variant_sets(vids[v], path), "%s: variant %s gives it already", path, vids[v]);
+                    same_with(path, vids[v], set, false);
+                    checked++;
+                }
+            }
+            PB_CHECK_MSG(n > 0, "%s: its default is a rule (%s) and no case in RULES says what it gives", path,
+                         k->dflt_rule);
+            continue;
+        }
+        const kcase *kc = find_case(path);
+        const char *vid = kc ? kc->variant : "sim";
+        for (size_t d = 0; d < PB_ARRAY_LEN(DEFAULT_VARIANTS); d++)
+            if (!strcmp(DEFAULT_VARIANTS[d].path, path)) vid = DEFAULT_VARIANTS[d].variant;
+        if (!vid) { explained++; continue; }
+        PB_CHECK_MSG(!variant_sets(vid, path), "%s: variant %s gives it: name another in DEFAULT_VARIANTS", path, vid);
+        char cp[200], set[300];
+        concrete_path(path, cp, sizeof cp);
+        snprintf(set, sizeof set, "%s=%s", cp, *k->dflt ? k->dflt : "''");
+        same_with(path, vid, set, kc && kc->ex == QUICK);
+        checked++;
+    }
+    fprintf(stderr, "  %d defaults checked by running, %d explained\n", checked, explained);
 }
 
 PB_TEST_MAIN()

@@ -43,93 +43,97 @@ int32_t pb_translation_prefix_len(int32_t shots) {
     return shots == 1 ? 80 : shots == 5 ? 336 : 0;
 }
 
-/* ---- schema ---- */
+/* ---- schema: every key of `workload:`, declared once (config.h pb_key) ---- */
+#define BY_DATASET "the dataset's (workloads/workload.c)"
+
 static const pb_key chat_schema[] = {
-    {"max_prompt", PB_T_INT, false, 1, 1 << 20, NULL, NULL, 0,
-     "prompt = the last max_prompt tokens of history + query (1024)"},
-    {"max_output", PB_T_INT, false, 1, 1 << 20, NULL, NULL, 0,
-     "output capped at this many tokens (1016 = 2048 - 1024 - 8, the artifact's)"},
-    {"mean_turns", PB_T_NUM, false, 1, 1000, NULL, NULL, 0,
-     "mean turns per conversation, geometric (3.51: ShareGPT)"},
-    {"new_conversation_prob", PB_T_NUM, false, 0, 1, NULL, NULL, 0,
-     "probability that an arrival starts a new conversation (0.1, the artifact's)"},
-    {NULL, 0, false, 0, 0, NULL, NULL, 0, NULL}};
+    {.name = "max_prompt", .type = PB_T_INT, .lo = 1, .hi = 1 << 20, .dflt = "1024",
+     .doc = "prompt = the last max_prompt tokens of history + query (the artifact's)"},
+    {.name = "max_output", .type = PB_T_INT, .lo = 1, .hi = 1 << 20, .dflt = "1016",
+     .doc = "output capped at this many tokens (the artifact's: 2048 - max_prompt - 8)"},
+    {.name = "mean_turns", .type = PB_T_NUM, .lo = 1, .hi = 1000, .dflt = "3.51",
+     .doc = "mean turns per conversation, geometric (ShareGPT's)"},
+    {.name = "new_conversation_prob", .type = PB_T_NUM, .lo = 0, .hi = 1, .dflt = "0.1",
+     .doc = "probability that an arrival starts a new conversation (the artifact's)"},
+    {0}};
 
 const pb_key pb_workload_schema[] = {
-    {"dataset", PB_T_ENUM, false, 0, 0, PB_DATASET_NAMES, NULL, 0, "which lengths (required unless trace)"},
-    {"file", PB_T_STR, false, 0, 0, NULL, NULL, 0,
-     "exact lengths CSV: auto (../shared/data when present) or a path; absent: built-in distribution"},
-    {"input_column", PB_T_STR, false, 0, 0, NULL, NULL, 0, "input-length column of file"},
-    {"output_column", PB_T_STR, false, 0, 0, NULL, NULL, 0, "output-length column of file"},
-    {"filter", PB_T_ENUM, false, 0, 0, PB_FILTER_NAMES, NULL, 0,
-     "length filter (paper: in+out < 2048; vllm: benchmark filter)"},
-    {"arrivals", PB_T_ENUM, false, 0, 0, PB_ARRIVAL_NAMES, NULL, 0, "arrival process (poisson: 10 ms quanta)"},
-    {"rate", PB_T_NUM, false, 0, 1e9, NULL, NULL, 0, "requests per second"},
-    {"duration_s", PB_T_NUM, false, 0, 1e9, NULL, NULL, 0, "trace length in seconds (default 3600)"},
-    {"num_requests", PB_T_INT, false, 0, 1e9, NULL, NULL, 0, "number of requests (0 = by duration)"},
-    {"quantum_s", PB_T_NUM, false, 1e-6, 3600, NULL, NULL, 0, "poisson time quantum (0.01)"},
-    {"replay_file", PB_T_STR, false, 0, 0, NULL, NULL, 0, "replay: Azure trace CSV with TIMESTAMP (auto)"},
-    {"n", PB_T_INT, false, 1, 4096, NULL, NULL, 0, "parallel samples per request"},
-    {"beam_width", PB_T_INT, false, 1, 4096, NULL, NULL, 0, "beam search width (1 = none)"},
-    {"shots", PB_T_ENUM, false, 0, 0, "1|5", NULL, 0, "translation: 1-shot (80 tokens) or 5-shot (341) prefix"},
-    {"prefix_len", PB_T_INT, false, 0, 1 << 20, NULL, NULL, 0, "synthetic shared prefix tokens (not translation)"},
-    {"chat", PB_T_MAP, false, 0, 0, NULL, chat_schema, 0, "chatbot conversation model"},
-    {"trace", PB_T_STR, false, 0, 0, NULL, NULL, 0, "replay this trace CSV instead of generating"},
-    {NULL, 0, false, 0, 0, NULL, NULL, 0, NULL}};
+    {.name = "dataset", .type = PB_T_ENUM, .choices = PB_DATASET_NAMES, .dflt_rule = "none (then `trace:` is required)",
+     .doc = "which lengths"},
+    {.name = "file", .type = PB_T_STR, .dflt = "",
+     .doc = "exact lengths CSV: auto (../shared/data when present) or a path; '' = the built-in distribution"},
+    {.name = "input_column", .type = PB_T_STR, .dflt_rule = BY_DATASET, .doc = "input-length column of file"},
+    {.name = "output_column", .type = PB_T_STR, .dflt_rule = BY_DATASET, .doc = "output-length column of file"},
+    {.name = "filter", .type = PB_T_ENUM, .choices = PB_FILTER_NAMES, .dflt_rule = BY_DATASET,
+     .doc = "length filter (paper: in+out < 2048; vllm: benchmark filter)"},
+    {.name = "arrivals", .type = PB_T_ENUM, .choices = PB_ARRIVAL_NAMES, .dflt = "poisson",
+     .doc = "arrival process (poisson: in quanta of quantum_s)"},
+    {.name = "rate", .type = PB_T_NUM, .lo = 0, .hi = 1e9, .dflt_rule = "none (poisson and exponential need one)",
+     .doc = "requests per second"},
+    {.name = "duration_s", .type = PB_T_NUM, .lo = 0, .hi = 1e9,
+     .dflt_rule = PB_XSTR(PB_WL_DURATION_S) ", or 0 (none) when num_requests is given", .doc = "trace length, s"},
+    {.name = "num_requests", .type = PB_T_INT, .lo = 0, .hi = 1e9, .dflt = "0",
+     .doc = "number of requests (0 = by duration)"},
+    {.name = "quantum_s", .type = PB_T_NUM, .lo = 1e-6, .hi = 3600, .dflt = "0.01", .doc = "poisson time quantum, s"},
+    {.name = "replay_file", .type = PB_T_STR, .dflt = "auto",
+     .doc = "replay: Azure trace CSV with TIMESTAMP (auto = the dataset's own, else the conversation trace)"},
+    {.name = "n", .type = PB_T_INT, .lo = 1, .hi = 4096, .dflt = "1", .doc = "parallel samples per request"},
+    {.name = "beam_width", .type = PB_T_INT, .lo = 1, .hi = 4096, .dflt = "1", .doc = "beam search width (1 = none)"},
+    {.name = "shots", .type = PB_T_ENUM, .choices = "1|5", .dflt = "1",
+     .doc = "translation: 1-shot (80 tokens) or 5-shot (341) prefix"},
+    {.name = "prefix_len", .type = PB_T_INT, .lo = 0, .hi = 1 << 20, .dflt = "0",
+     .doc = "synthetic shared prefix tokens (not translation)"},
+    {.name = "chat", .type = PB_T_MAP, .sub = chat_schema, .doc = "chatbot conversation model"},
+    {.name = "trace", .type = PB_T_STR, .dflt = "", .doc = "replay this trace CSV instead of generating ('' = generate)"},
+    {0}};
 
-void pb_workload_defaults(pb_workload_cfg *c) {
-    memset(c, 0, sizeof *c);
-    c->arrivals.kind = PB_ARRIVALS_POISSON;
-    c->arrivals.rate = 0;
-    c->arrivals.duration_s = 3600;
-    c->arrivals.num = 0;
-    c->arrivals.quantum_s = 0.01;
-    c->n = 1;
-    c->beam_width = 1;
-    c->shots = 1;
-    c->prefix_len = 0;
-    c->chat_max_prompt = 1024;
-    c->chat_max_output = 2048 - 1024 - 8;
-    c->chat_mean_turns = 3.51;
-    c->chat_new_prob = 0.1;
-}
-
+/* A string key into dst: its value, else its declared default (derived: ""). */
 static pb_status copy_str(char *dst, size_t n, const pb_node *root, const char *key, pb_cfg_err *err) {
-    const pb_node *v = pb_node_get(root, key);
-    if (!v) return PB_OK;
-    if (strlen(v->value) >= n) return pb_cfg_fail(err, v, false, "workload.%s: too long (max %zu)", key, n - 1);
-    snprintf(dst, n, "%s", v->value);
+    const pb_key *k = pb_schema_find(pb_workload_schema, key);
+    const char *v = k->dflt ? pb_schema_str(pb_workload_schema, root, key)
+                            : pb_schema_str_or(pb_workload_schema, root, key, "");
+    if (strlen(v) >= n) return pb_cfg_fail(err, pb_node_get(root, key), false, "workload.%s: too long (max %zu)", key, n - 1);
+    snprintf(dst, n, "%s", v);
     return PB_OK;
 }
+
+/* Every key of n (NULL: none given) into c, from the declarations above. */
+static pb_status read_keys(const pb_node *n, pb_workload_cfg *c, pb_cfg_err *err) {
+    const pb_key *S = pb_workload_schema;
+    memset(c, 0, sizeof *c);
+    pb_status s = PB_OK;
+    s |= copy_str(c->dataset, sizeof c->dataset, n, "dataset", err);
+    s |= copy_str(c->file, sizeof c->file, n, "file", err);
+    s |= copy_str(c->input_column, sizeof c->input_column, n, "input_column", err);
+    s |= copy_str(c->output_column, sizeof c->output_column, n, "output_column", err);
+    s |= copy_str(c->filter, sizeof c->filter, n, "filter", err);
+    s |= copy_str(c->replay_file, sizeof c->replay_file, n, "replay_file", err);
+    s |= copy_str(c->trace, sizeof c->trace, n, "trace", err);
+    pb_arrival_kind_by_name(pb_schema_str(S, n, "arrivals"), &c->arrivals.kind);   /* validated */
+    c->arrivals.rate = pb_schema_num_or(S, n, "rate", 0);
+    c->arrivals.num = pb_schema_int(S, n, "num_requests");
+    c->arrivals.duration_s = pb_schema_num_or(S, n, "duration_s", c->arrivals.num > 0 ? 0 : PB_WL_DURATION_S);
+    c->arrivals.quantum_s = pb_schema_num(S, n, "quantum_s");
+    c->n = (int32_t)pb_schema_int(S, n, "n");
+    c->beam_width = (int32_t)pb_schema_int(S, n, "beam_width");
+    c->shots = (int32_t)pb_schema_int(S, n, "shots");
+    c->prefix_len = (int32_t)pb_schema_int(S, n, "prefix_len");
+    c->chat_max_prompt = (int32_t)pb_schema_int(S, n, "chat.max_prompt");
+    c->chat_max_output = (int32_t)pb_schema_int(S, n, "chat.max_output");
+    c->chat_mean_turns = pb_schema_num(S, n, "chat.mean_turns");
+    c->chat_new_prob = pb_schema_num(S, n, "chat.new_conversation_prob");
+    return s ? PB_ERR_INVALID : PB_OK;
+}
+
+void pb_workload_defaults(pb_workload_cfg *c) { PB_ASSERT(read_keys(NULL, c, NULL) == PB_OK); }
 
 pb_status pb_workload_from_node(const pb_node *n, pb_workload_cfg *out, pb_cfg_err *err) {
     pb_workload_defaults(out);
     if (!n) return PB_OK;
     if (n->kind != PB_NODE_MAP) return pb_cfg_fail(err, n, false, "workload: expected a map of keys");
     if (pb_config_validate(n, pb_workload_schema, "workload", err)) return PB_ERR_INVALID;
-    pb_status s = PB_OK;
-    s |= copy_str(out->dataset, sizeof out->dataset, n, "dataset", err);
-    s |= copy_str(out->file, sizeof out->file, n, "file", err);
-    s |= copy_str(out->input_column, sizeof out->input_column, n, "input_column", err);
-    s |= copy_str(out->output_column, sizeof out->output_column, n, "output_column", err);
-    s |= copy_str(out->filter, sizeof out->filter, n, "filter", err);
-    s |= copy_str(out->replay_file, sizeof out->replay_file, n, "replay_file", err);
-    s |= copy_str(out->trace, sizeof out->trace, n, "trace", err);
+    pb_status s = read_keys(n, out, err);
     if (s) return PB_ERR_INVALID;
-    const char *arr = pb_node_str(n, "arrivals", NULL);
-    if (arr) pb_arrival_kind_by_name(arr, &out->arrivals.kind);       /* validated */
-    out->arrivals.rate = pb_node_num(n, "rate", 0);
-    out->arrivals.num = pb_node_int(n, "num_requests", 0);
-    out->arrivals.duration_s = pb_node_num(n, "duration_s", out->arrivals.num > 0 ? 0 : 3600);
-    out->arrivals.quantum_s = pb_node_num(n, "quantum_s", 0.01);
-    out->n = (int32_t)pb_node_int(n, "n", 1);
-    out->beam_width = (int32_t)pb_node_int(n, "beam_width", 1);
-    out->shots = (int32_t)pb_node_int(n, "shots", 1);
-    out->prefix_len = (int32_t)pb_node_int(n, "prefix_len", 0);
-    out->chat_max_prompt = (int32_t)pb_node_int(n, "chat.max_prompt", out->chat_max_prompt);
-    out->chat_max_output = (int32_t)pb_node_int(n, "chat.max_output", out->chat_max_output);
-    out->chat_mean_turns = pb_node_num(n, "chat.mean_turns", out->chat_mean_turns);
-    out->chat_new_prob = pb_node_num(n, "chat.new_conversation_prob", out->chat_new_prob);
 
     /* cross-key rules */
     if (!out->dataset[0] && !out->trace[0])

@@ -1,18 +1,19 @@
 /* workload.h -- the `workload:` section of an experiment: which dataset, which length
  * filter, which arrival process, which decoding mode; and generating the trace.
  *
- * YAML (every key optional except dataset, unless `trace:` is given):
+ * YAML, an example (each key's type, range, default and doc: its declaration,
+ * pb_workload_schema in workload.c, printed by `pagedbench list --keys`):
  *   workload:
  *     dataset: sharegpt        # sharegpt | alpaca | translation | chatbot | azure_conv | azure_code
  *     file: auto               # exact lengths: auto = the standard file in ../shared/data when
  *                              # present; or a path (tried as given, then under ../shared/data);
  *                              # absent/missing file = the built-in distribution (dist_tables.c)
- *     input_column: input_len  # columns of `file` (defaults per dataset)
+ *     input_column: input_len  # columns of `file` (the dataset's unless given)
  *     output_column: output_len
- *     filter: paper            # paper | fig11 | vllm | none (default: paper for sharegpt/alpaca, else none)
+ *     filter: paper            # paper | fig11 | vllm | none (the dataset's unless given)
  *     arrivals: poisson        # poisson (10 ms quanta) | exponential | burst | replay
  *     rate: 2.0                # req/s (the runner may set it per sweep point)
- *     duration_s: 3600         # default 3600 (the paper's one-hour traces) unless num_requests is set
+ *     duration_s: 3600         # the paper's one-hour traces
  *     num_requests: 0          # 0 = no count limit
  *     quantum_s: 0.01
  *     replay_file: auto        # replay: an Azure LLM trace CSV (TIMESTAMP column); auto = the
@@ -69,6 +70,7 @@
 #include "trace.h"
 
 #define PB_WL_PATH 1024
+#define PB_WL_DURATION_S 3600   /* trace length without num_requests: the paper's hour */
 #define PB_DATASET_NAMES "sharegpt|alpaca|translation|chatbot|azure_conv|azure_code"
 
 typedef struct {
@@ -89,9 +91,8 @@ typedef struct {
 
 extern const pb_key pb_workload_schema[];
 
-/* Defaults: dataset "", built-in lengths, the dataset's filter, poisson arrivals with
- * rate 0 (must be set), duration 3600 s, quantum 10 ms, n = beam_width = 1, 1 shot,
- * chat 1024 / 1016 / 3.51 / 0.1. */
+/* Every key at its declared default (pb_workload_schema): dataset "" and rate 0, which
+ * a caller must set. */
 void pb_workload_defaults(pb_workload_cfg *c);
 
 /* Parse a `workload:` map: validates it against pb_workload_schema (errors
