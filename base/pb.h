@@ -1,7 +1,7 @@
 /* pb.h -- what every pagedbench module includes: status codes, logging, checked
  * allocation, the PB_RESTRICT macro.
  *
- * Two error modes (STYLE S3): reusable code RETURNS a pb_status and never exits;
+ * Two error modes: reusable code RETURNS a pb_status and never exits;
  * leaf programs (CLI commands, tests, benches) report and exit.  Exit codes of the
  * CLI: 0 ok, 1 runtime failure, 2 usage or config error.
  *
@@ -64,9 +64,8 @@ void pb_assert_fail_(const char *expr, const char *file, int line);
    once as a number and written into a key's declaration as text). */
 #define PB_STR_(x) #x
 #define PB_XSTR(x) PB_STR_(x)
-/* cond ? a : b (cond 0 or 1) as arithmetic, for hot paths whose condition is random:
-   the compiler turns a ?: whose result indexes a store or a load into a branch,
-   mispredicted half the time. */
+/* cond ? a : b (cond 0 or 1) without a branch: for hot paths whose condition is
+   random, where a branch would be mispredicted half the time. */
 static inline int32_t pb_select_i32(int32_t cond, int32_t a, int32_t b) { return b ^ ((a ^ b) & -cond); }
 
 /* ---- files written: unique temporaries ----

@@ -1,6 +1,6 @@
 /* beam.h -- beam-search selection and the synthetic next-token model.
  *
- * Beam search (vLLM v0.1.5+, HF-aligned, VLLM-DESIGN §4): each live beam proposes
+ * Beam search (vLLM v0.1.5+, HF-aligned, docs/DESIGN.md §8): each live beam proposes
  * its top 2 * beam_width next tokens; among all (beam, token) candidates the
  * beam_width with the highest cumulative log-probability (beam's cum_logprob +
  * token logprob) survive.  A beam chosen c times continues itself once and is forked

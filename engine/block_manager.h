@@ -1,4 +1,4 @@
-/* block_manager.h -- the `paged` KV manager (paper §4, VLLM-DESIGN §2).
+/* block_manager.h -- the `paged` KV manager (paper §4, docs/DESIGN.md §4).
  *
  * Per-sequence block tables (logical block i -> physical GPU or CPU block; the fill
  * of every physical block is kept by the allocator), over two block allocators (GPU

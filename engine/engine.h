@@ -1,5 +1,5 @@
 /* engine.h -- the engine loop: replay a trace through a policy, a KV manager and an
- * executor on a simulated clock (DESIGN §2).
+ * executor on a simulated clock (docs/DESIGN.md §2).
  *
  * One step:
  *   1. requests with arrival_s <= clock enter the waiting queue;

@@ -4,7 +4,7 @@
  * sequences one slot per step, forks and frees sequences, and preempts groups by
  * swapping their KV to the CPU.  Two kinds implement it:
  *   paged       block tables over fixed-size blocks with reference counts and
- *               copy-on-write (engine/block_manager.c, DESIGN §4, paper §4);
+ *               copy-on-write (engine/block_manager.c, docs/DESIGN.md §4, paper §4);
  *   contiguous  one contiguous region per sequence, reserved up front by a rule
  *               (Orca Oracle / Pow2 / Max, FasterTransformer), over a buddy
  *               allocator (baselines/).
@@ -74,7 +74,7 @@ static inline void pb_pair_vec_push(pb_pair_vec *pv, int32_t src, int32_t dst) {
 static inline void pb_pair_vec_clear(pb_pair_vec *pv) { pv->n = 0; }
 void pb_pair_vec_free(pb_pair_vec *pv);
 
-/* Memory breakdown of the GPU KV space, every slot in exactly one class (DESIGN §7):
+/* Memory breakdown of the GPU KV space, every slot in exactly one class (docs/DESIGN.md §7):
  *   token_slots + reserved_slots + internal_frag_slots + free_slots == total_slots */
 typedef struct {
     int64_t total_slots;         /* KV capacity in token slots                         */

@@ -1,10 +1,10 @@
-/* metrics.h -- what a run measured: per request, per step, per run (DESIGN §7).
+/* metrics.h -- what a run measured: per request, per step, per run (docs/DESIGN.md §7).
  *
  * The engine records into a pb_metrics during pb_engine_run(); the experiment
  * runner then reads the summary (pb_metrics_summary), the per-request rows and,
  * when asked for, the per-step rows.  All times are simulated-clock seconds.
  *
- * Definitions (paper §6.1, DESIGN §7):
+ * Definitions (paper §6.1, docs/DESIGN.md §7):
  *   normalized latency  (finish - arrival) / output_len, computed per SEQUENCE
  *                       (a group's n or beam_width sequences share its arrival and
  *                       finish, as CacheFlow's harness), s/token; mean, p50/p90/p99

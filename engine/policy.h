@@ -24,7 +24,7 @@
  * Most policies are short compositions of the BUILDING BLOCKS below (decode the
  * running groups with a victim rule, continue partial prefills, swap in, admit from
  * the waiting queue's head under an admission rule).  The shipped ones:
- *   vllm-v0.1 (policy_vllm_v01.c)  paper §4.5 / VLLM-DESIGN §3: running first,
+ *   vllm-v0.1 (policy_vllm_v01.c)  paper §4.5 / docs/DESIGN.md §3.1: running first,
  *         preempt the latest-arrived groups all-or-nothing, swapped before waiting,
  *         no admission while anything is swapped, watermark, token and sequence
  *         budgets; prompts and decodes share a step.
@@ -77,7 +77,7 @@ typedef enum {
     PB_PREEMPT_SWAP        /* move the KV to the CPU swap space                      */
 } pb_preempt_mode;
 
-/* vLLM step structure (VLLM-DESIGN §3.1 / §3.2). */
+/* vLLM step structure (docs/DESIGN.md §3.1 / §3.2). */
 typedef enum {
     PB_STEP_MIXED = 0,     /* v0.1.x: one batch mixes prompts and decodes; running
                               first, then swapped, then waiting                      */
@@ -341,7 +341,7 @@ typedef struct {
    when the prefix is over the budget.  *n_admitted (may be NULL): groups admitted. */
 pb_status pb_sched_admit_waiting(pb_sched *s, const pb_admit_rule *r, int32_t *n_admitted);
 
-/* The vLLM scheduling step (paper §4.5, VLLM-DESIGN §3) on whatever waiting order
+/* The vLLM scheduling step (paper §4.5, docs/DESIGN.md §3) on whatever waiting order
    the policy's waiting_key gives: v0.1.x mixed steps (decode, swap in, admit), or
    v0.2.x alternating ones (prompt-only steps, padded when max_paddings >= 0: the
    batch carries n_padded_tokens), or the one params->step_mode names (with

@@ -1,4 +1,4 @@
-/* policy_vllm_v01.c -- the paper's scheduler (§4.5; vLLM v0.1.x, VLLM-DESIGN §3.1),
+/* policy_vllm_v01.c -- the paper's scheduler (§4.5; vLLM v0.1.x, docs/DESIGN.md §3.1),
  * whatever the engine's step_mode: FCFS, iteration-level; each step decodes the
  * running groups first (preempting the latest arrivals all-or-nothing when a slot is
  * missing), then swaps groups back in (unless one was swapped out this step), then

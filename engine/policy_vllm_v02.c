@@ -1,4 +1,4 @@
-/* policy_vllm_v02.c -- vLLM v0.2.x's scheduler (VLLM-DESIGN §3.2), whatever the
+/* policy_vllm_v02.c -- vLLM v0.2.x's scheduler (docs/DESIGN.md §3.2), whatever the
  * engine's step_mode: steps alternate instead of mixing.  While nothing is swapped a
  * step first tries to admit waiting groups FCFS; if any was admitted the step is
  * prompt-only, padded to [prompts, longest prompt] as in v0.2.2-v0.2.7: admission

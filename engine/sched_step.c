@@ -18,7 +18,7 @@
  *                      counting a group's future sequences, max(n_seqs, n / beam
  *                      width)) and the rule's group cap allow; NEVER => rejected.
  *
- * vLLM step (pb_sched_vllm_step), paper §4.5 and VLLM-DESIGN §3:
+ * vLLM step (pb_sched_vllm_step), paper §4.5 and docs/DESIGN.md §3:
  *   mixed (v0.1.x, default): decode_running; if nothing was swapped out this step
  *     swap_in_fcfs; only if no group is swapped admit_waiting
  *     (max_num_batched_tokens).

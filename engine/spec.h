@@ -79,7 +79,7 @@ double pb_param_bytes(const pb_model *m);                       /* whole model *
  * Peak activations (fp16): max(2*(max(3*T*h/tp, T*ffn/tp) + T*h), 2*T*vocab) elements,
  * with T = max_batched_tokens (FlashAttention: no attention maps). */
 /* Tokens of the activation estimate in the KV budget: the paper's harness passed its
- * max_num_batched_tokens, vLLM v0.1.0's default 2560 (VLLM-DESIGN §3 knobs table).
+ * max_num_batched_tokens, vLLM v0.1.0's default 2560 (docs/DESIGN.md §3.3).
  * (An earlier value, 2048, was chosen because it made Table 1 and Fig. 2 agree; Fig. 2
  * is a serving figure and may not set a parameter (issue 12), so the documented
  * default stands: OPT-13B on an A100-40GB gets 975 blocks of 16 = 15.6K slots,
@@ -120,7 +120,7 @@ typedef enum {
 double pb_weight_bytes_per_gpu(const pb_model *m, int32_t tp);
 
 /* KV capacity the way vLLM v0.2 computes it (Worker.profile_num_available_blocks,
- * VLLM-DESIGN §5): one forward pass WITHOUT KV cache over S = profile_seqs dummy
+ * docs/DESIGN.md §9): one forward pass WITHOUT KV cache over S = profile_seqs dummy
  * prompts whose lengths sum to T = profile_tokens (T/S each, the first T%S one
  * longer), sampler at top_p = 0.99, top_k = vocab-1; then
  *   blocks = floor((mem_bytes * gpu_mem_util - peak) / kv_bytes_per_block)

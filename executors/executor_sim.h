@@ -1,5 +1,5 @@
 /* executor_sim.h -- the `sim` executor: a first-principles cost model of one
- * serving step on A100 / H100 / H200 class GPUs (DESIGN §5, issues 5 and 12).
+ * serving step on A100 / H100 / H200 class GPUs (docs/DESIGN.md §5).
  *
  * A step's latency is
  *

@@ -2,7 +2,7 @@
  * FasterTransformer-style contiguous kernel, batch 8 and 32 x context 64, 128, 256.
  *
  * The paper does not state the model or the GPU; we use OPT-13B heads (40 x 128,
- * fp16), block size 16, A100-40GB (PAPER.md §7.1, "a plausible guess").  Two sources:
+ * fp16), block size 16, A100-40GB (a plausible guess).  Two sources:
  *   cost_model  the sim's decode-attention term for ONE kernel call (one layer) of a
  *               decode-only batch (pb_sim_step_breakdown().decode_attn_s / n_layers),
  *               paged and contiguous, from experiments/hardware/a100-40gb.yaml.

@@ -11,7 +11,7 @@
 #include "executor_sim.h"
 #include "spec.h"
 
-/* ---- the paper's digitized points (PAPER.md §6) ---- */
+/* ---- the paper's points, digitized from its figures ---- */
 /* Fig. 1 top, existing systems: memory (GB) at which the batch reaches k = 0..8 */
 static const double P1_EXIST_MEM[] = {26, 28, 30, 31, 33, 34, 36, 37, 39};
 /* Fig. 1 top, vLLM: (batch, memory GB) */

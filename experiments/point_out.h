@@ -4,7 +4,7 @@
  * the engine run; docs/outputs.md is the column dictionary.
  *
  * Metrics set (pb_point_metrics names; units in the name or in docs/outputs.md):
- *   normalized_latency (mean) _p50 _p90 _p99      s/token, per sequence (DESIGN §7)
+ *   normalized_latency (mean) _p50 _p90 _p99      s/token, per sequence (docs/DESIGN.md §7)
  *   ttft_{mean,p50,p90,p99}_ms  tpot_..._ms  itl_..._ms  e2e_{mean,p50,p90,p99}_s
  *   request_throughput_per_s  output_token_throughput_per_s  total_token_throughput_per_s
  *   batched_requests batched_seqs token_states_pct reservation_pct internal_frag_pct

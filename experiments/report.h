@@ -2,7 +2,7 @@
  *
  * Both sides are read as CSV with the same columns: ours from results/<figure>.csv
  * (runner.h, or the figure's own writer for fig1 / fig11 / fig19a), the paper's from
- * experiments/paper/<figure>.csv (the digitized points of PAPER.md, transcribed as
+ * experiments/paper/<figure>.csv (the paper's points, digitized and transcribed as
  * data).  What is compared depends on the figure:
  *   fig12 fig14 fig16 fig17   each series' knee (the request rate where normalized
  *                             latency first crosses the threshold, interpolated;

@@ -1,4 +1,4 @@
-/* validate.h -- predict public GPU step measurements with the sim (issue #12, item 2).
+/* validate.h -- predict public GPU step measurements with the sim.
  *
  * experiments/validation/measurements.csv lists real step-level timings from public
  * repositories (Sarathi-Serve Yi-34B TP2, Splitwise Llama-2-70B / BLOOM-176B, the vLLM

@@ -1,6 +1,6 @@
 # style.gp -- the one look of every pagedbench figure (load it from each figN.gp).
 #
-# Systems keep the vLLM paper's colours and markers in every figure (PAPER.md §0):
+# Systems keep the vLLM paper's colours and markers in every figure:
 #   FasterTransformer grey dot, Orca (Max) red x, Orca (Pow2) orange triangle,
 #   Orca (Oracle) green square, vLLM blue circle.
 # Line style i (ours) and 10+i (the paper's digitized points: the same colour,

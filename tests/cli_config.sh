@@ -1,10 +1,10 @@
 #!/usr/bin/env bash
-# cli_config.sh -- configs that never lie (issue 13): every key takes effect or is
-# rejected with file:line:col and exit 2, checked before anything runs, nothing written.
+# cli_config.sh -- configs that never lie: every key takes effect or is rejected with
+# file:line:col and exit 2, checked before anything runs, nothing written.
 #   bash tests/cli_config.sh build/cpu/pagedbench
-# Each check is one "Why" line of the issue: a key that used to be accepted and ignored
-# now changes the run, and an input that used to fail inside a worker (or not at all)
-# now fails `run` and `run --check` alike, with no results folder left behind.
+# Each check is one kind of input: a key that is given takes effect, and an input that
+# cannot run fails `run` and `run --check` alike, before any worker starts, with no
+# results folder left behind.
 set -u
 PB=$(realpath "${1:?usage: cli_config.sh path/to/pagedbench}")
 T=$(mktemp -d /tmp/pb_cli_config.XXXXXX)
@@ -48,7 +48,7 @@ rejects() {
 col() { awk -F, -v c="$2" 'NR==1{for(i=1;i<=NF;i++) if($i==c) k=i; next} {print $k}' "$1"; }
 runs() { "$PB" run "$1" --results "$2" --quiet --no-report "${@:3}" >/dev/null 2>"$(basename "$2").err"; }
 
-# ---- keys that were accepted and ignored now take effect ----
+# ---- keys that take effect ----
 cp base.yaml seed.yaml; echo 'sweep: [{axis: seed, set: seed, values: [0, 1, 2]}]' >>seed.yaml
 if runs seed.yaml r_seed && [ "$(col r_seed/c13.csv normalized_latency | sort -u | wc -l)" = 3 ]; then
     ok "a seed sweep axis changes the trace (3 seeds, 3 results)"
@@ -104,7 +104,7 @@ rejects "--set model=unknown lists the specs" base.yaml "model: no spec 'opt-14b
 sed 's/^hardware: a100-40gb/hardware: a100-40gb\nexecutor: {type: sim, fixed_latency_s: 0.5}/' base.yaml >exsim.yaml
 rejects "a real-executor key under the sim executor" exsim.yaml "exsim.yaml:5:23: executor.fixed_latency_s: only the real executors"
 
-# ---- errors that were found only inside workers ----
+# ---- errors found before any worker starts ----
 sed 's/  rate: 2.0/  rate: 0/' base.yaml >rate0.yaml
 rejects "rate 0" rate0.yaml "rate0.yaml:8:9: workload.rate: poisson arrivals need a rate > 0"
 sed 's/  duration_s: 20/  duration_s: 0/' base.yaml >dur0.yaml

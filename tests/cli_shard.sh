@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# cli_shard.sh -- sharded sweeps equal single-host ones, byte for byte (issue 16).
+# cli_shard.sh -- sharded sweeps equal single-host ones, byte for byte.
 #   fig12 and fig14 (--quick, 1-minute traces): `run --shard I/3` into three folders
 #   (as on three hosts) plus `merge` gives the CSV, JSON sidecar, report file and
 #   printed report of a single-host `run`; so do three shards run at once into ONE

@@ -1,5 +1,5 @@
 /* test_baselines.c -- the contiguous KV manager and the Orca / FasterTransformer
- * policies (issue 6). */
+ * policies. */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>

@@ -217,7 +217,7 @@ PB_TEST(tensor_parallel_scaling) {
                   1e-12);
     PB_CHECK_NEAR(o4.allreduce_s, L * 2 * (s.c.ar_lat_s[1] + by / s.c.ar_bw[1]) + s.c.ar_lat_s[1] + lg / s.c.ar_bw[1],
                   1e-12);
-    /* PERF-ANCHORS §6: OPT-66B TP4 weight floor on A100-40GB 21.1 ms */
+    /* a step reads every weight: OPT-66B at TP4 on an A100-40GB, 21.1 ms at least */
     make_decode(&t, 1, 128, 16);
     PB_CHECK(step_s(t4, &t.b) >= pb_param_bytes(&s.m) / 4 / s.hw.hbm_bw);
     /* tp must divide the heads */

@@ -1,4 +1,4 @@
-/* test_scheduler.c -- the vLLM scheduling rules (paper §4.5, VLLM-DESIGN §3) observed
+/* test_scheduler.c -- the vLLM scheduling rules (paper §4.5, docs/DESIGN.md §3) observed
  * step by step: preemption of the latest arrival first, all-or-nothing groups, the
  * swap bound, no admission while anything is swapped, recompute re-prefills prompt +
  * generated tokens in one step, never-fitting prompts rejected, token and sequence

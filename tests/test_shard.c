@@ -1,4 +1,4 @@
-/* test_shard.c -- point keys by content and sharded sweeps (issue 16), with a stand-in
+/* test_shard.c -- point keys by content and sharded sweeps, with a stand-in
  * point function: keys ignore YAML order, quoting and the sweep's value lists but follow
  * every resolved value, the system's options and input file contents; a shard plan
  * partitions the points (series kept whole when they refine) and balances the cost;

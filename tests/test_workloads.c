@@ -73,7 +73,7 @@ PB_TEST(builtin_tables_check) {
     PB_CHECK(pb_dataset_builtin("sharegtp", &d) == PB_ERR_INVALID && d == NULL);
 }
 
-/* The published means (shared/data/README.md, PAPER.md Fig. 11) against the built-in
+/* The published means (the paper's Fig. 11, the data sets' own notes) against the built-in
  * model, within 1%.  Runs without ../shared/data. */
 static void check_model(const char *table, const char *filter, double in, double out) {
     pb_dataset *d;
