@@ -144,7 +144,10 @@ const pb_key pb_experiment_schema[] = {
     {.name = "length_scale", .type = PB_T_NUM, .lo = 1e-6, .hi = 1, .dflt = "1",
      .doc = "multiply every prompt and output length (rounded up): fits a trace to a tiny model"},
     {.name = "clamp_to_max_len", .type = PB_T_BOOL, .dflt = "false",
-     .doc = "cut prompts to max_len - 1 and outputs to what is left of max_len (false: longer prompts are rejected)"},
+     .doc = "cut prompts to max_len - 1 and outputs to what is left of max_len (false: longer prompts are dropped "
+            "from the trace for every system, n_dropped)"},
+    {.name = "allow_rejected", .type = PB_T_BOOL, .dflt = "false",
+     .doc = "accept points where requests were rejected or left unfinished (complete 0): the run exits 0, not 1"},
     {0},
 };
 

@@ -608,6 +608,7 @@ static const default_case DEFAULT_VARIANTS[] = {
     {"slo.tpot_ms", "sloany", NULL},
     {"quick.thin", "sweep", NULL},
     {"executor.fixed_latency_s", NULL, "0 measures each step on this host: no two runs agree"},
+    {"knee.axis", NULL, "given, it must name a sweep axis (experiment.c); the variants' axes are named r"},
 };
 
 /* "systems[].x" -> "systems.0.x" (the config path of the key in a variant). */
