@@ -11,6 +11,8 @@
 #                             sarathi, prefix-cache; RESULTS.md "Scheduling study")
 #   ./run_all.sh all          every table and figure, then rewrite RESULTS.md's generated tables
 #   ./run_all.sh results-md   refill RESULTS.md's generated tables from results/*_report.md
+#   ./run_all.sh goldens      rewrite the pinned quick figures tests/golden/*.csv (after a change of
+#                             the model on purpose; tests/cli_goldens.sh compares them byte for byte)
 #   ./run_all.sh gpu          the GPU half: build the CUDA code, GPU tests, kernel benchmarks,
 #                             calibration sweeps, OPT-13B profile, real engine vs cost model
 #                             -> results/gpu/<device>/ (without a GPU: the C references and
@@ -48,20 +50,20 @@ while [ $# -gt 0 ]; do
         --cuda) CUDA=1 ;;
         --build) BUILD=$2; shift ;;
         --bundle) GPU_ARGS+=(--bundle "$2"); shift ;;
-        -h|--help) sed -n '2,31p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+        -h|--help) sed -n '2,33p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
         -*) echo "run_all.sh: unknown option $1" >&2; exit 2 ;;
         *) VERBS+=("$1") ;;
     esac
     shift
 done
-[ ${#VERBS[@]} -gt 0 ] || { sed -n '2,31p' "$0" | sed 's/^# \{0,1\}//'; exit 2; }
+[ ${#VERBS[@]} -gt 0 ] || { sed -n '2,33p' "$0" | sed 's/^# \{0,1\}//'; exit 2; }
 
 log() { printf '==> %s\n' "$*" >&2; }
 
 # Every verb is checked before anything is built or run.
 for verb in "${VERBS[@]}"; do
     case "$verb" in
-        test|table1|list|all|results-md|clean|gpu) ;;
+        test|table1|list|all|results-md|clean|gpu|goldens) ;;
         fig1|fig2|fig11|fig12|fig13|fig14|fig15|fig16|fig17|fig18|fig18a|fig18b|fig19|fig19a|fig19b|study) ;;
         *) echo "run_all.sh: unknown verb '$verb' (try: ./run_all.sh list)" >&2; exit 2 ;;
     esac
@@ -266,6 +268,7 @@ for verb in "${VERBS[@]}"; do
         fig*|study) run_figure "$verb" ;;
         all) run_all_figures ;;
         results-md) update_results_md ;;
+        goldens) build goldens; bash tools/goldens.sh write "$PB" ;;
         clean) rm -rf build results/tmp results/points results/quick plots/out/quick ;;
         gpu) . tools/gpu/deps.sh
              pb_gpu_deps "$ROOT" || exit 1
