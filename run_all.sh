@@ -50,13 +50,13 @@ while [ $# -gt 0 ]; do
         --cuda) CUDA=1 ;;
         --build) BUILD=$2; shift ;;
         --bundle) GPU_ARGS+=(--bundle "$2"); shift ;;
-        -h|--help) sed -n '2,33p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+        -h|--help) sed -n '2,32p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
         -*) echo "run_all.sh: unknown option $1" >&2; exit 2 ;;
         *) VERBS+=("$1") ;;
     esac
     shift
 done
-[ ${#VERBS[@]} -gt 0 ] || { sed -n '2,33p' "$0" | sed 's/^# \{0,1\}//'; exit 2; }
+[ ${#VERBS[@]} -gt 0 ] || { sed -n '2,32p' "$0" | sed 's/^# \{0,1\}//'; exit 2; }
 
 log() { printf '==> %s\n' "$*" >&2; }
 
@@ -175,7 +175,7 @@ run_tests() {
         cmake --build "$dir" -j "$JOBS" >&2
         log "running tests under ASan+UBSan ($dir)"
         (cd "$dir" && ASAN_OPTIONS=detect_leaks=1 UBSAN_OPTIONS=print_stacktrace=1 \
-            ctest --output-on-failure --no-tests=error -j "$JOBS" -LE gpu)
+            ctest --output-on-failure --no-tests=error -j "$JOBS" -LE 'gpu|cuda')
     fi
 }
 

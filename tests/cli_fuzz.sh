@@ -11,6 +11,7 @@
 # finding fails the test and is printed as hex: add it to tests/fuzz/corpus/<harness>/
 # as a regression input.
 set -u
+. "$(dirname "$0")/skip.sh"
 BIN=${1:?usage: cli_fuzz.sh path/to/pagedbench}
 FZ=$(dirname "$BIN")/fuzz
 SRC=$(cd "$(dirname "$0")/.." && pwd)
@@ -38,5 +39,5 @@ for h in yaml trace engine; do
         ran=1
     fi
 done
-[ $ran = 1 ] || { echo "SKIP: no fuzz harness built in $FZ" >&2; exit 77; }
+[ $ran = 1 ] || pb_skip "no fuzz harness built in $FZ"
 [ $fail = 0 ]

@@ -9,8 +9,9 @@
 set -u
 PB=${1:?usage: cli_parallel.sh path/to/pagedbench}
 PB=$(cd "$(dirname "$PB")" && pwd)/$(basename "$PB")
-command -v parallel >/dev/null || { echo "SKIP: GNU parallel not installed (apt-get install parallel)" >&2; exit 77; }
-parallel --version 2>/dev/null | grep -q "GNU parallel" || { echo "SKIP: 'parallel' is not GNU parallel" >&2; exit 77; }
+. "$(dirname "$0")/skip.sh"
+command -v parallel >/dev/null || pb_skip "GNU parallel not installed (apt-get install parallel)"
+parallel --version 2>/dev/null | grep -q "GNU parallel" || pb_skip "'parallel' is not GNU parallel"
 T=$(mktemp -d /tmp/pb_cli_parallel.XXXXXX)
 trap 'rm -rf "$T"' EXIT
 pass=0; fail=0

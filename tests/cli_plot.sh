@@ -7,7 +7,8 @@
 #   bash tests/cli_plot.sh build/cpu/pagedbench
 set -u
 PB=${1:?usage: cli_plot.sh path/to/pagedbench}
-command -v gnuplot >/dev/null || { echo "skip: gnuplot not installed (apt-get install gnuplot-nox)"; exit 77; }
+. "$(dirname "$0")/skip.sh"
+command -v gnuplot >/dev/null || pb_skip "gnuplot not installed (apt-get install gnuplot-nox)"
 T=$(mktemp -d /tmp/pb_cli_plot.XXXXXX)
 trap 'rm -rf "$T"' EXIT
 pass=0; fail=0

@@ -16,7 +16,8 @@
 set -u
 PB=${1:?usage: cli_slurm.sh path/to/pagedbench}
 PB=$(cd "$(dirname "$PB")" && pwd)/$(basename "$PB")
-skip() { echo "SKIP: $*" >&2; exit 77; }
+. "$(dirname "$0")/skip.sh"
+skip() { pb_skip "$@"; }
 [ "$(id -u)" = 0 ] || skip "slurmd must run as root to start jobs; run the tests as root (as CI does)"
 for c in munged slurmctld slurmd sbatch sinfo; do
     command -v "$c" >/dev/null || skip "$c not installed (apt-get install slurm-wlm munge)"

@@ -20,7 +20,7 @@
 
 static int have_gpu(char *why, size_t n) { return pb_kbench_gpu_available(why, n); }
 #define NEED_GPU() do { char why_[256]; if (!have_gpu(why_, sizeof why_)) \
-    PB_SKIP("SKIP: no GPU (%s)", why_); } while (0)
+    PB_SKIP_NO_GPU("%s", why_); } while (0)
 
 PB_TEST(decode_awkward_batches_and_block_sizes) {
     NEED_GPU();
@@ -143,7 +143,7 @@ PB_TEST(unsupported_shapes_are_reported) {
 
 #else
 
-PB_TEST(gpu_attention) { char why_[512]; pb_kbench_gpu_available(why_, sizeof why_); PB_SKIP("SKIP: no GPU (%s)", why_); }
+PB_TEST(gpu_attention) { char why_[512]; pb_kbench_gpu_available(why_, sizeof why_); PB_SKIP_NO_GPU("%s", why_); }
 
 #endif
 

@@ -15,7 +15,7 @@
 #include <cuda_runtime.h>
 
 #define NEED_GPU() do { char why_[256]; if (!pb_kbench_gpu_available(why_, sizeof why_)) \
-    PB_SKIP("SKIP: no GPU (%s)", why_); } while (0)
+    PB_SKIP_NO_GPU("%s", why_); } while (0)
 
 static void fill_bytes(void *p, size_t n, uint64_t seed) {
     pb_rng r;
@@ -140,7 +140,7 @@ PB_TEST(swap_per_block_and_batched_both_directions) {
 
 #else
 
-PB_TEST(gpu_cache_ops) { char why_[512]; pb_kbench_gpu_available(why_, sizeof why_); PB_SKIP("SKIP: no GPU (%s)", why_); }
+PB_TEST(gpu_cache_ops) { char why_[512]; pb_kbench_gpu_available(why_, sizeof why_); PB_SKIP_NO_GPU("%s", why_); }
 
 #endif
 

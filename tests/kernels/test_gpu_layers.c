@@ -32,7 +32,7 @@ static int gpu_ok_(void) {
     }
     return state;
 }
-#define NEED_GPU() do { if (!gpu_ok_()) PB_SKIP("no GPU (%s)", gpu_reason_); } while (0)
+#define NEED_GPU() do { if (!gpu_ok_()) PB_SKIP_NO_GPU("%s", gpu_reason_); } while (0)
 #define CK(call) do { cudaError_t e_ = (call); if (e_ != cudaSuccess) {                     \
     fprintf(stderr, "%s:%d: %s: %s\n", __FILE__, __LINE__, #call, cudaGetErrorString(e_));  \
     exit(1); } } while (0)
@@ -356,7 +356,7 @@ PB_TEST(gpu_layers) {
     char why[512];
     pb_gpu_probe(why, sizeof why);
     printf("SKIP: no GPU (%s)\n", why);
-    PB_SKIP("no GPU (%s)", why);
+    PB_SKIP_NO_GPU("%s", why);
 }
 
 #endif

@@ -49,7 +49,7 @@ static void time_copies(cudaStream_t st, char *mode, size_t mode_len) {
 
 PB_TEST(cupti_then_events) {
     char why[256];
-    if (!pb_kbench_gpu_available(why, sizeof why)) PB_SKIP("SKIP: no GPU (%s)", why);
+    if (!pb_kbench_gpu_available(why, sizeof why)) PB_SKIP_NO_GPU("%s", why);
     cudaStream_t st;
     PB_REQUIRE(cudaStreamCreateWithFlags(&st, cudaStreamNonBlocking) == cudaSuccess);
     static const struct { const char *env, *mode; } runs[] = {
@@ -78,7 +78,7 @@ PB_TEST(timer_refuses_without_cuda) {
     double us = 1;
     int n = 1;
     PB_CHECK(pb_gpu_timer_stop(NULL, &us, &n) == PB_ERR_UNSUPPORTED && us == 0 && n == 0);
-    char why_[512]; pb_kbench_gpu_available(why_, sizeof why_); PB_SKIP("SKIP: no GPU (%s)", why_);
+    char why_[512]; pb_kbench_gpu_available(why_, sizeof why_); PB_SKIP_NO_GPU("%s", why_);
 }
 
 #endif
