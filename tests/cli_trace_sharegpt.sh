@@ -1,16 +1,22 @@
 #!/usr/bin/env bash
 # cli_trace_sharegpt.sh -- a ShareGPT-format JSON sample (tests/data/sharegpt_sample.json,
 # written for this test) becomes a trace through the real tokenizer (GPT-2 BPE,
-# tools/tokenize/pb_tokenize.py) and replays through `pagedbench run`.  Skips (77)
-# when python3, its `tokenizers` package or the GPT-2 BPE files are absent.
+# tools/tokenize/pb_tokenize.py) and replays through `pagedbench run`.  The BPE files
+# are tests/data/gpt2_subset (the merges the sample uses, tools/tokenize/subset_vocab.py)
+# unless PAGEDBENCH_TOKENIZER_DIR names others; when the full GPT-2 files are beside the
+# checkout (../shared/data/tokenizers/gpt2) the subset must give the same trace.  Skips
+# (77; a failure with PAGEDBENCH_NO_SKIP=1) without python3 or its `tokenizers` package.
 #   bash tests/cli_trace_sharegpt.sh build/cpu/pagedbench
 set -u
 PB=${1:?usage: cli_trace_sharegpt.sh path/to/pagedbench}
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
-command -v python3 >/dev/null || { echo "skip: python3 not installed"; exit 77; }
-python3 -c 'import tokenizers' 2>/dev/null || { echo "skip: python package tokenizers not installed (pip install tokenizers)"; exit 77; }
-VOCAB=${PAGEDBENCH_TOKENIZER_DIR:-$ROOT/../shared/data/tokenizers/gpt2}
-[ -r "$VOCAB/encoder.json" ] && [ -r "$VOCAB/vocab.bpe" ] || { echo "skip: GPT-2 BPE files not found in $VOCAB"; exit 77; }
+. "$ROOT/tests/skip.sh"
+command -v python3 >/dev/null || pb_skip "python3 not installed"
+python3 -c 'import tokenizers' 2>/dev/null || pb_skip "python package tokenizers not installed (pip install tokenizers)"
+FULL=$ROOT/../shared/data/tokenizers/gpt2
+export PAGEDBENCH_TOKENIZER_DIR=${PAGEDBENCH_TOKENIZER_DIR:-$ROOT/tests/data/gpt2_subset}
+VOCAB=$PAGEDBENCH_TOKENIZER_DIR
+[ -r "$VOCAB/encoder.json" ] && [ -r "$VOCAB/vocab.bpe" ] || { echo "FAIL: GPT-2 BPE files not found in $VOCAB" >&2; exit 1; }
 T=$(mktemp -d /tmp/pb_cli_sharegpt.XXXXXX)
 trap 'rm -rf "$T"' EXIT
 pass=0; fail=0
@@ -33,6 +39,10 @@ else bad "convert: $(cat "$T/err")"; fi
     ok "same options, same bytes" || bad "not deterministic"
 "$PB" trace --check "$T/trace.csv" >"$T/check.out" 2>/dev/null && grep -q ": ok, 5 requests" "$T/check.out" &&
     ok "trace --check: verdict on stdout" || bad "check: $(cat "$T/check.out")"
+if [ -r "$FULL/encoder.json" ] && [ "$VOCAB" != "$FULL" ]; then
+    PAGEDBENCH_TOKENIZER_DIR=$FULL "$PB" trace --from "$SAMPLE" --format sharegpt-json --rate 4 --seed 3 2>/dev/null |
+        cmp -s - "$T/trace.csv" && ok "the BPE subset gives the full GPT-2 files' trace" || bad "subset and full BPE differ"
+fi
 printf '[{"id": "x", "conversations": "not a list"}]' >"$T/bad.json"
 "$PB" trace --from "$T/bad.json" --format sharegpt-json --rate 1 >/dev/null 2>"$T/e"; rc=$?
 [ $rc = 2 ] && grep -q "no \`conversations\` list" "$T/e" && ok "malformed ShareGPT: exit 2 with the reason" ||
