@@ -1,6 +1,9 @@
 /* test_outputs.c -- what `pagedbench run --requests --timeline` writes, read back:
- *   - every point's TTFT / TPOT / e2e / normalized-latency mean and p50/p90/p99 in
- *     <exp>.csv are recomputed bit for bit from <exp>.requests.csv (numpy's linear
+ *   - every request's TTFT, TPOT, e2e and normalized latency are derived here from its
+ *     raw times and lengths in <exp>.requests.csv (arrival_s, first_token_s, finish_s,
+ *     output_len; the definitions of docs/outputs.md, not pb_req_latency_of) and must
+ *     equal the file's own columns; from these independent values every point's mean
+ *     and p50/p90/p99 in <exp>.csv are recomputed bit for bit (numpy's linear
  *     percentile; normalized latency counts a request once per sequence, max(n,
  *     beam_width); the mean in request order), and the counts and goodput agree;
  *   - the timeline has one row per engine step (`steps` of the point);
@@ -11,10 +14,13 @@
  *     sweep axis sets `seed`, that axis' value (and the experiment says it is swept);
  *   - the checks are printed (`Check complete:`, `Check slo_met:`), no "VALID";
  *   - --jobs 1 and --jobs 2 give byte-identical CSVs, per-request and per-step files.
- * Runs the real binary (PAGEDBENCH_BIN, set by ctest) on the sim executor. */
+ * Runs the real binary (PAGEDBENCH_BIN, set by ctest) on the sim executor, with the
+ * built-in length distributions (PAGEDBENCH_SHARED_DATA at an empty folder), so it runs
+ * the same in a bare clone and beside ../shared/data. */
 #include <jansson.h>
 #include <math.h>
 #include <stdbool.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -98,6 +104,42 @@ static int check4(const pb_csv_table *res, int row, const char *base, const char
     return bad;
 }
 
+/* The runs below use the built-in length distributions: an empty data folder. */
+static void no_shared_data(const char *dir) {
+    static char nodata[600];
+    snprintf(nodata, sizeof nodata, "%s/nodata", dir);
+    PB_ASSERT(mkdir(nodata, 0755) == 0);
+    setenv("PAGEDBENCH_SHARED_DATA", nodata, 1);
+}
+
+/* A request's latencies from its raw cells (docs/outputs.md): TTFT = (first token -
+ * arrival) ms; TPOT = (finish - first token) / (output_len - 1) ms, output_len > 1; e2e =
+ * finish - arrival s; normalized = e2e / output_len s/token.  NAN where undefined.  Each
+ * must equal the file's own column; *bad counts those that do not. */
+typedef struct { double ttft, tpot, e2e, nl; } lat4;
+static lat4 derive(const pb_csv_table *t, int q, int *bad) {
+    double arr = numv(t, q, "arrival_s"), ft = numv(t, q, "first_token_s"), fin = numv(t, q, "finish_s");
+    double out = numv(t, q, "output_len");
+    lat4 l = {NAN, NAN, NAN, NAN};
+    if (!isnan(ft)) l.ttft = (ft - arr) * 1e3;
+    if (!isnan(fin)) {
+        l.e2e = fin - arr;
+        l.nl = l.e2e / out;
+        if (out > 1) l.tpot = (fin - ft) / (out - 1) * 1e3;
+    }
+    static const char *const col[4] = {"ttft_ms", "tpot_ms", "e2e_s", "normalized_latency_s_per_token"};
+    const double v[4] = {l.ttft, l.tpot, l.e2e, l.nl};
+    for (int k = 0; k < 4; k++) {
+        double c = numv(t, q, col[k]);
+        if (!(c == v[k] || (isnan(c) && isnan(v[k])))) {
+            if (*bad < 5)
+                fprintf(stderr, "  request row %d %s: file %.17g, from its times %.17g\n", q, col[k], c, v[k]);
+            (*bad)++;
+        }
+    }
+    return l;
+}
+
 static int run_cmd(const char *cmd) {
     int rc = system(cmd);
     return WIFEXITED(rc) ? WEXITSTATUS(rc) : -1;
@@ -106,10 +148,10 @@ static int run_cmd(const char *cmd) {
 PB_TEST(requests_csv_recomputes_point_percentiles_and_json_holds_config) {
     const char *bin = getenv("PAGEDBENCH_BIN");
     if (!bin || !*bin) PB_SKIP("PAGEDBENCH_BIN not set (run through ctest)");
-    if (!pb_test_shared_data()) PB_SKIP("../shared/data absent (alpaca lengths)");
     char dir[] = "/tmp/pb_outputs_XXXXXX";
     PB_REQUIRE(mkdtemp(dir));
     char path[512], cmd[2048];
+    no_shared_data(dir);
     snprintf(path, sizeof path, "%s/o.yaml", dir);
     FILE *f = fopen(path, "w");
     PB_REQUIRE(f);
@@ -135,7 +177,7 @@ PB_TEST(requests_csv_recomputes_point_percentiles_and_json_holds_config) {
     for (int r = 0; r < res.n_rows; r++) {
         const char *sys = cellv(&res, r, "system");
         double rate = numv(&res, r, "request_rate"), n = numv(&res, r, "n");
-        int nt = 0, np = 0, ne = 0, nn = 0, rows = 0, fin = 0, rej = 0, good = 0, preempt = 0;
+        int nt = 0, np = 0, ne = 0, nn = 0, rows = 0, fin = 0, rej = 0, good = 0, preempt = 0, bad = 0;
         for (int q = 0; q < req.n_rows; q++) {   /* this point's rows, in request order */
             if (strcmp(cellv(&req, q, "system"), sys) || numv(&req, q, "request_rate") != rate ||
                 numv(&req, q, "axis.n") != n)
@@ -144,16 +186,18 @@ PB_TEST(requests_csv_recomputes_point_percentiles_and_json_holds_config) {
             rows++;
             rej += (int)numv(&req, q, "rejected");
             preempt += (int)numv(&req, q, "preemptions");
+            lat4 l = derive(&req, q, &bad);
             if (isnan(numv(&req, q, "finish_s"))) continue;
             fin++;
-            double t = numv(&req, q, "ttft_ms"), p = numv(&req, q, "tpot_ms");
+            double t = l.ttft, p = l.tpot;
             ttft[nt++] = t;
             if (!isnan(p)) tpot[np++] = p;
-            e2e[ne++] = numv(&req, q, "e2e_s");
+            e2e[ne++] = l.e2e;
             int seqs = (int)fmax(numv(&req, q, "n"), numv(&req, q, "beam_width"));
-            for (int k = 0; k < seqs; k++) nl[nn++] = numv(&req, q, "normalized_latency_s_per_token");
+            for (int k = 0; k < seqs; k++) nl[nn++] = l.nl;
             good += t <= 60 && (isnan(p) || p <= 30);
         }
+        PB_CHECK_EQ_INT(bad, 0);
         total_req += rows;
         preempted_points += preempt > 0;
         PB_CHECK(rows > 0);
@@ -235,10 +279,10 @@ PB_TEST(requests_csv_recomputes_point_percentiles_and_json_holds_config) {
 PB_TEST(json_seed_of_a_seed_sweep_is_each_points_own) {
     const char *bin = getenv("PAGEDBENCH_BIN");
     if (!bin || !*bin) PB_SKIP("PAGEDBENCH_BIN not set (run through ctest)");
-    if (!pb_test_shared_data()) PB_SKIP("../shared/data absent (alpaca lengths)");
     char dir[] = "/tmp/pb_seed_XXXXXX";
     PB_REQUIRE(mkdtemp(dir));
     char path[512], cmd[2048];
+    no_shared_data(dir);
     snprintf(path, sizeof path, "%s/s.yaml", dir);
     FILE *f = fopen(path, "w");
     PB_REQUIRE(f);
