@@ -40,9 +40,12 @@ for ds in chatbot translation; do
     if "$PB" run "$T/$ds.yaml" --results "$T/r" >"$T/out" 2>"$T/err"; then
         csv="$T/r/apc_$ds.csv"
         hit=$(col "$csv" apc prefix_hit_pct)
-        min=$( [ $ds = chatbot ] && echo 1 || echo 50 )
-        awk -v h="$hit" -v m="$min" 'BEGIN { exit !(h > m) }' && ok "$ds: prefix-cache hits $hit% of prompt tokens (> $min%)" ||
-            bad "$ds: prefix_hit_pct '$hit'"
+        # chatbot: this is the study's OPT-13B chatbot point at 0.5 req/s (--quick length),
+        # where RESULTS.md says 7-13% at light load; translation: the 80-token 1-shot prefix
+        # of prompts of 108 tokens on average, 74% of their tokens
+        lo=$( [ $ds = chatbot ] && echo 7 || echo 70 ); hi=$( [ $ds = chatbot ] && echo 13 || echo 78 )
+        awk -v h="$hit" -v l="$lo" -v u="$hi" 'BEGIN { exit !(h >= l && h <= u) }' &&
+            ok "$ds: prefix-cache hits $hit% of prompt tokens (in [$lo, $hi]%)" || bad "$ds: prefix_hit_pct '$hit' not in [$lo, $hi]"
         [ -z "$(col "$csv" vllm prefix_hit_pct)" ] && ok "$ds: vllm has no prefix_hit_pct" ||
             bad "$ds: vllm prefix_hit_pct '$(col "$csv" vllm prefix_hit_pct)'"
         for s in vllm apc; do

@@ -13,13 +13,21 @@ PB_TEST(same_seed_same_sequence) {
 }
 
 PB_TEST(known_first_values) {
-    /* reseeding restarts the sequence, and the first draw is not degenerate */
-    pb_rng r;
-    pb_rng_seed(&r, 0, 0);
-    uint64_t x = pb_rng_u64(&r);
-    pb_rng_seed(&r, 0, 0);
-    PB_CHECK(x == pb_rng_u64(&r));
-    PB_CHECK(x != 0);
+    /* xoshiro256** from the state {1, 2, 3, 4}: the reference implementation's (Blackman
+       & Vigna, xoshiro256starstar.c) first outputs */
+    pb_rng r = {{1, 2, 3, 4}};
+    static const uint64_t want[5] = {11520ULL, 0ULL, 1509978240ULL, 1215971899390074240ULL, 1216172134540287360ULL};
+    for (int i = 0; i < 5; i++) PB_CHECK(pb_rng_u64(&r) == want[i]);
+    /* seeding: splitmix64 from x = seed ^ (stream * 0xd1342543de82ef95 + 0x2545f4914f6cdd1d),
+       so this seed makes x = 0, whose splitmix64 outputs are the reference's
+       0xe220a8397b1dcdaf, 0x6e789e6aa1b965f4, 0x06c45d188009454f, 0xf88bb8a8724c81ec */
+    pb_rng_seed(&r, 0x2545f4914f6cdd1dULL, 0);
+    PB_CHECK(r.s[0] == 0xe220a8397b1dcdafULL && r.s[1] == 0x6e789e6aa1b965f4ULL);
+    PB_CHECK(r.s[2] == 0x06c45d188009454fULL && r.s[3] == 0xf88bb8a8724c81ecULL);
+    PB_CHECK(pb_rng_u64(&r) == 11091344671253066420ULL);
+    /* reseeding restarts the sequence */
+    pb_rng_seed(&r, 0x2545f4914f6cdd1dULL, 0);
+    PB_CHECK(pb_rng_u64(&r) == 11091344671253066420ULL);
 }
 
 PB_TEST(streams_and_seeds_differ) {
