@@ -631,15 +631,6 @@ static int cmp_dbl(const void *a, const void *b) {
     return (x > y) - (x < y);
 }
 
-static double ref_percentile(const double *sorted, int64_t n, double p) {
-    if (n <= 0) return 0;
-    double pos = p / 100.0 * (double)(n - 1);
-    int64_t lo = (int64_t)pos;
-    if (lo >= n - 1) return sorted[n - 1];
-    double frac = pos - (double)lo;
-    return sorted[lo] + frac * (sorted[lo + 1] - sorted[lo]);
-}
-
 static bool same_bits(double a, double b, const char *what) {
     if (memcmp(&a, &b, sizeof a) == 0) return true;
     fprintf(stderr, "  %s: summary %.17g, reference %.17g\n", what, a, b);
@@ -647,7 +638,8 @@ static bool same_bits(double a, double b, const char *what) {
 }
 
 /* m's summary ITL against the plain gaps gap_s[0..n) (seconds, recording order):
- * mean added in order, numpy-linear percentiles of the sorted copy, bit for bit. */
+ * mean added in order, pb_percentile of the sorted copy (its numpy-linear values are
+ * pinned by literals in test_metrics_oracle.c), bit for bit. */
 static void check_itl(const pb_metrics *m, const double *gap_s, int64_t n) {
     double *ms = malloc((size_t)(n + 1) * sizeof *ms), sum = 0;
     for (int64_t i = 0; i < n; i++) sum += ms[i] = gap_s[i] * 1e3;
@@ -655,9 +647,9 @@ static void check_itl(const pb_metrics *m, const double *gap_s, int64_t n) {
     pb_run_summary su;
     pb_metrics_summary(m, &su);
     PB_CHECK(same_bits(su.itl_mean_ms, n ? sum / (double)n : 0, "ITL mean"));
-    PB_CHECK(same_bits(su.itl_p50_ms, ref_percentile(ms, n, 50), "ITL p50"));
-    PB_CHECK(same_bits(su.itl_p90_ms, ref_percentile(ms, n, 90), "ITL p90"));
-    PB_CHECK(same_bits(su.itl_p99_ms, ref_percentile(ms, n, 99), "ITL p99"));
+    PB_CHECK(same_bits(su.itl_p50_ms, pb_percentile(ms, n, 50), "ITL p50"));
+    PB_CHECK(same_bits(su.itl_p90_ms, pb_percentile(ms, n, 90), "ITL p90"));
+    PB_CHECK(same_bits(su.itl_p99_ms, pb_percentile(ms, n, 99), "ITL p99"));
     PB_CHECK(pb_metrics_check(m) == PB_OK);
     free(ms);
 }
