@@ -388,6 +388,12 @@ PB_TEST(sarathi_chunk_bound) {
     PB_REQUIRE(run(&s, 1, q, NULL, &o) == PB_OK);
     ADMITTED_AT(o, 0, 3);
     PB_CHECK_EQ_INT(o.step[2].prefill_tokens, 1);
+    /* decodes come out of the budget first: beside R0's decode, R1's chunk is 15 */
+    const double arr[2] = {0, 0.5};
+    const int32_t d[2][3] = {{4, 10, 1}, {40, 2, 1}};
+    PB_REQUIRE(run(&s, 2, d, arr, &o) == PB_OK);
+    PB_CHECK_EQ_INT(o.step[1].decode_tokens, 1);
+    PB_CHECK_EQ_INT(o.step[1].prefill_tokens, 15);
 }
 
 PB_TEST_MAIN()
