@@ -175,7 +175,7 @@ run_tests() {
         cmake --build "$dir" -j "$JOBS" >&2
         log "running tests under ASan+UBSan ($dir)"
         (cd "$dir" && ASAN_OPTIONS=detect_leaks=1 UBSAN_OPTIONS=print_stacktrace=1 \
-            ctest --output-on-failure --no-tests=error -j "$JOBS" -LE 'gpu|cuda')
+            ctest --output-on-failure --no-tests=error -j "$JOBS" -LE 'gpu|cuda|python')
     fi
 }
 
