@@ -9,7 +9,8 @@
 # Configure only (seconds); skips (77) when the -dev packages are not installed here.
 #   bash tests/cli_cmake_deps.sh build/cpu/pagedbench
 set -u
-command -v cmake >/dev/null || { echo "SKIP: no cmake"; exit 77; }
+. "$(dirname "$0")/skip.sh"
+command -v cmake >/dev/null || pb_skip "no cmake"
 arch=$(gcc -dumpmachine 2>/dev/null || echo x86_64-linux-gnu)
 T=$(mktemp -d /tmp/pb_cmake_deps.XXXXXX)
 trap 'rm -rf "$T"' EXIT
@@ -18,12 +19,12 @@ ok()  { pass=$((pass + 1)); echo "[ok] $1" >&2; }
 bad() { fail=$((fail + 1)); echo "[FAIL] $1" >&2; }
 mkdir -p "$T/root/usr/include" "$T/root/usr/lib/$arch" "$T/empty/usr/include"
 for h in yaml.h jansson.h jansson_config.h csv.h; do
-    [ -e "/usr/include/$h" ] || { echo "SKIP: /usr/include/$h absent (libyaml-dev, libjansson-dev, libcsv-dev)"; exit 77; }
+    [ -e "/usr/include/$h" ] || pb_skip "/usr/include/$h absent (libyaml-dev, libjansson-dev, libcsv-dev)"
     ln -s "/usr/include/$h" "$T/root/usr/include/$h"
 done
 for l in yaml jansson csv; do
     f=$(ls /usr/lib/"$arch"/lib$l.so 2>/dev/null | head -n 1)
-    [ -n "$f" ] || { echo "SKIP: no lib$l.so in /usr/lib/$arch"; exit 77; }
+    [ -n "$f" ] || pb_skip "no lib$l.so in /usr/lib/$arch"
     ln -s "$(readlink -f "$f")" "$T/root/usr/lib/$arch/lib$l.so"
 done
 # (the build tool and the compiler named, since the system paths are off for every find)

@@ -9,8 +9,9 @@
 # Skips (77) without dpkg-deb (needed to build the test package).
 #   bash tests/cli_gpu_deps.sh build/cpu/pagedbench
 set -u
-command -v dpkg-deb >/dev/null || { echo "SKIP: no dpkg-deb"; exit 77; }
-command -v python3 >/dev/null || { echo "SKIP: no python3"; exit 77; }
+. "$(dirname "$0")/skip.sh"
+command -v dpkg-deb >/dev/null || pb_skip "no dpkg-deb"
+command -v python3 >/dev/null || pb_skip "no python3"
 SRC=$(pwd)
 T=$(mktemp -d /tmp/pb_gpu_deps.XXXXXX)
 trap 'rm -rf "$T"' EXIT

@@ -11,8 +11,9 @@
 #      read back, and are recognised as C references (not calibration data).
 #   bash tests/cli_gpu_sweep.sh build/cpu/pagedbench
 set -u
+. "$(dirname "$0")/skip.sh"
 PB=${1:?usage: cli_gpu_sweep.sh path/to/pagedbench}
-command -v python3 >/dev/null || { echo "SKIP: no python3"; exit 77; }
+command -v python3 >/dev/null || pb_skip "no python3"
 T=$(mktemp -d /tmp/pb_gpu_sweep.XXXXXX)
 trap 'rm -rf "$T"' EXIT
 pass=0 fail=0
