@@ -14,6 +14,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "replay.h"
+
 typedef struct bm_table {
     int32_t *blocks;
     int32_t n, cap;
@@ -1542,12 +1544,14 @@ static void bm_destroy(pb_kv_manager *m) {
 
 /* the operations of both forms; the caching form also has computed() (publishing
    blocks), which the engine then calls for every batch sequence after every step */
+static const pb_kv_replay_i BM_REPLAY = {
+    .begin = bm_replay_begin, .step = bm_replay_step, .pop = bm_replay_pop, .end = bm_replay_end,
+    .beam_begin = bm_beam_begin, .beam_step = bm_beam_step, .beam_select = bm_beam_select,
+    .beam_free = bm_beam_free, .beam_join = bm_beam_join, .beam_end = bm_beam_end, .usage = bm_usage,
+};
 #define BM_OPS                                                                                 \
     .name = "paged", .can_allocate = bm_can_allocate, .allocate = bm_allocate,                \
-    .can_append = bm_can_append, .append = bm_append, .replay_begin = bm_replay_begin,      \
-    .replay_step = bm_replay_step, .replay_pop = bm_replay_pop, .replay_end = bm_replay_end,  \
-    .beam_begin = bm_beam_begin, .beam_step = bm_beam_step, .beam_select = bm_beam_select,    \
-    .beam_free = bm_beam_free, .beam_join = bm_beam_join, .beam_end = bm_beam_end,           \
+    .can_append = bm_can_append, .append = bm_append, .replay = &BM_REPLAY,                   \
     .fork = bm_fork, .refork = bm_refork,                                                      \
     .free = bm_free, .can_swap_out = bm_can_swap_out, .swap_out = bm_swap_out,                \
     .can_swap_in = bm_can_swap_in, .swap_in = bm_swap_in, .batch_info = bm_batch_info,        \

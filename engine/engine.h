@@ -1,30 +1,29 @@
-/* engine.h -- the engine loop: replay a trace through a policy, a KV manager and an
+/* engine.h -- the engine loop: requests through a policy, a KV manager and an
  * executor on a simulated clock (docs/DESIGN.md §2).
  *
- * One step:
- *   1. requests with arrival_s <= clock enter the waiting queue;
- *   2. the policy schedules (admit / decode / preempt / swap through pb_sched_*);
- *   3. the engine fills the batch (block tables or kv offsets from the manager) and
- *      calls the executor, which performs CoW copies and swaps and runs the batch;
- *   4. the clock advances by the executor's latency;
- *   5. post-processing: every sampled sequence gets its next token (from the
- *      executor's candidates when has_tokens, else synthetic -- see beam.h); a
- *      prefill chunk that does not complete its prompt samples nothing;
- *      parallel-sampling groups fork n-1 sequences after their prompt step; beam
- *      groups run a beam-search selection (forks and frees follow it, paper Fig. 9);
- *      a group with output_len tokens finishes and frees its KV;
- *   6. when nothing is scheduled and nothing runs, the clock jumps to the next
- *      arrival.
+ * One step (pb_engine_step):
+ *   1. arrivals: the trace's requests whose arrival_s <= clock enter the waiting
+ *      queue (pb_engine_add_request); with nothing queued, running or swapped the
+ *      clock jumps to the next arrival instead (the step ends there);
+ *   2. schedule: the policy builds the batch through the pb_sched_* actions
+ *      (policy.h: admit, decode, preempt, swap);
+ *   3. execute: the executor performs the step's copy-on-write copies and swaps and
+ *      runs the batch; the clock advances by its latency;
+ *   4. postprocess: every sampled sequence gets its next token (the executor's
+ *      candidates when it returns tokens, else synthetic ones: beam.h); a prefill
+ *      chunk that does not complete its prompt samples nothing; a parallel-sampling
+ *      group forks n - 1 sequences after its prompt step; a beam group runs a
+ *      beam-search selection (forks and frees follow it, paper Fig. 9); a group with
+ *      output_len tokens finishes and frees its KV; the step's metrics row.
  * The engine BORROWS the KV manager, the policy and the executor: the caller creates
- * and destroys them (after pb_engine_destroy).  Same params + seed + trace => the
- * same metrics, bit for bit.
+ * them and destroys them after pb_engine_destroy.  Same params, seed and requests:
+ * the same metrics, bit for bit.
  *
- * The step-level API (begin / step / end) exists for tests and benchmarks;
- * pb_engine_run() = begin + step until done + end, where -- with fast_forward --
- * the steps that repeat a pure decode step are replayed without the policy, the
- * batch entries and the per-group post-processing (engine.c, "fast-forward"):
- * the same steps, clock, block counts and metrics, bit for bit (block numbers may
- * differ after a beam-search replay; tests/test_fastfwd.c). */
+ * pb_engine_run = begin, steps until done, end; with params.fast_forward the steps
+ * that repeat a pure decode step are replayed by the fast path (fastfwd.h) when the
+ * policy, the manager and the executor offer it: the same steps, clock, counts and
+ * metrics, bit for bit (tests/test_fastfwd.c).  The step-level API (begin / step /
+ * end) never replays. */
 #ifndef PB_ENGINE_H
 #define PB_ENGINE_H
 
@@ -66,15 +65,12 @@ struct pb_engine_params {
     double max_clock_s;             /* stop when the clock passes this (0 = never);
                                        unfinished requests are counted as such      */
     int64_t max_steps;              /* stop after this many steps (0 = never)        */
-    bool fast_forward;              /* pb_engine_run replays steps that repeat a pure
-                                       decode step in a fast loop (true; it applies
-                                       when the policy has steady, the manager
-                                       replay_* (and beam_* for beam groups), the
-                                       executor PB_EXEC_SUMS_ONLY and no token ids
-                                       are kept; else a no-op)                      */
+    bool fast_forward;              /* pb_engine_run may replay steps by the fast path
+                                       (fastfwd.h; true); false: every step is an
+                                       ordinary one (the reference)                 */
     /* Optional: called when a group finishes, before its sequences are freed (e.g.
        to write real executors' output tokens: g->seqs[i]->tokens[prompt_len ..
-       len); a beam group finishing in a replay has its KV blocks freed already).
+       len); a group finishing in a replayed step may have its KV freed already).
        NULL = none. */
     void (*on_finish)(void *user, const pb_group *g);
     void *on_finish_user;
@@ -95,12 +91,26 @@ void pb_engine_destroy(pb_engine *e);
  * executor's / manager's status. */
 pb_status pb_engine_run(pb_engine *e, const pb_trace *t, pb_metrics *m);
 
-/* Step-level API */
+/* Step-level API.  begin: a run of trace t (sorted by arrival; may be empty; must
+ * outlive the run) recorded into m.  step: one step, or one jump of the clock to
+ * the next arrival; *done when every request known has finished or been rejected
+ * (or a max_steps / max_clock_s limit is reached).  end: frees what is left and
+ * closes m; with check_every_step it returns pb_metrics_check(m). */
 pb_status pb_engine_begin(pb_engine *e, const pb_trace *t, pb_metrics *m);
-pb_status pb_engine_step(pb_engine *e, bool *done);   /* one step (or one idle jump) */
-pb_status pb_engine_end(pb_engine *e);                /* frees what is left, closes m;
-                                                         with check_every_step, returns
-                                                         pb_metrics_check(m)         */
+pb_status pb_engine_step(pb_engine *e, bool *done);
+pb_status pb_engine_end(pb_engine *e);
+
+/* Request r arrives now: its group enters the waiting queue, and the policy sees
+ * it from the next schedule on.  Every arrival takes this door: the trace's rows
+ * (ids 0 .. t->n - 1, added by pb_engine_step as the clock passes their arrival_s)
+ * and requests of the caller's own (an online client, a conversation's next turn),
+ * which get the ids after the trace's in the order added and a metrics row at once.
+ * r->arrival_s (its arrival, for the metrics) must not be after the clock
+ * (pb_engine_now) and r must stay valid until pb_engine_end.  A run whose requests
+ * are all done reports done; adding one makes it go on.  PB_ERR_INVALID (logged):
+ * not between begin and end, a bad row (as pb_engine_begin checks the trace's), or
+ * an arrival after the clock. */
+pb_status pb_engine_add_request(pb_engine *e, const pb_request *r);
 
 double pb_engine_now(const pb_engine *e);
 int64_t pb_engine_steps(const pb_engine *e);
@@ -111,8 +121,9 @@ int64_t pb_engine_fast_mixed(const pb_engine *e);       /* of those, mixed steps
    finishes or is rejected (groups are recycled); NULL otherwise.  O(live groups). */
 const pb_group *pb_engine_group(const pb_engine *e, int64_t id);
 const pb_batch *pb_engine_last_batch(const pb_engine *e);          /* last executed */
-/* Invariants: queue membership matches group states, sequence counts, the KV
- * manager's own check. */
+/* Invariants (between steps): the queues', the batch's, the live groups' (states
+ * matching the queues, KV held exactly by running and swapped groups, none left
+ * in a batch) and the KV manager's own check. */
 pb_status pb_engine_check(pb_engine *e);
 
 #ifdef __cplusplus

@@ -109,62 +109,6 @@ typedef struct {
        write when the last block is shared (push (src, dst)).  PB_ERR_NO_SPACE if
        out of space (s unchanged). */
     pb_status (*append)(pb_kv_manager *m, pb_seq *s, pb_pair_vec *copies);
-    /* (optional: all four or none) Replayed decode steps, the engine's fast-forward
-       (engine.h).  replay_begin: each of the next steps appends one token to every
-       one of seqs[0..n), the only sequences of n RUNNING groups in the scheduler's
-       order (the array is the engine's; it changes only by replay_pop), and every
-       step comes before each group's last token (prompt_len + output_len - 1 -
-       kv_len >= 1 at every append).  PB_ERR_UNSUPPORTED (nothing changed, no
-       replay) when a step could copy on write (a shared partial last block).
-       replay_step: the current step's appends, from where the last call stopped (or
-       the next step's from its first sequence), each as can_append(g_i) then
-       append(seqs[i]) would do it (the same blocks in the same order; no copies),
-       until one cannot: returns its index, nothing done for it and the ones after;
-       returns n when the step is complete.  replay_pop: the last
-       sequence, not appended in the current step, leaves the replay brought up to
-       date (a plain sequence again; the step is complete if every other one has
-       appended).  replay_end (between steps): every sequence brought up to date.
-       Between begin and end the engine reads no kv_len of the replay's sequences
-       (they may lag) and calls, besides these, only usage (exact at any time), the
-       pure queries can_allocate / can_swap_in, and free / swap_out of popped
-       groups.  NULL: not supported (the engine then never fast-forwards). */
-    pb_status (*replay_begin)(pb_kv_manager *m, pb_seq *const *seqs, int32_t n);
-    int32_t (*replay_step)(pb_kv_manager *m);
-    void (*replay_pop)(pb_kv_manager *m);
-    void (*replay_end)(pb_kv_manager *m);
-    /* (optional: all six or none) Replayed beam-search steps, the engine's fast-
-       forward of beam groups (engine.c): the manager keeps each group as a tree of
-       blocks (which beams share how many leading blocks) and counts, and rebuilds
-       the block tables at the end.  beam_begin: groups[0..n) are the RUNNING groups
-       in the scheduler's order (the array is the engine's), each past its prefill,
-       on the GPU, with one sequence or beam_width beams of one kv_len (len - 1), no
-       shared prefix; every step comes before each group's last token (as
-       replay_begin).  PB_ERR_UNSUPPORTED: nothing changed, no replay.  beam_step:
-       one step's appends, as can_append(g) then append() of each sequence of each
-       group in order would do them; returns the copies on write they make, or -1
-       when a group could not append (nothing done: an ordinary step comes next).
-       beam_select (after the step's appends): group i's beams are now beams
-       parent[0..nb) of the ones it had (index e continues parent[e]; a beam chosen
-       twice shares all its blocks; a beam not chosen is freed); returns the blocks
-       that became free.  beam_free (after a step's selections): group i's beams
-       freed as free() of each would (the group finishes) and the group out of the
-       replay (groups i+1 .. n-1 become i .. n-2).  beam_join (between steps):
-       group g, not in the replay and as beam_begin takes its groups, joins it as
-       group n (the last); PB_ERR_UNSUPPORTED: nothing changed.  beam_end (between
-       steps): the tables rebuilt with the same sharing (block numbers may differ
-       from what the ordinary steps would have used: nothing but counts is
-       observable in a replay), kv_len brought up to date.  Between begin and end
-       the engine calls, besides these, only usage (exact at any time), the pure
-       queries can_allocate / can_swap_in, free of a group's sequences after its
-       beam_free (a no-op: their kv is NULL), and -- on groups not in the replay,
-       after a step's appends -- allocate, fork, refork and free (an arrival
-       admitted mid-replay: its prefill and first token).  NULL: not supported. */
-    pb_status (*beam_begin)(pb_kv_manager *m, pb_group *const *groups, int32_t n);
-    int32_t (*beam_step)(pb_kv_manager *m);
-    int32_t (*beam_select)(pb_kv_manager *m, int32_t i, const int32_t *parent);
-    void (*beam_free)(pb_kv_manager *m, int32_t i);
-    pb_status (*beam_join)(pb_kv_manager *m, pb_group *g);
-    void (*beam_end)(pb_kv_manager *m);
     /* child shares all of parent's KV (reference counts; contiguous managers copy or
        reserve).  child->kv_len = parent->kv_len.  May return PB_ERR_NO_SPACE for
        managers that cannot share. */
@@ -211,6 +155,8 @@ typedef struct {
        reason logged through pb_log_error. */
     pb_status (*check)(pb_kv_manager *m);
     void (*destroy)(pb_kv_manager *m);
+    /* (optional) Replayed steps for the engine's fast path (replay.h); NULL: none. */
+    const struct pb_kv_replay_i *replay;
 } pb_kv_manager_i;
 
 struct pb_kv_manager {
@@ -235,22 +181,6 @@ static inline bool pb_kv_can_append(pb_kv_manager *m, const pb_group *g) {
 static inline pb_status pb_kv_append(pb_kv_manager *m, pb_seq *s, pb_pair_vec *c) {
     return m->iface->append(m, s, c);
 }
-static inline pb_status pb_kv_replay_begin(pb_kv_manager *m, pb_seq *const *s, int32_t n) {
-    return m->iface->replay_begin ? m->iface->replay_begin(m, s, n) : PB_ERR_UNSUPPORTED;
-}
-static inline int32_t pb_kv_replay_step(pb_kv_manager *m) { return m->iface->replay_step(m); }
-static inline void pb_kv_replay_pop(pb_kv_manager *m) { m->iface->replay_pop(m); }
-static inline void pb_kv_replay_end(pb_kv_manager *m) { m->iface->replay_end(m); }
-static inline pb_status pb_kv_beam_begin(pb_kv_manager *m, pb_group *const *g, int32_t n) {
-    return m->iface->beam_begin ? m->iface->beam_begin(m, g, n) : PB_ERR_UNSUPPORTED;
-}
-static inline int32_t pb_kv_beam_step(pb_kv_manager *m) { return m->iface->beam_step(m); }
-static inline int32_t pb_kv_beam_select(pb_kv_manager *m, int32_t i, const int32_t *parent) {
-    return m->iface->beam_select(m, i, parent);
-}
-static inline void pb_kv_beam_free(pb_kv_manager *m, int32_t i) { m->iface->beam_free(m, i); }
-static inline pb_status pb_kv_beam_join(pb_kv_manager *m, pb_group *g) { return m->iface->beam_join(m, g); }
-static inline void pb_kv_beam_end(pb_kv_manager *m) { m->iface->beam_end(m); }
 static inline pb_status pb_kv_fork(pb_kv_manager *m, const pb_seq *p, pb_seq *c) {
     return m->iface->fork(m, p, c);
 }

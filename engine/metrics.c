@@ -12,9 +12,11 @@ typedef struct {
 
 struct pb_metrics {
     bool record_steps;
-    const pb_request *trace;  /* the run's requests (pb_metrics_begin)               */
+    const pb_request *trace;  /* the run's trace (pb_metrics_begin): requests [0, n_trace) */
+    int64_t n_trace;
     int32_t max_len;          /* their groups' max_model_len                         */
-    pb_req_metrics *reqs;     /* rows 0..n_rows-1, made in id order (pb_metrics_req)  */
+    pb_req_metrics *reqs;     /* rows 0..n_rows-1, made in id order (pb_metrics_req);
+                                 those past the trace made when added               */
     int64_t n_reqs, n_rows, cap_rows;
     pb_step_metrics *steps;
     int64_t n_steps_rec, cap_steps;
@@ -56,9 +58,9 @@ void pb_metrics_reset(pb_metrics *m) {
 
 /* Request id's row before the run touches it: its shape as its group sees it (padding
  * zeroed too: rows compare with memcmp). */
-static void row_init(const pb_metrics *m, int64_t id, pb_req_metrics *r) {
+static void row_of(const pb_metrics *m, int64_t id, const pb_request *q, pb_req_metrics *r) {
     pb_group g;
-    pb_group_shape(&g, &m->trace[id], m->max_len);
+    pb_group_shape(&g, q, m->max_len);
     memset(r, 0, sizeof *r);
     r->id = id;
     r->arrival_s = g.arrival_s;
@@ -70,10 +72,16 @@ static void row_init(const pb_metrics *m, int64_t id, pb_req_metrics *r) {
     r->beam_width = g.beam_width;
 }
 
+/* Row id of the trace before the run touches it. */
+static void row_init(const pb_metrics *m, int64_t id, pb_req_metrics *r) {
+    PB_ASSERT(id < m->n_trace);
+    row_of(m, id, &m->trace[id], r);
+}
+
 void pb_metrics_begin(pb_metrics *m, const pb_trace *t, int32_t max_model_len) {
     pb_metrics_reset(m);
     m->trace = t->reqs;
-    m->n_reqs = t->n;
+    m->n_trace = m->n_reqs = t->n;
     m->max_len = max_model_len;
 }
 
@@ -109,6 +117,19 @@ static void make_rows(pb_metrics *m, int64_t id) {
         m->reqs = pb_xrealloc(m->reqs, (size_t)m->cap_rows * sizeof *m->reqs);
     }
     for (; m->n_rows <= id; m->n_rows++) row_init(m, m->n_rows, &m->reqs[m->n_rows]);
+}
+
+int64_t pb_metrics_add_request(pb_metrics *m, const pb_request *r) {
+    int64_t id = m->n_reqs;
+    if (id > 0) make_rows(m, id - 1);
+    m->n_reqs++;
+    if (id >= m->cap_rows) {
+        m->cap_rows = PB_MAX(2 * m->cap_rows, 1024);
+        m->reqs = pb_xrealloc(m->reqs, (size_t)m->cap_rows * sizeof *m->reqs);
+    }
+    row_of(m, id, r, &m->reqs[id]);
+    m->n_rows = id + 1;
+    return id;
 }
 
 pb_req_metrics *pb_metrics_req(pb_metrics *m, int64_t id) {
@@ -500,7 +521,8 @@ static pb_status step_check(const pb_step_metrics *st, const pb_step_metrics *ne
 }
 
 pb_status pb_metrics_check(const pb_metrics *m) {
-    if (m->n_rows < 0 || m->n_rows > m->n_reqs || (m->n_rows > 0 && !m->reqs) || (m->n_reqs > 0 && !m->trace)) {
+    if (m->n_rows < 0 || m->n_rows > m->n_reqs || (m->n_rows > 0 && !m->reqs) || (m->n_trace > 0 && !m->trace) ||
+        (m->n_rows < m->n_reqs && m->n_reqs > m->n_trace)) {
         pb_log_error("metrics: %lld rows made of %lld requests", (long long)m->n_rows, (long long)m->n_reqs);
         return PB_ERR_INVALID;
     }

@@ -166,6 +166,9 @@ void pb_metrics_print_summary(FILE *f, const pb_run_summary *s, const char *titl
  * zero counters. */
 void pb_metrics_begin(pb_metrics *m, const pb_trace *t, int32_t max_model_len);
 pb_req_metrics *pb_metrics_req(pb_metrics *m, int64_t id);
+/* A request beyond the trace's arrives (engine.h pb_engine_add_request): its row,
+ * made now (with every row before it), gets the next id, which is returned. */
+int64_t pb_metrics_add_request(pb_metrics *m, const pb_request *r);
 void pb_metrics_add_step(pb_metrics *m, const pb_step_metrics *st);
 /* A request produced a token at clock t (every sequence of it in that step), its
  * previous one at last_s (< 0: this is its first, no gap): t - last_s is one ITL

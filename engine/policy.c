@@ -19,11 +19,6 @@ pb_status pb_policy_plain_create(const pb_policy_i *iface, const pb_node *opts, 
     return PB_OK;
 }
 
-bool pb_policy_vllm_steady(pb_policy *p, pb_sched *s) {
-    (void)p;
-    return pb_sched_vllm_steady(s);
-}
-
 void pb_policy_plain_destroy(pb_policy *p) {
     if (!p) return;
     free(p->impl);

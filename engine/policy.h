@@ -111,36 +111,9 @@ typedef struct {
     /* The paged KV manager keeps computed full blocks cached by content (automatic
        prefix caching, block_manager.h) for this policy's systems. */
     bool prefix_caching;
-    /* Optional (NULL: never), for the engine's fast-forward (engine.h): a pure query
-       at the end of a step after which every running group has one sequence past
-       its prefill.  True means: the next step -- if every running group can append
-       -- decodes exactly the running groups, in running order, and admits, swaps in
-       and rejects nobody; and so do the steps after it while free blocks only
-       shrink, the running set stays, and arrivals queue behind the waiting head
-       (the engine stops replaying when the head changes, a group finishes or one
-       cannot append).  The engine then replays those steps without calling
-       schedule.  In such a step a group that cannot append makes the latest
-       running groups be preempted, as pb_sched_decode_running with pb_victim_latest
-       does (the engine replays that too, then asks steady_preempted).  The vLLM
-       steps answer with pb_policy_vllm_steady (held heads); stateful or reordering
-       policies leave it NULL. */
-    bool (*steady)(pb_policy *p, pb_sched *s);
-    /* With steady (required with it): a pure query in the middle of a replayed step
-       that had to preempt, after its decodes and preemptions.  True: the step
-       schedules nothing more (no swap-in, admission or rejection).  False: the
-       policy's schedule, called now (the decoded groups in the batch, the victims
-       preempted), completes the step exactly as the policy's step would have. */
-    bool (*steady_preempted)(pb_policy *p, pb_sched *s);
-    /* Optional (NULL: never), with steady: a pure query in the middle of a replay
-       when arrivals changed the waiting head, nothing is swapped and every running
-       group can append.  True: the policy's step would decode every running group
-       first, and its schedule -- called with them decoded (pb_sched_in_batch true,
-       pb_sched_batch_tokens counting their decodes) but not in the batch's entries
-       -- completes the step exactly as its step would have (admitting or
-       rejecting from the waiting head).  The engine then keeps the decoded groups
-       in the replay (engine.c "mixed steps").  The vLLM mixed step answers true;
-       the alternating one (a prompt-only step when it admits) false. */
-    bool (*decodes_first)(pb_policy *p, pb_sched *s);
+    /* Optional: steady-state answers for the engine's fast path (replay.h); NULL:
+       none (the engine then runs every step). */
+    const struct pb_policy_steady_i *steady;
 } pb_policy_i;
 
 struct pb_policy {
@@ -282,9 +255,6 @@ bool pb_sched_can_decode(pb_sched *s, const pb_group *g);
 /* Schedule RUNNING g's decode: append a slot per sequence (CoW pairs collected).
    PB_ERR_NO_SPACE if a slot cannot be had (call pb_sched_can_decode first). */
 pb_status pb_sched_decode(pb_sched *s, pb_group *g);
-/* RUNNING g, whose sequences' slots for this step were appended already (the
-   engine's replay), into the batch as pb_sched_decode puts it. */
-void pb_sched_decoded(pb_sched *s, pb_group *g);
 /* Preempt RUNNING g (not already in this step's batch) all-or-nothing.  AUTO picks
    recompute for max_seqs == 1, else swap; SWAP falls back to RECOMPUTE when the
    manager cannot swap or the CPU space is full, and for a group in its prefill
@@ -349,22 +319,6 @@ pb_status pb_sched_admit_waiting(pb_sched *s, const pb_admit_rule *r, int32_t *n
 pb_status pb_sched_vllm_v01_step(pb_sched *s);
 pb_status pb_sched_vllm_v02_step(pb_sched *s, int32_t max_paddings);
 pb_status pb_sched_vllm_step(pb_sched *s);
-/* The vLLM steps' pb_policy_i.steady answer (a pure query): the swapped head, or
-   with nothing swapped the waiting head, is held -- LATER or over the sequence
-   budget -- or there is none. */
-bool pb_sched_vllm_steady(pb_sched *s);
-bool pb_policy_vllm_steady(pb_policy *p, pb_sched *s);   /* the same, as an iface entry */
-/* The vLLM steps' pb_policy_i.steady_preempted answer in step mode `mode`: mixed
-   steps (v0.1) go on to swap in unless a group was swapped out, then admit while
-   nothing is swapped -- nothing more when a group was swapped out or the heads are
-   held (pb_sched_vllm_steady); and since their decodes come first, their schedule
-   completes such a step.  Alternate steps (v0.2) do nothing after a preemption. */
-bool pb_sched_vllm_steady_preempted(pb_sched *s, pb_step_mode mode);
-/* The vLLM steps' pb_policy_i.decodes_first answer in step mode `mode`: the mixed
-   step (v0.1) decodes first and its later blocks skip the decoded groups; the
-   alternating one may be prompt-only. */
-bool pb_sched_vllm_decodes_first(pb_step_mode mode);
-
 #ifdef __cplusplus
 }
 #endif

@@ -5,20 +5,11 @@
  * structure, budgets and max_paddings are engine parameters). */
 #include "engine.h"   /* pb_engine_params */
 #include "policy.h"
+#include "replay.h"
 
 static pb_status vllm_schedule(pb_policy *p, pb_sched *s) {
     (void)p;
     return pb_sched_vllm_step(s);
-}
-
-static bool vllm_steady_preempted(pb_policy *p, pb_sched *s) {
-    (void)p;
-    return pb_sched_vllm_steady_preempted(s, pb_sched_params(s)->step_mode);
-}
-
-static bool vllm_decodes_first(pb_policy *p, pb_sched *s) {
-    (void)p;
-    return pb_sched_vllm_decodes_first(pb_sched_params(s)->step_mode);
 }
 
 static const pb_policy_i VLLM_IFACE = {
@@ -26,9 +17,7 @@ static const pb_policy_i VLLM_IFACE = {
     .waiting_key = NULL,   /* FCFS: arrival time */
     .schedule = vllm_schedule,
     .destroy = pb_policy_plain_destroy,
-    .steady = pb_policy_vllm_steady,
-    .steady_preempted = vllm_steady_preempted,
-    .decodes_first = vllm_decodes_first,
+    .steady = &pb_vllm_steady_engine,
 };
 
 pb_status pb_policy_vllm_create(const pb_node *opts, pb_policy **out, pb_cfg_err *err) {

@@ -6,20 +6,11 @@
  * max_num_batched_tokens with the step's decodes (mixed prompt + decode steps) and
  * max_num_seqs.  Options: none. */
 #include "policy.h"
+#include "replay.h"
 
 static pb_status v01_schedule(pb_policy *p, pb_sched *s) {
     (void)p;
     return pb_sched_vllm_v01_step(s);
-}
-
-static bool v01_steady_preempted(pb_policy *p, pb_sched *s) {
-    (void)p;
-    return pb_sched_vllm_steady_preempted(s, PB_STEP_MIXED);
-}
-
-static bool v01_decodes_first(pb_policy *p, pb_sched *s) {
-    (void)p, (void)s;
-    return pb_sched_vllm_decodes_first(PB_STEP_MIXED);
 }
 
 static const pb_policy_i V01_IFACE = {
@@ -27,9 +18,7 @@ static const pb_policy_i V01_IFACE = {
     .waiting_key = NULL,   /* FCFS */
     .schedule = v01_schedule,
     .destroy = pb_policy_plain_destroy,
-    .steady = pb_policy_vllm_steady,
-    .steady_preempted = v01_steady_preempted,
-    .decodes_first = v01_decodes_first,
+    .steady = &pb_vllm_steady_v01,
 };
 
 /* its step is fixed (mixed, unpadded): the engine's step_mode and max_paddings do not apply */

@@ -9,6 +9,7 @@
  * Otherwise it decodes the running groups (preempting the latest arrivals) and
  * swaps groups in if nothing was preempted.  Options: none. */
 #include "engine.h"   /* pb_engine_params */
+#include "replay.h"
 #include "vllm_version.h"
 
 static pb_status v02_schedule(pb_policy *p, pb_sched *s) {
@@ -19,18 +20,12 @@ static pb_status v02_schedule(pb_policy *p, pb_sched *s) {
     return pb_sched_vllm_v02_step(s, ep->max_paddings >= 0 ? ep->max_paddings : v02.max_paddings);
 }
 
-static bool v02_steady_preempted(pb_policy *p, pb_sched *s) {
-    (void)p;
-    return pb_sched_vllm_steady_preempted(s, PB_STEP_ALTERNATE);
-}
-
 static const pb_policy_i V02_IFACE = {
     .name = "vllm-v0.2",
     .waiting_key = NULL,   /* FCFS */
     .schedule = v02_schedule,
     .destroy = pb_policy_plain_destroy,
-    .steady = pb_policy_vllm_steady,
-    .steady_preempted = v02_steady_preempted,
+    .steady = &pb_vllm_steady_v02,
 };
 
 /* its steps alternate whatever the engine's step_mode; max_paddings applies */

@@ -38,6 +38,7 @@
 #include "scheduler.h"
 
 #include "kv_manager.h"
+#include "replay.h"
 
 /* ---- decode ---- */
 
@@ -62,7 +63,7 @@ pb_status pb_sched_decode_running(pb_sched *s, pb_victim_fn victim, void *user) 
             PB_ASSERT(v && v->state == PB_GROUP_RUNNING && (v == g || !pb_sched_in_batch(v)));
             self = v == g;
             if (self) next = g->next;
-            pb_sched_preempt(s, v, s->p.preemption);
+            pb_sched_preempt(s, v, s->p->preemption);
         }
         if (self) continue;
         pb_status st = pb_sched_decode(s, g);
@@ -94,7 +95,7 @@ pb_status pb_sched_swap_in_fcfs(pb_sched *s) {
         pb_alloc_status st = pb_sched_can_swap_in(s, g);
         if (st == PB_ALLOC_NEVER) { pb_sched_reject(s, g); continue; }
         if (st == PB_ALLOC_LATER) break;
-        if (s->running_seqs + PB_MAX(g->n_seqs, g->max_seqs) > s->p.max_num_seqs) break;
+        if (s->running_seqs + PB_MAX(g->n_seqs, g->max_seqs) > s->p->max_num_seqs) break;
         pb_status e = pb_sched_swap_in(s, g);
         if (e != PB_OK) return e;
     }
@@ -108,8 +109,9 @@ pb_status pb_sched_swap_in_fcfs(pb_sched *s) {
    max_num_batched_tokens and num_paddings <= max_paddings)?  A row is a whole
    sequence (prompt + generated after recompute). */
 static bool padded_batch_full(const pb_sched *s, const pb_admit_rule *r, const pb_group *g) {
-    int64_t rows = s->b_prefill_seqs + g->n_seqs, longest = s->b_prefill_max_len;
-    int64_t sum = s->b_prefill_len_sum;
+    const pb_batch_builder *bb = s->batch;
+    int64_t rows = bb->n_prefill_seqs + g->n_seqs, longest = bb->prefill_max_len;
+    int64_t sum = bb->prefill_len_sum;
     for (int32_t i = 0; i < g->n_seqs; i++) {
         longest = PB_MAX(longest, g->seqs[i]->len);
         sum += g->seqs[i]->len;
@@ -149,7 +151,7 @@ pb_status pb_sched_admit_waiting(pb_sched *s, const pb_admit_rule *r, int32_t *n
         if (a == PB_ALLOC_LATER) break;
         int32_t max_tokens;
         if (!admit_fits(s, r, g, &max_tokens)) break;
-        if (s->running_seqs + PB_MAX(g->n_seqs, g->max_seqs) > s->p.max_num_seqs) break;
+        if (s->running_seqs + PB_MAX(g->n_seqs, g->max_seqs) > s->p->max_num_seqs) break;
         pb_status e = pb_sched_admit(s, g, max_tokens);
         if (e == PB_ERR_NO_SPACE) break;
         if (e != PB_OK) return e;
@@ -162,7 +164,7 @@ pb_status pb_sched_admit_waiting(pb_sched *s, const pb_admit_rule *r, int32_t *n
 /* ---- the vLLM step ---- */
 
 pb_status pb_sched_vllm_v01_step(pb_sched *s) {
-    pb_admit_rule r = {.token_budget = s->p.max_num_batched_tokens};
+    pb_admit_rule r = {.token_budget = s->p->max_num_batched_tokens};
     pb_status st = pb_sched_decode_running(s, pb_victim_latest, NULL);
     if (st == PB_OK && s->n_swapped_out_now == 0) st = pb_sched_swap_in_fcfs(s);
     if (st == PB_OK && s->n_swapped == 0) st = pb_sched_admit_waiting(s, &r, NULL);
@@ -170,15 +172,14 @@ pb_status pb_sched_vllm_v01_step(pb_sched *s) {
 }
 
 pb_status pb_sched_vllm_v02_step(pb_sched *s, int32_t max_paddings) {
-    pb_admit_rule r = {.token_budget = s->p.max_num_batched_tokens, .padded = max_paddings >= 0,
+    pb_admit_rule r = {.token_budget = s->p->max_num_batched_tokens, .padded = max_paddings >= 0,
                        .max_paddings = max_paddings};
     if (s->n_swapped == 0) {
         int32_t admitted = 0;
         pb_status st = pb_sched_admit_waiting(s, &r, &admitted);
         if (st != PB_OK) return st;
         if (admitted > 0) {   /* prompt-only step */
-            s->b_padded = r.padded;
-            s->b_max_paddings = max_paddings;
+            if (r.padded) pb_batch_set_padded(s->batch, max_paddings);
             return PB_OK;
         }
     }
@@ -195,23 +196,43 @@ pb_status pb_sched_vllm_v02_step(pb_sched *s, int32_t max_paddings) {
    step mode: that is their pb_policy_i.steady answer. */
 static bool held(const pb_sched *s, const pb_group *g, pb_alloc_status a) {
     return a == PB_ALLOC_LATER ||
-           (a == PB_ALLOC_OK && s->running_seqs + PB_MAX(g->n_seqs, g->max_seqs) > s->p.max_num_seqs);
+           (a == PB_ALLOC_OK && s->running_seqs + PB_MAX(g->n_seqs, g->max_seqs) > s->p->max_num_seqs);
 }
 
-bool pb_sched_vllm_steady(pb_sched *s) {
+static bool vllm_steady(pb_policy *p, pb_sched *s) {
+    (void)p;
     pb_group *g = s->swp_head;
     if (g) return held(s, g, pb_sched_can_swap_in(s, g));
     g = pb_sched_waiting_peek(s);
     return !g || held(s, g, pb_sched_admit_status(s, g, false));
 }
 
-bool pb_sched_vllm_decodes_first(pb_step_mode mode) { return mode == PB_STEP_MIXED; }
+/* After a replayed step's preemptions: mixed steps go on to swap in unless a group
+   was swapped out, then admit while nothing is swapped -- nothing more when a group
+   was swapped out or the heads are held; alternating steps do nothing more. */
+static bool steady_preempted(pb_policy *p, pb_sched *s, pb_step_mode mode) {
+    return mode == PB_STEP_ALTERNATE || s->n_swapped_out_now > 0 || vllm_steady(p, s);
+}
+static bool v01_preempted(pb_policy *p, pb_sched *s) { return steady_preempted(p, s, PB_STEP_MIXED); }
+static bool v02_preempted(pb_policy *p, pb_sched *s) { return steady_preempted(p, s, PB_STEP_ALTERNATE); }
+static bool engine_preempted(pb_policy *p, pb_sched *s) { return steady_preempted(p, s, s->p->step_mode); }
 
-bool pb_sched_vllm_steady_preempted(pb_sched *s, pb_step_mode mode) {
-    return mode == PB_STEP_ALTERNATE || s->n_swapped_out_now > 0 || pb_sched_vllm_steady(s);
+/* The mixed step decodes first and its later blocks skip the decoded groups; the
+   alternating one may be prompt-only. */
+static bool v01_decodes_first(pb_policy *p, pb_sched *s) {
+    (void)p, (void)s;
+    return true;
+}
+static bool engine_decodes_first(pb_policy *p, pb_sched *s) {
+    (void)p;
+    return s->p->step_mode == PB_STEP_MIXED;
 }
 
+const pb_policy_steady_i pb_vllm_steady_v01 = {vllm_steady, v01_preempted, v01_decodes_first};
+const pb_policy_steady_i pb_vllm_steady_v02 = {vllm_steady, v02_preempted, NULL};
+const pb_policy_steady_i pb_vllm_steady_engine = {vllm_steady, engine_preempted, engine_decodes_first};
+
 pb_status pb_sched_vllm_step(pb_sched *s) {
-    return s->p.step_mode == PB_STEP_ALTERNATE ? pb_sched_vllm_v02_step(s, s->p.max_paddings)
+    return s->p->step_mode == PB_STEP_ALTERNATE ? pb_sched_vllm_v02_step(s, s->p->max_paddings)
                                                : pb_sched_vllm_v01_step(s);
 }

@@ -9,6 +9,7 @@
 
 #include "block_manager.h"
 #include "pbtest.h"
+#include "replay.h"
 #include "rng.h"
 #include "sequence.h"
 
@@ -807,6 +808,17 @@ static void random_ops(bool caching) {
  * (nothing done), and after the end pb_kv_check passes and, unless a step was
  * refused, the tables share exactly as much (leading blocks of every pair of
  * beams). */
+static pb_status kv_beam_begin(pb_kv_manager *m, pb_group *const *g, int32_t n) {
+    return m->iface->replay->beam_begin(m, g, n);
+}
+static int32_t kv_beam_step(pb_kv_manager *m) { return m->iface->replay->beam_step(m); }
+static int32_t kv_beam_select(pb_kv_manager *m, int32_t i, const int32_t *parent) {
+    return m->iface->replay->beam_select(m, i, parent);
+}
+static void kv_beam_free(pb_kv_manager *m, int32_t i) { m->iface->replay->beam_free(m, i); }
+static pb_status kv_beam_join(pb_kv_manager *m, pb_group *g) { return m->iface->replay->beam_join(m, g); }
+static void kv_beam_end(pb_kv_manager *m) { m->iface->replay->beam_end(m); }
+
 static void usage_same(pb_kv_manager *a, pb_kv_manager *b) {
     pb_kv_usage ua, ub;
     pb_kv_usage_get(a, &ua);
@@ -901,7 +913,7 @@ PB_TEST(beam_replay_matches_the_ordinary_ops) {
             }
         }
         usage_same(r[0].kv, r[1].kv);
-        PB_REQUIRE(pb_kv_beam_begin(r[1].kv, g[1], n_groups) == PB_OK);
+        PB_REQUIRE(kv_beam_begin(r[1].kv, g[1], n_groups) == PB_OK);
         usage_same(r[0].kv, r[1].kv);
         int32_t n_steps = 1 + (int32_t)pb_rng_below(&rng, 120);
         bool refused = false;
@@ -912,7 +924,7 @@ PB_TEST(beam_replay_matches_the_ordinary_ops) {
                 ok = pb_kv_can_append(r[0].kv, g[0][i]);
                 for (int32_t e = 0; ok && e < g[0][i]->n_seqs; e++) step_append(&r[0], g[0][i]->seqs[e]);
             }
-            int32_t c = pb_kv_beam_step(r[1].kv);
+            int32_t c = kv_beam_step(r[1].kv);
             if (!ok) {   /* the replay refuses the same step (the ordinary one is left half done) */
                 PB_REQUIRE(c == -1);
                 stuck++;
@@ -946,7 +958,7 @@ PB_TEST(beam_replay_matches_the_ordinary_ops) {
             for (int32_t i = 0; i < n_groups; i++) {   /* a selection with random parents */
                 int32_t nb = g[0][i]->n_seqs, parent[8];
                 random_parents(&rng, nb, parent);
-                if (nb > 1) PB_REQUIRE(pb_kv_beam_select(r[1].kv, i, parent) >= 0);
+                if (nb > 1) PB_REQUIRE(kv_beam_select(r[1].kv, i, parent) >= 0);
                 ordinary_select(&r[0], g[0][i], parent);
                 for (int32_t e = 0; e < nb; e++) g[1][i]->seqs[e]->len++;
             }
@@ -959,7 +971,7 @@ PB_TEST(beam_replay_matches_the_ordinary_ops) {
                                    PB_OK);
                     g[m][n_groups] = in[m];
                 }
-                PB_REQUIRE(pb_kv_beam_join(r[1].kv, in[1]) == PB_OK);
+                PB_REQUIRE(kv_beam_join(r[1].kv, in[1]) == PB_OK);
                 n_groups++;
                 usage_same(r[0].kv, r[1].kv);
             }
@@ -968,7 +980,7 @@ PB_TEST(beam_replay_matches_the_ordinary_ops) {
             if (n_groups > 1 && pb_rng_below(&rng, 12) == 0) {   /* a group finishes: freed */
                 int32_t j = (int32_t)pb_rng_below(&rng, (uint64_t)n_groups);
                 for (int32_t e = 0; e < g[0][j]->n_seqs; e++) pb_kv_free(r[0].kv, g[0][j]->seqs[e]);
-                pb_kv_beam_free(r[1].kv, j);
+                kv_beam_free(r[1].kv, j);
                 for (int32_t e = 0; e < g[1][j]->n_seqs; e++) PB_REQUIRE(g[1][j]->seqs[e]->kv == NULL);
                 for (int m = 0; m < 2; m++)
                     memmove(&g[m][j], &g[m][j + 1], (size_t)(n_groups - j - 1) * sizeof g[m][j]);
@@ -977,7 +989,7 @@ PB_TEST(beam_replay_matches_the_ordinary_ops) {
                 freed_groups++;
             }
         }
-        pb_kv_beam_end(r[1].kv);
+        kv_beam_end(r[1].kv);
         PB_REQUIRE(pb_kv_check(r[1].kv) == PB_OK);
         if (!refused) same_sharing(r, g, n_groups);
         for (int m = 0; m < 2; m++) rig_free(&r[m]);
@@ -1018,14 +1030,14 @@ PB_TEST(beam_replay_admits_into_blocks_free_in_count_only) {
         }
     }
     PB_REQUIRE(pb_block_alloc_used(pb_paged_gpu(r[1].kv)) == 16);
-    PB_REQUIRE(pb_kv_beam_begin(r[1].kv, g[1], 1) == PB_OK);
+    PB_REQUIRE(kv_beam_begin(r[1].kv, g[1], 1) == PB_OK);
     static const int32_t zero[8] = {0};
     int32_t n = 1;
     for (int32_t t = 0; t < 3; t++) {
         r[0].copies.n = 0;
         for (int32_t i = 0; i < n; i++)
             for (int32_t e = 0; e < g[0][i]->n_seqs; e++) step_append(&r[0], g[0][i]->seqs[e]);
-        PB_REQUIRE(pb_kv_beam_step(r[1].kv) == r[0].copies.n);
+        PB_REQUIRE(kv_beam_step(r[1].kv) == r[0].copies.n);
         usage_same(r[0].kv, r[1].kv);
         if (t == 2) PB_CHECK_EQ_INT(pb_block_alloc_used(pb_paged_gpu(r[0].kv)), 32);
         pb_group *in[2] = {NULL, NULL};
@@ -1042,7 +1054,7 @@ PB_TEST(beam_replay_admits_into_blocks_free_in_count_only) {
             usage_same(r[0].kv, r[1].kv);
         }
         for (int32_t i = 0; i < n; i++) {   /* every beam continues beam 0 */
-            if (g[0][i]->n_seqs > 1) PB_REQUIRE(pb_kv_beam_select(r[1].kv, i, zero) >= 0);
+            if (g[0][i]->n_seqs > 1) PB_REQUIRE(kv_beam_select(r[1].kv, i, zero) >= 0);
             ordinary_select(&r[0], g[0][i], zero);
             for (int32_t e = 0; e < g[1][i]->n_seqs; e++) g[1][i]->seqs[e]->len++;
         }
@@ -1053,13 +1065,13 @@ PB_TEST(beam_replay_admits_into_blocks_free_in_count_only) {
                 PB_REQUIRE(pb_kv_fork(r[m].kv, in[m]->seqs[0], pb_seq_clone(r[m].pool, in[m]->seqs[0])) == PB_OK);
                 g[m][n] = in[m];
             }
-            PB_REQUIRE(pb_kv_beam_join(r[1].kv, in[1]) == PB_OK);
+            PB_REQUIRE(kv_beam_join(r[1].kv, in[1]) == PB_OK);
             n++;
             usage_same(r[0].kv, r[1].kv);
         }
     }
     PB_CHECK_EQ_INT(n, 2);
-    pb_kv_beam_end(r[1].kv);
+    kv_beam_end(r[1].kv);
     usage_same(r[0].kv, r[1].kv);
     for (int m = 0; m < 2; m++) PB_REQUIRE(pb_kv_check(r[m].kv) == PB_OK);
     same_sharing(r, g, n);

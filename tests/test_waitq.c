@@ -1,12 +1,12 @@
-/* test_waitq.c -- the scheduler's waiting queue (scheduler.h: sorted deque + heap)
+/* test_waitq.c -- the scheduler's waiting queue (waitq.h: sorted deque + heap)
  * against a reference: random pushes of in-order, front and out-of-order keys (with
  * ties on wait_key and arrival_s), removals of the head and of any waiting group;
  * after every operation the head is the reference's minimum under (wait_key,
- * arrival_s, id) and pb_sched_waiting_check passes; the final drain pops in the
+ * arrival_s, id) and pb_waitq_check passes; the final drain pops in the
  * reference's sorted order. */
 #include "pbtest.h"
 #include "rng.h"
-#include "scheduler.h"
+#include "waitq.h"
 
 enum { N = 4000 };
 
@@ -38,7 +38,7 @@ static void ref_drop(pb_group **w, int32_t *n, pb_group *g) {
 static void run(uint64_t seed, int mix, int del) {
     static pb_group gs[N];
     static pb_group *w[N], *order[N];
-    pb_sched s;
+    pb_waitq s;
     memset(&s, 0, sizeof s);
     memset(gs, 0, sizeof gs);
     pb_rng r;
@@ -60,33 +60,33 @@ static void run(uint64_t seed, int mix, int del) {
             else g->wait_key = lo + (double)(pb_rng_u64(&r) % (uint64_t)(hi - lo + 1));
             lo = PB_MIN(lo, g->wait_key);
             hi = PB_MAX(hi, g->wait_key);
-            pb_sched_waiting_push(&s, g);
+            pb_waitq_push(&s, g);
             w[n++] = g;
         } else {
             pb_group *g = pb_rng_u64(&r) % 100 < (uint64_t)del ? w[pb_rng_u64(&r) % (uint64_t)n] : ref_min(w, n);
-            pb_sched_waiting_remove(&s, g);
+            pb_waitq_remove(&s, g);
             ref_drop(w, &n, g);
             if (g->heap_idx != -1) bad++;
         }
-        if (pb_sched_waiting_peek(&s) != (n ? ref_min(w, n) : NULL) || pb_sched_n_waiting(&s) != n ||
-            pb_sched_waiting_check(&s) != PB_OK)
+        if (pb_waitq_peek(&s) != (n ? ref_min(w, n) : NULL) || s.n != n ||
+            pb_waitq_check(&s) != PB_OK)
             bad++;
         if (next == N / 2 && n > 1) {   /* from here on: push all, then drain in order */
             memcpy(order, w, (size_t)n * sizeof *w);
             qsort(order, (size_t)n, sizeof *order, ref_cmp);
             for (int32_t i = 0; i < n && bad == 0; i++) {
-                pb_group *g = pb_sched_waiting_peek(&s);
+                pb_group *g = pb_waitq_peek(&s);
                 if (g != order[i]) bad++;
-                else pb_sched_waiting_remove(&s, g);
-                if (pb_sched_waiting_check(&s) != PB_OK) bad++;
+                else pb_waitq_remove(&s, g);
+                if (pb_waitq_check(&s) != PB_OK) bad++;
             }
             n = 0;
             lo = hi = 0;
         }
     }
     PB_CHECK_EQ_INT(bad, 0);
-    PB_CHECK_EQ_INT(pb_sched_n_waiting(&s), 0);
-    pb_sched_free(&s);
+    PB_CHECK_EQ_INT(s.n, 0);
+    pb_waitq_free(&s);
 }
 
 PB_TEST(fcfs_like_pushes_in_order_and_at_the_front) { run(1, 95, 5); }
@@ -94,9 +94,9 @@ PB_TEST(out_of_order_pushes_and_removals_anywhere) { run(2, 40, 50); }
 PB_TEST(only_out_of_order_pushes) { run(3, 0, 20); }
 PB_TEST(only_in_order_pushes_many_removals_inside) { run(4, 100, 90); }
 
-/* pb_engine_begin zeroes only n_waiting: the queue is empty and the next push resets it. */
+/* A count zeroed alone (a run's start) means empty: the next push resets the rest. */
 PB_TEST(zeroed_count_means_empty) {
-    pb_sched s;
+    pb_waitq s;
     memset(&s, 0, sizeof s);
     pb_group g[3];
     memset(g, 0, sizeof g);
@@ -104,17 +104,17 @@ PB_TEST(zeroed_count_means_empty) {
         g[i].id = i;
         g[i].state = PB_GROUP_WAITING;
         g[i].wait_key = 2 - i;   /* 2 to the back, 1 and 0 to the front */
-        pb_sched_waiting_push(&s, &g[i]);
+        pb_waitq_push(&s, &g[i]);
     }
-    PB_CHECK(pb_sched_waiting_peek(&s) == &g[2]);
-    s.n_waiting = 0;
-    PB_CHECK(pb_sched_waiting_peek(&s) == NULL);
-    PB_CHECK(pb_sched_waiting_check(&s) == PB_OK);
-    pb_sched_waiting_push(&s, &g[0]);
-    PB_CHECK(pb_sched_waiting_peek(&s) == &g[0]);
-    PB_CHECK_EQ_INT(pb_sched_n_waiting(&s), 1);
-    PB_CHECK(pb_sched_waiting_check(&s) == PB_OK);
-    pb_sched_free(&s);
+    PB_CHECK(pb_waitq_peek(&s) == &g[2]);
+    s.n = 0;
+    PB_CHECK(pb_waitq_peek(&s) == NULL);
+    PB_CHECK(pb_waitq_check(&s) == PB_OK);
+    pb_waitq_push(&s, &g[0]);
+    PB_CHECK(pb_waitq_peek(&s) == &g[0]);
+    PB_CHECK_EQ_INT(s.n, 1);
+    PB_CHECK(pb_waitq_check(&s) == PB_OK);
+    pb_waitq_free(&s);
 }
 
 PB_TEST_MAIN()
