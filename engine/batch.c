@@ -23,31 +23,8 @@ void pb_batch_free(pb_batch_builder *bb) {
     memset(bb, 0, sizeof *bb);
 }
 
-void pb_batch_begin(pb_batch_builder *bb) {
-    pb_batch *b = &bb->b;
-    bb->n = bb->n_groups = 0;
-    bb->n_prefill_seqs = bb->prefill_max_len = 0;
-    bb->prefill_len_sum = 0;
-    bb->padded = false;
-    bb->max_paddings = 0;
-    bb->sum_groups = bb->sum_seqs = bb->sum_copies = 0;
-    bb->sum_ctx = bb->sum_blocks = 0;
-    pb_pair_vec_clear(&bb->copies);
-    pb_pair_vec_clear(&bb->swap_in);
-    pb_pair_vec_clear(&bb->swap_out);
-    b->n_seqs = 0;
-    b->n_prefill_tokens = b->n_padded_tokens = 0;
-    b->n_decode = 0;
-    b->block_size = bb->block_size;
-    b->n_top = 1;
-    b->slot_copies = NULL;
-    b->n_slot_copies = 0;
-    b->has_sums = true;
-    b->sum_new = b->decode_ctx = b->decode_blocks = b->prefill_pairs2 = b->prefill_cached = 0;
-    b->n_sample = 0;
-}
 
-static void reserve(pb_batch_builder *bb, int32_t extra) {
+static void grow(pb_batch_builder *bb, int32_t extra) {
     if (bb->n + extra > bb->cap) {
         int32_t cap = bb->cap ? bb->cap : 256;
         while (cap < bb->n + extra) cap *= 2;
@@ -61,6 +38,11 @@ static void reserve(pb_batch_builder *bb, int32_t extra) {
     }
 }
 
+/* Room for extra entries and a group. */
+static inline void reserve(pb_batch_builder *bb, int32_t extra) {
+    if (bb->n + extra > bb->cap || bb->n_groups == bb->cap_groups) grow(bb, extra);
+}
+
 /* ceil(c / block size), 0 without blocks */
 static inline int64_t blocks_of(const pb_batch_builder *bb, int64_t c) {
     int32_t bs = bb->block_size;
@@ -68,75 +50,73 @@ static inline int64_t blocks_of(const pb_batch_builder *bb, int64_t c) {
     return bs > 0 ? (c + bs - 1) / bs : 0;
 }
 
-/* The entry of q: a prefill of min(max_new, len - n_computed) tokens, or a decode. */
-static void add_seq(pb_batch_builder *bb, pb_seq *q, bool prefill, int32_t max_new) {
+/* q's entry: its ids and cached tokens, n_new new ones, sampling when that completes
+   q; the sums every entry counts. */
+static inline pb_batch_seq *add_entry(pb_batch_builder *bb, pb_seq *q, int32_t n_new) {
     pb_batch_seq *e = &bb->seqs[bb->n];
     pb_batch *b = &bb->b;
-    const pb_group *g = q->group;
     e->seq_id = q->id;
-    e->group_id = g->id;
-    e->is_prefill = prefill;
+    e->group_id = q->group->id;
     e->n_cached = q->n_computed;
-    if (prefill) {
-        PB_ASSERT(q->kv_len == q->len && q->n_computed < q->len && max_new >= 1);
-        e->n_new = PB_MIN(max_new, q->len - q->n_computed);
-        b->n_prefill_tokens += e->n_new;
-        bb->n_prefill_seqs++;
-        bb->prefill_max_len = PB_MAX(bb->prefill_max_len, q->n_computed + e->n_new);
-        bb->prefill_len_sum += q->n_computed + e->n_new;
-        b->prefill_pairs2 += (int64_t)e->n_new * (2 * (int64_t)e->n_cached + e->n_new + 1);
-        b->prefill_cached += e->n_cached;
-    } else {
-        PB_ASSERT(q->n_computed == q->kv_len - 1 && q->kv_len == q->len);
-        e->n_new = 1;
-        b->n_decode++;
-    }
-    e->context_len = e->n_cached + e->n_new;
+    e->n_new = n_new;
+    e->context_len = e->n_cached + n_new;
     e->sample = e->context_len == q->len;
-    b->sum_new += e->n_new;
-    b->n_sample += e->sample;
-    if (!prefill) {
-        b->decode_ctx += e->context_len;
-        b->decode_blocks += blocks_of(bb, e->context_len);
-    }
     e->block_table = NULL;
     e->n_blocks = 0;
     e->kv_offset = 0;
     e->tokens = q->tokens;
+    b->sum_new += n_new;
+    b->n_sample += e->sample;
     q->batch_idx = bb->n;
     bb->seq_of[bb->n++] = q;
-    b->n_seqs++;
-    int32_t top = g->beam_width > 1 ? 2 * g->beam_width
-                  : (prefill && g->n_generated == 0 ? PB_MIN(g->n, PB_MAX_TOP) : 1);
-    if (e->sample && top > b->n_top) b->n_top = top;
+    return e;
 }
 
-static void add_group(pb_batch_builder *bb, pb_group *g, bool prefill, int32_t max_new) {
+/* The candidates a sampled entry of g wants: 2 x the beam width, n at a parallel
+   sampling group's first token, else 1. */
+static inline void want_top(pb_batch_builder *bb, const pb_group *g, bool first) {
+    int32_t top = g->beam_width > 1 ? 2 * g->beam_width : (first ? PB_MIN(g->n, PB_MAX_TOP) : 1);
+    if (top > bb->b.n_top) bb->b.n_top = top;
+}
+
+void pb_batch_add_prefill(pb_batch_builder *bb, pb_group *g, int32_t max_new) {
+    PB_ASSERT(max_new >= 1);
     reserve(bb, g->n_seqs);
-    for (int32_t i = 0; i < g->n_seqs; i++) add_seq(bb, g->seqs[i], prefill, max_new);
+    pb_batch *b = &bb->b;
+    for (int32_t i = 0; i < g->n_seqs; i++) {
+        pb_seq *q = g->seqs[i];
+        PB_ASSERT(q->kv_len == q->len && q->n_computed < q->len);
+        pb_batch_seq *e = add_entry(bb, q, PB_MIN(max_new, q->len - q->n_computed));
+        e->is_prefill = true;
+        b->n_prefill_tokens += e->n_new;
+        b->prefill_pairs2 += (int64_t)e->n_new * (2 * (int64_t)e->n_cached + e->n_new + 1);
+        b->prefill_cached += e->n_cached;
+        bb->n_prefill_seqs++;
+        bb->prefill_max_len = PB_MAX(bb->prefill_max_len, e->context_len);
+        bb->prefill_len_sum += e->context_len;
+        if (e->sample) want_top(bb, g, g->n_generated == 0);
+    }
     g->in_batch = true;
     bb->groups[bb->n_groups++] = g;
 }
 
-void pb_batch_add_prefill(pb_batch_builder *bb, pb_group *g, int32_t max_new) { add_group(bb, g, true, max_new); }
-void pb_batch_add_decode(pb_batch_builder *bb, pb_group *g) { add_group(bb, g, false, 1); }
-
-void pb_batch_add_decode_sums(pb_batch_builder *bb, int32_t n_groups, int32_t n_seqs, int64_t ctx,
-                              int64_t blocks, int32_t top, int32_t copies) {
+void pb_batch_add_decode(pb_batch_builder *bb, pb_group *g) {
+    reserve(bb, g->n_seqs);
     pb_batch *b = &bb->b;
-    bb->sum_groups += n_groups;
-    bb->sum_seqs += n_seqs;
-    bb->sum_copies += copies;
-    bb->sum_ctx += ctx;
-    bb->sum_blocks += blocks;
-    b->n_seqs += n_seqs;
-    b->n_decode += n_seqs;
-    b->sum_new += n_seqs;
-    b->n_sample += n_seqs;
-    b->decode_ctx += ctx;
-    b->decode_blocks += blocks;
-    if (top > b->n_top) b->n_top = top;
+    for (int32_t i = 0; i < g->n_seqs; i++) {
+        pb_seq *q = g->seqs[i];
+        PB_ASSERT(q->n_computed == q->kv_len - 1 && q->kv_len == q->len);
+        pb_batch_seq *e = add_entry(bb, q, 1);
+        e->is_prefill = false;
+        b->n_decode++;
+        b->decode_ctx += e->context_len;
+        b->decode_blocks += blocks_of(bb, e->context_len);
+    }
+    if (g->beam_width > 1) want_top(bb, g, false);   /* decodes sample: a beam group wants more */
+    g->in_batch = true;
+    bb->groups[bb->n_groups++] = g;
 }
+
 
 void pb_batch_set_padded(pb_batch_builder *bb, int32_t max_paddings) {
     bb->padded = true;
@@ -148,7 +128,7 @@ void pb_batch_take_slot_copies(pb_batch_builder *bb, pb_kv_manager *kv) {
 }
 
 bool pb_batch_runs(const pb_batch_builder *bb) {
-    return bb->b.n_seqs > 0 || bb->copies.n > 0 || bb->sum_copies > 0 || bb->swap_in.n > 0 || bb->swap_out.n > 0 ||
+    return bb->n + bb->sum_seqs > 0 || bb->copies.n > 0 || bb->sum_copies > 0 || bb->swap_in.n > 0 || bb->swap_out.n > 0 ||
            bb->b.n_slot_copies > 0;
 }
 
@@ -157,6 +137,7 @@ void pb_batch_ready(pb_batch_builder *bb, pb_kv_manager *kv, bool kv_layout) {
     if (kv_layout)
         for (int32_t i = 0; i < bb->n; i++) pb_kv_batch_info(kv, bb->seq_of[i], &bb->seqs[i]);
     b->seqs = bb->seqs;
+    b->n_seqs = bb->n + bb->sum_seqs;
     b->n_padded_tokens = bb->padded ? (int64_t)bb->n_prefill_seqs * bb->prefill_max_len : 0;
     b->copies = bb->copies.v;
     b->n_copies = bb->copies.n + bb->sum_copies;

@@ -46,7 +46,30 @@ typedef struct {
 void pb_batch_init(pb_batch_builder *bb, int32_t block_size);
 void pb_batch_free(pb_batch_builder *bb);
 /* An empty batch for the next step (no entries, sums 0, the vectors cleared). */
-void pb_batch_begin(pb_batch_builder *bb);
+static inline void pb_batch_begin(pb_batch_builder *bb) {
+    pb_batch *b = &bb->b;
+    bb->n = bb->n_groups = 0;
+    bb->n_prefill_seqs = bb->prefill_max_len = 0;
+    bb->prefill_len_sum = 0;
+    bb->padded = false;
+    bb->max_paddings = 0;
+    bb->sum_groups = bb->sum_seqs = bb->sum_copies = 0;
+    bb->sum_ctx = bb->sum_blocks = 0;
+    pb_pair_vec_clear(&bb->copies);
+    pb_pair_vec_clear(&bb->swap_in);
+    pb_pair_vec_clear(&bb->swap_out);
+    b->n_seqs = 0;
+    b->n_prefill_tokens = b->n_padded_tokens = 0;
+    b->n_decode = 0;
+    b->block_size = bb->block_size;
+    b->n_top = 1;
+    b->slot_copies = NULL;
+    b->n_slot_copies = 0;
+    b->has_sums = true;
+    b->sum_new = b->decode_ctx = b->decode_blocks = b->prefill_pairs2 = b->prefill_cached = 0;
+    b->n_sample = 0;
+}
+
 /* Entries of a step, one per sequence of g, and g into the batch's groups (its
    in_batch set).  A prefill entry computes min(max_new, len - n_computed) tokens from
    n_computed and samples only when that completes the sequence; a decode entry one. */
@@ -55,8 +78,22 @@ void pb_batch_add_decode(pb_batch_builder *bb, pb_group *g);
 /* Decodes of n_seqs sequences of n_groups groups without entries (a replayed step):
    their contexts sum to ctx tokens in blocks blocks, top the candidates they want,
    copies the copy-on-write copies their appends made (counted, no pairs). */
-void pb_batch_add_decode_sums(pb_batch_builder *bb, int32_t n_groups, int32_t n_seqs, int64_t ctx,
-                              int64_t blocks, int32_t top, int32_t copies);
+static inline void pb_batch_add_decode_sums(pb_batch_builder *bb, int32_t n_groups, int32_t n_seqs,
+                                            int64_t ctx, int64_t blocks, int32_t top, int32_t copies) {
+    pb_batch *b = &bb->b;
+    bb->sum_groups += n_groups;
+    bb->sum_seqs += n_seqs;
+    bb->sum_copies += copies;
+    bb->sum_ctx += ctx;
+    bb->sum_blocks += blocks;
+    b->n_decode += n_seqs;
+    b->sum_new += n_seqs;
+    b->n_sample += n_seqs;
+    b->decode_ctx += ctx;
+    b->decode_blocks += blocks;
+    if (top > b->n_top) b->n_top = top;
+}
+
 /* A padded prompt-only step, padding cap max_paddings. */
 void pb_batch_set_padded(pb_batch_builder *bb, int32_t max_paddings);
 /* Tokens of the step so far: prefill tokens + decodes. */

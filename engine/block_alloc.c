@@ -25,8 +25,8 @@ void pb_block_alloc_destroy(pb_block_alloc *a) {
 }
 
 pb_status pb_block_alloc_check(const pb_block_alloc *a) {
-    if (a->n_free < 0 || a->n_free > a->n_blocks) {
-        pb_log_error("block_alloc: n_free %d out of [0, %d]", a->n_free, a->n_blocks);
+    if (a->n_free < 0 || a->n_free > a->n_blocks || a->n_reserved < 0 || a->n_reserved > a->n_free) {
+        pb_log_error("block_alloc: %d free of %d blocks, %d of them reserved", a->n_free, a->n_blocks, a->n_reserved);
         return PB_ERR_INVALID;
     }
     uint8_t *seen = pb_xcalloc((size_t)a->n_blocks + 1, 1);

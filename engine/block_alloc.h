@@ -14,11 +14,16 @@
  * gives it up (pb_block_alloc_evict, onto the free stack).  A cached block is neither
  * free nor used; its fill reads 0 (the owner knows its content).
  *
+ * RESERVED blocks are counted as used without a number: pb_block_alloc_reserve takes
+ * n of the free blocks by count (they stay on the stack, fill 0, unavailable to get),
+ * pb_block_alloc_unreserve gives them back (a holder of blocks kept as counts, such
+ * as a replay's block trees, replay.h).
+ *
  * The struct is public only so the hot accessors can be inline; mutate it only
  * through the functions.  pb_block_alloc_check() verifies: free + used + cached ==
  * total, the free stack holds distinct blocks with ref 0 and fill 0, every block off
  * it has ref >= 1 or is one of the n_cached blocks (ref 0, fill 0), token_slots ==
- * sum of fills. */
+ * sum of fills, 0 <= reserved <= the stack's blocks. */
 #ifndef PB_BLOCK_ALLOC_H
 #define PB_BLOCK_ALLOC_H
 
@@ -38,7 +43,8 @@ typedef struct {
 
 typedef struct pb_block_alloc {
     int32_t n_blocks, block_size;
-    int32_t n_free;
+    int32_t n_free;        /* blocks on the free stack, n_reserved of them reserved  */
+    int32_t n_reserved;
     int32_t n_cached;      /* blocks at ref 0 kept off the free stack (see above)     */
     int32_t *free_stack;   /* [n_blocks]; free blocks in [0, n_free)                */
     pb_block_meta *meta;   /* [n_blocks] reference count and fill of each block     */
@@ -51,7 +57,7 @@ void pb_block_alloc_destroy(pb_block_alloc *a);
 
 /* A free block with ref = 1, fill = 0; -1 when none is free. */
 static inline int32_t pb_block_alloc_get(pb_block_alloc *a) {
-    if (a->n_free == 0) return -1;
+    if (a->n_free == a->n_reserved) return -1;
     int32_t b = a->free_stack[--a->n_free];
     a->meta[b].ref = 1;
     a->meta[b].fill = 0;
@@ -108,9 +114,21 @@ static inline void pb_block_alloc_set_fill(pb_block_alloc *a, int32_t b, int32_t
 }
 static inline int32_t pb_block_alloc_ref(const pb_block_alloc *a, int32_t b) { return a->meta[b].ref; }
 static inline int32_t pb_block_alloc_fill(const pb_block_alloc *a, int32_t b) { return a->meta[b].fill; }
-static inline int32_t pb_block_alloc_free_count(const pb_block_alloc *a) { return a->n_free; }
+/* n free blocks reserved (n <= the free count) / n reserved ones free again. */
+static inline void pb_block_alloc_reserve(pb_block_alloc *a, int32_t n) {
+    PB_ASSERT(n >= 0 && a->n_reserved + n <= a->n_free);
+    a->n_reserved += n;
+}
+static inline void pb_block_alloc_unreserve(pb_block_alloc *a, int32_t n) {
+    PB_ASSERT(n >= 0 && n <= a->n_reserved);
+    a->n_reserved -= n;
+}
+static inline int32_t pb_block_alloc_free_count(const pb_block_alloc *a) { return a->n_free - a->n_reserved; }
 static inline int32_t pb_block_alloc_cached(const pb_block_alloc *a) { return a->n_cached; }
-static inline int32_t pb_block_alloc_used(const pb_block_alloc *a) { return a->n_blocks - a->n_free - a->n_cached; }
+static inline int32_t pb_block_alloc_reserved(const pb_block_alloc *a) { return a->n_reserved; }
+static inline int32_t pb_block_alloc_used(const pb_block_alloc *a) {
+    return a->n_blocks - a->n_free - a->n_cached + a->n_reserved;
+}
 
 /* Invariants (O(n_blocks)); PB_OK or PB_ERR_INVALID with the reason logged. */
 pb_status pb_block_alloc_check(const pb_block_alloc *a);

@@ -152,13 +152,22 @@ pb_status pb_engine_add_request(pb_engine *e, const pb_request *r) {
     return PB_OK;
 }
 
-void pb_engine_arrivals(pb_engine *e) {
-    pb_groups_recycle(&e->groups);
-    while (e->next_trace < e->n_trace && e->trace[e->next_trace].arrival_s <= e->now) {
+/* Is the trace's next row due by the clock? */
+static inline bool trace_due(const pb_engine *e) {
+    return e->next_trace < e->n_trace && e->trace[e->next_trace].arrival_s <= e->now;
+}
+
+static void add_due(pb_engine *e) {
+    while (trace_due(e)) {
         pb_status st = pb_engine_add_request(e, &e->trace[e->next_trace]);
         PB_ASSERT(st == PB_OK);
         (void)st;
     }
+}
+
+void pb_engine_arrivals(pb_engine *e) {
+    pb_groups_recycle(&e->groups);
+    if (trace_due(e)) add_due(e);
 }
 
 bool pb_engine_over(const pb_engine *e) {
@@ -338,7 +347,7 @@ static pb_status schedule(pb_engine *e, bool *ready) {
     *ready = false;
     pb_engine_arrivals(e);
     const pb_sched *s = &e->sched;
-    if (pb_sched_n_waiting(s) + s->n_running + s->n_swapped == 0) {   /* idle: jump */
+    if (s->waiting.n + s->n_running + s->n_swapped == 0) {   /* idle: jump */
         PB_ASSERT(e->next_trace < e->n_trace);
         e->now = e->trace[e->next_trace].arrival_s;
         return PB_OK;
@@ -347,7 +356,8 @@ static pb_status schedule(pb_engine *e, bool *ready) {
     return policy_schedule(e, s->n_done, ready);
 }
 
-/* The step's row as scheduled (before the executor runs), memory breakdown aside. */
+/* The step's row as scheduled (before the executor runs); its memory breakdown is
+   the caller's. */
 static void step_row(const pb_engine *e, pb_step_metrics *sm) {
     const pb_batch_builder *bb = &e->batch;
     const pb_sched *s = &e->sched;
@@ -364,7 +374,7 @@ static void step_row(const pb_engine *e, pb_step_metrics *sm) {
     sm->n_swap_in = bb->b.n_swap_in;
     sm->n_swap_out = bb->b.n_swap_out;
     sm->n_running = s->n_running;
-    sm->n_waiting = pb_sched_n_waiting(s);
+    sm->n_waiting = s->waiting.n;
     sm->n_swapped = s->n_swapped;
 }
 
@@ -388,14 +398,12 @@ static pb_status run_executor(pb_engine *e, pb_candidates *cand, pb_step_result 
     return PB_OK;
 }
 
-pb_status pb_engine_execute(pb_engine *e, pb_step_metrics *sm, const pb_kv_usage *mem, bool *has_tokens) {
+pb_status pb_engine_execute(pb_engine *e, pb_step_metrics *sm, bool *has_tokens) {
     pb_batch_builder *bb = &e->batch;
     pb_kv_manager *kv = e->x.kv;
     unsigned caps = e->x.ex->iface->caps;
     pb_batch_ready(bb, kv, caps & PB_EXEC_KV_LAYOUT);
     step_row(e, sm);
-    if (mem) sm->mem = *mem;
-    else pb_kv_usage_get(kv, &sm->mem);
     bool tokens = caps & PB_EXEC_TOKENS;
     if (tokens && e->cap_cand < bb->n) {
         e->cap_cand = PB_MAX(bb->n, 2 * e->cap_cand);
@@ -442,7 +450,8 @@ static pb_status step_run(pb_engine *e, bool ready, bool *ran) {
     if (!ready) return PB_OK;
     bool has_tokens = false;
     pb_step_metrics sm;
-    pb_status st = pb_engine_execute(e, &sm, NULL, &has_tokens);
+    pb_kv_usage_get(e->x.kv, &sm.mem);
+    pb_status st = pb_engine_execute(e, &sm, &has_tokens);
     if (st == PB_OK) st = postprocess(e, has_tokens);
     if (st != PB_OK) return st;
     pb_engine_step_done(e, &sm);

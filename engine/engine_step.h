@@ -27,10 +27,10 @@ void pb_engine_arrivals(pb_engine *e);
 /* A step begins at the clock: the scheduler's step counts and an empty batch. */
 void pb_engine_step_begin(pb_engine *e);
 /* The batch built so far runs: completed for the executor, the step's row in sm
-   (the memory breakdown mem, or the manager's usage() when NULL), the executor,
-   the clock, the entries' KV computed.  *has_tokens (may be NULL): the executor
-   returned candidates. */
-pb_status pb_engine_execute(pb_engine *e, pb_step_metrics *sm, const pb_kv_usage *mem, bool *has_tokens);
+   (whose memory breakdown, sm->mem, the caller has read: the manager's usage, or a
+   replay's), the executor, the clock, the entries' KV computed.  *has_tokens (may
+   be NULL): the executor returned candidates. */
+pb_status pb_engine_execute(pb_engine *e, pb_step_metrics *sm, bool *has_tokens);
 /* The step ran: its row recorded and counted. */
 void pb_engine_step_done(pb_engine *e, const pb_step_metrics *sm);
 /* A step that ran nothing but moved the state (preemptions, rejections): counted. */

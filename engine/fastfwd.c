@@ -168,9 +168,8 @@ static void catch_up(pb_group *g, int32_t k, double last_token) {
    *free_blocks (may be NULL): the GPU blocks free as the step ran. */
 static pb_status ff_execute(pb_fastfwd *f, int32_t n_decoded, double *last_token, int64_t *free_blocks) {
     pb_step_metrics sm;
-    pb_kv_usage mem;
-    f->kr->usage(f->x->kv, &mem);
-    pb_status st = pb_engine_execute(f->e, &sm, &mem, NULL);
+    f->kr->usage(f->x->kv, &sm.mem);
+    pb_status st = pb_engine_execute(f->e, &sm, NULL);
     if (st != PB_OK) return st;
     double now = pb_engine_now(f->e);
     pb_metrics_tokens(f->x->metrics, *last_token, now, n_decoded);

@@ -21,7 +21,7 @@ void pb_groups_begin(pb_groups *G, int32_t max_model_len, uint64_t seed, int32_t
     G->pool = pb_seq_pool_create(store_tokens);
 }
 
-void pb_groups_recycle(pb_groups *G) {
+void pb_groups_recycle_dead(pb_groups *G) {
     for (int32_t i = 0; i < G->n_dead; i++) {
         pb_group *g = G->dead[i];
         pb_group *last = G->live[--G->n_live];

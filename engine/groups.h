@@ -42,7 +42,10 @@ pb_group *pb_groups_arrive(pb_groups *G, int64_t id, const pb_request *r);
 void pb_groups_release(pb_groups *G, pb_group *g, pb_kv_manager *kv);
 /* g is done: recycled by the next pb_groups_recycle. */
 void pb_groups_done(pb_groups *G, pb_group *g);
-void pb_groups_recycle(pb_groups *G);
+void pb_groups_recycle_dead(pb_groups *G);
+static inline void pb_groups_recycle(pb_groups *G) {
+    if (G->n_dead > 0) pb_groups_recycle_dead(G);
+}
 /* The live group of request id, or NULL.  O(live groups). */
 const pb_group *pb_groups_find(const pb_groups *G, int64_t id);
 
