@@ -131,17 +131,28 @@ pb_status pb_engine_begin(pb_engine *e, const pb_trace *t, pb_metrics *m) {
 /* Requests known: the trace's and the caller's. */
 static int64_t n_requests(const pb_engine *e) { return e->n_trace + e->n_added; }
 
+/* Nothing queued, running or swapped. */
+static bool idle(const pb_engine *e) {
+    const pb_sched *s = &e->sched;
+    return s->waiting.n + s->n_running + s->n_swapped == 0;
+}
+
 pb_status pb_engine_add_request(pb_engine *e, const pb_request *r) {
+    bool trace_row = e->in_run && e->next_trace < e->n_trace && r == &e->trace[e->next_trace];
+    bool later = e->in_run && r && r->arrival_s > e->now;
     const char *why = !e->in_run || !r ? "no run"
                       : !request_ok(r) ? "a bad row"
-                      : r->arrival_s > e->now ? "an arrival after the clock"
-                      : n_requests(e) >= INT32_MAX ? "too many requests" : NULL;
+                      : later && (trace_row || !idle(e) ||
+                                  (e->next_trace < e->n_trace && e->trace[e->next_trace].arrival_s < r->arrival_s))
+                          ? "an arrival after the clock while requests are queued or due before it"
+                      : !trace_row && n_requests(e) >= INT32_MAX ? "too many requests" : NULL;
     if (why) {
         pb_log_error("engine: request not added: %s", why);
         return PB_ERR_INVALID;
     }
+    if (later) e->now = r->arrival_s;   /* idle: the clock jumps to it */
     int64_t id;
-    if (e->next_trace < e->n_trace && r == &e->trace[e->next_trace]) {
+    if (trace_row) {
         id = e->next_trace++;
     } else {
         id = pb_metrics_add_request(e->metrics, r);
@@ -346,14 +357,13 @@ static pb_status policy_schedule(pb_engine *e, int64_t done0, bool *ready) {
 static pb_status schedule(pb_engine *e, bool *ready) {
     *ready = false;
     pb_engine_arrivals(e);
-    const pb_sched *s = &e->sched;
-    if (s->waiting.n + s->n_running + s->n_swapped == 0) {   /* idle: jump */
+    if (idle(e)) {   /* the clock jumps to the next arrival */
         PB_ASSERT(e->next_trace < e->n_trace);
         e->now = e->trace[e->next_trace].arrival_s;
         return PB_OK;
     }
     pb_engine_step_begin(e);
-    return policy_schedule(e, s->n_done, ready);
+    return policy_schedule(e, e->sched.n_done, ready);
 }
 
 /* The step's row as scheduled (before the executor runs); its memory breakdown is

@@ -100,16 +100,18 @@ pb_status pb_engine_begin(pb_engine *e, const pb_trace *t, pb_metrics *m);
 pb_status pb_engine_step(pb_engine *e, bool *done);
 pb_status pb_engine_end(pb_engine *e);
 
-/* Request r arrives now: its group enters the waiting queue, and the policy sees
- * it from the next schedule on.  Every arrival takes this door: the trace's rows
- * (ids 0 .. t->n - 1, added by pb_engine_step as the clock passes their arrival_s)
- * and requests of the caller's own (an online client, a conversation's next turn),
- * which get the ids after the trace's in the order added and a metrics row at once.
- * r->arrival_s (its arrival, for the metrics) must not be after the clock
- * (pb_engine_now) and r must stay valid until pb_engine_end.  A run whose requests
- * are all done reports done; adding one makes it go on.  PB_ERR_INVALID (logged):
- * not between begin and end, a bad row (as pb_engine_begin checks the trace's), or
- * an arrival after the clock. */
+/* Request r arrives: its group enters the waiting queue, and the policy sees it from
+ * the next schedule on.  Every arrival takes this door: the trace's rows (ids 0 ..
+ * t->n - 1, added by pb_engine_step as the clock passes their arrival_s) and the
+ * caller's own requests (an online client, a conversation's next turn), which get
+ * the ids after the trace's in the order added and a metrics row at once.
+ * r->arrival_s, its arrival time in the metrics, is at most the clock
+ * (pb_engine_now), or later when the engine is idle -- nothing queued, running or
+ * swapped, no trace row due before it -- and the clock then jumps to it.  r must stay
+ * valid until pb_engine_end.  A run whose requests are all done reports done;
+ * adding one makes it go on.  PB_ERR_INVALID (logged): not between begin and end, a
+ * bad row (as pb_engine_begin checks the trace's), or an arrival after the clock
+ * that the engine is not idle for. */
 pb_status pb_engine_add_request(pb_engine *e, const pb_request *r);
 
 double pb_engine_now(const pb_engine *e);

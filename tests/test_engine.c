@@ -5,7 +5,8 @@
  * step structure with pb_engine_check() after every step, determinism; the fused
  * synthetic beam path equal to synth + select; pb_metrics_check() on every run and
  * on broken metrics; the summary's ITL from the gap runs equal, bit for bit, to that of the
- * expanded gaps. */
+ * expanded gaps; arrivals fed by the caller through pb_engine_add_request equal to the
+ * trace replay, and a closed-loop client. */
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -297,6 +298,121 @@ PB_TEST(determinism_same_seed_same_metrics) {
     PB_CHECK(out[0].n_finished == 300);
     free(rows[0]);
     free(rows[1]);
+}
+
+/* The request and step rows of m as CSV text (the caller frees *text). */
+static void rows_text(const pb_metrics *m, char **text, size_t *len) {
+    FILE *f = open_memstream(text, len);
+    pb_metrics_write_requests(m, f, "");
+    pb_metrics_write_steps(m, f, "");
+    fclose(f);
+}
+
+/* The one door for arrivals, pb_engine_add_request: a caller that feeds a trace's
+ * requests itself to a run begun on an empty trace -- each once the clock has passed
+ * its arrival, and when the run has nothing left (done) the next one, the clock
+ * jumping to it -- gets the trace replay's run, bit for bit (every request and step
+ * row, the clock, the steps), with pb_engine_check after every step. */
+PB_TEST(caller_fed_requests_equal_the_trace_replay) {
+    enum { N = 150 };
+    pb_request r[N];
+    pb_rng rng;
+    pb_rng_seed(&rng, 21, 2);
+    random_trace(&rng, r, N, 20.0, true, 100, 80, 3);
+    char *text[2];
+    size_t len[2];
+    double now[2];
+    int64_t steps[2];
+    for (int k = 0; k < 2; k++) {
+        pb_engine_params ep;
+        pb_engine_params_default(&ep);
+        ep.check_every_step = true;
+        ep.max_num_seqs = 24;
+        ep.seed = 4;
+        pb_fixed_exec_params xp;
+        pb_fixed_exec_params_default(&xp);
+        sys s;
+        sys_init(&s, 8, 120, 60, &ep, &xp, "vllm");
+        pb_trace t = {r, N}, none = {NULL, 0};
+        if (k == 0) {
+            PB_REQUIRE(pb_engine_run(s.e, &t, s.m) == PB_OK);
+        } else {
+            PB_REQUIRE(pb_engine_begin(s.e, &none, s.m) == PB_OK);
+            int i = 0;
+            for (bool done = false;;) {
+                while (i < N && r[i].arrival_s <= pb_engine_now(s.e)) PB_REQUIRE(pb_engine_add_request(s.e, &r[i++]) == PB_OK);
+                PB_REQUIRE(pb_engine_step(s.e, &done) == PB_OK);
+                if (!done) continue;
+                if (i == N) break;
+                PB_REQUIRE(pb_engine_add_request(s.e, &r[i++]) == PB_OK);   /* idle: the clock jumps */
+            }
+            PB_REQUIRE(pb_engine_end(s.e) == PB_OK);
+        }
+        now[k] = pb_engine_now(s.e);
+        steps[k] = pb_engine_steps(s.e);
+        rows_text(s.m, &text[k], &len[k]);
+        sys_free(&s);
+    }
+    PB_CHECK(len[0] > 1000 && len[0] == len[1] && !memcmp(text[0], text[1], len[0]));
+    PB_CHECK(now[0] == now[1] && steps[0] == steps[1]);
+    free(text[0]);
+    free(text[1]);
+}
+
+/* A closed-loop client: a conversation of turns, each added when the previous
+ * answer is done, arriving at that clock (on_finish tells when); a request arriving
+ * after the clock while others run is refused, and one arriving with nothing
+ * running moves the clock to it. */
+typedef struct {
+    int64_t finished;   /* the turns on_finish saw */
+} turns_seen;
+
+static void on_turn_done(void *user, const pb_group *g) {
+    (void)g;
+    ((turns_seen *)user)->finished++;
+}
+
+PB_TEST(closed_loop_next_turn_after_the_answer) {
+    enum { TURNS = 6 };
+    turns_seen seen = {0};
+    pb_engine_params ep;
+    pb_engine_params_default(&ep);
+    ep.check_every_step = true;
+    ep.on_finish = on_turn_done;
+    ep.on_finish_user = &seen;
+    pb_fixed_exec_params xp;
+    pb_fixed_exec_params_default(&xp);
+    sys s;
+    sys_init(&s, 16, 64, 0, &ep, &xp, "vllm");
+    pb_request turn[TURNS + 2];
+    pb_trace none = {NULL, 0};
+    PB_REQUIRE(pb_engine_begin(s.e, &none, s.m) == PB_OK);
+    int added = 0;
+    turn[0] = req(0, 20, 8, 1, 1);
+    PB_REQUIRE(pb_engine_add_request(s.e, &turn[added++]) == PB_OK);
+    turn[TURNS] = req(5.0, 10, 4, 1, 1);
+    PB_CHECK(pb_engine_add_request(s.e, &turn[TURNS]) == PB_ERR_INVALID);   /* later, not idle */
+    for (bool done = false;;) {
+        PB_REQUIRE(pb_engine_step(s.e, &done) == PB_OK);
+        if (seen.finished == added && added < TURNS) {   /* the answer is in: the next turn, now */
+            turn[added] = req(pb_engine_now(s.e), 20 + 10 * added, 8, 1, 1);
+            PB_REQUIRE(pb_engine_add_request(s.e, &turn[added++]) == PB_OK);
+        }
+        if (done) break;
+    }
+    turn[TURNS + 1] = req(pb_engine_now(s.e) + 2.0, 10, 4, 1, 1);   /* nothing runs: the clock jumps */
+    PB_REQUIRE(pb_engine_add_request(s.e, &turn[TURNS + 1]) == PB_OK);
+    PB_CHECK(pb_engine_now(s.e) == turn[TURNS + 1].arrival_s);
+    for (bool done = false; !done;) PB_REQUIRE(pb_engine_step(s.e, &done) == PB_OK);
+    PB_REQUIRE(pb_engine_end(s.e) == PB_OK);
+    int64_t n;
+    const pb_req_metrics *rm = pb_metrics_requests(s.m, &n);
+    PB_REQUIRE(n == TURNS + 1);
+    for (int i = 0; i < TURNS + 1; i++) PB_CHECK(rm[i].finished && rm[i].id == i);
+    for (int i = 1; i < TURNS; i++) PB_CHECK(rm[i].arrival_s == rm[i - 1].finish_s);
+    PB_CHECK(rm[TURNS].arrival_s == turn[TURNS + 1].arrival_s);
+    PB_CHECK_EQ_INT(seen.finished, TURNS + 1);
+    sys_free(&s);
 }
 
 PB_TEST(summary_block_prints) {
