@@ -7,8 +7,8 @@
  * (trace generation excluded) in CPU seconds of this process, take the median of 3
  * repetitions, and report simulated requests per CPU-second (sim_requests_per_s),
  * simulated tokens (prompt + output) per CPU-second, and engine steps per CPU-second,
- * of which the share the engine replayed in its fast-forward (sim_fast_forwarded_pct,
- * engine.h);
+ * of which the share the engine's fast path replayed (sim_fast_forwarded_pct,
+ * engine/fastfwd.h);
  * also the simulated system's own throughput (requests per simulated second), a
  * sanity check of the cost model (saturated vLLM, OPT-13B, ShareGPT).
  * Beam search against n = 1: a one-hour Alpaca trace at 1 req/s (fig14's vLLM
@@ -17,7 +17,8 @@
  * ratio (beam6_cost_ratio).
  * Peak RSS: the process's maximum resident set (getrusage) at the end, which
  * includes the traces and one engine at a time.
- * --quick: 10-minute traces, one repetition.
+ * --quick: 10-minute traces, one repetition.  --no-fast-forward: every step run one
+ * by one (engine.h params.fast_forward false), to measure what the fast path buys.
  * Executor alone: the sim's execute() on a 256-sequence decode batch with 2K-token
  * contexts, ns per call and per sequence (median of 5 runs of 20,000 calls).
  * Beam selection alone: pb_beam_synth_select at width 6 (an ordinary step's), and
@@ -56,8 +57,8 @@ typedef struct { pb_model m; pb_hw hw; pb_sim_cost c; } specs;
 
 enum { BEAM_PAIR_REPS = 5 };   /* replays of each side of the beam pair (beam_pair; --quick: 1) */
 
-/* One replay; returns CPU seconds, or < 0 on error. */
-static double replay(const specs *sp, const pb_trace *t, int64_t *steps, int64_t *tokens, int64_t *finished,
+/* One replay (ff: the engine's fast path on); returns CPU seconds, or < 0 on error. */
+static double replay(const specs *sp, const pb_trace *t, bool ff, int64_t *steps, int64_t *tokens, int64_t *finished,
                      double *served, int64_t *ff_steps) {
     int64_t unused_i;
     double unused_d;
@@ -86,6 +87,7 @@ static double replay(const specs *sp, const pb_trace *t, int64_t *steps, int64_t
     pb_engine_params ep;
     pb_engine_params_default(&ep);
     ep.kv_bytes_per_token = pb_kv_bytes_per_token(&sp->m, 1);
+    ep.fast_forward = ff;
     if (pb_engine_create(&ep, kv, pol, ex, &e)) goto out;
     double t0 = cpu_now();
     pb_status st = pb_engine_run(e, t, met);
@@ -150,7 +152,7 @@ static double exec_ns(const specs *sp) {
  * pb_beam_synth_select (advance false: an ordinary step's selection; 6 beams, 12
  * candidates each, the beams' scores spread uniformly over 3 nats -- 1,024 such
  * sets, cycled, so that branches see varied orders) or of pb_beam_synth_advance
- * (advance true: the beam replay's hot path, engine.c beam_replay_select; 64 groups
+ * (advance true: the beam replay's hot path, fastfwd.c beam_select; 64 groups
  * cycled, the first 64 sets at the start -- sorted by the first call -- and then
  * each group's own scores by rank from call to call, as in the replay). */
 static double beam_ns(bool advance) {
@@ -206,12 +208,13 @@ static bool beam_trace(const char *dataset, double rate, double duration_s, int3
  * each the median of reps, the two replayed in turn (n = 1, beam 6, n = 1, ...) so
  * that a change in the machine's speed during the run weighs on both alike.  False
  * on error. */
-static bool beam_pair(const specs *sp, const char *dataset, double rate, double duration_s, int reps, double us[2]) {
+static bool beam_pair(const specs *sp, const char *dataset, double rate, double duration_s, int reps, bool ff,
+                      double us[2]) {
     pb_trace t[2] = {{0}, {0}};
     bool ok = beam_trace(dataset, rate, duration_s, 1, &t[0]) && beam_trace(dataset, rate, duration_s, 6, &t[1]);
     double secs[2][BEAM_PAIR_REPS];
     for (int r = 0; ok && r < reps; r++)
-        for (int k = 0; ok && k < 2; k++) ok = (secs[k][r] = replay(sp, &t[k], NULL, NULL, NULL, NULL, NULL)) >= 0;
+        for (int k = 0; ok && k < 2; k++) ok = (secs[k][r] = replay(sp, &t[k], ff, NULL, NULL, NULL, NULL, NULL)) >= 0;
     for (int k = 0; ok && k < 2; k++) us[k] = median(secs[k], reps) / (double)(t[k].n > 0 ? t[k].n : 1) * 1e6;
     pb_trace_free(&t[0]);
     pb_trace_free(&t[1]);
@@ -225,12 +228,13 @@ static double peak_rss_mib(void) {
 }
 
 int pb_bench_sim(int argc, char **argv) {
-    bool csv = false, quick = false;
+    bool csv = false, quick = false, ff = true;
     for (int i = 1; i < argc; i++) {
         if (!strcmp(argv[i], "--csv")) csv = true;
         else if (!strcmp(argv[i], "--quick")) quick = true;
+        else if (!strcmp(argv[i], "--no-fast-forward")) ff = false;
         else {
-            fprintf(stderr, "usage: pagedbench bench sim [--csv] [--quick]\n");
+            fprintf(stderr, "usage: pagedbench bench sim [--csv] [--quick] [--no-fast-forward]\n");
             return PB_EXIT_USAGE;
         }
     }
@@ -259,7 +263,7 @@ int pb_bench_sim(int argc, char **argv) {
     int64_t steps = 0, tokens = 0, finished = 0, ff_steps = 0;
     double served = 0;
     for (int r = 0; r < reps; r++) {
-        secs[r] = replay(&sp, &t, &steps, &tokens, &finished, &served, &ff_steps);
+        secs[r] = replay(&sp, &t, ff, &steps, &tokens, &finished, &served, &ff_steps);
         if (secs[r] < 0) {
             pb_trace_free(&t);
             return PB_EXIT_RUNTIME;
@@ -268,7 +272,7 @@ int pb_bench_sim(int argc, char **argv) {
     double s = median(secs, reps);
     double ns = exec_ns(&sp), select_ns = beam_ns(false), advance_ns = beam_ns(true);
     double us[2];
-    if (!beam_pair(&sp, "alpaca", 1.0, wc.arrivals.duration_s, quick ? 1 : BEAM_PAIR_REPS, us)) {
+    if (!beam_pair(&sp, "alpaca", 1.0, wc.arrivals.duration_s, quick ? 1 : BEAM_PAIR_REPS, ff, us)) {
         pb_trace_free(&t);
         return PB_EXIT_RUNTIME;
     }
@@ -294,8 +298,8 @@ int pb_bench_sim(int argc, char **argv) {
         printf("metric,value,unit\n");
         for (size_t i = 0; i < PB_ARRAY_LEN(rows); i++) printf("%s,%.6g,%s\n", rows[i].metric, rows[i].value, rows[i].unit);
     } else {
-        printf("sim: %s ShareGPT at 4 req/s, OPT-13B / A100-40GB / vLLM (block 16), CPU time of the replay\n",
-               quick ? "10-minute" : "one-hour");
+        printf("sim: %s ShareGPT at 4 req/s, OPT-13B / A100-40GB / vLLM (block 16), CPU time of the replay%s\n",
+               quick ? "10-minute" : "one-hour", ff ? "" : ", fast path off");
         for (size_t i = 0; i < PB_ARRAY_LEN(rows); i++)
             printf("  %-28s %14.3f %s\n", rows[i].metric, rows[i].value, rows[i].unit);
     }

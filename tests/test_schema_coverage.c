@@ -156,8 +156,6 @@ typedef struct {
 static const kcase CASES[] = {
     /* experiment */
     L("name", "the experiment id: file names"), L("figure", "the figure id: results/<figure>.csv"),
-    L("fast_forward", "the engine's fast path gives the step-by-step results bit for bit (tests/test_fastfwd.c); "
-                      "false only runs slower"),
     L("panel", "the CSV panel column"), L("title", "the plot title"), L("description", "free text"),
     L("tags", "constant CSV columns"), L("columns", "CSV column order"),
     E("seed", "sim", "seed=7"),
@@ -171,6 +169,8 @@ static const kcase CASES[] = {
     E("cost_model", "sim", "cost_model={attn_paged_block_ns: 2000}"),
     E("length_scale", "sim", "length_scale=0.5"),
     E("clamp_to_max_len", "long", "clamp_to_max_len=true"),
+    {"fast_forward", "sim", "fast_forward=false", NULL, LABEL,
+     "the engine's fast path gives the step-by-step results bit for bit (tests/test_fastfwd.c); false only runs slower"},
     L("knee", "how the report finds each series' knee"),
     L("allow_rejected", "whether a point that is not complete makes the run exit 1 (tests/hostile/)"),
     L("knee.metric", "the metric the report's knee is read from"),
