@@ -31,6 +31,7 @@
 #include <string.h>
 
 #include "policy.h"
+#include "replay.h"
 
 typedef enum { PRIO_BY_PROMPT = 0, PRIO_BY_TOTAL } prio_by;
 
@@ -56,6 +57,7 @@ static const pb_policy_i PRIO_IFACE = {
     .waiting_key = prio_key,
     .schedule = prio_schedule,
     .destroy = pb_policy_plain_destroy,
+    .steady = &pb_vllm_steady_engine,   /* the vLLM step's answers hold in any waiting order */
 };
 
 static const pb_policy_option PRIO_OPTIONS[] = {

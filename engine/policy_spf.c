@@ -5,6 +5,7 @@
  * policy swap end to end (YAML `policy: spf`); it trades tail latency of long
  * prompts for mean latency.  Options: none. */
 #include "policy.h"
+#include "replay.h"
 
 static double spf_key(pb_policy *p, const pb_group *g) {
     (void)p;
@@ -21,6 +22,7 @@ static const pb_policy_i SPF_IFACE = {
     .waiting_key = spf_key,
     .schedule = spf_schedule,
     .destroy = pb_policy_plain_destroy,
+    .steady = &pb_vllm_steady_engine,   /* the vLLM step's answers hold in any waiting order */
 };
 
 pb_status pb_policy_spf_create(const pb_node *opts, pb_policy **out, pb_cfg_err *err) {

@@ -48,6 +48,7 @@
 #include <string.h>
 
 #include "block_manager.h"
+#include "kv_contiguous.h"
 #include "engine.h"
 #include "executor_sim.h"
 #include "pbtest.h"
@@ -486,6 +487,79 @@ PB_TEST(beam_fast_forward_equals_step_by_step) {
     PB_CHECK_EQ_INT(replayed, unlimited);
     PB_CHECK(fast_total > steps / 3);
     PB_CHECK(mixed > 0);
+}
+
+/* The vLLM step in other waiting orders: configurations of the random sweep's kind
+ * run by spf (shortest prompt first) and priority (aged SJF), whose steady answers
+ * are the vLLM step's (replay.h): arrivals that become the head end a replay, and
+ * recompute victims return under the policy's key. */
+#define FF_ORDER_CONFIGS 32
+
+PB_TEST(fast_forward_equals_step_by_step_in_other_waiting_orders) {
+    specs sp;
+    PB_REQUIRE(specs_load(&sp));
+    int64_t steps = 0, fast_total = 0;
+    int failed = 0;
+    for (uint64_t i = 0; i < FF_ORDER_CONFIGS; i++) {
+        ff_cfg c = ff_random_cfg(2000 + i);
+        c.policy = i % 2 ? "priority" : "spf";
+        pb_trace t = {0};
+        PB_REQUIRE(ff_trace(&c, &t));
+        ff_out ref;
+        int64_t fast = 0;
+        failed += !ff_check(&sp, &c, &t, i % 4 == 0, &ref, &fast);
+        fast_total += fast;
+        steps += ref.n_steps;
+        ff_out_free(&ref);
+        pb_trace_free(&t);
+    }
+    fprintf(stderr, "  %d spf / priority configurations, %lld steps, %lld replayed fast\n", FF_ORDER_CONFIGS,
+            (long long)steps, (long long)fast_total);
+    PB_CHECK_EQ_INT(failed, 0);
+    PB_CHECK(fast_total > steps / 4);
+}
+
+/* What the fast path claims is what the tests above run: the policies with steady
+ * answers (replay.h) are the ones they draw, the paged manager (without prefix
+ * caching, whose computed() rules the fast path out) is the only one with replay
+ * operations, and the sim the only executor that reads a batch's sums alone. */
+PB_TEST(fast_path_claims_are_the_tested_ones) {
+    static const char *const TESTED[] = {"vllm", "vllm-v0.1", "vllm-v0.2", "spf", "priority"};
+    int claimed = 0;
+    for (const pb_policy_entry *en = pb_policy_registry; en->name; en++) {
+        pb_policy *p = NULL;
+        PB_REQUIRE(pb_policy_create(en->name, NULL, &p, NULL) == PB_OK);
+        bool tested = false;
+        for (size_t k = 0; k < PB_ARRAY_LEN(TESTED); k++) tested |= !strcmp(en->name, TESTED[k]);
+        if (p->iface->steady && !p->iface->prefix_caching) {
+            claimed++;
+            if (!tested) fprintf(stderr, "  policy %s has steady answers but no test here\n", en->name);
+            PB_CHECK(tested);
+        }
+        pb_policy_destroy(p);
+    }
+    PB_CHECK_EQ_INT(claimed, (int)PB_ARRAY_LEN(TESTED));
+    pb_paged_params pp;
+    pb_paged_params_default(&pp);
+    pp.n_gpu_blocks = 64;
+    pb_kv_manager *kv = NULL;
+    PB_REQUIRE(pb_paged_kv_create(&pp, &kv) == PB_OK);
+    PB_CHECK(kv->iface->replay != NULL && kv->iface->computed == NULL);
+    pb_kv_destroy(kv);
+    pp.prefix_caching = true;
+    PB_REQUIRE(pb_paged_kv_create(&pp, &kv) == PB_OK);
+    PB_CHECK(kv->iface->computed != NULL);
+    pb_kv_destroy(kv);
+    pb_kv_contiguous_params cp = {.num_slots = 4096, .max_len = 2048, .rule = PB_RESV_MAX};
+    PB_REQUIRE(pb_kv_contiguous_create(&cp, &kv) == PB_OK);
+    PB_CHECK(kv->iface->replay == NULL);
+    pb_kv_destroy(kv);
+    specs sp;
+    PB_REQUIRE(specs_load(&sp));
+    pb_executor *ex = pb_executor_sim_create(&sp.m, &sp.hw, &sp.c, 1, NULL, NULL);
+    PB_REQUIRE(ex);
+    PB_CHECK(ex->iface->caps == PB_EXEC_SUMS_ONLY);
+    pb_executor_destroy(ex);
 }
 
 /* A run stopped by max_steps or max_clock_s stops at the same step with the fast loop:
