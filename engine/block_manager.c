@@ -17,7 +17,7 @@ void pb_paged_params_default(pb_paged_params *p) {
 
 /* ---- tables ---- */
 
-static bm_table *table_new(bm *b, pb_seq *s, bool on_cpu) {
+bm_table *bm_table_new(bm *b, pb_seq *s, bool on_cpu) {
     bm_table *t = b->free_tables;
     if (t) {
         b->free_tables = t->next_free;
@@ -48,246 +48,13 @@ static void table_release(bm *b, bm_table *t) {
     b->free_tables = t;
 }
 
-static inline void table_push(bm *b, bm_table *t, int32_t blk) {
-    if (t->n == t->cap) {
-        t->cap = t->cap ? 2 * t->cap : 16;
-        t->blocks = pb_xrealloc(t->blocks, (size_t)t->cap * sizeof(int32_t));
-    }
-    t->blocks[t->n++] = blk;
-    if (!t->on_cpu) b->logical_gpu++;
-}
-
-static uint32_t next_epoch(bm *b) {
+uint32_t bm_next_epoch(bm *b) {
     if (++b->epoch == 0) {   /* wrapped: clear the stamps */
         memset(b->stamp_gpu, 0, (size_t)b->gpu->n_blocks * sizeof(uint32_t));
         memset(b->stamp_cpu, 0, (size_t)(b->cpu->n_blocks + 1) * sizeof(uint32_t));
         b->epoch = 1;
     }
     return b->epoch;
-}
-
-/* ---- the prefix cache (automatic prefix caching) ---- */
-
-#define HASH0 0x243F6A8885A308D3ULL   /* chain hash before block 0 */
-
-static inline uint64_t mix64(uint64_t x) {   /* splitmix64's finalizer */
-    x ^= x >> 30;
-    x *= 0xBF58476D1CE4E5B9ULL;
-    x ^= x >> 27;
-    x *= 0x94D049BB133111EBULL;
-    return x ^ (x >> 31);
-}
-
-/* Identity of token i of s: the token id when tokens are stored, else the trace key
- * (trace.h; only equality matters, so seed 0). */
-static uint64_t tok_key(const pb_seq *s, int32_t i) {
-    if (s->tokens) return (uint64_t)(uint32_t)s->tokens[i];
-    return pb_token_key(s->group->req, i, 0);
-}
-
-/* Full blocks of s's first n tokens whose identities are known: all of them, except
- * that without stored tokens the generated tokens of a group with several sequences
- * (samples or beams, which differ) have none: such blocks are never cached. */
-static int32_t known_blocks(const bm *b, const pb_seq *s, int32_t n) {
-    if (!s->tokens && s->group->max_seqs > 1) n = PB_MIN(n, s->group->prompt_len);
-    return n / b->bs;
-}
-
-/* Chain hash of full block j of s given the hash of block j - 1 (HASH0 for j = 0). */
-static uint64_t block_hash(const bm *b, const pb_seq *s, uint64_t prev, int32_t j) {
-    uint64_t h = prev;
-    for (int32_t i = j * b->bs; i < (j + 1) * b->bs; i++) h = mix64(h ^ (tok_key(s, i) + 0x9E3779B97F4A7C15ULL));
-    return h;
-}
-
-static int32_t ht_find(const bm *b, uint64_t h) {
-    for (int32_t k = b->ht_head[h & b->ht_mask]; k >= 0; k = b->ht_next[k])
-        if (b->blk_hash[k] == h) return k;
-    return -1;
-}
-
-static void publish(bm *b, int32_t blk, uint64_t h) {
-    uint32_t i = (uint32_t)(h & b->ht_mask);
-    b->blk_hash[blk] = h;
-    b->pub[blk] = 1;
-    b->ht_next[blk] = b->ht_head[i];
-    b->ht_head[i] = blk;
-    b->n_published++;
-}
-
-static void unpublish(bm *b, int32_t blk) {
-    int32_t *p = &b->ht_head[b->blk_hash[blk] & b->ht_mask];
-    while (*p != blk) p = &b->ht_next[*p];
-    *p = b->ht_next[blk];
-    b->pub[blk] = 0;
-    b->n_published--;
-}
-
-static void lru_push(bm *b, int32_t blk) {   /* most recently released: the tail */
-    b->lru_prev[blk] = b->lru_tail;
-    b->lru_next[blk] = -1;
-    if (b->lru_tail >= 0) b->lru_next[b->lru_tail] = blk;
-    else b->lru_head = blk;
-    b->lru_tail = blk;
-    b->n_lru++;
-}
-
-static void lru_remove(bm *b, int32_t blk) {
-    int32_t p = b->lru_prev[blk], n = b->lru_next[blk];
-    if (p >= 0) b->lru_next[p] = n;
-    else b->lru_head = n;
-    if (n >= 0) b->lru_prev[n] = p;
-    else b->lru_tail = p;
-    b->n_lru--;
-}
-
-/* A GPU block (ref 1, fill 0): a free one, else the least recently used cached one is
- * evicted for it; -1 when neither exists. */
-static int32_t gpu_get(bm *b) {
-    if (pb_block_alloc_free_count(b->gpu) == 0 && b->lru_head >= 0) {
-        int32_t v = b->lru_head;
-        b->evictions++;
-        lru_remove(b, v);
-        unpublish(b, v);
-        pb_block_alloc_evict(b->gpu, v);
-    }
-    return pb_block_alloc_get(b->gpu);
-}
-
-/* Drop one reference to a GPU block; a published block at ref 0 stays cached. */
-static void gpu_release(bm *b, int32_t blk) {
-    if (!b->caching || !b->pub[blk]) {
-        pb_block_alloc_decref(b->gpu, blk);
-    } else if (pb_block_alloc_decref_keep(b->gpu, blk) == 0) {
-        lru_push(b, blk);
-    }
-}
-
-/* A cache hit: one more reference to published blk (off the LRU when it was idle). */
-static void gpu_hit(bm *b, int32_t blk) {
-    if (pb_block_alloc_ref(b->gpu, blk) == 0) {
-        lru_remove(b, blk);
-        pb_block_alloc_revive(b->gpu, blk, b->bs);
-    } else {
-        pb_block_alloc_incref(b->gpu, blk);
-    }
-}
-
-static void hashes_reserve(bm_table *t, int32_t n) {
-    if (t->hash_cap >= n) return;
-    t->hash_cap = PB_MAX(n, 2 * t->hash_cap);
-    t->hashes = pb_xrealloc(t->hashes, (size_t)t->hash_cap * sizeof(uint64_t));
-}
-
-/* Cache lookup for WAITING s (len tokens): the chain hashes of its full blocks, and
- * the published blocks that hold blocks j0, j0 + 1, ... up to the first miss, only
- * among the known blocks of its first len - 1 tokens (the last token is always
- * computed).  Writes
- * the hashes of blocks [0, j0 + hits) to hashes and the hit blocks to blks (either
- * may be NULL).  Returns the hits. */
-static int32_t lookup(const bm *b, const pb_seq *s, int32_t j0, uint64_t *hashes, int32_t *blks) {
-    int32_t max = known_blocks(b, s, s->len - 1), k = 0;
-    if (hashes) PB_ASSERT(j0 <= max);
-    uint64_t h = HASH0;
-    for (int32_t j = 0; j < max; j++) {
-        h = block_hash(b, s, h, j);
-        if (j >= j0) {
-            int32_t blk = ht_find(b, h);
-            if (blk < 0) break;
-            if (blks) blks[k] = blk;
-            k++;
-        }
-        if (hashes) hashes[j] = h;
-    }
-    return k;
-}
-
-/* Full prompt blocks the later sequences of g share with its first (a recomputed
- * multi-sequence group; the first computes them in the same batch). */
-static int32_t sibling_shared(const bm *b, const pb_group *g) {
-    return PB_MIN(g->prompt_len / b->bs, PB_CDIV(g->len, b->bs));
-}
-
-static void hit_scratch_reserve(bm *b, int32_t n) {
-    if (b->hit_cap >= n) return;
-    b->hit_cap = PB_MAX(n, 2 * b->hit_cap);
-    b->hit_scratch = pb_xrealloc(b->hit_scratch, (size_t)b->hit_cap * sizeof(int32_t));
-}
-
-/* Blocks allocate(g) takes from the available ones (free + evictable): new blocks,
- * plus the distinct evictable blocks its hits take off the LRU.  *mapped: distinct
- * blocks g maps (new or hit), what an empty cache would need. */
-static int32_t cache_need(bm *b, const pb_group *g, int32_t *mapped) {
-    int32_t bs = b->bs, per_seq = PB_CDIV(g->len, bs), shared = sibling_shared(b, g);
-    hit_scratch_reserve(b, per_seq);
-    uint32_t ep = next_epoch(b);
-    int32_t need = 0;
-    for (int32_t i = 0; i < g->n_seqs; i++) {
-        int32_t j0 = i == 0 ? 0 : shared;
-        int32_t k = lookup(b, g->seqs[i], j0, NULL, b->hit_scratch);
-        need += per_seq - j0 - k;
-        for (int32_t x = 0; x < k; x++) {
-            int32_t blk = b->hit_scratch[x];
-            if (pb_block_alloc_ref(b->gpu, blk) == 0 && b->stamp_gpu[blk] != ep) {
-                b->stamp_gpu[blk] = ep;
-                need++;
-            }
-        }
-    }
-    *mapped = per_seq + PB_MAX(g->n_seqs - 1, 0) * (per_seq - shared);
-    return need;
-}
-
-static pb_alloc_status cache_can_allocate(bm *b, const pb_group *g) {
-    int32_t mapped, need = cache_need(b, g, &mapped);
-    if (mapped > b->gpu->n_blocks - b->watermark_blocks) return PB_ALLOC_NEVER;
-    if (bm_gpu_avail(b) - need >= b->watermark_blocks) return PB_ALLOC_OK;
-    return PB_ALLOC_LATER;
-}
-
-static void extend(bm *b, bm_table *t, int32_t *kv_len, int32_t target, pb_pair_vec *copies);
-
-/* allocate() with the cache: every sequence first takes its hits (pinned, so that no
- * eviction for another sequence's new blocks can take them), then its new blocks. */
-static pb_status cache_allocate(bm *b, pb_group *g, pb_pair_vec *copies) {
-    int32_t mapped;
-    if (cache_need(b, g, &mapped) > bm_gpu_avail(b)) return PB_ERR_NO_SPACE;
-    int32_t bs = b->bs, per_seq = PB_CDIV(g->len, bs), shared = sibling_shared(b, g);
-    hit_scratch_reserve(b, g->n_seqs * per_seq);
-    int32_t *hits = b->hit_scratch;
-    for (int32_t i = 0; i < g->n_seqs; i++) {
-        pb_seq *s = g->seqs[i];
-        PB_ASSERT(s->kv == NULL);
-        bm_table *t = table_new(b, s, false);
-        hashes_reserve(t, per_seq);
-        /* a later sequence hashes past the shared blocks only when it has more known
-           blocks (a recomputed group has generated tokens: len > prompt_len) */
-        int32_t j0 = i == 0 ? 0 : shared;
-        int32_t k = j0 <= known_blocks(b, s, s->len - 1) ? lookup(b, s, j0, t->hashes, hits + i * per_seq) : 0;
-        t->n_hashed = k > 0 ? j0 + k : 0;   /* what the loop below reads back */
-        for (int32_t x = 0; x < k; x++) gpu_hit(b, hits[i * per_seq + x]);
-    }
-    bm_table *t0 = g->seqs[0]->kv;
-    for (int32_t i = 0; i < g->n_seqs; i++) {
-        pb_seq *s = g->seqs[i];
-        bm_table *t = s->kv;
-        int32_t j0 = i == 0 ? 0 : shared, k = t->n_hashed > 0 ? t->n_hashed - j0 : 0;
-        for (int32_t x = 0; x < j0; x++) {
-            pb_block_alloc_incref(b->gpu, t0->blocks[x]);
-            table_push(b, t, t0->blocks[x]);
-        }
-        for (int32_t x = 0; x < k; x++) table_push(b, t, hits[i * per_seq + x]);
-        int32_t kv = (j0 + k) * bs;
-        if (i == 0) {
-            b->query_tokens += g->len;
-            b->hit_tokens += kv;
-        }
-        s->n_cached = kv;
-        extend(b, t, &kv, s->len, copies);
-        s->kv_len = kv;
-        bm_last_enter(b, t);
-    }
-    return PB_OK;
 }
 
 /* ---- the prefix pool ---- */
@@ -330,7 +97,7 @@ static int32_t blocks_needed(const bm *b, const pb_group *g) {
 
 static pb_alloc_status bm_can_allocate(pb_kv_manager *m, const pb_group *g) {
     bm *b = BM(m);
-    if (b->caching) return cache_can_allocate(b, g);
+    if (b->caching) return bm_cache_can_allocate(b, g);
     int32_t need = blocks_needed(b, g);
     int32_t usable = b->gpu->n_blocks - b->pinned_blocks - b->watermark_blocks;
     if (need > usable) return PB_ALLOC_NEVER;
@@ -340,27 +107,27 @@ static pb_alloc_status bm_can_allocate(pb_kv_manager *m, const pb_group *g) {
 
 /* Grow t (GPU) from *kv_len to target tokens: new blocks when the last is full, copy
  * on write when it is shared.  Enough free blocks must exist (checked by callers). */
-static void extend(bm *b, bm_table *t, int32_t *kv_len, int32_t target, pb_pair_vec *copies) {
+void bm_extend(bm *b, bm_table *t, int32_t *kv_len, int32_t target, pb_pair_vec *copies) {
     int32_t bs = b->bs;
     while (*kv_len < target) {
         int32_t off = bm_offset(b, *kv_len);
         int32_t take = PB_MIN(bs - off, target - *kv_len);
         if (off == 0) {
-            int32_t nb = gpu_get(b);
+            int32_t nb = bm_gpu_get(b);
             PB_ASSERT(nb >= 0);
             pb_block_alloc_set_fill(b->gpu, nb, take);
-            table_push(b, t, nb);
+            bm_table_push(b, t, nb);
         } else {
             int32_t last = t->blocks[t->n - 1];
             PB_ASSERT(pb_block_alloc_fill(b->gpu, last) == off);
             if (pb_block_alloc_ref(b->gpu, last) == 1) {
                 pb_block_alloc_set_fill(b->gpu, last, off + take);
             } else {   /* copy on write (a partial block: never published) */
-                int32_t nb = gpu_get(b);
+                int32_t nb = bm_gpu_get(b);
                 PB_ASSERT(nb >= 0);
                 pb_block_alloc_set_fill(b->gpu, nb, off + take);
                 if (copies) pb_pair_vec_push(copies, last, nb);
-                gpu_release(b, last);
+                bm_gpu_release(b, last);
                 t->blocks[t->n - 1] = nb;
             }
         }
@@ -371,13 +138,13 @@ static void extend(bm *b, bm_table *t, int32_t *kv_len, int32_t target, pb_pair_
 static pb_status bm_allocate(pb_kv_manager *m, pb_group *g, pb_pair_vec *copies) {
     bm *b = BM(m);
     if (g->n_seqs < 1) return PB_ERR_INVALID;
-    if (b->caching) return cache_allocate(b, g, copies);
+    if (b->caching) return bm_cache_allocate(b, g, copies);
     int32_t need = blocks_needed(b, g);
     if (need > pb_block_alloc_free_count(b->gpu)) return PB_ERR_NO_SPACE;
     int32_t bs = b->bs;
     pb_seq *s0 = g->seqs[0];
     PB_ASSERT(s0->kv == NULL);
-    bm_table *t0 = table_new(b, s0, false);
+    bm_table *t0 = bm_table_new(b, s0, false);
     int32_t kv = 0;
     s0->n_cached = 0;
     if (bm_uses_prefix(b, g)) {
@@ -400,7 +167,7 @@ static pb_status bm_allocate(pb_kv_manager *m, pb_group *g, pb_pair_vec *copies)
         }
         for (int32_t i = 0; i < p->n; i++) {
             pb_block_alloc_incref(b->gpu, p->blocks[i]);
-            table_push(b, t0, p->blocks[i]);
+            bm_table_push(b, t0, p->blocks[i]);
         }
         kv = p->len;
         /* KV of the full prefix blocks exists (or is computed earlier in this batch by
@@ -408,7 +175,7 @@ static pb_status bm_allocate(pb_kv_manager *m, pb_group *g, pb_pair_vec *copies)
            recomputed, since its pinned copy is never written by anyone. */
         s0->n_cached = fresh ? 0 : (p->len / bs) * bs;
     }
-    extend(b, t0, &kv, s0->len, copies);
+    bm_extend(b, t0, &kv, s0->len, copies);
     s0->kv_len = kv;
     bm_last_enter(b, t0);
     /* other waiting sequences (recompute of a multi-sequence group): share the full
@@ -417,14 +184,14 @@ static pb_status bm_allocate(pb_kv_manager *m, pb_group *g, pb_pair_vec *copies)
     for (int32_t i = 1; i < g->n_seqs; i++) {
         pb_seq *s = g->seqs[i];
         PB_ASSERT(s->kv == NULL);
-        bm_table *t = table_new(b, s, false);
+        bm_table *t = bm_table_new(b, s, false);
         for (int32_t k = 0; k < shared; k++) {
             pb_block_alloc_incref(b->gpu, t0->blocks[k]);
-            table_push(b, t, t0->blocks[k]);
+            bm_table_push(b, t, t0->blocks[k]);
         }
         int32_t kl = shared * bs;
         s->n_cached = kl;
-        extend(b, t, &kl, s->len, copies);
+        bm_extend(b, t, &kl, s->len, copies);
         s->kv_len = kl;
         bm_last_enter(b, t);
     }
@@ -462,7 +229,7 @@ pb_status bm_append(pb_kv_manager *m, pb_seq *s, pb_pair_vec *copies) {
     if (bm_gpu_avail(b) == 0 && (off == 0 || pb_block_alloc_ref(b->gpu, t->blocks[t->n - 1]) > 1))
         return PB_ERR_NO_SPACE;
     bm_last_leave(b, t);
-    extend(b, t, &kv, kv + 1, copies);
+    bm_extend(b, t, &kv, kv + 1, copies);
     s->kv_len = kv;
     bm_last_enter(b, t);
     return PB_OK;
@@ -481,7 +248,7 @@ static void table_follow(bm *b, bm_table *t, const bm_table *pt, int32_t from, p
     if (!t->on_cpu) b->logical_gpu += pt->n - t->n;
     t->n = pt->n;
     if (pt->n_hashed > 0) {
-        hashes_reserve(t, pt->n_hashed);
+        bm_hashes_reserve(t, pt->n_hashed);
         memcpy(t->hashes, pt->hashes, (size_t)pt->n_hashed * sizeof(uint64_t));
     }
     t->n_hashed = pt->n_hashed;
@@ -495,7 +262,7 @@ static pb_status bm_fork(pb_kv_manager *m, const pb_seq *parent, pb_seq *child) 
     bm *b = BM(m);
     const bm_table *pt = parent->kv;
     PB_ASSERT(pt && child->kv == NULL);
-    bm_table *t = table_new(b, child, pt->on_cpu);
+    bm_table *t = bm_table_new(b, child, pt->on_cpu);
     pb_block_alloc *a = pt->on_cpu ? b->cpu : b->gpu;
     for (int32_t i = 0; i < pt->n; i++) pb_block_alloc_incref(a, pt->blocks[i]);
     table_follow(b, t, pt, 0, child, parent);
@@ -518,7 +285,7 @@ static pb_status bm_refork(pb_kv_manager *m, const pb_seq *parent, pb_seq *s) {
     if (t->on_cpu || !b->caching) {
         for (int32_t i = cp; i < t->n; i++) pb_block_alloc_decref(a, t->blocks[i]);
     } else {
-        for (int32_t i = t->n - 1; i >= cp; i--) gpu_release(b, t->blocks[i]);
+        for (int32_t i = t->n - 1; i >= cp; i--) bm_gpu_release(b, t->blocks[i]);
     }
     table_follow(b, t, pt, cp, s, parent);
     return PB_OK;
@@ -532,7 +299,7 @@ void bm_free(pb_kv_manager *m, pb_seq *s) {
     if (t->on_cpu) {
         for (int32_t i = 0; i < t->n; i++) pb_block_alloc_decref(b->cpu, t->blocks[i]);
     } else if (b->caching) {   /* last block first: a sequence's tail is evicted before its head */
-        for (int32_t i = t->n - 1; i >= 0; i--) gpu_release(b, t->blocks[i]);
+        for (int32_t i = t->n - 1; i >= 0; i--) bm_gpu_release(b, t->blocks[i]);
     } else {
         for (int32_t i = 0; i < t->n; i++) pb_block_alloc_decref(b->gpu, t->blocks[i]);
     }
@@ -546,7 +313,7 @@ void bm_free(pb_kv_manager *m, pb_seq *s) {
 /* ---- swapping ---- */
 
 static int32_t distinct_blocks(bm *b, const pb_group *g, bool on_cpu) {
-    uint32_t ep = next_epoch(b);
+    uint32_t ep = bm_next_epoch(b);
     uint32_t *stamp = on_cpu ? b->stamp_cpu : b->stamp_gpu;
     int32_t n = 0;
     for (int32_t i = 0; i < g->n_seqs; i++) {
@@ -574,7 +341,7 @@ static pb_status move_group(bm *b, pb_group *g, bool to_cpu, pb_pair_vec *map) {
     if (need > (to_cpu ? pb_block_alloc_free_count(dst) : bm_gpu_avail(b))) return PB_ERR_NO_SPACE;
     if (to_cpu)
         for (int32_t i = 0; i < g->n_seqs; i++) bm_last_leave(b, g->seqs[i]->kv);
-    uint32_t ep = next_epoch(b);
+    uint32_t ep = bm_next_epoch(b);
     for (int32_t i = 0; i < g->n_seqs; i++) {
         bm_table *t = g->seqs[i]->kv;
         PB_ASSERT(t && t->on_cpu == !to_cpu);
@@ -584,14 +351,14 @@ static pb_status move_group(bm *b, pb_group *g, bool to_cpu, pb_pair_vec *map) {
                 to = mp[from];
                 pb_block_alloc_incref(dst, to);
             } else {
-                to = to_cpu ? pb_block_alloc_get(dst) : gpu_get(b);
+                to = to_cpu ? pb_block_alloc_get(dst) : bm_gpu_get(b);
                 PB_ASSERT(to >= 0);
                 pb_block_alloc_set_fill(dst, to, pb_block_alloc_fill(src, from));
                 stamp[from] = ep;
                 mp[from] = to;
                 pb_pair_vec_push(map, from, to);
             }
-            if (to_cpu) gpu_release(b, from);   /* a published block stays cached */
+            if (to_cpu) bm_gpu_release(b, from);   /* a published block stays cached */
             else pb_block_alloc_decref(src, from);
             t->blocks[k] = to;
         }
@@ -620,33 +387,6 @@ static pb_status bm_swap_in(pb_kv_manager *m, pb_group *g, pb_pair_vec *map) {
     return move_group(BM(m), g, false, map);
 }
 
-/* ---- the cache's kv_manager ops ---- */
-
-static int32_t bm_cached_tokens(pb_kv_manager *m, const pb_group *g) {
-    bm *b = BM(m);
-    return b->caching && g->n_seqs > 0 ? lookup(b, g->seqs[0], 0, NULL, NULL) * b->bs : 0;
-}
-
-/* s's first n tokens have KV: offer its full blocks not offered yet to the cache (a
- * block whose content is already published elsewhere stays private). */
-static void bm_computed(pb_kv_manager *m, pb_seq *s, int32_t n) {
-    bm *b = BM(m);
-    bm_table *t = s->kv;
-    if (!b->caching || !t) return;
-    PB_ASSERT(!t->on_cpu && n <= s->kv_len);
-    int32_t full = known_blocks(b, s, n);
-    if (full > t->n_hashed) hashes_reserve(t, full);
-    for (int32_t j = t->n_pub; j < full; j++) {
-        if (j >= t->n_hashed) {
-            t->hashes[j] = block_hash(b, s, j ? t->hashes[j - 1] : HASH0, j);
-            t->n_hashed = j + 1;
-        }
-        int32_t blk = t->blocks[j];
-        if (!b->pub[blk] && ht_find(b, t->hashes[j]) < 0) publish(b, blk, t->hashes[j]);
-        t->n_pub = j + 1;
-    }
-}
-
 /* ---- executor view, usage, check ---- */
 
 static void bm_batch_info(pb_kv_manager *m, const pb_seq *s, pb_batch_seq *out) {
@@ -662,7 +402,7 @@ static void bm_usage(pb_kv_manager *m, pb_kv_usage *u) { bm_usage_of(BM(m), u); 
 /* The reservation by a walk over every live table (what bm.reserved must equal);
  * per distinct last block, the share of the first table in live order. */
 static int64_t reserved_walk(bm *b) {
-    uint32_t ep = next_epoch(b);
+    uint32_t ep = bm_next_epoch(b);
     int64_t reserved = 0;
     for (int32_t i = 0; i < b->n_live; i++) {
         const bm_table *t = b->live[i];
@@ -673,80 +413,6 @@ static int64_t reserved_walk(bm *b) {
         reserved += bm_last_share(b, t);
     }
     return reserved;
-}
-
-/* The prefix cache: hash table == published blocks (each found under its hash, no
- * two with one hash); LRU list == published blocks at ref 0 == the allocator's cached
- * blocks, linked both ways; per table n_pub <= n_hashed <= full blocks, its hashes
- * the chain of its tokens, and a published block it maps at j < n_hashed carries
- * hashes[j]. */
-static pb_status cache_check(bm *b) {
-    if (!b->caching) {
-        if (b->n_lru != 0 || b->lru_head != -1 || b->n_published != 0 || pb_block_alloc_cached(b->gpu) != 0) {
-            pb_log_error("paged: cache state without prefix caching");
-            return PB_ERR_INVALID;
-        }
-        return PB_OK;
-    }
-    int32_t n = b->gpu->n_blocks, published = 0, idle = 0, in_ht = 0;
-    for (int32_t k = 0; k < n; k++) {
-        if (!b->pub[k]) continue;
-        published++;
-        if (pb_block_alloc_ref(b->gpu, k) == 0) idle++;
-        else if (pb_block_alloc_fill(b->gpu, k) != b->bs) {
-            pb_log_error("paged: published block %d has fill %d", k, pb_block_alloc_fill(b->gpu, k));
-            return PB_ERR_INVALID;
-        }
-        if (ht_find(b, b->blk_hash[k]) != k) {
-            pb_log_error("paged: published block %d not found under its hash", k);
-            return PB_ERR_INVALID;
-        }
-    }
-    for (uint32_t i = 0; i <= b->ht_mask; i++)
-        for (int32_t k = b->ht_head[i]; k >= 0 && in_ht <= n; k = b->ht_next[k]) {
-            in_ht++;
-            if (!b->pub[k] || (b->blk_hash[k] & b->ht_mask) != i) {
-                pb_log_error("paged: hash bucket %u holds block %d (published %d)", i, k, b->pub[k]);
-                return PB_ERR_INVALID;
-            }
-        }
-    if (published != b->n_published || in_ht != published) {
-        pb_log_error("paged: %d published blocks, %d in the hash table, counted %d", published, in_ht,
-                     b->n_published);
-        return PB_ERR_INVALID;
-    }
-    int32_t walked = 0, prev = -1;
-    for (int32_t k = b->lru_head; k >= 0 && walked <= n; prev = k, k = b->lru_next[k]) {
-        walked++;
-        if (!b->pub[k] || pb_block_alloc_ref(b->gpu, k) != 0 || b->lru_prev[k] != prev) {
-            pb_log_error("paged: LRU block %d (published %d, ref %d) or its links wrong", k, b->pub[k],
-                         pb_block_alloc_ref(b->gpu, k));
-            return PB_ERR_INVALID;
-        }
-    }
-    if (walked != b->n_lru || idle != b->n_lru || prev != b->lru_tail || pb_block_alloc_cached(b->gpu) != b->n_lru) {
-        pb_log_error("paged: LRU %d walked / %d counted / %d published idle / %d cached in the allocator", walked,
-                     b->n_lru, idle, pb_block_alloc_cached(b->gpu));
-        return PB_ERR_INVALID;
-    }
-    for (int32_t i = 0; i < b->n_live; i++) {
-        const bm_table *t = b->live[i];
-        const pb_seq *s = t->seq;
-        if (t->n_pub < 0 || t->n_pub > t->n_hashed || t->n_hashed > s->len / b->bs) {
-            pb_log_error("paged: seq %d offered %d, hashed %d of %d tokens", s->id, t->n_pub, t->n_hashed, s->len);
-            return PB_ERR_INVALID;
-        }
-        uint64_t h = HASH0;
-        for (int32_t j = 0; j < t->n_hashed; j++) {
-            h = block_hash(b, s, h, j);
-            bool stale = !t->on_cpu && j < t->n && b->pub[t->blocks[j]] && b->blk_hash[t->blocks[j]] != h;
-            if (h != t->hashes[j] || stale) {
-                pb_log_error("paged: seq %d block #%d hash is not its tokens' chain", s->id, j);
-                return PB_ERR_INVALID;
-            }
-        }
-    }
-    return PB_OK;
 }
 
 static pb_status bm_check(pb_kv_manager *m) {
@@ -850,7 +516,7 @@ static pb_status bm_check(pb_kv_manager *m) {
         pb_log_error("paged: swap space %d blocks > GPU %d", b->cpu->n_blocks, b->gpu->n_blocks);
         st = PB_ERR_INVALID;
     }
-    if (st == PB_OK) st = cache_check(b);
+    if (st == PB_OK) st = bm_cache_check(b);
     free(rg);
     free(rc);
     free(rl);

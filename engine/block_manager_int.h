@@ -132,11 +132,48 @@ static inline void bm_usage_of(const bm *b, pb_kv_usage *u) {
     };
 }
 
-/* block_manager.c: the ordinary operations the replay reuses. */
+/* Block blk at the end of t (a logical GPU block more when t is on the GPU). */
+static inline void bm_table_push(bm *b, bm_table *t, int32_t blk) {
+    if (t->n == t->cap) {
+        t->cap = t->cap ? 2 * t->cap : 16;
+        t->blocks = pb_xrealloc(t->blocks, (size_t)t->cap * sizeof(int32_t));
+    }
+    t->blocks[t->n++] = blk;
+    if (!t->on_cpu) b->logical_gpu++;
+}
+
+/* Room in t for n chain hashes. */
+static inline void bm_hashes_reserve(bm_table *t, int32_t n) {
+    if (t->hash_cap >= n) return;
+    t->hash_cap = PB_MAX(n, 2 * t->hash_cap);
+    t->hashes = pb_xrealloc(t->hashes, (size_t)t->hash_cap * sizeof(uint64_t));
+}
+
+/* block_manager.c */
+bm_table *bm_table_new(bm *b, pb_seq *s, bool on_cpu);   /* s's empty table, s->kv */
+uint32_t bm_next_epoch(bm *b);                            /* a fresh stamp value      */
+/* Grow GPU table t from *kv_len to target tokens: new blocks, copy on write of a
+   shared last block (pairs onto copies, may be NULL); the blocks must be there. */
+void bm_extend(bm *b, bm_table *t, int32_t *kv_len, int32_t target, pb_pair_vec *copies);
 pb_status bm_append(pb_kv_manager *m, pb_seq *s, pb_pair_vec *copies);
 void bm_free(pb_kv_manager *m, pb_seq *s);
 /* Does g map the prefix pool's blocks? */
 bool bm_uses_prefix(const bm *b, const pb_group *g);
+
+/* bm_cache.c: automatic prefix caching and the GPU block source. */
+/* A GPU block (ref 1, fill 0): a free one, else the least recently used cached one
+   evicted for it; -1 when neither exists. */
+int32_t bm_gpu_get(bm *b);
+/* One reference to GPU block blk dropped; a published block at ref 0 stays cached. */
+void bm_gpu_release(bm *b, int32_t blk);
+/* can_allocate / allocate with the cache: hits mapped, the rest new blocks. */
+pb_alloc_status bm_cache_can_allocate(bm *b, const pb_group *g);
+pb_status bm_cache_allocate(bm *b, pb_group *g, pb_pair_vec *copies);
+int32_t bm_cached_tokens(pb_kv_manager *m, const pb_group *g);   /* kv_manager.h */
+void bm_computed(pb_kv_manager *m, pb_seq *s, int32_t n);        /* kv_manager.h */
+/* The cache's invariants (the hash table, the LRU list and the tables' hash chains
+   agree); PB_OK without caching when nothing of it is in use. */
+pb_status bm_cache_check(bm *b);
 
 /* bm_replay.c */
 extern const pb_kv_replay_i bm_replay_ops;
