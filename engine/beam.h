@@ -64,11 +64,7 @@ int32_t pb_beam_select(const double *cum, const pb_candidates *cand, int32_t n_b
  * pb_rng_below32_reg -- and a token draw follows: k u64s (plus k tokens) per call
  * instead of n_beams * n_top exponentials and tokens.  The choices follow the same law
  * (the exponential to 6e-8: its ziggurat j cut to 24 bits); the random stream is
- * consumed differently, so the draws differ from synth + select (beam results changed
- * bytes each time this changed: first a bit-exact fused version, then a k-way merge
- * of the beams' lists, then this, then the level's fall e / n_live as a multiply by
- * 1/n_live and no token draws for vocab 0, then (session 8) one u64 per choice and
- * unrounded scores).  A choice's score is its level itself (not cum + a float
+ * consumed differently, so the draws differ from synth + select.  A choice's score is its level itself (not cum + a float
  * logprob: no rounding to undo), kept at most the one before it, so the choices come
  * out best first as drawn; equal scores stay in the order drawn (pb_beam_select
  * breaks them by beam, then rank: with continuous scores, a measure-zero case).

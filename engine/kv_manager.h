@@ -1,26 +1,20 @@
 /* kv_manager.h -- the KV-manager interface: who gets which KV-cache slots.
  *
- * The scheduler asks a KV manager whether a group can be admitted, gives decoding
- * sequences one slot per step, forks and frees sequences, and preempts groups by
- * swapping their KV to the CPU.  Two kinds implement it:
- *   paged       block tables over fixed-size blocks with reference counts and
- *               copy-on-write (engine/block_manager.c, docs/DESIGN.md §4, paper §4);
- *   contiguous  one contiguous region per sequence, reserved up front by a rule
- *               (Orca Oracle / Pow2 / Max, FasterTransformer), over a buddy
- *               allocator (baselines/).
- * The engine never looks inside: a manager is an opaque vtable object.
+ * A manager admits groups, gives decoding sequences a slot per step, forks and frees
+ * sequences and swaps groups to the CPU; the engine sees an opaque vtable object.
+ * Implementations: paged (block tables, reference counts, copy-on-write:
+ * block_manager.h, paper §4, docs/DESIGN.md §4) and contiguous (a region per
+ * sequence reserved by a rule over a buddy allocator: baselines/kv_contiguous.h).
  *
- * Units: "slots" are token slots of the GPU KV space (a paged block = block_size
- * slots).  Block numbers in pb_block_pair maps are physical block indices of the
- * GPU pool (src/dst of copies) or of the CPU pool (swap maps: swap_out src = GPU,
- * dst = CPU; swap_in src = CPU, dst = GPU).  A contiguous manager that copies or
- * swaps may use slot offsets instead and must say so in its header.
+ * Units: slots are token slots of the GPU KV space (a paged block is block_size
+ * slots).  pb_block_pair maps hold physical block numbers of the GPU pool (copies)
+ * or of both pools (swap_out: GPU -> CPU, swap_in: CPU -> GPU); a contiguous manager
+ * that copies or swaps may use slot offsets and says so in its header.
  *
- * Group/sequence contract (see sequence.h): the manager reads g->prompt_len,
- * output_len, n, beam_width, max_seqs, prefix_id, prefix_len, max_len, g->state,
- * g->seqs[0..n_seqs) and s->len; it maintains s->kv_len and s->n_cached and may keep
- * private state in s->kv / s->kv_aux / g->kv.  All sequences of a group are in the
- * same place (GPU or CPU).
+ * Groups and sequences (sequence.h): a manager reads g->prompt_len, output_len, n,
+ * beam_width, max_seqs, prefix_id, prefix_len, max_len, state, seqs[0..n_seqs) and
+ * s->len; it maintains s->kv_len and s->n_cached and may keep private state in
+ * s->kv, s->kv_aux and g->kv.  A group's sequences are all in one place.
  *
  * Call protocol (the engine guarantees it):
  *   can_allocate(g) == OK  ->  allocate(g)       g WAITING, every seq has no KV
@@ -113,11 +107,10 @@ typedef struct {
        reserve).  child->kv_len = parent->kv_len.  May return PB_ERR_NO_SPACE for
        managers that cannot share. */
     pb_status (*fork)(pb_kv_manager *m, const pb_seq *parent, pb_seq *child);
-    /* (optional) s, which has KV in parent's place (GPU or CPU), drops it and shares
-       all of parent's instead: the pools end as after free(s) then fork(parent, s),
-       the same blocks released in the same order, without touching what the two
-       already share.  NULL: not supported (the engine forks and frees instead: a
-       manager whose fork needs memory must fork before the frees, as vLLM does). */
+    /* (optional) s, with KV in parent's place, drops it and shares all of parent's:
+       the pools end as after free(s) then fork(parent, s), the same blocks released
+       in the same order, what the two share untouched.  NULL: the engine forks and
+       frees instead (forks first, as vLLM does). */
     pb_status (*refork)(pb_kv_manager *m, const pb_seq *parent, pb_seq *s);
     /* Release s's KV wherever it is (GPU or CPU).  kv_len = 0. */
     void (*free)(pb_kv_manager *m, pb_seq *s);
@@ -130,24 +123,21 @@ typedef struct {
        watermark.  LATER: not now.  NEVER: not even into an empty GPU. */
     pb_alloc_status (*can_swap_in)(pb_kv_manager *m, const pb_group *g);
     pb_status (*swap_in)(pb_kv_manager *m, pb_group *g, pb_pair_vec *map);
-    /* Fill out->block_table / n_blocks (paged) or out->kv_offset (contiguous) for a
-       GPU-resident s.  The pointer stays valid until the next call that changes s.
-       A pure query (it changes no state): the engine calls it only for executors
-       that read KV layouts (PB_EXEC_KV_LAYOUT, executor.h). */
+    /* out->block_table / n_blocks (paged) or out->kv_offset (contiguous) of
+       GPU-resident s, valid until the next call that changes s.  A pure query, made
+       only for executors that read KV layouts (PB_EXEC_KV_LAYOUT). */
     void (*batch_info)(pb_kv_manager *m, const pb_seq *s, pb_batch_seq *out);
     /* (optional) Range copies queued since the last call (a contiguous manager's
        forks), in the order they must run; the engine passes them to the executor
        in the next batch.  *out stays valid until the next call.  Returns the count. */
     int32_t (*take_slot_copies)(pb_kv_manager *m, const pb_slot_copy **out);
     /* (optional) Tokens of each sequence of WAITING g whose KV allocate(g) would find
-       already computed (automatic prefix caching: whole cached blocks; at most
-       g->len - 1, so the last token is always computed).  No side effects.  NULL = 0.
-       Schedulers charge a prefill's token budget for g->len minus these. */
+       computed (prefix caching: whole cached blocks, at most g->len - 1).  A pure
+       query; NULL: 0.  A prefill costs the step's token budget g->len minus these. */
     int32_t (*cached_tokens)(pb_kv_manager *m, const pb_group *g);
-    /* (optional) s's first n tokens now hold computed KV: called after every executed
-       step for each sequence of the batch with n = its context_len.  A caching manager
-       (automatic prefix caching) publishes the blocks that became full and computed;
-       NULL = nothing to do. */
+    /* (optional) s's first n tokens hold computed KV: called after every executed step
+       for each sequence of the batch, n its context_len (a caching manager publishes
+       the blocks that became full).  NULL: nothing to do. */
     void (*computed)(pb_kv_manager *m, pb_seq *s, int32_t n);
     /* Memory breakdown now (O(live sequences) at most). */
     void (*usage)(pb_kv_manager *m, pb_kv_usage *out);
