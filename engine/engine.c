@@ -17,12 +17,12 @@
 
 struct pb_engine {
     pb_engine_params p;
-    pb_engine_parts x;            /* pointers to the parts, for the fast path           */
+    pb_engine_parts x;            /* the KV manager, policy, executor, metrics and the
+                                     parts below, as the fast path sees them          */
     pb_groups groups;
     pb_sched sched;
     pb_batch_builder batch;
     pb_fastfwd *ff;               /* NULL: no fast path for this engine                 */
-    pb_metrics *metrics;
     const pb_request *trace;      /* the run's trace: rows [0, n_trace)                 */
     int64_t n_trace, next_trace;  /* next_trace: the first row not yet arrived          */
     int64_t n_added;              /* requests the caller added (ids from n_trace on)    */
@@ -111,7 +111,7 @@ pb_status pb_engine_begin(pb_engine *e, const pb_trace *t, pb_metrics *m) {
             return PB_ERR_INVALID;
         }
     }
-    e->metrics = e->x.metrics = m;
+    e->x.metrics = m;
     e->trace = t->reqs;
     e->n_trace = t->n;
     e->next_trace = e->n_added = 0;
@@ -137,25 +137,30 @@ static bool idle(const pb_engine *e) {
     return s->waiting.n + s->n_running + s->n_swapped == 0;
 }
 
+/* Why r cannot arrive now (NULL: it can); trace_row: it is the trace's next row. */
+static const char *refusal(const pb_engine *e, const pb_request *r, bool trace_row) {
+    if (!e->in_run || !r) return "no run";
+    if (!request_ok(r)) return "a bad row";
+    if (!trace_row && n_requests(e) >= INT32_MAX) return "too many requests";
+    if (r->arrival_s <= e->now) return NULL;
+    bool row_due = e->next_trace < e->n_trace && e->trace[e->next_trace].arrival_s < r->arrival_s;
+    return trace_row || !idle(e) || row_due ? "an arrival after the clock while requests are queued or due before it"
+                                           : NULL;
+}
+
 pb_status pb_engine_add_request(pb_engine *e, const pb_request *r) {
     bool trace_row = e->in_run && e->next_trace < e->n_trace && r == &e->trace[e->next_trace];
-    bool later = e->in_run && r && r->arrival_s > e->now;
-    const char *why = !e->in_run || !r ? "no run"
-                      : !request_ok(r) ? "a bad row"
-                      : later && (trace_row || !idle(e) ||
-                                  (e->next_trace < e->n_trace && e->trace[e->next_trace].arrival_s < r->arrival_s))
-                          ? "an arrival after the clock while requests are queued or due before it"
-                      : !trace_row && n_requests(e) >= INT32_MAX ? "too many requests" : NULL;
+    const char *why = refusal(e, r, trace_row);
     if (why) {
         pb_log_error("engine: request not added: %s", why);
         return PB_ERR_INVALID;
     }
-    if (later) e->now = r->arrival_s;   /* idle: the clock jumps to it */
+    if (r->arrival_s > e->now) e->now = r->arrival_s;   /* idle: the clock jumps to it */
     int64_t id;
     if (trace_row) {
         id = e->next_trace++;
     } else {
-        id = pb_metrics_add_request(e->metrics, r);
+        id = pb_metrics_add_request(e->x.metrics, r);
         PB_ASSERT(id == n_requests(e));
         e->n_added++;
     }
@@ -309,11 +314,11 @@ pb_status pb_engine_group_token(pb_engine *e, pb_group *g, bool has_tokens) {
         for (int32_t i = 0; i < g->n_seqs; i++) g->seqs[i]->batch_idx = -1;
     g->n_generated++;
     g->len++;
-    pb_metrics_token(e->metrics, g->last_token_s, e->now);
+    pb_metrics_token(e->x.metrics, g->last_token_s, e->now);
     g->last_token_s = e->now;
     if (first) {
         g->first_token_s = e->now;
-        pb_metrics_req(e->metrics, g->id)->first_token_s = e->now;
+        pb_metrics_req(e->x.metrics, g->id)->first_token_s = e->now;
     }
     if (g->n_generated >= g->output_len) pb_sched_finish(&e->sched, g, e->now);
     return PB_OK;
@@ -436,7 +441,7 @@ pb_status pb_engine_execute(pb_engine *e, pb_step_metrics *sm, bool *has_tokens)
 }
 
 void pb_engine_step_done(pb_engine *e, const pb_step_metrics *sm) {
-    pb_metrics_add_step(e->metrics, sm);
+    pb_metrics_add_step(e->x.metrics, sm);
     e->step++;
 }
 
@@ -492,24 +497,18 @@ pb_status pb_engine_step(pb_engine *e, bool *done) {
     return engine_step(e, done, &ran);
 }
 
-static int group_id_cmp(const void *a, const void *b) {
-    int32_t x = (*(pb_group *const *)a)->id, y = (*(pb_group *const *)b)->id;
-    return (x > y) - (x < y);
-}
-
 pb_status pb_engine_end(pb_engine *e) {
     if (!e->in_run) return PB_ERR_INVALID;
     pb_groups *G = &e->groups;
     pb_groups_recycle(G);
-    if (G->n_live > 1) qsort(G->live, (size_t)G->n_live, sizeof *G->live, group_id_cmp);   /* in request order */
-    for (int32_t i = 0; i < G->n_live; i++) {   /* what is left: unfinished */
+    pb_groups_sort(G);   /* what is left, unfinished, released in request order */
+    for (int32_t i = 0; i < G->n_live; i++) {
         pb_group *g = G->live[i];
-        g->live_idx = i;
         if (g->state == PB_GROUP_RUNNING) pb_sched_running_remove(&e->sched, g);
         pb_groups_release(G, g, e->x.kv);
     }
-    pb_metrics_end(e->metrics, e->now);
-    pb_status st = e->p.check_every_step ? pb_metrics_check(e->metrics) : PB_OK;
+    pb_metrics_end(e->x.metrics, e->now);
+    pb_status st = e->p.check_every_step ? pb_metrics_check(e->x.metrics) : PB_OK;
     pb_groups_end(G);
     e->trace = NULL;
     e->n_trace = e->next_trace = e->n_added = 0;

@@ -92,6 +92,16 @@ void pb_groups_release(pb_groups *G, pb_group *g, pb_kv_manager *kv) {
 
 void pb_groups_done(pb_groups *G, pb_group *g) { ptr_push(&G->dead, &G->n_dead, &G->cap_dead, g); }
 
+static int id_cmp(const void *a, const void *b) {
+    int32_t x = (*(pb_group *const *)a)->id, y = (*(pb_group *const *)b)->id;
+    return (x > y) - (x < y);
+}
+
+void pb_groups_sort(pb_groups *G) {
+    if (G->n_live > 1) qsort(G->live, (size_t)G->n_live, sizeof *G->live, id_cmp);
+    for (int32_t i = 0; i < G->n_live; i++) G->live[i]->live_idx = i;
+}
+
 const pb_group *pb_groups_find(const pb_groups *G, int64_t id) {
     for (int32_t i = 0; i < G->n_live; i++)
         if (G->live[i]->id == id) return G->live[i];

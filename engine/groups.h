@@ -46,6 +46,8 @@ void pb_groups_recycle_dead(pb_groups *G);
 static inline void pb_groups_recycle(pb_groups *G) {
     if (G->n_dead > 0) pb_groups_recycle_dead(G);
 }
+/* The live groups in request order (ids ascending). */
+void pb_groups_sort(pb_groups *G);
 /* The live group of request id, or NULL.  O(live groups). */
 const pb_group *pb_groups_find(const pb_groups *G, int64_t id);
 
