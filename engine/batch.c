@@ -132,21 +132,6 @@ bool pb_batch_runs(const pb_batch_builder *bb) {
            bb->b.n_slot_copies > 0;
 }
 
-void pb_batch_ready(pb_batch_builder *bb, pb_kv_manager *kv, bool kv_layout) {
-    pb_batch *b = &bb->b;
-    if (kv_layout)
-        for (int32_t i = 0; i < bb->n; i++) pb_kv_batch_info(kv, bb->seq_of[i], &bb->seqs[i]);
-    b->seqs = bb->seqs;
-    b->n_seqs = bb->n + bb->sum_seqs;
-    b->n_padded_tokens = bb->padded ? (int64_t)bb->n_prefill_seqs * bb->prefill_max_len : 0;
-    b->copies = bb->copies.v;
-    b->n_copies = bb->copies.n + bb->sum_copies;
-    b->swap_in = bb->swap_in.v;
-    b->n_swap_in = bb->swap_in.n;
-    b->swap_out = bb->swap_out.v;
-    b->n_swap_out = bb->swap_out.n;
-}
-
 pb_status pb_batch_check(const pb_batch_builder *bb, int64_t max_tokens) {
     const pb_batch *bt = &bb->b;
     if (bb->padded) {   /* a padded prompt step: prompts only, within both budgets */

@@ -107,7 +107,21 @@ void pb_batch_take_slot_copies(pb_batch_builder *bb, pb_kv_manager *kv);
 bool pb_batch_runs(const pb_batch_builder *bb);
 /* b completed for the executor: entries, memory operations, padded size; with
    kv_layout the entries' block tables or offsets from the manager. */
-void pb_batch_ready(pb_batch_builder *bb, pb_kv_manager *kv, bool kv_layout);
+static inline void pb_batch_ready(pb_batch_builder *bb, pb_kv_manager *kv, bool kv_layout) {
+    pb_batch *b = &bb->b;
+    if (kv_layout)
+        for (int32_t i = 0; i < bb->n; i++) pb_kv_batch_info(kv, bb->seq_of[i], &bb->seqs[i]);
+    b->seqs = bb->seqs;
+    b->n_seqs = bb->n + bb->sum_seqs;
+    b->n_padded_tokens = bb->padded ? (int64_t)bb->n_prefill_seqs * bb->prefill_max_len : 0;
+    b->copies = bb->copies.v;
+    b->n_copies = bb->copies.n + bb->sum_copies;
+    b->swap_in = bb->swap_in.v;
+    b->n_swap_in = bb->swap_in.n;
+    b->swap_out = bb->swap_out.v;
+    b->n_swap_out = bb->swap_out.n;
+}
+
 /* Invariants of the batch: every entry a valid prefill chunk or decode, b's sums
    those of the entries plus the decodes added by sums, a padded step within its
    budgets (max_tokens: the token budget).  PB_OK or PB_ERR_INVALID (logged). */

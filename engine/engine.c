@@ -181,14 +181,19 @@ static void add_due(pb_engine *e) {
     }
 }
 
-void pb_engine_arrivals(pb_engine *e) {
-    pb_groups_recycle(&e->groups);
-    if (trace_due(e)) add_due(e);
-}
-
-bool pb_engine_over(const pb_engine *e) {
+/* Every request known done, or a step or clock limit passed. */
+static bool run_over(const pb_engine *e) {
     return e->sched.n_done == n_requests(e) || (e->p.max_steps > 0 && e->step >= e->p.max_steps) ||
            (e->p.max_clock_s > 0 && e->now > e->p.max_clock_s);
+}
+
+bool pb_engine_step_start(pb_engine *e) {
+    if (run_over(e)) return false;
+    pb_groups_recycle(&e->groups);
+    if (trace_due(e)) add_due(e);
+    pb_sched_begin_step(&e->sched, e->now, e->step);
+    pb_batch_begin(&e->batch);
+    return true;
 }
 
 /* ---- postprocess ---- */
@@ -326,11 +331,6 @@ pb_status pb_engine_group_token(pb_engine *e, pb_group *g, bool has_tokens) {
 
 /* ---- one step: schedule, execute, postprocess ---- */
 
-void pb_engine_step_begin(pb_engine *e) {
-    pb_sched_begin_step(&e->sched, e->now, e->step);
-    pb_batch_begin(&e->batch);
-}
-
 /* The policy's schedule completes the step begun (done0: the groups done before the
    step); *ready: it runs a batch or memory operations.  A step of preemptions or
    rejections only counts here; a step with nothing to do moves the clock to the
@@ -357,17 +357,16 @@ static pb_status policy_schedule(pb_engine *e, int64_t done0, bool *ready) {
     return PB_ERR_INVALID;
 }
 
-/* Arrivals, then the policy's schedule (*ready as policy_schedule says); with
-   nothing queued, running or swapped the clock jumps to the next arrival instead. */
+/* After the step's start (pb_engine_step_start: arrivals, an empty batch), the
+   policy's schedule (*ready as policy_schedule says); with nothing queued, running or
+   swapped the clock jumps to the next arrival instead. */
 static pb_status schedule(pb_engine *e, bool *ready) {
     *ready = false;
-    pb_engine_arrivals(e);
     if (idle(e)) {   /* the clock jumps to the next arrival */
         PB_ASSERT(e->next_trace < e->n_trace);
         e->now = e->trace[e->next_trace].arrival_s;
         return PB_OK;
     }
-    pb_engine_step_begin(e);
     return policy_schedule(e, e->sched.n_done, ready);
 }
 
@@ -377,7 +376,6 @@ static void step_row(const pb_engine *e, pb_step_metrics *sm) {
     const pb_batch_builder *bb = &e->batch;
     const pb_sched *s = &e->sched;
     sm->t_s = e->now;
-    sm->latency_s = sm->swap_s = sm->copy_s = 0;
     sm->n_groups = pb_batch_groups(bb);
     sm->n_seqs = bb->b.n_seqs;
     sm->n_prefill_seqs = bb->n_prefill_seqs;
@@ -418,7 +416,7 @@ pb_status pb_engine_execute(pb_engine *e, pb_step_metrics *sm, bool *has_tokens)
     pb_kv_manager *kv = e->x.kv;
     unsigned caps = e->x.ex->iface->caps;
     pb_batch_ready(bb, kv, caps & PB_EXEC_KV_LAYOUT);
-    step_row(e, sm);
+    step_row(e, sm);   /* its times set below */
     bool tokens = caps & PB_EXEC_TOKENS;
     if (tokens && e->cap_cand < bb->n) {
         e->cap_cand = PB_MAX(bb->n, 2 * e->cap_cand);
@@ -437,12 +435,9 @@ pb_status pb_engine_execute(pb_engine *e, pb_step_metrics *sm, bool *has_tokens)
     sm->swap_s = res.swap_s;
     sm->copy_s = res.copy_s;
     if (has_tokens) *has_tokens = res.has_tokens;
-    return PB_OK;
-}
-
-void pb_engine_step_done(pb_engine *e, const pb_step_metrics *sm) {
     pb_metrics_add_step(e->x.metrics, sm);
     e->step++;
+    return PB_OK;
 }
 
 void pb_engine_step_moved(pb_engine *e) { e->step++; }
@@ -458,8 +453,8 @@ static pb_status postprocess(pb_engine *e, bool has_tokens) {
     return PB_OK;
 }
 
-/* A scheduled step (ready: with a batch or memory operations) run: execute,
-   postprocess, the row, the checks.  *ran: it was ready. */
+/* A scheduled step (ready: with a batch or memory operations) run: execute (the
+   step's row recorded), postprocess, the checks.  *ran: it was ready. */
 static pb_status step_run(pb_engine *e, bool ready, bool *ran) {
     *ran = ready;
     if (!ready) return PB_OK;
@@ -469,7 +464,6 @@ static pb_status step_run(pb_engine *e, bool ready, bool *ran) {
     pb_status st = pb_engine_execute(e, &sm, &has_tokens);
     if (st == PB_OK) st = postprocess(e, has_tokens);
     if (st != PB_OK) return st;
-    pb_engine_step_done(e, &sm);
     return e->p.check_every_step ? pb_engine_check(e) : PB_OK;
 }
 
@@ -483,7 +477,7 @@ pb_status pb_engine_complete_step(pb_engine *e, bool *ran) {
 static pb_status engine_step(pb_engine *e, bool *done, bool *ran) {
     *done = *ran = false;
     if (!e->in_run) return PB_ERR_INVALID;
-    if (pb_engine_over(e)) {
+    if (!pb_engine_step_start(e)) {
         *done = true;
         return PB_OK;
     }

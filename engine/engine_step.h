@@ -20,19 +20,17 @@ typedef struct {
 } pb_engine_parts;
 
 const pb_engine_parts *pb_engine_parts_of(const pb_engine *e);
-/* The run is over: every request known done, or a step or clock limit passed. */
-bool pb_engine_over(const pb_engine *e);
-/* The start of a step: last step's done groups recycled, the arrivals due. */
-void pb_engine_arrivals(pb_engine *e);
-/* A step begins at the clock: the scheduler's step counts and an empty batch. */
-void pb_engine_step_begin(pb_engine *e);
+/* The start of a step: false when the run is over (every request known done, or a
+   step or clock limit passed); else true, last step's done groups recycled, the
+   arrivals due added, and the step begun at the clock: the scheduler's step counts
+   zeroed, an empty batch. */
+bool pb_engine_step_start(pb_engine *e);
 /* The batch built so far runs: completed for the executor, the step's row in sm
    (whose memory breakdown, sm->mem, the caller has read: the manager's usage, or a
-   replay's), the executor, the clock, the entries' KV computed.  *has_tokens (may
-   be NULL): the executor returned candidates. */
+   replay's), the executor, the clock, the entries' KV computed, the row recorded
+   and the step counted.  *has_tokens (may be NULL): the executor returned
+   candidates. */
 pb_status pb_engine_execute(pb_engine *e, pb_step_metrics *sm, bool *has_tokens);
-/* The step ran: its row recorded and counted. */
-void pb_engine_step_done(pb_engine *e, const pb_step_metrics *sm);
 /* A step that ran nothing but moved the state (preemptions, rejections): counted. */
 void pb_engine_step_moved(pb_engine *e);
 /* g's next token(s) after the step that ran it (postprocess). */

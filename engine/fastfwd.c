@@ -171,11 +171,10 @@ static pb_status ff_execute(pb_fastfwd *f, int32_t n_decoded, double *last_token
     f->kr->usage(f->x->kv, &sm.mem);
     pb_status st = pb_engine_execute(f->e, &sm, NULL);
     if (st != PB_OK) return st;
-    double now = pb_engine_now(f->e);
+    double now = sm.t_s + sm.latency_s;   /* the clock after the step */
     pb_metrics_tokens(f->x->metrics, *last_token, now, n_decoded);
     *last_token = now;
     if (free_blocks) *free_blocks = sm.mem.gpu_blocks_free;
-    pb_engine_step_done(f->e, &sm);
     return PB_OK;
 }
 
@@ -201,7 +200,7 @@ static void decode_begin(pb_fastfwd *f, ff_state *r) {
 }
 
 /* Step k could not append every group: the latest groups are preempted until the
-   rest could (the step begun: its preemption counts and swap map). */
+   rest could (into the step's preemption counts and swap map). */
 static void decode_preempt(pb_fastfwd *f, ff_state *r, int32_t k, int32_t stuck) {
     pb_kv_manager *kv = f->x->kv;
     while (stuck < r->n) {
@@ -220,13 +219,12 @@ static void decode_preempt(pb_fastfwd *f, ff_state *r, int32_t k, int32_t stuck)
    policy completes this one (steady_preempted false). */
 typedef enum { FF_NEXT, FF_STOP, FF_POLICY } ff_next;
 
-/* Replayed step k: the manager's appends (and the preemptions when a group cannot
-   append), the step run. */
+/* Replayed step k, begun (pb_engine_step_start): the manager's appends (and the
+   preemptions when a group cannot append), the step run. */
 static pb_status decode_step(pb_fastfwd *f, ff_state *r, int32_t k, ff_next *next) {
     const pb_engine_parts *x = f->x;
     *next = FF_NEXT;
     int32_t stuck = f->kr->step(x->kv);
-    pb_engine_step_begin(f->e);
     if (stuck < r->n) {
         decode_preempt(f, r, k, stuck);
         if (!f->ps->steady_preempted(x->policy, x->sched)) {
@@ -280,8 +278,7 @@ static pb_status decode_replay(pb_fastfwd *f, bool *again) {
     const pb_group *head = pb_sched_waiting_peek(s);
     int32_t k = 0;   /* steps replayed; step r.left produces a group's last token: the last */
     ff_next next = FF_NEXT;
-    while (next == FF_NEXT && k <= r.left && !pb_engine_over(f->e)) {
-        pb_engine_arrivals(f->e);
+    while (next == FF_NEXT && k <= r.left && pb_engine_step_start(f->e)) {
         if (pb_sched_waiting_peek(s) != head) break;   /* the policy must look at it */
         pb_status st = decode_step(f, &r, k, &next);
         if (st != PB_OK) return st;
@@ -433,14 +430,12 @@ static pb_status beam_replay(pb_fastfwd *f, bool *again) {
     int64_t free_held = u.gpu_blocks_free;   /* when the policy last answered steady */
     int32_t k = 0;
     bool stuck = false;
-    while (k <= r.left && !pb_engine_over(f->e)) {
-        pb_engine_arrivals(f->e);
+    while (k <= r.left && pb_engine_step_start(f->e)) {
         bool mixed = pb_sched_waiting_peek(s) != head;   /* the policy must look at it */
         if (mixed && !mixes) break;
         int32_t copies = f->kr->beam_step(x->kv);
         if ((stuck = copies < 0)) break;   /* a group cannot append: the ordinary step preempts */
         ff_advance(f, &r, k);
-        pb_engine_step_begin(f->e);
         pb_batch_add_decode_sums(x->batch, n, r.n, r.ctx, r.blocks, top, copies);
         pb_status st = mixed ? mixed_schedule(f, n) : PB_OK;
         int64_t free_now = 0;   /* after the appends, then the frees */

@@ -112,14 +112,6 @@ void pb_sched_begin_run(pb_sched *s, pb_metrics *m) {
     s->n_done = 0;
 }
 
-void pb_sched_begin_step(pb_sched *s, double now, int64_t step) {
-    s->now = now;
-    s->step = step;
-    s->n_preempted = 0;
-    s->n_swapped_out_now = 0;
-    s->n_swap_in_groups = 0;
-}
-
 /* g finished or was rejected: the policy told, recycled after this step. */
 static void group_done(pb_sched *s, pb_group *g) {
     s->n_done++;

@@ -43,7 +43,11 @@ void pb_sched_free(pb_sched *s);
 /* Empty queues for a run recording into m. */
 void pb_sched_begin_run(pb_sched *s, pb_metrics *m);
 /* A step scheduled at clock now with index step: its counts zeroed. */
-void pb_sched_begin_step(pb_sched *s, double now, int64_t step);
+static inline void pb_sched_begin_step(pb_sched *s, double now, int64_t step) {
+    s->now = now;
+    s->step = step;
+    s->n_preempted = s->n_swapped_out_now = s->n_swap_in_groups = 0;
+}
 /* A new arrival (PENDING), or a recompute-preempted group, into the waiting queue
    under the policy's waiting_key. */
 void pb_sched_enqueue_waiting(pb_sched *s, pb_group *g);
