@@ -794,7 +794,7 @@ static void random_ops(bool caching) {
     rig_free(&r);
 }
 
-/* ---- replayed beam steps (kv_manager.h beam_*) ----
+/* ---- replayed beam steps (replay.h pb_kv_replay_i beam_*) ----
  * Two managers with the same beam groups, after up to 15 ordinary steps on both
  * (the beams diverge): one steps them with the ordinary ops (can_append + append
  * per beam, then each new beam forked from its parent and the old ones freed), the

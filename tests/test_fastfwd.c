@@ -1,6 +1,8 @@
-/* test_fastfwd.c -- the engine's fast-forward (pb_engine_params.fast_forward) changes
- * nothing: for many seeded random configurations of the sim executor, the paged KV
- * manager and the vLLM policies, pb_engine_run with fast_forward on gives exactly what
+/* test_fastfwd.c -- the engine's fast path (engine/fastfwd.c, pb_engine_params
+ * fast_forward) changes nothing: for many seeded random configurations of the sim
+ * executor, the paged KV manager and the policies that claim the fast path (the vLLM
+ * ones; spf and priority in a test of their own; a last test checks that these are
+ * all the claims), pb_engine_run with fast_forward on gives exactly what
  * it gives with fast_forward off, and what the step-level API (which never fast-
  * forwards) gives: the same status, summary, goodput, request rows, step rows, final
  * clock and step count, and the same per-request and per-step CSV bytes.  Numbers are
@@ -36,7 +38,7 @@
  * the sibling share, or counting the reservation wrong makes it fail (tried); so do
  * not asking the policy again after groups finish inside the replay, or freeing the
  * wrong one (tried).  Its mixed steps (arrivals admitted inside a beam replay,
- * engine.c "mixed steps"; a third of these configurations with a token budget the
+ * fastfwd.c "Mixed steps"; a third of these configurations with a token budget the
  * beams' decodes make bind) are counted and must occur; leaving the replayed
  * decodes out of the admission budget, the decode contexts out of the batch, the
  * prefills out of the step's row, the prefills' computed KV out of the groups, or
@@ -445,7 +447,7 @@ PB_TEST(fast_forward_equals_step_by_step) {
     PB_CHECK(fast_total > steps / 4);  /* and many of them replayed by it          */
 }
 
-/* Beam search replayed (engine.c "fast-forward of beam search"): configurations of the
+/* Beam search replayed (fastfwd.c "Beam replay"): configurations of the
  * random sweep's kind in which every request beam-searches (width 2..8), so every
  * replay is a beam replay -- the manager's block trees, copies on write, the
  * selections, the heads re-checked when dying beams free blocks.  Every one of them
