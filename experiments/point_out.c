@@ -1,6 +1,8 @@
 /* point_out.c -- a serving point's metrics, checks and side files (point_out.h). */
 #include "point_out.h"
 
+#include "measure.h"
+
 #include <errno.h>
 #include <math.h>
 #include <stddef.h>
@@ -125,11 +127,13 @@ static pb_status write_side(const char *path, const char *header, const pb_metri
     return PB_OK;
 }
 
-pb_status pb_point_out_fill(const pb_point_ctx *pt, const pb_metrics *m, const char *title,
+pb_status pb_point_out_fill(const pb_point_ctx *pt, pb_metrics *m, const char *title,
                             pb_point_metrics *out, char *err, size_t err_n) {
     pb_run_summary s;
     pb_metrics_summary(m, &s);
     set_metrics(out, &s);
+    pb_measure w = pb_measure_from_root(pt->root);   /* the declared window's averages replace the run's */
+    pb_measure_apply(&w, pb_node_num(pb_node_get(pt->root, "workload"), "duration_s", 0), m, out);
     bool complete = s.n_unfinished == 0 && s.n_rejected == 0 && s.n_finished == s.n_requests;
     pb_pm_set(out, "complete", complete ? 1 : 0);
 

@@ -11,6 +11,8 @@
  *   external_frag_pct saving_pct duration_s n_requests n_finished n_rejected n_unfinished
  *   preempt_recompute preempt_swap swap_gib steps
  *   complete                   1 when every request finished (none rejected/unfinished)
+ *   with a `measure:` window in the experiment YAML (measure.h): the request and step
+ *   averages above over the window, and measured_requests / measured_steps
  *   with `slo: {ttft_ms, tpot_ms}` in the experiment YAML (either may be absent):
  *   slo_ttft_ms slo_tpot_ms    the bounds
  *   goodput_fraction           requests with TTFT <= slo_ttft_ms and TPOT <= slo_tpot_ms
@@ -40,11 +42,13 @@
 extern "C" {
 #endif
 
-/* Fill out from the finished run m (title heads the summary block), then write
+/* Fill out from the finished run m (title heads the summary block; the experiment's
+ * `measure:` window, measure.h, sets the averages: m must have recorded its steps when
+ * pb_measure_needs_steps says so, and its request rows are made), then write
  * pt->requests_path / pt->timeline_path when set (atomically; the timeline needs m
  * created with record_steps).  PB_ERR_IO with a message in err when a file cannot
  * be written. */
-pb_status pb_point_out_fill(const pb_point_ctx *pt, const pb_metrics *m, const char *title,
+pb_status pb_point_out_fill(const pb_point_ctx *pt, pb_metrics *m, const char *title,
                             pb_point_metrics *out, char *err, size_t err_n);
 
 /* Is name a metric of a serving point (the list above; point_out.c's table is the one

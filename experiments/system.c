@@ -13,6 +13,7 @@
 #include "executor_real.h"   /* pb_executor_cpu_create, pb_executor_cuda_create */
 #include "executor_sim.h"    /* pb_executor_sim_create */
 #include "kv_contiguous.h"   /* pb_kv_contiguous_create */
+#include "measure.h"         /* pb_measure: does the window need the recorded steps */
 #include "metrics.h"         /* pb_metrics (the engine's) */
 #include "point_out.h"       /* pb_point_out_fill */
 #include "policy.h"          /* pb_policy_create, pb_policy_find, pb_policy_option_find */
@@ -656,7 +657,8 @@ static pb_status run_engine(point_run *R, const pb_point_ctx *pt, pb_point_metri
     const pb_system_spec *spec = &pt->exp->systems[pt->sys];
     pb_engine_params ep;
     engine_params(&R->P, &ep);
-    R->m = pb_metrics_create(pt->timeline_path != NULL);
+    pb_measure w = pb_measure_from_root(pt->root);
+    R->m = pb_metrics_create(pt->timeline_path != NULL || pb_measure_needs_steps(&w));
     pb_status st = pb_engine_create(&ep, R->kv, R->policy, R->ex, &R->eng);
     if (!st) st = pb_engine_run(R->eng, &R->trace, R->m);
     if (st) {

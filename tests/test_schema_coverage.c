@@ -206,6 +206,13 @@ static const kcase CASES[] = {
     E("slo", "sim", "slo={ttft_ms: 1, tpot_ms: 1}"),
     E("slo.ttft_ms", "slo", "slo.ttft_ms=1"),
     E("slo.tpot_ms", "slo", "slo.tpot_ms=1"),
+    /* the measurement window (80 requests over ~4 s, parallel sampling: blocks shared) */
+    E("measure", "sim", "measure={warmup_s: 1}"),
+    E("measure.warmup_s", "sim", "measure.warmup_s=1"),
+    E("measure.cooldown_s", "sim", "measure.cooldown_s=1"),
+    E("measure.steps", "sim", "measure.steps=window"),
+    E("measure.step_mean", "sim", "measure.step_mean=step"),
+    E("measure.saving", "sim", "measure.saving=ref_count"),
     E("systems[].gpu_mem_util", "spec", "systems.0.gpu_mem_util=0.8"),
     E("systems[].swap_space_gib", "sim", "systems.0.swap_space_gib=0.01"),
     E("systems[].sim", "sim", "systems.0.sim={attention_kernel: contiguous}"),

@@ -1,0 +1,159 @@
+/* measure.c -- the measurement window (measure.h). */
+#include "measure.h"
+
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+const pb_key pb_measure_schema[] = {
+    {"warmup_s", PB_T_NUM, false, 0, 1e9, NULL, NULL, 0,
+     "requests arriving, and steps starting, before this time (s) are not averaged (default 0)"},
+    {"cooldown_s", PB_T_NUM, false, 0, 1e9, NULL, NULL, 0,
+     "requests arriving in the trace's last cooldown_s seconds are not averaged (default 0)"},
+    {"steps", PB_T_ENUM, false, 0, 0, "run|window", NULL, 0,
+     "step averages: from warmup_s to the run's end (run, default) or in the arrival window (window)"},
+    {"step_mean", PB_T_ENUM, false, 0, 0, "time|step", NULL, 0,
+     "batched requests/sequences: weighted by step latency (time, default) or per step (step)"},
+    {"saving", PB_T_ENUM, false, 0, 0, "blocks|ref_count", NULL, 0,
+     "memory saving: sum(L-P)/sum(L) (blocks, default) or 1 - 1/mean(L/P) over steps (ref_count)"},
+    {NULL, 0, false, 0, 0, NULL, NULL, 0, NULL},
+};
+
+pb_measure pb_measure_default(void) {
+    pb_measure w;
+    memset(&w, 0, sizeof w);
+    return w;
+}
+
+pb_measure pb_measure_from_root(const pb_node *root) {
+    pb_measure w = pb_measure_default();
+    const pb_node *n = root ? pb_node_get(root, "measure") : NULL;
+    if (!n) return w;
+    w.warmup_s = pb_node_num(n, "warmup_s", 0);
+    w.cooldown_s = pb_node_num(n, "cooldown_s", 0);
+    w.steps = strcmp(pb_node_str(n, "steps", "run"), "window") == 0 ? PB_STEPS_WINDOW : PB_STEPS_RUN;
+    w.step_mean = strcmp(pb_node_str(n, "step_mean", "time"), "step") == 0 ? PB_STEP_MEAN_STEP : PB_STEP_MEAN_TIME;
+    w.saving = strcmp(pb_node_str(n, "saving", "blocks"), "ref_count") == 0 ? PB_SAVING_REF_COUNT : PB_SAVING_BLOCKS;
+    return w;
+}
+
+bool pb_measure_needs_steps(const pb_measure *w) {
+    return w->warmup_s > 0 || w->steps != PB_STEPS_RUN || w->step_mean != PB_STEP_MEAN_TIME ||
+           w->saving != PB_SAVING_BLOCKS;
+}
+
+bool pb_measure_is_default(const pb_measure *w) { return w->cooldown_s == 0 && !pb_measure_needs_steps(w); }
+
+/* mean, p50, p90, p99 of v[0..n) (sorts v); all 0 when n == 0 */
+static void stats4(double *v, int64_t n, double out[4]) {
+    double sum = 0;
+    for (int64_t i = 0; i < n; i++) sum += v[i];
+    out[0] = n ? sum / (double)n : 0;
+    out[1] = pb_percentile(v, n, 50);
+    out[2] = pb_percentile(v, n, 90);
+    out[3] = pb_percentile(v, n, 99);
+}
+
+static void set4(pb_point_metrics *out, const char *prefix, const char *unit, const double s[4]) {
+    static const char *const Q[4] = {"mean", "p50", "p90", "p99"};
+    for (int i = 0; i < 4; i++) {
+        char name[40];
+        snprintf(name, sizeof name, "%s_%s%s", prefix, Q[i], unit);
+        pb_pm_set(out, name, s[i]);
+    }
+}
+
+/* The request metrics over the requests arriving in [from, to]. */
+static void apply_requests(double from, double to, pb_metrics *m, pb_point_metrics *out) {
+    int64_t n = 0;
+    const pb_req_metrics *rows = pb_metrics_requests(m, &n);
+    int64_t n_seq = 0;
+    for (int64_t i = 0; i < n; i++) n_seq += rows[i].n_seqs > 1 ? rows[i].n_seqs : 1;
+    double *nl = pb_xmalloc((size_t)(n_seq + 1) * sizeof *nl), *ttft = pb_xmalloc((size_t)(n + 1) * sizeof *ttft);
+    double *tpot = pb_xmalloc((size_t)(n + 1) * sizeof *tpot), *e2e = pb_xmalloc((size_t)(n + 1) * sizeof *e2e);
+    int64_t k_nl = 0, k = 0, k_tpot = 0;
+    for (int64_t i = 0; i < n; i++) {
+        const pb_req_metrics *r = &rows[i];
+        if (!r->finished || r->arrival_s < from || r->arrival_s > to) continue;
+        pb_req_latency l = pb_req_latency_of(r);
+        for (int32_t j = 0; j < (r->n_seqs > 1 ? r->n_seqs : 1); j++) nl[k_nl++] = l.norm_latency_s_per_token;
+        ttft[k] = l.ttft_ms;
+        e2e[k++] = l.e2e_s;
+        if (!isnan(l.tpot_ms)) tpot[k_tpot++] = l.tpot_ms;
+    }
+    double s[4];
+    stats4(nl, k_nl, s);
+    pb_pm_set(out, "normalized_latency", s[0]);
+    pb_pm_set(out, "normalized_latency_p50", s[1]);
+    pb_pm_set(out, "normalized_latency_p90", s[2]);
+    pb_pm_set(out, "normalized_latency_p99", s[3]);
+    stats4(ttft, k, s);
+    set4(out, "ttft", "_ms", s);
+    stats4(tpot, k_tpot, s);
+    set4(out, "tpot", "_ms", s);
+    stats4(e2e, k, s);
+    set4(out, "e2e", "_s", s);
+    pb_pm_set(out, "measured_requests", (double)k);
+    free(nl);
+    free(ttft);
+    free(tpot);
+    free(e2e);
+}
+
+/* The step averages over the steps starting in [from, to]. */
+static void apply_steps(const pb_measure *w, double from, double to, const pb_metrics *m, pb_point_metrics *out) {
+    int64_t n = 0;
+    const pb_step_metrics *st = pb_metrics_steps(m, &n);
+    double busy = 0, groups_t = 0, seqs_t = 0, groups = 0, seqs = 0;
+    double frac[4] = {0, 0, 0, 0}, logical = 0, saved = 0, ratio = 0;
+    int64_t k = 0, k_mem = 0, k_ratio = 0;
+    for (int64_t i = 0; i < n; i++) {
+        const pb_step_metrics *s = &st[i];
+        if (s->t_s < from || s->t_s > to) continue;
+        k++;
+        busy += s->latency_s;
+        groups_t += (double)s->n_groups * s->latency_s;
+        seqs_t += (double)s->n_seqs * s->latency_s;
+        groups += s->n_groups;
+        seqs += s->n_seqs;
+        const pb_kv_usage *u = &s->mem;
+        if (u->total_slots > 0) {
+            double tot = (double)u->total_slots;
+            frac[0] += u->token_slots / tot;
+            frac[1] += u->reserved_slots / tot;
+            frac[2] += u->internal_frag_slots / tot;
+            frac[3] += u->free_slots / tot;
+            k_mem++;
+        }
+        if (u->logical_blocks > 0) {
+            logical += (double)u->logical_blocks;
+            saved += (double)(u->logical_blocks - u->physical_blocks);
+            if (u->physical_blocks > 0) {
+                ratio += (double)u->logical_blocks / (double)u->physical_blocks;
+                k_ratio++;
+            }
+        }
+    }
+    bool per_step = w->step_mean == PB_STEP_MEAN_STEP;
+    pb_pm_set(out, "batched_requests", per_step ? (k ? groups / (double)k : 0) : (busy > 0 ? groups_t / busy : 0));
+    pb_pm_set(out, "batched_seqs", per_step ? (k ? seqs / (double)k : 0) : (busy > 0 ? seqs_t / busy : 0));
+    static const char *const MEM[4] = {"token_states_pct", "reservation_pct", "internal_frag_pct", "external_frag_pct"};
+    for (int c = 0; c < 4; c++) pb_pm_set(out, MEM[c], k_mem ? 100 * frac[c] / (double)k_mem : 0);
+    double sav = w->saving == PB_SAVING_REF_COUNT ? (k_ratio ? 1 - (double)k_ratio / ratio : 0)
+                                                  : (logical > 0 ? saved / logical : 0);
+    pb_pm_set(out, "saving_pct", 100 * sav);
+    pb_pm_set(out, "measured_steps", (double)k);
+}
+
+void pb_measure_apply(const pb_measure *w, double trace_end, pb_metrics *m, pb_point_metrics *out) {
+    if (pb_measure_is_default(w)) return;
+    if (!(trace_end > 0)) {   /* no declared duration: the latest arrival */
+        int64_t n = 0;
+        const pb_req_metrics *rows = pb_metrics_requests(m, &n);
+        for (int64_t i = 0; i < n; i++)
+            if (rows[i].arrival_s > trace_end) trace_end = rows[i].arrival_s;
+    }
+    double to = trace_end - w->cooldown_s;
+    apply_requests(w->warmup_s, to, m, out);
+    if (pb_measure_needs_steps(w)) apply_steps(w, w->warmup_s, w->steps == PB_STEPS_WINDOW ? to : INFINITY, m, out);
+}
