@@ -41,6 +41,10 @@ const pb_key pb_sim_cost_schema[] = {
      .doc = "L2 -> SM bandwidth of the whole GPU, GB/s (feeds GEMM tiles)"},
     {.name = "gemm_bw_efficiency", .type = PB_T_NUM, .required = true, .lo = 0.01, .hi = 1,
      .doc = "memory-bound GEMM bandwidth / datasheet HBM"},
+    {.name = "gemm_sm_bw_GBps", .type = PB_T_NUM, .required = true, .lo = 0.1, .hi = 1e5,
+     .doc = "GEMM operand bandwidth one SM's CTAs pull from HBM, GB/s (few CTAs cannot fill HBM)"},
+    {.name = "gemm_splitk", .type = PB_T_LIST, .required = true, .elem = PB_T_INT,
+     .doc = "split-K factors the library picks from (1 = none)"},
     {.name = "elementwise_bw_efficiency", .type = PB_T_NUM, .required = true, .lo = 0.01, .hi = 1,
      .doc = "element-wise kernel bandwidth / datasheet HBM"},
     {.name = "prefill_attn_flops_efficiency", .type = PB_T_NUM, .required = true, .lo = 0.01, .hi = 1,
@@ -165,6 +169,20 @@ pb_status pb_sim_cost_from_node(const pb_node *hw, pb_sim_cost *c, pb_cfg_err *e
         c->tile_n[i] = tn;
     }
     c->n_tiles = tl->n_kids;
+    const pb_node *sk = pb_node_get(n, "gemm_splitk");
+    if (sk->n_kids < 1 || sk->n_kids > PB_SIM_MAX_SPLITS)
+        return pb_cfg_fail(err, sk, false, "hardware.cost_model.gemm_splitk: give 1 to %d split-K factors", PB_SIM_MAX_SPLITS);
+    for (int i = 0; i < sk->n_kids; i++) {
+        const char *v = sk->kids[i]->value;
+        char *end = NULL;
+        long k = v ? strtol(v, &end, 10) : 0;
+        if (!v || *end || k < 1 || k > 64)
+            return pb_cfg_fail(err, sk->kids[i], false,
+                               "hardware.cost_model.gemm_splitk.%d: expected an integer 1-64, got '%s'", i, v ? v : "");
+        c->splitk[i] = (int32_t)k;
+    }
+    c->n_splits = sk->n_kids;
+    c->gemm_sm_bw = pb_node_num(n, "gemm_sm_bw_GBps", 0) * 1e9;
     c->l2_bw = pb_node_num(n, "l2_bandwidth_GBps", 0) * 1e9;
     c->gemm_flops_eff = pb_node_num(n, "gemm_flops_efficiency", 0);
     c->gemm_bw_eff = pb_node_num(n, "gemm_bw_efficiency", 0);
@@ -231,6 +249,13 @@ pb_status pb_sim_params_from_node(const pb_node *n, pb_sim_params *out, pb_cfg_e
 }
 
 /* ---- the model ---- */
+/* A GEMM configuration picked for a number of rows: its compute seconds, the seconds per
+   byte its active CTAs stream at, and its split-K factor. */
+typedef struct {
+    double c, inv_bw;
+    int32_t k;
+} gemm_cfg;
+
 struct pb_sim {
     pb_model m;
     pb_hw hw;
@@ -242,7 +267,7 @@ struct pb_sim {
     double flops;            /* achievable FLOP/s of GEMMs                               */
     double tile_rate[PB_SIM_MAX_TILES]; /* FLOP/s of one SM working on a tile of shape i */
     int32_t m_unit;          /* gcd of the tile heights: compute depends on ceil(M/m_unit) */
-    double *gemm_tab[5];     /* [GEMM][ceil(M/m_unit)] compute seconds, 4 layer GEMMs + LM head */
+    gemm_cfg *gemm_tab[5];   /* [GEMM][ceil(M/m_unit)] the library's pick, 4 layer GEMMs + LM head */
     double gemm_bw, elem_bw; /* achievable bytes/s                                       */
     double attn_flops;       /* prefill attention FLOP/s                                 */
     double attn_bw;          /* decode attention live-KV bytes/s                         */
@@ -263,32 +288,61 @@ struct pb_sim {
 
 enum { GEMM_TAB_UNITS = 512 };   /* tabulated M: up to 512 * m_unit tokens (32,768 for 64) */
 
-/* Compute side of a GEMM: tile and wave quantized (executor_sim.h). */
-static double gemm_compute(const pb_sim *s, double M, double K, double N) {
-    double best = INFINITY, sms = s->hw.n_sms;
+/* ---- GEMM: tiles, split-K, per-SM bandwidth (executor_sim.h) ---- */
+/* The configuration (tile shape i, split k) at Mr rows: the compute side, and the
+   bandwidth its weight streams reach (one per tile column and K slice, each at most
+   gemm_sm_bw). */
+static gemm_cfg gemm_config(const pb_sim *s, int i, int32_t k, double Mr, double K, double N) {
+    double tm = s->c.tile_m[i], tn = s->c.tile_n[i], sms = s->hw.n_sms;
+    double cols = ceil(N / tn) * k, ctas = ceil(Mr / tm) * cols;
+    double streams = cols < sms ? cols : sms;   /* more tile rows re-read the same tiles from L2 */
+    double bw = streams * s->c.gemm_sm_bw;
+    if (bw > s->gemm_bw) bw = s->gemm_bw;
+    return (gemm_cfg){ceil(ctas / sms) * 2.0 * tm * tn * ceil(K / k) / s->tile_rate[i], 1.0 / bw, k};
+}
+
+/* Seconds of configuration g for M rows: sqrt(compute^2 + memory^2) + the kernels' fixed
+   cost (a split-K reduction is a second kernel and moves fp32 partials). */
+static double gemm_cfg_time(const pb_sim *s, const gemm_cfg *g, double M, double K, double N) {
+    double by = (K * N + M * K + M * N) * s->dt + (g->k > 1 ? M * N * 8.0 * g->k : 0);
+    double mem = by * g->inv_bw;
+    return sqrt(g->c * g->c + mem * mem) + s->c.gemm_fixed_s * (g->k > 1 ? 2 : 1);
+}
+
+/* The library's pick for M rows: the fastest configuration at M rounded up to the
+   tile-height unit (split-K only while the tiles leave SMs idle and a slice keeps
+   PB_SIM_SPLITK_MIN_K of K). */
+static gemm_cfg gemm_pick(const pb_sim *s, double M, double K, double N) {
+    double Mr = ceil(M / s->m_unit) * s->m_unit, best_t = INFINITY;
+    gemm_cfg best = {0, 0, 1};
     for (int i = 0; i < s->c.n_tiles; i++) {
-        double tm = s->c.tile_m[i], tn = s->c.tile_n[i];
-        double waves = ceil(ceil(M / tm) * ceil(N / tn) / sms);
-        double t = waves * 2.0 * tm * tn * K / s->tile_rate[i];
-        if (t < best) best = t;
+        double tiles = ceil(Mr / s->c.tile_m[i]) * ceil(N / s->c.tile_n[i]);
+        for (int j = 0; j < s->c.n_splits; j++) {
+            int32_t k = s->c.splitk[j];
+            if (k > 1 && (tiles >= s->hw.n_sms || K / k < PB_SIM_SPLITK_MIN_K)) continue;
+            gemm_cfg g = gemm_config(s, i, k, Mr, K, N);
+            double t = gemm_cfg_time(s, &g, Mr, K, N);
+            if (t < best_t) {
+                best_t = t;
+                best = g;
+            }
+        }
     }
     return best;
 }
 
 double pb_sim_gemm_time(const pb_sim *s, double M, double K, double N) {
     if (M <= 0) return 0;
-    double fl = gemm_compute(s, M, K, N);
-    double by = (K * N + M * K + M * N) * s->dt / s->gemm_bw;
-    return (fl > by ? fl : by) + s->c.gemm_fixed_s;
+    gemm_cfg g = gemm_pick(s, M, K, N);
+    return gemm_cfg_time(s, &g, M, K, N);
 }
 
-/* GEMM g of the step (0..3: the layer's, 4: LM head) for M rows, from the table. */
+/* GEMM g of the step (0..3: the layer's, 4: LM head) for M rows: the tabulated pick. */
 static double gemm_time(const pb_sim *s, int g, double M, double K, double N) {
     if (M <= 0) return 0;
     double u = ceil(M / s->m_unit);
-    double fl = u <= GEMM_TAB_UNITS ? s->gemm_tab[g][(int)u] : gemm_compute(s, M, K, N);
-    double by = (K * N + M * K + M * N) * s->dt / s->gemm_bw;
-    return (fl > by ? fl : by) + s->c.gemm_fixed_s;
+    if (u > GEMM_TAB_UNITS) return pb_sim_gemm_time(s, M, K, N);
+    return gemm_cfg_time(s, &s->gemm_tab[g][(int)u], M, K, N);
 }
 
 static int32_t gcd32(int32_t a, int32_t b) {
@@ -314,11 +368,10 @@ static void build_gemm_tables(pb_sim *s) {
     K[4] = s->h;
     N[4] = s->vocab_tp;
     for (int g = 0; g < 5; g++) {
-        s->gemm_tab[g] = pb_xmalloc((GEMM_TAB_UNITS + 1) * sizeof(double));
-        s->gemm_tab[g][0] = 0;
+        s->gemm_tab[g] = pb_xcalloc(GEMM_TAB_UNITS + 1, sizeof(gemm_cfg));
         /* ceil(M/m) = ceil(ceil(M/m_unit) / (m/m_unit)), so M = u * m_unit stands for
            every M with that unit count */
-        for (int u = 1; u <= GEMM_TAB_UNITS; u++) s->gemm_tab[g][u] = gemm_compute(s, (double)u * s->m_unit, K[g], N[g]);
+        for (int u = 1; u <= GEMM_TAB_UNITS; u++) s->gemm_tab[g][u] = gemm_pick(s, (double)u * s->m_unit, K[g], N[g]);
     }
 }
 
@@ -427,10 +480,18 @@ pb_status pb_sim_check(const pb_sim *s) {
         if (s->c.tile_m[i] < 1 || s->c.tile_n[i] < 1 || s->c.tile_m[i] % s->m_unit) return PB_ERR_INVALID;
         if (!(s->tile_rate[i] > 0 && s->tile_rate[i] <= s->flops / s->hw.n_sms * (1 + 1e-12))) return PB_ERR_INVALID;
     }
+    if (!(s->c.gemm_sm_bw > 0) || s->c.n_splits < 1 || s->c.n_splits > PB_SIM_MAX_SPLITS) return PB_ERR_INVALID;
+    for (int j = 0; j < s->c.n_splits; j++)
+        if (s->c.splitk[j] < 1) return PB_ERR_INVALID;
     for (int g = 0; g < 5; g++) {
-        if (!s->gemm_tab[g] || s->gemm_tab[g][0] != 0) return PB_ERR_INVALID;
-        for (int u = 1; u <= GEMM_TAB_UNITS; u++)   /* more rows never compute faster */
-            if (!(s->gemm_tab[g][u] >= s->gemm_tab[g][u - 1] && s->gemm_tab[g][u] > 0)) return PB_ERR_INVALID;
+        if (!s->gemm_tab[g]) return PB_ERR_INVALID;
+        double K = g < 4 ? s->gK[g] : s->h, N = g < 4 ? s->gN[g] : s->vocab_tp, prev = 0;
+        for (int u = 1; u <= GEMM_TAB_UNITS; u++) {   /* each pick is a real configuration;  */
+            const gemm_cfg *c = &s->gemm_tab[g][u];      /* more rows never run faster          */
+            double t = gemm_cfg_time(s, c, (double)u * s->m_unit, K, N);
+            if (!(c->c > 0 && c->inv_bw > 0 && c->k >= 1 && t >= prev * (1 - 1e-12))) return PB_ERR_INVALID;
+            prev = t;
+        }
     }
     return PB_OK;
 }
@@ -444,6 +505,7 @@ typedef struct {
     double D;                 /* decode sequences                         */
     double ctx;               /* live KV tokens read by decode attention  */
     double blocks;            /* (sequence, block) pairs read             */
+    double bs;                /* tokens per KV block (0: no blocks)       */
     double S;                 /* sampled sequences                        */
     double n_seqs;
 } step_sums;
@@ -492,8 +554,45 @@ static void sum_batch(const pb_sim *s, const pb_batch *b, step_sums *q) {
     q->D = D;
     q->ctx = ctx;
     q->blocks = blocks;
+    q->bs = bs;
     q->S = S;
     q->n_seqs = b->n_seqs;
+}
+
+/* ---- paged decode attention: the block-size law (executor_sim.h) ---- */
+/* Bytes one warp-wide load moves in the paper's kernel (CacheFlow/vLLM 2023
+   attention_kernels.cu, 32-lane warps, 16-byte vectors) at block size b: K, a thread
+   group of max(32/b, 1) lanes per token, each lane a vector of max(16/group, dtype)
+   bytes; V, min(16/dtype, b) elements per lane.  FasterTransformer's kernel loads 16
+   bytes a lane: 512 bytes a warp, the contiguous baseline. */
+static double warp_bytes_k(double b, double dt) {
+    double group = 32 / b > 1 ? 32 / b : 1, lane = 16 / group > dt ? 16 / group : dt;
+    return 32 * lane;
+}
+static double warp_bytes_v(double b, double dt) { return 32 * dt * (b < 16 / dt ? b : 16 / dt); }
+
+/* Warp memory requests the paged kernel issues per (sequence, KV head, block of b
+   tokens) beyond the contiguous kernel's: one block-table load for the K loop and one
+   for the V loop, and the narrower loads of a block's b*head K and V bytes. */
+static double paged_requests_per_block(double b, double d, double dt) {
+    double bytes = b * d * dt;
+    return 2 + bytes / warp_bytes_k(b, dt) + bytes / warp_bytes_v(b, dt) - 2 * bytes / 512;
+}
+
+/* KV token slots the decode kernel reads per layer: the live tokens, or with the paged
+   kernel whole blocks (a block's empty slots too). */
+static double attn_read_tokens(const pb_sim *s, const step_sums *q) {
+    double whole = q->bs * q->blocks;
+    return s->p.attn == PB_SIM_ATTN_PAGED && whole > q->ctx ? whole : q->ctx;
+}
+
+/* The paged kernel's warp requests beyond the contiguous kernel's, per layer: each costs
+   attn_paged_block_ns / 10, the requests of a block of 16 at Fig. 18a's geometry (head
+   128, fp16) where it was measured. */
+static double paged_attn_requests(const pb_sim *s, const step_sums *q) {
+    if (!(q->bs > 0) || !(q->blocks > 0)) return 0;
+    double per_req = s->c.attn_paged_block_s / paged_requests_per_block(PB_SIM_PAGED_CALIB_BLOCK, 128, 2);
+    return per_req * s->hkv * q->blocks * paged_requests_per_block(q->bs, s->d, s->dt);
 }
 
 static void forward(const pb_sim *s, const step_sums *q, pb_sim_breakdown *o) {
@@ -513,8 +612,8 @@ static void forward(const pb_sim *s, const step_sums *q, pb_sim_breakdown *o) {
         attn_calls++;
     }
     if (q->D > 0) {
-        double t = c->attn_fixed_s + c->attn_seq_head_s * q->D * s->hq + q->ctx * s->kv_tok_layer / s->attn_bw;
-        if (s->p.attn == PB_SIM_ATTN_PAGED) t += c->attn_paged_block_s * q->blocks * s->hkv;
+        double t = c->attn_fixed_s + c->attn_seq_head_s * q->D * s->hq + attn_read_tokens(s, q) * s->kv_tok_layer / s->attn_bw;
+        if (s->p.attn == PB_SIM_ATTN_PAGED) t += paged_attn_requests(s, q);
         o->decode_attn_s = L * t;
         attn_calls++;
     }
@@ -590,6 +689,7 @@ double pb_sim_decode_time(const pb_sim *s, int32_t n_seqs, int32_t ctx, int32_t 
     q.D = n_seqs;
     q.ctx = (double)n_seqs * ctx;
     q.blocks = block_size > 0 ? (double)n_seqs * ((ctx + block_size - 1) / block_size) : 0;
+    q.bs = block_size > 0 ? block_size : 0;
     q.S = n_seqs;
     q.n_seqs = n_seqs;
     pb_sim_breakdown o;

@@ -9,30 +9,61 @@
  *
  * GPU time is a sum over the model's operators, per layer and per GPU (work / tp):
  *   - GEMMs (QKV, output, FFN; LM head for the last token of each SAMPLED sequence
- *     only, as vLLM's sampler pruned hidden states), M tokens x N outputs x K inputs:
- *       max(compute, bytes / (HBM * gemm_bw_efficiency)) + gemm_fixed
- *     where compute is TILE AND WAVE QUANTIZED, as cuBLAS/CUTLASS run a GEMM: the
- *     M x N output is cut into tiles of one shape (gemm_tiles: m x n), one thread
- *     block per tile, the tiles run in waves over the n_sms SMs, so
- *       compute = min over tile shapes of
- *                 ceil(ceil(M/m) * ceil(N/n) / n_sms) * 2 m n K / tile_rate(m, n)
+ *     only, as vLLM's sampler pruned hidden states), M tokens x N outputs x K inputs,
+ *     run the way cuBLAS/CUTLASS run them: the M x N output is cut into tiles of one
+ *     shape (gemm_tiles: m x n), and K into k slices (split-K, gemm_splitk), one
+ *     thread block (CTA) per tile and slice, the CTAs run in waves over the n_sms SMs.
+ *     A configuration (m x n, k) takes
+ *       compute = ceil(ceil(M/m) * ceil(N/n) * k / n_sms) * 2 m n ceil(K/k) / tile_rate
  *       tile_rate = min(peak/n_sms * gemm_flops_efficiency,            (SM math)
  *                       l2_bandwidth/n_sms * 2mn / ((m+n) dtype))    (operand feed)
- *     (the best shape per GEMM, as a heuristic library picks; a tile reads (m+n)K
- *     operands for 2mnK FLOPs, so small tiles are L2-bound).  Co-resident thread
- *     blocks share an SM's math, so the wave count uses one tile per SM.  Large
- *     GEMMs reduce to FLOPs / (peak * gemm_flops_efficiency) as before; the
- *     small-M GEMMs of prefill / recompute pay for partial waves and padded tiles.
- *     Per (GEMM, ceil(M / gcd of tile heights)) the compute time is tabulated at
- *     create time, so a step costs a lookup per GEMM.
+ *       memory  = ((K N + M K + M N) dtype + (k > 1: 8 M N k, fp32 partials written
+ *                 and read back)) / min(HBM * gemm_bw_efficiency,
+ *                                       min(ceil(N/n) k, n_sms) * gemm_sm_bw)
+ *                 (the weights stream through one CTA per tile column and K slice,
+ *                 each at most gemm_sm_bw: a GEMM of few tile columns cannot fill HBM)
+ *       time    = sqrt(compute^2 + memory^2) + gemm_fixed (x2 with k > 1: the
+ *                 reduction is a second kernel)
+ *     -- compute and memory overlap imperfectly, so the corner of the roofline is
+ *     rounded (the profiles fit a power-mean exponent of 1.74; 2 fits as well and is
+ *     what the sim uses).  The library's pick is the fastest configuration at M
+ *     rounded up to the tile-height unit (gcd of the tile heights), timed at M;
+ *     split-K is offered only while the tiles leave SMs idle and a slice keeps
+ *     PB_SIM_SPLITK_MIN_K of K.  A tile reads (m+n)K operands for 2mnK FLOPs, so small
+ *     tiles are L2-bound; co-resident CTAs share an SM's math, so a wave holds one
+ *     CTA per SM.  Large GEMMs reduce to FLOPs / (peak * gemm_flops_efficiency); the
+ *     few-row GEMMs of decode are memory-bound, the transition (64-256 rows) pays for
+ *     padded tiles and partial waves.  Per (GEMM, ceil(M / gcd of tile heights)) the
+ *     pick is tabulated at create time, so a step costs a lookup and a square root
+ *     per GEMM.
  *   - prefill attention (causal, over cached prefix + new tokens): prefill_attn_fixed
  *     + FLOPs at prefill_attn_flops_efficiency of peak;
  *   - decode attention: one kernel call per layer,
  *       attn_fixed + attn_per_seq_head * seqs * heads
  *       + live KV bytes / (HBM * attn_stream_efficiency)
- *       (+ paged: attn_paged_block * (sequence, KV head, block) lookups)
- *     i.e. the FasterTransformer-style contiguous kernel, or the paged kernel whose
- *     extra cost grows with the number of blocks (small blocks = more lookups);
+ *     i.e. the FasterTransformer-style contiguous kernel; the paged kernel adds its
+ *     block-size law, from the structure of the paper's kernel (CacheFlow / vLLM 2023
+ *     attention_kernels.cu: one CTA of 4 warps per (sequence, head), each warp takes
+ *     one block per iteration and loads its physical number from the block table;
+ *     q.K gives each token a thread group of max(32/b, 1) lanes loading vectors of
+ *     max(16/group, dtype) bytes, logits.V gives each lane min(16/dtype, b) elements):
+ *       + (b * blocks - live tokens) KV bytes / (HBM * attn_stream_efficiency)
+ *                          (whole blocks are read, empty slots too)
+ *       + per_request * KV heads * sum over (sequence, block) of
+ *           2 table loads + b*head*dtype / warp_bytes_K(b) + b*head*dtype / warp_bytes_V(b)
+ *           - 2 * b*head*dtype / 512       (FasterTransformer: 16 B a lane, 512 a warp)
+ *     warp_bytes_K = 32 * max(16/group, dtype): 64 B at blocks 1-4, 128 at 8, 256 at
+ *     16, 512 from 32 (fp16); warp_bytes_V = 32 * dtype * min(16/dtype, b): 64, 128,
+ *     256 B at blocks 1, 2, 4, 512 from 8.  per_request = attn_paged_block_ns / 10, the
+ *     requests of a block of 16 (PB_SIM_PAGED_CALIB_BLOCK, where Fig. 18a measured
+ *     it).  Per token that is 9, 6, 4.5, 1.75, 0.63 requests at blocks 1, 2, 4, 8, 16,
+ *     2/b from 32 on.  Limits: one measured block size (16) anchors it; requests of
+ *     any width are taken to cost alike, and a table load like a data load; a
+ *     sequence of fewer than 4 blocks leaves warps of its CTA idle, which is free in
+ *     this model (the kernel is taken to be bandwidth-bound, not occupancy-bound);
+ *     the project's own kernel (kernels/attention.cu) loads 16-byte vectors at every
+ *     block size and would follow another law -- a GPU block-size sweep
+ *     (calibrate.py) measures that one;
  *   - norms, residuals, activations, KV-cache writes, embedding, sampling: bytes at
  *     elementwise_bw_efficiency of HBM + elementwise_fixed per kernel; a GPU gap per
  *     kernel;
@@ -45,7 +76,8 @@
  * Recompute is a prefill of prompt + generated tokens, which the engine sends.
  *
  * Calibration, micro level only (sources and residuals in the YAML):
- * experiments/calibrate/calibrate.py fits GEMM, element-wise, prefill-attention,
+ * experiments/calibrate/calibrate.py fits GEMM (its residual per token-count bucket in
+ * the YAML's source), element-wise, prefill-attention,
  * all-reduce and host (framework.python) terms on real per-operator GPU timings
  * (../shared/data/gpu-profiles); the paper's Fig. 18a sets the decode-attention
  * kernel terms and Fig. 19a the swap terms; GEMM tile shapes, SM count and L2
@@ -98,6 +130,9 @@ typedef struct {
 } pb_sim_fw_cost;
 
 #define PB_SIM_MAX_TILES 16
+#define PB_SIM_MAX_SPLITS 8
+#define PB_SIM_SPLITK_MIN_K 128  /* a split-K slice keeps at least this much of K */
+#define PB_SIM_PAGED_CALIB_BLOCK 16  /* attn_paged_block_ns was measured at block 16, head 128, fp16 */
 #define PB_SIM_AR_TPS 3          /* all-reduce fits at tp = 2, 4, 8 (larger tp: the tp-8 fit) */
 
 /* The hardware YAML's cost_model: map, in SI units. */
@@ -107,6 +142,9 @@ typedef struct {
     int n_tiles;                 /* GEMM output tile shapes the library chooses from    */
     int32_t tile_m[PB_SIM_MAX_TILES], tile_n[PB_SIM_MAX_TILES];
     double gemm_bw_eff;          /* memory-bound GEMM: achieved / datasheet HBM bw      */
+    double gemm_sm_bw;           /* bytes/s one SM's CTAs stream (a few CTAs: less HBM)  */
+    int n_splits;                /* split-K factors the library chooses from            */
+    int32_t splitk[PB_SIM_MAX_SPLITS];
     double elem_bw_eff;          /* element-wise kernels: achieved / datasheet HBM bw   */
     double prefill_attn_flops_eff; /* prefill attention kernel FLOP/s / peak            */
     double attn_fixed_s;         /* decode attention: per kernel call                   */

@@ -122,7 +122,13 @@ PB_TEST(hopper_floors) {
     make_decode(&t, 1, 128, 0);
     double floor_s = pb_param_bytes(&s.m) / s.hw.hbm_bw;           /* ~7.7 ms */
     double x = step_s(ft, &t.b);
-    PB_CHECK(x >= floor_s / s.c.gemm_bw_eff && x <= 1.25 * floor_s / s.c.gemm_bw_eff);   /* at the fitted H100 GEMM bandwidth */
+    /* weights stream at the fitted GEMM bandwidth (H100: the datasheet's), and the one
+       row is padded to a 64-row tile whose math adds in quadrature (sqrt(c^2 + m^2)):
+       1.43x the weight-read time at this revision; the profiled H100 GEMMs of 1-64 rows
+       sit at 0.98x the model's median (calibrate.py) */
+    double w = floor_s / s.c.gemm_bw_eff;
+    printf("  H100 batch-1 decode %.3f ms, weights at the fitted GEMM bandwidth %.3f ms\n", 1e3 * x, 1e3 * w);
+    PB_CHECK(x >= w && x <= 1.6 * w);
     pb_sim_destroy(ft);
 }
 
@@ -420,9 +426,11 @@ PB_TEST(gemm_tile_and_wave_quantization) {
     /* never faster than the FLOP rate, at any M */
     for (int M = 1; M <= 5000; M += 37) PB_CHECK(gemm_over_ideal(v, &s, M, 20480, 5120) >= 1.0 - 1e-9);
     /* tile quantization: rows are padded to the tile height (64), so 193..256 rows
-       cost the same on a compute-bound GEMM */
-    PB_CHECK_NEAR(pb_sim_gemm_time(v, 193, 16384, 16384), pb_sim_gemm_time(v, 256, 16384, 16384), 1e-15);
-    PB_CHECK(pb_sim_gemm_time(v, 257, 16384, 16384) > pb_sim_gemm_time(v, 256, 16384, 16384));
+       cost the same compute (only their activations' bytes differ: < 1%), and 257 rows
+       take another tile row */
+    double t193 = pb_sim_gemm_time(v, 193, 16384, 16384), t256 = pb_sim_gemm_time(v, 256, 16384, 16384);
+    PB_CHECK(t193 <= t256 && t256 < 1.01 * t193);
+    PB_CHECK(pb_sim_gemm_time(v, 257, 16384, 16384) > 1.1 * t256);
     /* wave quantization: M = 256 of OPT-13B's FFN-out (N = 5120) has 80 128x128 tiles
        or 320 64x64 tiles for 108 SMs (3 waves, nearly full); finer SMs in the same
        chip leave a partial wave, so the GEMM is further above its FLOP-rate time */
@@ -448,10 +456,13 @@ PB_TEST(gemm_tile_and_wave_quantization) {
     PB_CHECK(pb_sim_gemm_time(slow, 256, 5120, 5120) > pb_sim_gemm_time(v, 256, 5120, 5120));
     pb_sim_destroy(slow);
     pb_sim_destroy(u);
-    /* one tile shape, 128x128: 4 x 27 = 108 tiles fill one wave exactly, 4 x 28 need two */
+    /* one tile shape, 128x128: 4 x 27 = 108 tiles fill one wave exactly, 4 x 28 need two
+       (memory made free, so the compute side is alone in the quadrature sum) */
     specs s4 = s;
     s4.c.n_tiles = 1;
     s4.c.tile_m[0] = s4.c.tile_n[0] = 128;
+    s4.hw.hbm_bw *= 1e9;
+    s4.c.gemm_sm_bw *= 1e9;
     pb_sim *t = mk(&s4, 1, PB_SIM_ATTN_PAGED, PB_SIM_FW_PYTHON);
     PB_REQUIRE(t);
     double one = pb_sim_gemm_time(t, 512, 65536, 27 * 128) - s.c.gemm_fixed_s,
@@ -483,6 +494,80 @@ PB_TEST(gemm_tile_and_wave_quantization) {
     }
     PB_CHECK(pb_sim_check(v) == PB_OK);
     pb_sim_destroy(v);
+}
+
+/* Decode attention's paged-minus-contiguous time per layer for n sequences of ctx
+   tokens in blocks of bs. */
+static double paged_extra(const pb_sim *paged, const pb_sim *contig, const specs *s, int n, int ctx, int bs) {
+    tbatch t;
+    pb_sim_breakdown a, b;
+    make_decode(&t, n, ctx, bs);
+    pb_sim_step_breakdown(paged, &t.b, &a);
+    pb_sim_step_breakdown(contig, &t.b, &b);
+    return (a.decode_attn_s - b.decode_attn_s) / s->m.n_layers;
+}
+
+/* The paged kernel's block-size law (executor_sim.h): warp requests per token of the
+   paper's kernel (table loads, narrow K/V loads below 32 / 8 tokens a block) relative
+   to block 16, where attn_paged_block_ns was measured; whole blocks read. */
+PB_TEST(paged_block_size_law) {
+    specs s;
+    PB_REQUIRE(load("opt-13b", "a100-40gb", &s));
+    pb_sim *paged = mk(&s, 1, PB_SIM_ATTN_PAGED, PB_SIM_FW_PYTHON), *contig = mk(&s, 1, PB_SIM_ATTN_CONTIGUOUS, PB_SIM_FW_PYTHON);
+    PB_REQUIRE(paged && contig);
+    double hkv = s.m.n_kv_heads, n = 8, ctx = 256;
+    /* block 16: attn_paged_block_ns per (sequence, KV head, block), as calibrated */
+    double e16 = paged_extra(paged, contig, &s, 8, 256, 16);
+    PB_CHECK_NEAR(e16, s.c.attn_paged_block_s * hkv * n * ctx / 16, e16 * 1e-12);
+    /* requests per token (fp16, head 128): 9, 6, 4.5, 1.75 at blocks 1, 2, 4, 8, 0.625
+       at 16, 2/b from 32: blocks 1-4 pay the narrow 2-byte loads, not 1/b */
+    const int bs[] = {1, 2, 4, 8, 32, 64, 128, 256};
+    const double per_tok[] = {9, 6, 4.5, 1.75, 2.0 / 32, 2.0 / 64, 2.0 / 128, 2.0 / 256};
+    for (size_t i = 0; i < PB_ARRAY_LEN(bs); i++) {
+        double e = paged_extra(paged, contig, &s, 8, 256, bs[i]);
+        PB_CHECK_NEAR(e / e16, per_tok[i] / 0.625, 1e-9);
+    }
+    /* whole blocks are read: 100 tokens in a block of 256 stream 256 slots of KV */
+    double kv_tok = 2.0 * s.m.n_kv_heads * s.m.head_size * s.m.dtype_bytes, bw = s.hw.hbm_bw * s.c.attn_stream_eff;
+    double e256 = paged_extra(paged, contig, &s, 8, 100, 256);
+    PB_CHECK_NEAR(e256, n * (156 * kv_tok / bw + s.c.attn_paged_block_s / 10 * hkv * 2), e256 * 1e-9);
+    pb_sim_destroy(paged);
+    pb_sim_destroy(contig);
+}
+
+/* The GEMM's memory side: few CTAs cannot fill HBM (gemm_sm_bw per active SM), and
+   split-K puts more CTAs on a GEMM whose tiles leave SMs idle. */
+PB_TEST(gemm_splitk_and_sm_bandwidth) {
+    specs s;
+    PB_REQUIRE(load("opt-13b", "a100-40gb", &s));
+    /* one row, N = 512: 8 64x64 tiles, K = 16384 (16 MiB of weights) */
+    double M = 1, K = 16384, N = 512, bytes = (K * N + M * K + M * N) * 2;
+    specs s1 = s;
+    s1.c.n_splits = 1;
+    s1.c.splitk[0] = 1;
+    pb_sim *nosplit = mk(&s1, 1, PB_SIM_ATTN_PAGED, PB_SIM_FW_PYTHON), *v = mk(&s, 1, PB_SIM_ATTN_PAGED, PB_SIM_FW_PYTHON);
+    PB_REQUIRE(nosplit && v);
+    /* without split-K: the weights stream through at most 8 tile columns (64 wide), each
+       at the per-SM bandwidth */
+    double t1 = pb_sim_gemm_time(nosplit, M, K, N);
+    PB_CHECK(t1 >= bytes / (8 * s.c.gemm_sm_bw) + s.c.gemm_fixed_s);
+    /* with split-K: at least 3x faster, never below the HBM floor, and a second kernel */
+    double t2 = pb_sim_gemm_time(v, M, K, N);
+    printf("  1 x 16384 x 512 GEMM: %.1f us without split-K, %.1f us with\n", 1e6 * t1, 1e6 * t2);
+    PB_CHECK(t2 < t1 / 3);
+    PB_CHECK(t2 >= bytes / (s.hw.hbm_bw * s.c.gemm_bw_eff) + 2 * s.c.gemm_fixed_s);
+    /* a GEMM whose tiles fill the SMs never splits: the two models agree exactly */
+    PB_CHECK_NEAR(pb_sim_gemm_time(v, 64, 5120, 15360), pb_sim_gemm_time(nosplit, 64, 5120, 15360), 1e-15);
+    /* more per-SM bandwidth never slows a GEMM, less never speeds one up */
+    specs s2 = s;
+    s2.c.gemm_sm_bw *= 4;
+    pb_sim *fast = mk(&s2, 1, PB_SIM_ATTN_PAGED, PB_SIM_FW_PYTHON);
+    PB_REQUIRE(fast);
+    for (int m = 1; m <= 512; m += 31) PB_CHECK(pb_sim_gemm_time(fast, m, K, N) <= pb_sim_gemm_time(v, m, K, N));
+    PB_CHECK(pb_sim_check(v) == PB_OK && pb_sim_check(nosplit) == PB_OK);
+    pb_sim_destroy(fast);
+    pb_sim_destroy(v);
+    pb_sim_destroy(nosplit);
 }
 
 PB_TEST(config_errors) {

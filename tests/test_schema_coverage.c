@@ -283,6 +283,8 @@ static const kcase CASES[] = {
     /* cost model (top-level overrides; the same keys as hardware.cost_model) */
     L("cost_model.sources", "provenance of each number"),
     E("cost_model.gemm_tiles", "sim", "cost_model.gemm_tiles=[\"32x32\"]"),
+    E("cost_model.gemm_splitk", "sim", "cost_model.gemm_splitk=[1]"),
+    E("cost_model.gemm_sm_bw_GBps", "sim", "cost_model.gemm_sm_bw_GBps=0.5"),
     E("cost_model.framework", "sim", "cost_model.framework={python: {step_us: 20000}}"),
     E("cost_model.framework.python", "sim", "cost_model.framework.python={step_us: 20000}"),
     E("cost_model.framework.cpp", "ft", "cost_model.framework.cpp={step_us: 20000}"),

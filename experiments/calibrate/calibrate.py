@@ -7,10 +7,12 @@ Reads the per-operator GPU timings of ../shared/data/gpu-profiles/ (Vidur's prof
 tables: A100/H100 linear layers by token count and TP, A100 attention, NCCL all-reduce,
 host overheads of a vLLM-derived engine; see that folder's README) and fits, per GPU:
 
-  GEMM         t = max(tile-and-wave compute at gemm_flops_efficiency,
-                       bytes / (HBM * gemm_bw_efficiency)) + gemm_fixed_us
-               (the sim's own formula, executors/executor_sim.h), on every
-               (M = tokens, N, K, TP) shape of compute/<gpu>/*/mlp.csv
+  GEMM         t = sqrt(compute^2 + memory^2) + gemm_fixed_us over the library's
+               fastest tile shape and split-K factor: tile-and-wave compute at
+               gemm_flops_efficiency, bytes / min(HBM * gemm_bw_efficiency, active
+               CTAs * gemm_sm_bw_GBps) (the sim's own formula, executors/executor_sim.h),
+               on every (M = tokens, N, K, TP) shape of compute/<gpu>/*/mlp.csv;
+               residuals also per token-count bucket
   element-wise t = elementwise_fixed_us + bytes / (HBM * elementwise_bw_efficiency),
                on the norm / activation / rotary columns
   prefill attn t = prefill_attn_fixed_us + causal FLOPs / (peak * prefill_attn_flops_efficiency),
@@ -19,8 +21,8 @@ host overheads of a vLLM-derived engine; see that folder's README) and fits, per
                on network/<gpu>_dgx/all_reduce.csv (one node, NVSwitch)
   host         framework.python: step_us + seq_us * batch (TP 1) and worker_us +
                worker_seq_us * batch (extra at TP > 1: Ray RPC + barrier), on the
-               medians of a100@0633efa/cpu_overheads.csv (schedule + prepare_inputs_e2e
-               + sampler_e2e + process_model_outputs; RAY_COMM_TIME + barrier)
+               mean host time per step of a100@0633efa/cpu_overheads.csv (wall time /
+               steps - the model-execution mean)
 
 Every fit minimises the squared log error (relative error) with Nelder-Mead, and
 reports its residual: median and 90th-percentile |relative error| over every row.
@@ -47,6 +49,8 @@ import sys
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(os.path.dirname(HERE))
+sys.path.insert(0, HERE)
+import gpu_sweep  # noqa: E402  (the GPU calibration sweeps' reader, beside this file)
 HW_DIR = os.path.join(ROOT, "experiments", "hardware")
 
 # Hardware base numbers the fits need (datasheets; the same as the YAMLs' base keys).
@@ -145,27 +149,81 @@ def mlp_rows(prof, gpu):
     return files, gemms, elems
 
 
-def gemm_pred(M, K, N, eff, bweff, fixed, base):
-    peak, sms, l2, hbm = base["fp16_tflops"] * 1e12, base["n_sms"], base["l2_bandwidth_GBps"] * 1e9, \
-        base["hbm_bandwidth_GBps"] * 1e9
-    best = float("inf")
+# The sim's GEMM model (executors/executor_sim.h, gemm_model): for every output tile shape
+# (TILES) and split-K factor (SPLITK; a slice keeps >= SPLITK_MIN_K of K; splits only while
+# the tiles do not fill the SMs) a configuration has
+#   compute = waves * 2 tm tn ceil(K/k) / min(L2 feed, peak * eff / SMs)
+#   memory  = (K N + M K + M N) dtype + (k > 1: M N fp32 partials written and read back)
+#             / min(HBM * bweff, weight streams * per-SM bandwidth), one weight stream per
+#             tile column and K slice (ceil(N / tn) * k, at most one per SM)
+#   time    = sqrt(compute^2 + memory^2) + fixed * (1, or 2 with a split-K reduction)
+# The library's pick is the fastest configuration at M rounded up to the tile-height unit
+# (the gcd of the tile heights; the sim tabulates it per unit), timed at the exact M.
+SPLITK = [1, 2, 4, 8, 16]
+SPLITK_MIN_K = 128
+M_UNIT = 64          # gcd of TILES' heights
+
+
+def gemm_configs(Mr, K, N, base):
+    """(L2 feed FLOP/s per SM, FLOPs of the CTAs of the critical SM, weight streams, split) per configuration at Mr:
+    the weights stream through ceil(N / tn) * k CTAs (one per tile column and K slice; more tile rows re-read
+    the same tiles from L2), each at most at the per-SM bandwidth."""
+    sms, l2 = base["n_sms"], base["l2_bandwidth_GBps"] * 1e9
+    out = []
     for tm, tn in TILES:
         feed = l2 / sms * 2 * tm * tn / ((tm + tn) * 2)
-        rate = min(feed, peak * eff / sms)
-        waves = math.ceil(math.ceil(M / tm) * math.ceil(N / tn) / sms)
-        best = min(best, waves * 2.0 * tm * tn * K / rate)
-    by = (K * N + M * K + M * N) * 2 / (hbm * bweff)
-    return max(best, by) + fixed
+        cols = math.ceil(N / tn)
+        tiles = math.ceil(Mr / tm) * cols
+        for k in SPLITK:
+            if k > 1 and (tiles >= sms or K / k < SPLITK_MIN_K):
+                continue
+            out.append((feed, math.ceil(tiles * k / sms) * 2.0 * tm * tn * math.ceil(K / k), min(cols * k, sms), k))
+    return out
+
+
+def gemm_cfg_time(cfg, M, K, N, x, base):
+    eff, bweff, smbw, fixed = x
+    feed, work, act, k = cfg
+    cm = base["fp16_tflops"] * 1e12 * eff / base["n_sms"]
+    c = work / min(feed, cm)
+    bw = min(base["hbm_bandwidth_GBps"] * 1e9 * bweff, act * smbw * 1e9)
+    by = (K * N + M * K + M * N) * 2 + (M * N * 4 * 2 * k if k > 1 else 0)
+    return math.sqrt(c * c + (by / bw) ** 2) + fixed * 1e-6 * (2 if k > 1 else 1)
+
+
+def gemm_pick(cfgs, M, K, N, x, base):
+    Mr = math.ceil(M / M_UNIT) * M_UNIT
+    best = min(cfgs, key=lambda cf: gemm_cfg_time(cf, Mr, K, N, x, base))
+    return gemm_cfg_time(best, M, K, N, x, base)
+
+
+def gemm_pred(M, K, N, x, base):
+    """x = (gemm_flops_efficiency, gemm_bw_efficiency, gemm_sm_bw_GBps, gemm_fixed_us); seconds."""
+    return gemm_pick(gemm_configs(math.ceil(M / M_UNIT) * M_UNIT, K, N, base), M, K, N, x, base)
+
+
+M_BUCKETS = [(1, 64), (65, 192), (193, 512), (513, 4096)]
+
+
+def bucket_residuals(rows):
+    """'M 1-64: 1.01 [0.95-1.07], ...': median pred/measured and its p10-p90 per token-count bucket."""
+    out = []
+    for lo, hi in M_BUCKETS:
+        v = sorted(p / m for M, p, m in rows if lo <= M <= hi)
+        if v:
+            out.append("M %d-%d %.2f [%.2f-%.2f]" % (lo, hi, v[len(v) // 2], v[len(v) // 10], v[(9 * len(v)) // 10]))
+    return ", ".join(out)
 
 
 def fit_gemm(gemms, base):
-    sub = gemms[::4]
-    f = lambda x: sq_log_err([(gemm_pred(M, K, N, x[0], x[1], abs(x[2]) * 1e-6, base), m) for M, K, N, m in sub]) \
-        if 0.05 < x[0] <= 1 and 0.05 < x[1] <= 1 else 1e9
-    x = nelder_mead(f, [0.74, 0.76, 6.0], [0.05, 0.05, 2.0], iters=150)
-    eff, bweff, fixed = x[0], x[1], abs(x[2])
-    res = residual([(gemm_pred(M, K, N, eff, bweff, fixed * 1e-6, base), m) for M, K, N, m in gemms])
-    return eff, bweff, fixed, res
+    pre = [(gemm_configs(math.ceil(M / M_UNIT) * M_UNIT, K, N, base), M, K, N, m) for M, K, N, m in gemms]
+    sub = pre[::16]
+    ok = lambda x: 0.05 < x[0] <= 1 and 0.05 < x[1] <= 1 and x[2] > 1 and x[3] >= 0
+    f = lambda x: sq_log_err([(gemm_pick(cf, M, K, N, x, base), m) for cf, M, K, N, m in sub]) if ok(x) else 1e9
+    x = nelder_mead(f, [0.72, 0.85, 30.0, 3.0], [0.05, 0.05, 10.0, 1.0], iters=200)
+    rows = [(M, gemm_pick(cf, M, K, N, x, base), m) for cf, M, K, N, m in pre]
+    res = residual([(p, m) for _, p, m in rows])
+    return x, res, bucket_residuals(rows)
 
 
 def fit_elem(elems, base):
@@ -216,28 +274,103 @@ def fit_allreduce(prof, net):
 
 
 # ---- host overheads (cpu_overheads.csv of the Jan-2024 engine) ------------------------
-def fit_host(prof):
+# Host time per step = wall time of the timed run / steps - the model-execution mean: every
+# host op (schedule, prepare inputs, sampler, process outputs, the barrier, and the part of
+# the step no timer covers) averaged over the run's steps -- a MEAN, as a server's capacity
+# is set by its mean step time (the process-outputs column is 2-3x skewed: mean / median).
+# Per request (arrival, finish) is not separable here: every row admits its batch at once,
+# so requests per step grow with the batch as sequences do.
+def host_rows(prof):
     path = os.path.join(prof, "vidur", "a100@0633efa", "cpu_overheads.csv")
-    tp1, tpn = [], []
+    out = []
     for r in rows(path):
         g = lambda k: float(r[k])
-        host = g("SCHEDULE_MEDIAN") + g("PREPARE_INPUTS_E2E_MEDIAN") + g("SAMPLER_E2E_MEDIAN") + \
-            g("PROCESS_MODEL_OUTPUTS_MEDIAN")
-        extra = g("RAY_COMM_TIME_MEDIAN") + g("POST_PREPARE_INPUTS_BARRIER_MEDIAN")
-        bs, tp = int(r["batch_size"]), int(r["tensor_parallel_degree"])
-        (tp1 if tp == 1 else tpn).append((bs, host * 1e-3, extra * 1e-3))
-    # TP 1: host = a + b * bs
-    f = lambda x: sq_log_err([(abs(x[0]) * 1e-6 + abs(x[1]) * 1e-6 * bs, h) for bs, h, _ in tp1])
-    a = nelder_mead(f, [1500.0, 80.0], [300.0, 20.0])
-    step_us, seq_us = abs(a[0]), abs(a[1])
-    res1 = residual([(step_us * 1e-6 + seq_us * 1e-6 * bs, h) for bs, h, _ in tp1])
-    # TP > 1: (host - TP1 fit) + RPC + barrier = w + v * bs
-    pts = [(bs, max(1e-5, h - (step_us + seq_us * bs) * 1e-6 + e)) for bs, h, e in tpn]
+        wall = g("total_time") / g("num_steps")
+        out.append((int(r["batch_size"]), int(r["tensor_parallel_degree"]), wall - g("MODEL_EXECUTION_E2E_MEAN") * 1e-3,
+                    r["model_name"]))
+    return path, out
+
+
+def fit_line(pts, x0):
     f = lambda x: sq_log_err([(abs(x[0]) * 1e-6 + abs(x[1]) * 1e-6 * bs, y) for bs, y in pts])
-    w = nelder_mead(f, [2000.0, 80.0], [500.0, 20.0])
-    worker_us, worker_seq_us = abs(w[0]), abs(w[1])
-    resn = residual([(worker_us * 1e-6 + worker_seq_us * 1e-6 * bs, y) for bs, y in pts])
-    return path, (step_us, seq_us, res1, len(tp1)), (worker_us, worker_seq_us, resn, len(pts))
+    a = nelder_mead(f, x0, [x0[0] / 5, x0[1] / 5])
+    a = [abs(a[0]), abs(a[1])]
+    return a, residual([(a[0] * 1e-6 + a[1] * 1e-6 * bs, y) for bs, y in pts])
+
+
+def fit_host(prof):
+    path, hr = host_rows(prof)
+    tp1 = [(bs, h) for bs, tp, h, _ in hr if tp == 1]
+    (step_us, seq_us), res1 = fit_line(tp1, [2000.0, 150.0])
+    spread = []   # the same fit per model: how far the per-sequence cost moves between models
+    for name in sorted(set(n for _, tp, _, n in hr if tp == 1)):
+        (_, q), _ = fit_line([(bs, h) for bs, tp, h, n in hr if tp == 1 and n == name], [2000.0, 150.0])
+        spread.append(q)
+    # TP > 1: the extra host time over the TP-1 line (Ray RPC to the workers, barrier)
+    pts = [(bs, max(1e-5, h - (step_us + seq_us * bs) * 1e-6)) for bs, tp, h, _ in hr if tp > 1]
+    (worker_us, worker_seq_us), resn = fit_line(pts, [2000.0, 100.0])
+    return path, (step_us, seq_us, res1, len(tp1), min(spread), max(spread)), (worker_us, worker_seq_us, resn, len(pts))
+
+
+# ---- paged attention's block-size law (executors/executor_sim.h) ----------------------
+# Warp requests the paper's kernel issues per (sequence, KV head, block of b tokens)
+# beyond FasterTransformer's: two block-table loads (K and V loops) and the narrower loads
+# of the block's K and V bytes (K: 32 lanes x max(16 / max(32/b, 1), dtype) bytes a warp,
+# V: 32 x dtype x min(16/dtype, b); FT: 512).  attn_paged_block_ns is the cost of the 10
+# requests of a block of 16 (Fig. 18a); a GPU block-size sweep, when one was measured,
+# refits it.
+SWEEP_HW = {"A100-SXM4-40GB": "a100-40gb", "A100-SXM4-80GB": "a100-80gb", "A100 80GB PCIe": "a100-80gb-pcie",
+            "H100 80GB HBM3": "h100-sxm", "NVIDIA A100-SXM4-40GB": "a100-40gb", "NVIDIA A100-SXM4-80GB": "a100-80gb",
+            "NVIDIA A100 80GB PCIe": "a100-80gb-pcie", "NVIDIA H100 80GB HBM3": "h100-sxm", "NVIDIA H200": "h200"}
+
+
+def paged_requests_per_block(b, d=128, dt=2):
+    group = max(32.0 / b, 1.0)
+    wk = 32 * max(16.0 / group, dt)
+    wv = 32 * dt * min(16.0 / dt, b)
+    by = b * d * dt
+    return 2 + by / wk + by / wv - 2 * by / 512
+
+
+def attn_block_sweep(gpu_dir):
+    """{hardware: (attn_paged_block_ns, source)} from every results/gpu/<device>/calib_attention.csv timed on a
+    GPU (the `./run_all.sh gpu` sweep of kernels/attention.cu, paged at blocks 1-256 beside the contiguous
+    kernel; read by gpu_sweep.py); the law's per-request cost is the median over the points of (paged -
+    contiguous - the empty slots of whole blocks, streamed at the contiguous kernel's rate) / requests, and the
+    source gives pred/measured by block size.  {} when no sweep was timed on a GPU."""
+    out = {}
+    for path in sorted(glob.glob(os.path.join(gpu_dir, "*", "calib_attention.csv"))):
+        try:
+            rs = [r for r in gpu_sweep.read(path, gpu_sweep.ATTN_COLS) if r["timer"] in gpu_sweep.GPU_TIMERS]
+        except gpu_sweep.SweepError as e:
+            raise SystemExit("calibrate.py: %s" % e)
+        contig = {(r["batch"], r["context"], r["num_heads"], r["head_size"]): r["median_us"] for r in rs
+                  if r["kernel"] == "contig"}
+        pts = []   # (block, requests, measured extra us, extra not from requests us)
+        for r in rs:
+            c = contig.get((r["batch"], r["context"], r["num_heads"], r["head_size"]))
+            if r["kernel"] != "paged" or c is None:
+                continue
+            b, n, ctx, h, d = (r[k] for k in ("block_size", "batch", "context", "num_heads", "head_size"))
+            nb = math.ceil(ctx / b)
+            pts.append((b, n * h * nb * paged_requests_per_block(b, d), r["median_us"] - c, (b * nb - ctx) * c / ctx))
+        if not pts:
+            continue
+        hw = SWEEP_HW.get(rs[0]["device"])
+        per_req = sorted((x - pad) / req for _, req, x, pad in pts)[len(pts) // 2]
+        by_b = {}
+        for b, req, x, pad in pts:
+            by_b.setdefault(b, []).append((per_req * req + pad) / x if x > 0 else float("nan"))
+        res = ", ".join("%d: %.2f" % (b, sorted(v)[len(v) // 2]) for b, v in sorted(by_b.items()))
+        src = ("calibrate.py fit of the block-size law on %s (%s, %d paged points at blocks %s beside the contiguous "
+               "kernel; OUR kernel kernels/attention.cu, not the paper's): %.4f ns per warp request x 10 requests "
+               "per block of 16; pred/measured extra by block: %s" % (os.path.relpath(path, ROOT), rs[0]["device"],
+                                                                        len(pts), "/".join(str(b) for b in sorted(by_b)),
+                                                                        per_req * 1e3, res))
+        print("  block sweep %s: %.4f ns per request (%s) -> %s" % (path, per_req * 1e3, res, hw or "no hardware spec"))
+        if hw:
+            out[hw] = (round(per_req * 1e3 * 10, 3), src)
+    return out
 
 
 # ---- what each hardware YAML gets ------------------------------------------------------
@@ -272,11 +405,14 @@ def _fit_all(prof, t):
     out = []   # (path, value, source)
     files, gemms, elems = mlp_rows(prof, t["gpu"])
     rel = "data/gpu-profiles/vidur/compute/%s/*/*/mlp.csv" % t["gpu"]
-    eff, bweff, fixed, res = fit_gemm(gemms, src_base)
+    (eff, bweff, smbw, fixed), res, buckets = fit_gemm(gemms, src_base)
     n_g = "%d GEMM rows of %d files (QKV, out, FC1/gate-up, FC2/down at TP 1-8, 1-4096 tokens)" % (len(gemms), len(files))
-    src = "calibrate.py fit of the sim's GEMM formula on %s, %s; residual %s%s" % (rel, n_g, res, t["note"])
+    src = ("calibrate.py fit of the sim's GEMM formula (tiles, split-K, per-SM bandwidth, sqrt(compute^2 + memory^2)) "
+           "on %s, %s; residual %s; pred/measured by token count, median [p10-p90]: %s%s" % (rel, n_g, res, buckets,
+                                                                                           t["note"]))
     out += [("cost_model.gemm_flops_efficiency", round(eff, 4), src),
             ("cost_model.gemm_bw_efficiency", round(bweff, 4), src),
+            ("cost_model.gemm_sm_bw_GBps", round(smbw, 2), src),
             ("cost_model.gemm_fixed_us", round(fixed, 3), src)]
     ee, ef, eres = fit_elem(elems, src_base)
     esrc = ("calibrate.py fit on %s: %d rows of RMSNorm x2, SiLU-and-mul, rotary (the gated models; bytes read + "
@@ -304,14 +440,17 @@ def _fit_all(prof, t):
                     "unknown" % (tp, top, top, t["net"]))
             out += [("cost_model.allreduce_tp%d_us" % tp, round(lat, 2), asrc),
                     ("cost_model.allreduce_tp%d_GBps" % tp, round(bw, 1), asrc)]
-    path, (su, qu, r1, n1), (wu, wq, rn, nn) = fit_host(prof)
+    path, (su, qu, r1, n1, qlo, qhi), (wu, wq, rn, nn) = fit_host(prof)
     hsrc = ("calibrate.py fit on data/gpu-profiles/vidur/a100@0633efa/cpu_overheads.csv (Jan-2024 vLLM-derived engine, "
-            "the closest in time to vLLM v0.2): medians of schedule + prepare_inputs_e2e + sampler_e2e + "
-            "process_model_outputs vs batch size, %d TP-1 rows; residual %s [host CPU of the profiled node; "
-            "vLLM 0.1/0.2's own host code unmeasured]" % (n1, r1))
-    wsrc = ("calibrate.py fit on data/gpu-profiles/vidur/a100@0633efa/cpu_overheads.csv: extra host time at TP > 1 "
-            "(RAY_COMM_TIME + POST_PREPARE_INPUTS_BARRIER + host above the TP-1 fit) vs batch size, %d rows at TP 2-4; "
-            "residual %s" % (nn, rn))
+            "the closest in time to vLLM v0.2): host time per step = total_time / num_steps - MODEL_EXECUTION_E2E_MEAN "
+            "(every host op and the untimed rest, as MEANS over the run's steps: capacity follows the mean step; the "
+            "medians used before gave 1490 us + 103 us per sequence) vs batch size, %d TP-1 rows (Llama-2-7B, "
+            "CodeLlama-34B pooled; fitted per model the per-sequence cost is %.0f-%.0f us); residual %s. Per-request "
+            "costs are not separable in these rows (each admits its whole batch at once) [host CPU of the profiled "
+            "node; vLLM 0.1/0.2's own host code unmeasured]" % (n1, qlo, qhi, r1))
+    wsrc = ("calibrate.py fit on data/gpu-profiles/vidur/a100@0633efa/cpu_overheads.csv: host time per step (total_time "
+            "/ num_steps - MODEL_EXECUTION_E2E_MEAN, means) above the TP-1 fit (Ray RPC to the workers, barrier) vs "
+            "batch size, %d rows at TP 2-4; residual %s" % (nn, rn))
     out += [("cost_model.framework.python.step_us", round(su, 1), hsrc),
             ("cost_model.framework.python.seq_us", round(qu, 2), hsrc),
             ("cost_model.framework.python.worker_us", round(wu, 1), wsrc),
@@ -384,13 +523,12 @@ def main():
     g.add_argument("--write", action="store_true", help="rewrite the fitted keys in the hardware YAMLs")
     g.add_argument("--check", action="store_true", help="exit 1 if a committed value is off by more than 1%%")
     ap.add_argument("--gemm-sample", metavar="CSV",
-                    help="also write every 180th profiled A100 GEMM (M,K,N,TP,measured_us) for the C test")
+                    help="also write a sample of the profiled A100 GEMMs (M,K,N,measured_us) for the C test")
     ap.add_argument("--gpu-results", metavar="DIR", default=os.path.join(ROOT, "results", "gpu"),
-                    help="where the GPU calibration sweeps are (default results/gpu)")
+                    help="where the GPU calibration sweeps are (default results/gpu; <DIR>/<device>/calib_attention.csv "
+                    "refits the paged block-size law)")
     ap.add_argument("hardware", nargs="*", default=sorted(TARGETS))
     a = ap.parse_args()
-    sys.path.insert(0, HERE)
-    import gpu_sweep
     try:
         print(gpu_sweep.report(a.gpu_results))
     except (gpu_sweep.SweepError, OSError) as e:
@@ -402,19 +540,27 @@ def main():
     if a.gemm_sample:
         files, gemms, _ = mlp_rows(a.profiles, "a100")
         with open(a.gemm_sample + ".tmp", "w") as f:
-            f.write("# every 180th GEMM row of data/gpu-profiles/vidur/compute/a100/*/*/mlp.csv (median kernel time),\n"
-                    "# written by experiments/calibrate/calibrate.py --gemm-sample; tests/test_calibration.c checks the\n"
-                    "# C cost model's GEMM time against it (the same residual as the fit's)\n")
+            f.write("# every 180th GEMM row of data/gpu-profiles/vidur/compute/a100/*/*/mlp.csv (median kernel time), and\n"
+                    "# every 30th of those with at most 256 tokens (the transition region), written by\n"
+                    "# experiments/calibrate/calibrate.py --gemm-sample; tests/test_calibration.c checks the C cost\n"
+                    "# model's GEMM time against it (the same residual as the fit's, overall and per token-count bucket)\n")
             f.write("M,K,N,measured_us\n")
-            for M, K, N, m in gemms[::180]:
-                f.write("%d,%d,%d,%.3f\n" % (M, K, N, m * 1e6))
+            for i, (M, K, N, m) in enumerate(gemms):
+                if i % 180 == 0 or (M <= 256 and i % 30 == 0):
+                    f.write("%d,%d,%d,%.3f\n" % (M, K, N, m * 1e6))
         os.replace(a.gemm_sample + ".tmp", a.gemm_sample)
+    sweeps = attn_block_sweep(a.gpu_results)
+    if not sweeps:
+        print("GPU block-size sweep: none measured under %s (results/gpu/<device>/calib_attention.csv, written by "
+              "`./run_all.sh gpu`): attn_paged_block_ns stays the Fig. 18a value" % os.path.relpath(a.gpu_results, ROOT))
     bad = 0
     for hw in a.hardware:
         if hw not in TARGETS:
             print("calibrate.py: unknown hardware '%s' (known: %s)" % (hw, ", ".join(sorted(TARGETS))), file=sys.stderr)
             return 2
         fits = fit_all(a.profiles, hw)
+        if hw in sweeps:
+            fits = fits + [("cost_model.attn_paged_block_ns",) + sweeps[hw]]
         path = os.path.join(HW_DIR, hw + ".yaml")
         with open(path) as f:
             lines = f.readlines()
