@@ -7,6 +7,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "metrics.h"   /* pb_percentile */
+#include "rng.h"
 #include "sim_profile.h"
 
 /* ---- schemas ---- */
@@ -23,6 +25,18 @@ static const pb_key FW_SCHEMA[] = {
      .doc = "host time per sequence per step when tp > 1"},
     {.name = "sources", .type = PB_T_MAP, .required = true, .doc = "key -> where the number comes from"},
     {0},
+};
+
+static const pb_key RESID_SCHEMA[] = {
+    {"gemm", PB_T_NUM_LIST, false, 0.01, 100, NULL, NULL, 0, "GEMMs: [p10, p90] of measured / predicted"},
+    {"elementwise", PB_T_NUM_LIST, false, 0.01, 100, NULL, NULL, 0, "element-wise kernels: [p10, p90]"},
+    {"prefill_attn", PB_T_NUM_LIST, false, 0.01, 100, NULL, NULL, 0, "prefill attention: [p10, p90]"},
+    {"decode_attn", PB_T_NUM_LIST, false, 0.01, 100, NULL, NULL, 0, "decode attention: [p10, p90]"},
+    {"allreduce", PB_T_NUM_LIST, false, 0.01, 100, NULL, NULL, 0, "all-reduce: [p10, p90]"},
+    {"host", PB_T_NUM_LIST, false, 0.01, 100, NULL, NULL, 0, "framework host work: [p10, p90]"},
+    {"swap", PB_T_NUM_LIST, false, 0.01, 100, NULL, NULL, 0, "swap and copy: [p10, p90]"},
+    {"sources", PB_T_MAP, true, 0, 0, NULL, NULL, 0, "key -> where the interval comes from"},
+    {NULL, 0, false, 0, 0, NULL, NULL, 0, NULL},
 };
 
 static const pb_key FRAMEWORKS_SCHEMA[] = {
@@ -87,6 +101,8 @@ const pb_key pb_sim_cost_schema[] = {
      .doc = "per cudaMemcpyAsync device->host, us"},
     {.name = "framework", .type = PB_T_MAP, .required = true, .sub = FRAMEWORKS_SCHEMA,
      .doc = "host overheads per framework"},
+    {.name = "residuals", .type = PB_T_MAP, .sub = RESID_SCHEMA,
+     .doc = "calibration residuals per term, [p10, p90] of measured / predicted: the error bars' inputs"},
     {.name = "sources", .type = PB_T_MAP, .required = true, .doc = "key -> where the number comes from"},
     {0},
 };
@@ -140,6 +156,24 @@ static void fw_from_node(const pb_node *n, pb_sim_fw_cost *fw) {
     fw->launch_s = pb_node_num(n, "launch_us", 0) * 1e-6;
     fw->worker_s = pb_node_num(n, "worker_us", 0) * 1e-6;
     fw->worker_seq_s = pb_node_num(n, "worker_seq_us", 0) * 1e-6;
+}
+
+/* cost_model.residuals: [p10, p90] per term (absent: 1, 1), each with a source. */
+static pb_status resid_from_node(const pb_node *n, pb_sim_cost *c, pb_cfg_err *err) {
+    static const char *const NAMES[PB_SIM_N_TERMS] = PB_SIM_TERM_NAMES;
+    for (int i = 0; i < PB_SIM_N_TERMS; i++) c->resid_lo[i] = c->resid_hi[i] = 1;
+    if (!n) return PB_OK;
+    if (need_sources(n, RESID_SCHEMA, "hardware.cost_model.residuals", err)) return PB_ERR_INVALID;
+    for (int i = 0; i < PB_SIM_N_TERMS; i++) {
+        const pb_node *v = pb_node_get(n, NAMES[i]);
+        if (!v) continue;
+        if (v->kind != PB_NODE_SEQ || v->n_kids != 2 || !(atof(v->kids[0]->value) <= atof(v->kids[1]->value)))
+            return pb_cfg_fail(err, v, false, "hardware.cost_model.residuals.%s: expected [p10, p90] with p10 <= p90",
+                               NAMES[i]);
+        c->resid_lo[i] = atof(v->kids[0]->value);
+        c->resid_hi[i] = atof(v->kids[1]->value);
+    }
+    return PB_OK;
 }
 
 pb_status pb_sim_cost_from_node(const pb_node *hw, pb_sim_cost *c, pb_cfg_err *err) {
@@ -210,7 +244,7 @@ pb_status pb_sim_cost_from_node(const pb_node *hw, pb_sim_cost *c, pb_cfg_err *e
     c->swap_d2h_copy_s = pb_node_num(n, "swap_d2h_copy_us", 0) * 1e-6;
     fw_from_node(py, &c->fw[PB_SIM_FW_PYTHON]);
     fw_from_node(cpp, &c->fw[PB_SIM_FW_CPP]);
-    return PB_OK;
+    return resid_from_node(pb_node_get(n, "residuals"), c, err);
 }
 
 pb_status pb_sim_cost_load(const char *spec_dir, const char *hw_name, pb_sim_cost *out, pb_cfg_err *err) {
@@ -231,6 +265,7 @@ pb_sim_params pb_sim_params_default(void) {
     memset(&p, 0, sizeof p);
     p.attn = PB_SIM_ATTN_PAGED;
     p.framework = PB_SIM_FW_PYTHON;
+    p.time_scale = 1;
     return p;
 }
 
@@ -468,6 +503,9 @@ pb_status pb_sim_check(const pb_sim *s) {
     if (!(s->flops > 0 && s->gemm_bw > 0 && s->elem_bw > 0 && s->attn_flops > 0 && s->attn_bw > 0))
         return PB_ERR_INVALID;
     if (!(s->c.swap_h2d_bw > 0 && s->c.swap_d2h_bw > 0)) return PB_ERR_INVALID;
+    if (!(s->p.time_scale > 0 && isfinite(s->p.time_scale))) return PB_ERR_INVALID;
+    for (int i = 0; i < PB_SIM_N_TERMS; i++)
+        if (!(s->c.resid_lo[i] > 0 && s->c.resid_lo[i] <= s->c.resid_hi[i])) return PB_ERR_INVALID;
     if (s->tp > 1 && !(s->ar_inv_bw > 0 && s->ar_lat >= 0)) return PB_ERR_INVALID;
     if (!(s->c.gemm_fixed_s >= 0 && s->c.elem_fixed_s >= 0 && s->c.prefill_attn_fixed_s >= 0)) return PB_ERR_INVALID;
     for (int f = 0; f < 2; f++)
@@ -668,16 +706,61 @@ static double copy_time(const pb_sim *s, int64_t n_copies, int32_t block_size) {
     return s->c.fw[s->p.framework].launch_s + s->c.kernel_gap_s + bytes / s->elem_bw;
 }
 
-void pb_sim_step(const pb_sim *s, const pb_batch *b, pb_step_result *res) {
+/* One step into res (latency, swap and copy times scaled by time_scale), its unscaled
+   seconds per term added to tot when tot is not NULL. */
+static void step(const pb_sim *s, const pb_batch *b, pb_step_result *res, pb_sim_totals *tot) {
     pb_sim_breakdown o;
     pb_sim_step_breakdown(s, b, &o);
-    res->swap_s = pb_sim_swap_time(s, b->n_swap_in, b->block_size, true) +
+    double swap = pb_sim_swap_time(s, b->n_swap_in, b->block_size, true) +
                   pb_sim_swap_time(s, b->n_swap_out, b->block_size, false);
     int64_t slots = 0;   /* contiguous managers' fork copies (one fused copy per step) */
     for (int32_t i = 0; i < b->n_slot_copies; i++) slots += b->slot_copies[i].n;
-    res->copy_s = copy_time(s, b->n_copies, b->block_size) + copy_time(s, slots, 1);
-    res->latency_s = o.total_s + res->swap_s + res->copy_s;
+    double copy = copy_time(s, b->n_copies, b->block_size) + copy_time(s, slots, 1);
+    double k = s->p.time_scale;
+    res->swap_s = swap * k;
+    res->copy_s = copy * k;
+    res->latency_s = (o.total_s + swap + copy) * k;
     res->has_tokens = false;
+    if (!tot) return;
+    double gpu_rest = o.gpu_s - o.gemm_s - o.lm_head_s - o.prefill_attn_s - o.decode_attn_s - o.allreduce_s;
+    tot->t[PB_SIM_T_GEMM] += o.gemm_s + o.lm_head_s;
+    tot->t[PB_SIM_T_PREFILL_ATTN] += o.prefill_attn_s;
+    tot->t[PB_SIM_T_DECODE_ATTN] += o.decode_attn_s;
+    tot->t[PB_SIM_T_ALLREDUCE] += o.allreduce_s;
+    tot->t[PB_SIM_T_ELEM] += gpu_rest;   /* element-wise, sampling, gaps (or a profile's forward pass) */
+    tot->t[PB_SIM_T_HOST] += o.total_s - o.gpu_s;   /* framework, and host issue beyond the GPU */
+    tot->t[PB_SIM_T_SWAP] += swap + copy;
+    tot->steps++;
+}
+
+void pb_sim_step(const pb_sim *s, const pb_batch *b, pb_step_result *res) { step(s, b, res, NULL); }
+
+void pb_sim_step_factor(const pb_sim_cost *c, const pb_sim_totals *t, double interval, double *lo, double *hi) {
+    enum { DRAWS = 4001 };
+    double total = 0, w[PB_SIM_N_TERMS], mu[PB_SIM_N_TERMS], sd[PB_SIM_N_TERMS];
+    for (int i = 0; i < PB_SIM_N_TERMS; i++) total += t->t[i];
+    *lo = *hi = 1;
+    if (!(total > 0)) return;
+    for (int i = 0; i < PB_SIM_N_TERMS; i++) {   /* the p10..p90 of a lognormal: mu -/+ 1.2816 sd */
+        w[i] = t->t[i] / total;
+        mu[i] = 0.5 * (log(c->resid_lo[i]) + log(c->resid_hi[i]));
+        sd[i] = (log(c->resid_hi[i]) - log(c->resid_lo[i])) / (2 * 1.2815515655446004);
+    }
+    double *f = pb_xmalloc(DRAWS * sizeof *f);
+    pb_rng r;
+    pb_rng_seed(&r, 32, 0);
+    for (int d = 0; d < DRAWS; d++) {
+        double x = 0;
+        for (int i = 0; i < PB_SIM_N_TERMS; i++) {
+            double z = pb_rng_normal(&r);
+            if (w[i] > 0) x += w[i] * exp(mu[i] + sd[i] * z);
+        }
+        f[d] = x;
+    }
+    double tail = 50 * (1 - interval);
+    *lo = pb_percentile(f, DRAWS, tail);
+    *hi = pb_percentile(f, DRAWS, 100 - tail);
+    free(f);
 }
 
 double pb_sim_decode_time(const pb_sim *s, int32_t n_seqs, int32_t ctx, int32_t block_size) {
@@ -718,17 +801,24 @@ double pb_sim_prefill_time(const pb_sim *s, int32_t n_tokens) {
 }
 
 /* ---- the executor ---- */
+typedef struct {
+    pb_sim *sim;
+    pb_sim_totals tot;   /* every step run so far */
+} sim_exec;
+
 static pb_status sim_execute(pb_executor *ex, const pb_batch *b, pb_step_result *res, pb_candidates *cand) {
     (void)cand;
-    const pb_sim *s = ex->impl;
+    sim_exec *x = ex->impl;
     if (!b || !res || b->n_seqs < 0 || (b->n_seqs > 0 && !b->seqs)) return PB_ERR_INVALID;
     if ((b->n_swap_in > 0 || b->n_swap_out > 0 || b->n_copies > 0) && b->block_size <= 0) return PB_ERR_INVALID;
-    pb_sim_step(s, b, res);
+    step(x->sim, b, res, &x->tot);
     return PB_OK;
 }
 
 static void sim_destroy(pb_executor *ex) {
-    pb_sim_destroy(ex->impl);
+    sim_exec *x = ex->impl;
+    pb_sim_destroy(x->sim);
+    free(x);
     free(ex);
 }
 
@@ -740,11 +830,17 @@ pb_executor *pb_executor_sim_create(const pb_model *m, const pb_hw *hw, const pb
     pb_sim *s;
     if (pb_sim_create(m, hw, c, tp, p, &s, err)) return NULL;
     pb_executor *ex = pb_xcalloc(1, sizeof *ex);
+    sim_exec *x = pb_xcalloc(1, sizeof *x);
+    x->sim = s;
     ex->iface = &SIM_IFACE;
-    ex->impl = s;
+    ex->impl = x;
     return ex;
 }
 
 const pb_sim *pb_executor_sim_model(const pb_executor *ex) {
-    return ex && ex->iface == &SIM_IFACE ? ex->impl : NULL;
+    return ex && ex->iface == &SIM_IFACE ? ((const sim_exec *)ex->impl)->sim : NULL;
+}
+
+const pb_sim_totals *pb_executor_sim_totals(const pb_executor *ex) {
+    return ex && ex->iface == &SIM_IFACE ? &((const sim_exec *)ex->impl)->tot : NULL;
 }

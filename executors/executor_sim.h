@@ -135,6 +135,19 @@ typedef struct {
 #define PB_SIM_PAGED_CALIB_BLOCK 16  /* attn_paged_block_ns was measured at block 16, head 128, fp16 */
 #define PB_SIM_AR_TPS 3          /* all-reduce fits at tp = 2, 4, 8 (larger tp: the tp-8 fit) */
 
+/* The cost model's terms, as its calibration residuals are known per term. */
+typedef enum {
+    PB_SIM_T_GEMM = 0,        /* GEMMs and the LM head                               */
+    PB_SIM_T_ELEM,            /* element-wise kernels, sampling, kernel gaps          */
+    PB_SIM_T_PREFILL_ATTN,    /* prefill attention                                   */
+    PB_SIM_T_DECODE_ATTN,     /* decode attention (paged or contiguous)              */
+    PB_SIM_T_ALLREDUCE,       /* tensor-parallel all-reduces                          */
+    PB_SIM_T_HOST,            /* framework host work (and host issue beyond the GPU)  */
+    PB_SIM_T_SWAP,            /* swap and copy-on-write                               */
+    PB_SIM_N_TERMS
+} pb_sim_term;
+#define PB_SIM_TERM_NAMES {"gemm", "elementwise", "prefill_attn", "decode_attn", "allreduce", "host", "swap"}
+
 /* The hardware YAML's cost_model: map, in SI units. */
 typedef struct {
     double gemm_flops_eff;       /* achievable / peak fp16 tensor FLOP/s (large GEMMs)  */
@@ -160,6 +173,9 @@ typedef struct {
     double swap_h2d_bw, swap_d2h_bw;       /* bytes/s of one block copy, per direction */
     double swap_h2d_copy_s, swap_d2h_copy_s; /* per cudaMemcpyAsync, per direction      */
     pb_sim_fw_cost fw[2];        /* [PB_SIM_FW_PYTHON], [PB_SIM_FW_CPP]                 */
+    /* cost_model.residuals: per term, the 10th and 90th percentile of measured /
+       predicted over the term's calibration data (1, 1 where none is known) */
+    double resid_lo[PB_SIM_N_TERMS], resid_hi[PB_SIM_N_TERMS];
 } pb_sim_cost;
 
 extern const pb_key pb_sim_cost_schema[];      /* hardware.cost_model               */
@@ -177,6 +193,7 @@ typedef struct {
     pb_sim_attn attn;            /* decode attention kernel                             */
     pb_sim_framework framework;  /* whose host overheads apply                          */
     char profile[1024];          /* measured step profile CSV ("" = analytic)           */
+    double time_scale;           /* every step's latency times this (1; error-bar replicas) */
 } pb_sim_params;
 
 pb_sim_params pb_sim_params_default(void);     /* vLLM: paged, python, analytic */
@@ -215,6 +232,22 @@ double pb_sim_swap_time(const pb_sim *s, int64_t n_blocks, int32_t block_size, b
 /* One GEMM of M x K times K x N on one GPU (seconds): the model above, untabulated. */
 double pb_sim_gemm_time(const pb_sim *s, double M, double K, double N);
 
+/* ---- error bars ---- */
+/* The seconds a run spent in each term (unscaled by time_scale), summed over its steps. */
+typedef struct {
+    double t[PB_SIM_N_TERMS];
+    int64_t steps;
+} pb_sim_totals;
+
+/* The interval (lo, hi) of the run's step-time factor truth / prediction at the central
+ * `interval` (0.8: the 10th and 90th percentiles): each term's factor is lognormal with
+ * its cost_model.residuals p10..p90 as the central 80%, drawn once for the whole run
+ * (a systematic error) and independently of the others, and the run's factor is their
+ * mean weighted by the terms' shares of the run's time.  Computed from a fixed number of
+ * draws of a fixed seed: the same inputs give the same interval.  A run without time
+ * gives (1, 1). */
+void pb_sim_step_factor(const pb_sim_cost *c, const pb_sim_totals *t, double interval, double *lo, double *hi);
+
 /* Invariants of a sim (positive rates, sane shapes).  PB_OK or PB_ERR_INVALID. */
 pb_status pb_sim_check(const pb_sim *s);
 
@@ -224,6 +257,8 @@ pb_status pb_sim_check(const pb_sim *s);
 pb_executor *pb_executor_sim_create(const pb_model *m, const pb_hw *hw, const pb_sim_cost *c,
                                     int32_t tp, const pb_sim_params *p, pb_cfg_err *err);
 const pb_sim *pb_executor_sim_model(const pb_executor *ex);   /* NULL if not a sim */
+/* The seconds per term of every step the executor ran (NULL if not a sim). */
+const pb_sim_totals *pb_executor_sim_totals(const pb_executor *ex);
 
 #ifdef __cplusplus
 }

@@ -10,6 +10,7 @@
 #include "executor_sim.h"   /* pb_sim_cost_from_node, pb_sim_params_from_node */
 #include "measure.h"        /* pb_measure_schema */
 #include "point_out.h"      /* pb_point_metric_known: columns, knee.metric */
+#include "uncertainty.h"    /* PB_UNC_CHOICES */
 #include "policy.h"         /* pb_policy_registry: the policies' options */
 #include "spec.h"
 #include "vllm_version.h"   /* PB_VLLM_VERSION_CHOICES */
@@ -139,6 +140,8 @@ const pb_key pb_experiment_schema[] = {
     {.name = "columns", .type = PB_T_LIST, .elem = PB_T_STR, .doc = "leading CSV columns of the figure"},
     {.name = "knee", .type = PB_T_MAP, .sub = KNEE_SCHEMA, .doc = "knee detection settings"},
     {.name = "slo", .type = PB_T_MAP, .sub = SLO_SCHEMA, .doc = "latency SLO for goodput and the slo_met check"},
+    {.name = "uncertainty", .type = PB_T_ENUM, .choices = PB_UNC_CHOICES, .dflt = "auto",
+     .doc = "error bars (experiments/uncertainty.h): auto (rate for a rate sweep, else replicas), rate, replicas, off"},
     {.name = "measure", .type = PB_T_MAP, .sub = pb_measure_schema,
      .doc = "measurement window: the requests and steps averaged, and the step formulas (experiments/measure.h)"},
     {.name = "quick", .type = PB_T_MAP, .sub = QUICK_SCHEMA, .doc = "what --quick changes"},

@@ -17,7 +17,7 @@ extern "C" {
 #endif
 
 /* ---- named metrics of one point ---- */
-#define PB_MAX_METRICS 64
+#define PB_MAX_METRICS 96
 typedef struct {
     int n;
     char name[PB_MAX_METRICS][40];

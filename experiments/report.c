@@ -88,12 +88,14 @@ static void fmt_v(char *buf, size_t n, double v, const char *fmt) {
 }
 
 /* ---- knees ---- */
-static pb_knee series_knee(const pb_csv_table *t, const char *panel, const char *sys, double thr) {
+/* The knee of one series on column ycol (normalized_latency, or its error band's
+   normalized_latency_hi / _lo: the band's lower / upper knee). */
+static pb_knee series_knee_of(const pb_csv_table *t, const char *panel, const char *sys, double thr, const char *ycol) {
     int n = 0;
     double *x = pb_xmalloc((size_t)(t->n_rows + 1) * sizeof *x), *y = pb_xmalloc((size_t)(t->n_rows + 1) * sizeof *y);
     for (int r = 0; r < t->n_rows; r++) {
         if (strcmp(cell(t, r, "panel"), panel) || strcmp(cell(t, r, "system"), sys)) continue;
-        double xv = num(t, r, "request_rate"), yv = num(t, r, "normalized_latency");
+        double xv = num(t, r, "request_rate"), yv = num(t, r, ycol);
         if (isnan(xv) || isnan(yv)) continue;
         int i = n++;   /* insertion sort by x (stable) */
         while (i > 0 && x[i - 1] > xv) { x[i] = x[i - 1]; y[i] = y[i - 1]; i--; }
@@ -104,6 +106,24 @@ static pb_knee series_knee(const pb_csv_table *t, const char *panel, const char 
     free(x);
     free(y);
     return k;
+}
+
+static pb_knee series_knee(const pb_csv_table *t, const char *panel, const char *sys, double thr) {
+    return series_knee_of(t, panel, sys, thr, "normalized_latency");
+}
+
+/* "a-b", the 80% interval of our knee (experiments/uncertainty.h), or "-" without error bars */
+static void knee_band(char *buf, size_t n, const pb_csv_table *t, const char *panel, const char *sys, double thr) {
+    if (pb_csv_table_col(t, "normalized_latency_lo") < 0 || pb_csv_table_col(t, "normalized_latency_hi") < 0) {
+        snprintf(buf, n, "-");
+        return;
+    }
+    pb_knee lo = series_knee_of(t, panel, sys, thr, "normalized_latency_hi"),
+            hi = series_knee_of(t, panel, sys, thr, "normalized_latency_lo");
+    char a[32], c[32];
+    pb_knee_fmt(lo, a, sizeof a);
+    pb_knee_fmt(hi, c, sizeof c);
+    snprintf(buf, n, "%s-%s", a, c);
 }
 
 static int distinct(const pb_csv_table *t, const char *col, const char **out, int max) {
@@ -134,18 +154,20 @@ static void report_knees(out_buf *b, const char *figure, const pb_csv_table *our
     int ns = distinct(ours, "system", systems, 16);
     P(b, "Knee = request rate (req/s) where normalized latency first crosses %.3g s/token (linear interpolation;\n"
          "'>x': never crossed up to x; '<x': already above at x).  Paper knees are computed the same way from\n"
-         "the digitized points of PAPER.md.\n\n", thr);
-    P(b, "| panel | system | knee (ours) | knee (paper) | ours / paper |\n|---|---|---|---|---|\n");
+         "the digitized points of PAPER.md.  80%% interval: the knees of our error band's upper and lower edges\n"
+         "(the cost model's calibration residuals, experiments/uncertainty.h).\n\n", thr);
+    P(b, "| panel | system | knee (ours) | 80%% interval | knee (paper) | ours / paper |\n|---|---|---|---|---|---|\n");
     for (int p = 0; p < np; p++)
         for (int s = 0; s < ns; s++) {
             pb_knee ko = series_knee(ours, panels[p], systems[s], thr);
             if (ko.kind == PB_KNEE_NO_DATA) continue;
             pb_knee kp = paper ? series_knee(paper, panels[p], systems[s], thr) : (pb_knee){PB_KNEE_NO_DATA, NAN};
-            char a[32], c[32], r[32];
+            char a[32], c[32], r[32], iv[80];
             pb_knee_fmt(ko, a, sizeof a);
             pb_knee_fmt(kp, c, sizeof c);
             ratio_fmt(r, sizeof r, ko, kp);
-            P(b, "| %s | %s | %s | %s | %s |\n", panels[p], label_of(systems[s]), a, c, r);
+            knee_band(iv, sizeof iv, ours, panels[p], systems[s], thr);
+            P(b, "| %s | %s | %s | %s | %s | %s |\n", panels[p], label_of(systems[s]), a, iv, c, r);
         }
     P(b, "\nRatios of vLLM's knee to each baseline's (ours vs paper):\n\n| panel |");
     for (int s = 0; s < ns; s++)

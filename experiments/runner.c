@@ -3,6 +3,7 @@
 
 #include "point_key.h"
 #include "shard.h"
+#include "uncertainty.h"   /* pb_unc_fill_rate: a rate sweep's error bars */
 
 #include <csv.h>   /* libcsv: csv_write */
 #include <errno.h>
@@ -608,6 +609,7 @@ pb_status pb_runner_collect(pb_experiment *const *exps, int n_exps, const char *
         return PB_ERR_IO;
     }
     if (out->n > 1) qsort(out->rows, (size_t)out->n, sizeof *out->rows, row_cmp);
+    pb_unc_fill_rate(out);   /* rate sweeps' error bars come from their series */
     return PB_OK;
 }
 

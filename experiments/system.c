@@ -21,6 +21,7 @@
 #include "spec.h"
 #include "vllm_version.h"    /* pb_vllm_knobs: the `engine:` version's defaults */
 #include "trace_fit.h"       /* pb_trace_fit */
+#include "uncertainty.h"     /* the error bars: method, factors, replicas */
 #include "workload.h"        /* pb_workload_from_node, pb_workload_generate */
 
 #define GIB (1024.0 * 1024.0 * 1024.0)
@@ -680,19 +681,50 @@ static pb_status run_engine(point_run *R, const pb_point_ctx *pt, pb_point_metri
     return st;
 }
 
-pb_status pb_system_run_point(const pb_point_ctx *pt, pb_point_metrics *out, char *err, size_t err_n, void *user) {
-    (void)user;
+/* The point once, every step scaled by time_scale; totals (when not NULL) gets the sim's
+   seconds per cost-model term (zeros under a real executor) and cost its cost model. */
+static pb_status run_once(const pb_point_ctx *pt, double time_scale, pb_point_metrics *out, pb_sim_totals *totals,
+                          pb_sim_cost *cost, char *err, size_t err_n) {
     pb_cfg_err ce;
     pb_cfg_err_clear(&ce);
     point_run R = {0};
     pb_status st = plan_point(pt->exp, pt->sys, pt->root, pt->system, &R.P, &ce);
     if (st) st = fail(err, err_n, st, "%s%s", ce.msg, "");
+    R.P.sp.time_scale = time_scale;
     if (!st) st = make_trace(&R, err, err_n);
     if (!st && (st = pb_policy_create(R.P.policy, R.P.policy_opts->n_kids ? R.P.policy_opts : NULL, &R.policy, &ce)))
         st = fail(err, err_n, st, "%s%s", ce.msg, "");   /* the policy: one options node, whatever named it */
     if (!st) st = make_kv(&R, pt, err, err_n);
     if (!st && (st = make_executor(&R, &ce))) st = fail(err, err_n, st, "%s%s", ce.msg, "");
     if (!st) st = run_engine(&R, pt, out, err, err_n);
+    if (!st && totals) {
+        const pb_sim_totals *t = pb_executor_sim_totals(R.ex);
+        if (t) *totals = *t;
+        else memset(totals, 0, sizeof *totals);
+        *cost = R.P.cost;
+    }
     point_free(&R);
+    return st;
+}
+
+pb_status pb_system_run_point(const pb_point_ctx *pt, pb_point_metrics *out, char *err, size_t err_n, void *user) {
+    (void)user;
+    pb_sim_totals tot;
+    pb_sim_cost c;
+    pb_status st = run_once(pt, 1, out, &tot, &c, err, err_n);
+    pb_unc_method how = pb_unc_method_of(pt->exp, pt->root);
+    if (st || how == PB_UNC_OFF || tot.steps == 0) return st;
+    /* the error bars (uncertainty.h): the step-time factor interval of this run's terms */
+    double lo, hi;
+    pb_sim_step_factor(&c, &tot, PB_UNC_INTERVAL, &lo, &hi);
+    pb_unc_set_factors(out, lo, hi);
+    if (how != PB_UNC_REPLICAS) return PB_OK;
+    pb_point_ctx quiet = *pt;   /* replicas write no side files */
+    quiet.requests_path = quiet.timeline_path = NULL;
+    pb_point_metrics *rep = pb_xcalloc(2, sizeof *rep);
+    st = run_once(&quiet, lo, &rep[0], NULL, NULL, err, err_n);
+    if (!st) st = run_once(&quiet, hi, &rep[1], NULL, NULL, err, err_n);
+    if (!st) pb_unc_from_replicas(out, &rep[0], &rep[1]);
+    free(rep);
     return st;
 }

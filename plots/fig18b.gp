@@ -22,7 +22,9 @@ do for [t in "png pdf"] {
     set logscale y; set yrange [*:*]; set format y '%g'
     set xlabel 'Block size (tokens)'; set ylabel "Normalized latency (s/token)"
     set key top center horizontal maxrows 2 samplen 2
-    plot paper using (lg(column('block_size'))):(sel1('dataset', 'sharegpt', 'normalized_latency')) with linespoints ls 16 title 'ShareGPT (paper)', \
+    B = has_col(data, 'normalized_latency_lo')   # our 80% error band (experiments/uncertainty.h)
+    plot for [d in (B ? 'sharegpt alpaca' : '')] data using (lg(column('block_size'))):(sel1('dataset', d, 'normalized_latency_lo')):(sel1('dataset', d, 'normalized_latency_hi')) with filledcurves ls (d eq 'sharegpt' ? 6 : 7) @BAND_FS notitle, \
+         paper using (lg(column('block_size'))):(sel1('dataset', 'sharegpt', 'normalized_latency')) with linespoints ls 16 title 'ShareGPT (paper)', \
          paper using (lg(column('block_size'))):(sel1('dataset', 'alpaca', 'normalized_latency')) with linespoints ls 17 title 'Alpaca (paper)', \
          data using (lg(column('block_size'))):(sel1('dataset', 'sharegpt', 'normalized_latency')) with linespoints ls 6 title 'ShareGPT', \
          data using (lg(column('block_size'))):(sel1('dataset', 'alpaca', 'normalized_latency')) with linespoints ls 7 title 'Alpaca'

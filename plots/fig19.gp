@@ -38,7 +38,9 @@ do for [t in "png pdf"] {
     set ylabel "Normalized latency (s/token)"
     set logscale y; set yrange [*:*]; set format y '%g'
     if (exists_file(data)) {
-        plot paper using (lg(column('block_size'))):(sel1('mode', 'recompute', 'normalized_latency')) with linespoints ls 16 title 'Recompute (paper)', \
+        B = has_col(data, 'normalized_latency_lo')   # our 80% error band (experiments/uncertainty.h)
+        plot for [m in (B ? 'recompute swap' : '')] data using (lg(column('block_size'))):(sel1('mode', m, 'normalized_latency_lo')):(sel1('mode', m, 'normalized_latency_hi')) with filledcurves ls (m eq 'recompute' ? 6 : 8) @BAND_FS notitle, \
+             paper using (lg(column('block_size'))):(sel1('mode', 'recompute', 'normalized_latency')) with linespoints ls 16 title 'Recompute (paper)', \
              paper using (lg(column('block_size'))):(sel1('mode', 'swap', 'normalized_latency')) with linespoints ls 18 title 'Swap (paper)', \
              data using (lg(column('block_size'))):(sel1('mode', 'recompute', 'normalized_latency')) with linespoints ls 6 title 'Recompute', \
              data using (lg(column('block_size'))):(sel1('mode', 'swap', 'normalized_latency')) with linespoints ls 8 title 'Swap'

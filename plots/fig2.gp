@@ -29,11 +29,13 @@ do for [t in "png pdf"] {
     set key outside top center horizontal maxrows 1 samplen 1.5 width -1
     set style fill solid 0.85 border lc rgb '#ffffff'
     set xlabel 'each pair: ours (left), the paper (right, faint)' font ',9' tc rgb '#606060'
+    B = has_col(data, 'token_states_pct_lo')   # our 80% error bar on token states (experiments/uncertainty.h)
     plot for [k=1:4] data using ($0 - BW/2 - 0.02):((cum(k) + cum(k-1)) / 2.0):($0 - BW - 0.02):($0 - 0.02):(cum(k-1)):(cum(k)) \
               with boxxyerror lc rgb word(COL, k) title word(CLSL, k), \
          for [k=1:4] paper using ($0 + BW/2 + 0.02):((cum(k) + cum(k-1)) / 2.0):($0 + 0.02):($0 + BW + 0.02):(cum(k-1)):(cum(k)) \
               with boxxyerror lc rgb word(COL, k) fs transparent solid 0.3 notitle, \
          data using ($0 - BW/2 - 0.02):(column('token_states_pct') / 2.0):(sprintf('%.1f', column('token_states_pct'))) with labels font ',9' notitle, \
-         paper using ($0 + BW/2 + 0.02):(column('token_states_pct') / 2.0):(sprintf('%.1f', column('token_states_pct'))) with labels font ',9' tc rgb '#606060' notitle
+         paper using ($0 + BW/2 + 0.02):(column('token_states_pct') / 2.0):(sprintf('%.1f', column('token_states_pct'))) with labels font ',9' tc rgb '#606060' notitle, \
+         for [e=1:(B ? 1 : 0)] data using ($0 - BW/2 - 0.02):'token_states_pct':'token_states_pct_lo':'token_states_pct_hi' with yerrorbars lc rgb '#404040' pt 0 lw 1 notitle
     unset xlabel
 }

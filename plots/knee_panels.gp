@@ -1,5 +1,6 @@
 # knee_panels.gp -- shared body of the latency-vs-rate figures (fig12, fig14, fig16, fig17):
-# a grid of panels, ours solid, the paper's digitized points dashed in the same colour
+# a grid of panels, ours solid (with its 80% error band, experiments/uncertainty.h, when
+# the CSV has normalized_latency_lo/_hi), the paper's digitized points dashed in the same colour
 # with hollow markers; one shared legend strip on top with an entry for each system and
 # one for its paper points (a single panel keeps its legend inside, top left).
 # The caller sets:
@@ -14,6 +15,7 @@ load 'plots/style.gp'
 system("mkdir -p \"$(dirname '" . out . "')\"")
 if (!exists("YMAX")) { YMAX = 1.0 }
 NP = words(panels)
+BANDS = has_col(data, 'normalized_latency_lo') && has_col(data, 'normalized_latency_hi')
 KEYH = (NP == 1) ? 0 : (NROW == 1) ? 0.16 : 0.10
 do for [t in "png pdf"] {
     if (t eq "png") { eval png(W, H) } else { eval pdf(WIN, HIN) }
@@ -34,7 +36,8 @@ do for [t in "png pdf"] {
         if (c == 0) { set ylabel "Normalized latency\n(s/token)" } else { unset ylabel }
         if (r == NROW - 1) { set xlabel 'Request rate (req/s)' } else { unset xlabel }
         if (NP == 1) { set key top left Left reverse samplen 2 } else { unset key }
-        plot for [k=1:words(SYS)] paper using (selx2('panel', p, 'system', word(SYSTEMS, word(SYS, k) + 0), 'request_rate')):(sel2('panel', p, 'system', word(SYSTEMS, word(SYS, k) + 0), 'normalized_latency')) with linespoints ls 10 + word(SYS, k) title word(LABELS, word(SYS, k) + 0) . ' (paper)', \
+        plot for [k=1:(BANDS ? words(SYS) : 0)] data using (selx2('panel', p, 'system', word(SYSTEMS, word(SYS, k) + 0), 'request_rate')):(min(sel2('panel', p, 'system', word(SYSTEMS, word(SYS, k) + 0), 'normalized_latency_lo'), YMAX)):(min(sel2('panel', p, 'system', word(SYSTEMS, word(SYS, k) + 0), 'normalized_latency_hi'), YMAX)) with filledcurves ls word(SYS, k) + 0 @BAND_FS notitle, \
+             for [k=1:words(SYS)] paper using (selx2('panel', p, 'system', word(SYSTEMS, word(SYS, k) + 0), 'request_rate')):(sel2('panel', p, 'system', word(SYSTEMS, word(SYS, k) + 0), 'normalized_latency')) with linespoints ls 10 + word(SYS, k) title word(LABELS, word(SYS, k) + 0) . ' (paper)', \
              for [k=1:words(SYS)] data  using (selx2('panel', p, 'system', word(SYSTEMS, word(SYS, k) + 0), 'request_rate')):(sel2('panel', p, 'system', word(SYSTEMS, word(SYS, k) + 0), 'normalized_latency')) with linespoints ls word(SYS, k) + 0 title word(LABELS, word(SYS, k) + 0)
     }
     if (NP > 1) {

@@ -72,6 +72,10 @@ selx2(c1, v1, c2, v2, x) = (strcol(c1) eq v1 && strcol(c2) eq v2) ? column(x) : 
 selx1(c1, v1, x) = (strcol(c1) eq v1) ? column(x) : NaN
 max(a, b) = (a > b) ? a : b
 min(a, b) = (a < b) ? a : b
+# does CSV f have a column named c (an error bar: <metric>_lo, <metric>_hi)?
+has_col(f, c) = int(system(sprintf("head -1 '%s' 2>/dev/null | tr ',' '\\n' | grep -cx '%s'", f, c)))
+# error bars (experiments/uncertainty.h) are drawn as bands in the series' colour
+BAND_FS = 'fs transparent solid 0.18 noborder'
 # clip to the visible range so exploded points sit on the top edge (as the paper's
 # curves leave the plot): values above ymax are drawn at ymax
 clip(v, ymax) = (v > ymax) ? ymax : v

@@ -359,9 +359,19 @@ PB_TEST(report_compares_knees_with_the_paper) {
     char *t = pb_test_slurp(md);
     PB_REQUIRE(t);
     /* ours: oracle 1.0 + 0.1/0.9*0.5 = 1.0556, vllm 2.5 -> 2.37x; paper (a): 1.86x */
-    PB_CHECK_STR_CONTAINS(t, "| a | Orca (Oracle) | 1.06 | 1 | 1.05x |");
+    PB_CHECK_STR_CONTAINS(t, "| a | Orca (Oracle) | 1.06 | - | 1 | 1.05x |");
     PB_CHECK_STR_CONTAINS(t, "2.37x");
     PB_CHECK_STR_CONTAINS(t, "1.86x");
+    free(t);
+    /* with an error band: the knees of its upper (lower knee) and lower (upper knee) edges */
+    const char *band = write_yaml("band.csv",
+                                  "panel,system,request_rate,normalized_latency,normalized_latency_lo,normalized_latency_hi\n"
+                                  "a,vllm,1,0.03,0.02,0.05\na,vllm,2,0.1,0.05,0.3\na,vllm,3,0.3,0.15,0.6\n");
+    snprintf(op, sizeof op, "%s", band);
+    PB_REQUIRE(pb_report_figure("fig12", op, pp, 0.2, NULL, md) == PB_OK);
+    t = pb_test_slurp(md);
+    PB_REQUIRE(t);
+    PB_CHECK_STR_CONTAINS(t, "| a | vLLM | 2.5 | 1.6->3 |");   /* hi crosses at 1 + 0.15/0.25; lo never */
     free(t);
     pb_csv_table tb;
     PB_REQUIRE(pb_csv_table_load(pp, &tb) == PB_OK);

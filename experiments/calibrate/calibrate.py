@@ -112,6 +112,12 @@ def residual(pred_meas):
     return "median |err| %.1f%%, p90 %.1f%%" % (100 * e[len(e) // 2], 100 * e[(9 * len(e)) // 10])
 
 
+def interval(pred_meas):
+    """'[p10, p90]' of measured / predicted: the 80% interval a prediction's error bar takes (executor_sim.h)."""
+    r = sorted(m / p for p, m in pred_meas)
+    return "[%.3f, %.3f]" % (r[len(r) // 10], r[(9 * len(r)) // 10])
+
+
 def rows(path):
     with open(path) as f:
         return list(csv.DictReader(f))
@@ -223,15 +229,15 @@ def fit_gemm(gemms, base):
     x = nelder_mead(f, [0.72, 0.85, 30.0, 3.0], [0.05, 0.05, 10.0, 1.0], iters=200)
     rows = [(M, gemm_pick(cf, M, K, N, x, base), m) for cf, M, K, N, m in pre]
     res = residual([(p, m) for _, p, m in rows])
-    return x, res, bucket_residuals(rows)
+    return x, res, bucket_residuals(rows), interval([(p, m) for _, p, m in rows])
 
 
 def fit_elem(elems, base):
     hbm = base["hbm_bandwidth_GBps"] * 1e9
     f = lambda x: sq_log_err([(abs(x[1]) * 1e-6 + by / (hbm * x[0]), m) for by, m in elems]) if 0.05 < x[0] <= 1 else 1e9
     x = nelder_mead(f, [0.6, 3.0], [0.1, 1.0])
-    res = residual([(abs(x[1]) * 1e-6 + by / (hbm * x[0]), m) for by, m in elems])
-    return x[0], abs(x[1]), res
+    pm = [(abs(x[1]) * 1e-6 + by / (hbm * x[0]), m) for by, m in elems]
+    return x[0], abs(x[1]), residual(pm), interval(pm)
 
 
 # ---- prefill attention (attention.csv, full prompts) ----------------------------------
@@ -251,8 +257,8 @@ def fit_prefill_attn(prof, base):
     peak = base["fp16_tflops"] * 1e12
     f = lambda x: sq_log_err([(abs(x[1]) * 1e-6 + fl / (peak * x[0]), m) for fl, m in pts]) if 0.01 < x[0] <= 1 else 1e9
     x = nelder_mead(f, [0.3, 10.0], [0.05, 5.0])
-    res = residual([(abs(x[1]) * 1e-6 + fl / (peak * x[0]), m) for fl, m in pts])
-    return x[0], abs(x[1]), res, len(pts)
+    pm = [(abs(x[1]) * 1e-6 + fl / (peak * x[0]), m) for fl, m in pts]
+    return x[0], abs(x[1]), residual(pm), len(pts), interval(pm)
 
 
 # ---- all-reduce (network/<gpu>_dgx/all_reduce.csv) ------------------------------------
@@ -268,7 +274,7 @@ def fit_allreduce(prof, net):
         f = lambda x: sq_log_err([(abs(x[0]) * 1e-6 + S / ((abs(x[1]) + 1e-3) * 1e9), m) for S, m in pts])
         x = nelder_mead(f, [30.0, 150.0], [10.0, 50.0])
         x[1] = abs(x[1]) + 1e-3
-        out[tp] = (abs(x[0]), abs(x[1]), residual([(abs(x[0]) * 1e-6 + S / (abs(x[1]) * 1e9), m) for S, m in pts]),
+        out[tp] = (abs(x[0]), abs(x[1]), [(abs(x[0]) * 1e-6 + S / (abs(x[1]) * 1e9), m) for S, m in pts],
                    len(pts))
     return path, out
 
@@ -302,6 +308,7 @@ def fit_host(prof):
     path, hr = host_rows(prof)
     tp1 = [(bs, h) for bs, tp, h, _ in hr if tp == 1]
     (step_us, seq_us), res1 = fit_line(tp1, [2000.0, 150.0])
+    iv1 = interval([(step_us * 1e-6 + seq_us * 1e-6 * bs, h) for bs, h in tp1])
     spread = []   # the same fit per model: how far the per-sequence cost moves between models
     for name in sorted(set(n for _, tp, _, n in hr if tp == 1)):
         (_, q), _ = fit_line([(bs, h) for bs, tp, h, n in hr if tp == 1 and n == name], [2000.0, 150.0])
@@ -309,7 +316,7 @@ def fit_host(prof):
     # TP > 1: the extra host time over the TP-1 line (Ray RPC to the workers, barrier)
     pts = [(bs, max(1e-5, h - (step_us + seq_us * bs) * 1e-6)) for bs, tp, h, _ in hr if tp > 1]
     (worker_us, worker_seq_us), resn = fit_line(pts, [2000.0, 100.0])
-    return path, (step_us, seq_us, res1, len(tp1), min(spread), max(spread)), (worker_us, worker_seq_us, resn, len(pts))
+    return path, (step_us, seq_us, res1, len(tp1), min(spread), max(spread), iv1), (worker_us, worker_seq_us, resn, len(pts))
 
 
 # ---- paged attention's block-size law (executors/executor_sim.h) ----------------------
@@ -405,7 +412,7 @@ def _fit_all(prof, t):
     out = []   # (path, value, source)
     files, gemms, elems = mlp_rows(prof, t["gpu"])
     rel = "data/gpu-profiles/vidur/compute/%s/*/*/mlp.csv" % t["gpu"]
-    (eff, bweff, smbw, fixed), res, buckets = fit_gemm(gemms, src_base)
+    (eff, bweff, smbw, fixed), res, buckets, giv = fit_gemm(gemms, src_base)
     n_g = "%d GEMM rows of %d files (QKV, out, FC1/gate-up, FC2/down at TP 1-8, 1-4096 tokens)" % (len(gemms), len(files))
     src = ("calibrate.py fit of the sim's GEMM formula (tiles, split-K, per-SM bandwidth, sqrt(compute^2 + memory^2)) "
            "on %s, %s; residual %s; pred/measured by token count, median [p10-p90]: %s%s" % (rel, n_g, res, buckets,
@@ -413,25 +420,34 @@ def _fit_all(prof, t):
     out += [("cost_model.gemm_flops_efficiency", round(eff, 4), src),
             ("cost_model.gemm_bw_efficiency", round(bweff, 4), src),
             ("cost_model.gemm_sm_bw_GBps", round(smbw, 2), src),
-            ("cost_model.gemm_fixed_us", round(fixed, 3), src)]
-    ee, ef, eres = fit_elem(elems, src_base)
+            ("cost_model.gemm_fixed_us", round(fixed, 3), src),
+            ("cost_model.residuals.gemm", giv, "10th and 90th percentile of measured / predicted over the GEMM fit's rows "
+             "(the gemm_* sources)")]
+    ee, ef, eres, eiv = fit_elem(elems, src_base)
     esrc = ("calibrate.py fit on %s: %d rows of RMSNorm x2, SiLU-and-mul, rotary (the gated models; bytes read + "
             "written / time; the 'add' column is left out: one residual add of two, timed in-place, see the profiles README); "
             "residual %s%s" % (rel, len(elems), eres, t["note"]))
     out += [("cost_model.elementwise_bw_efficiency", round(ee, 4), esrc),
-            ("cost_model.elementwise_fixed_us", round(ef, 3), esrc)]
-    pe, pf, pres, n_p = fit_prefill_attn(prof, read_base("a100-80gb"))   # an A100 table: efficiency vs the A100 peak
+            ("cost_model.elementwise_fixed_us", round(ef, 3), esrc),
+            ("cost_model.residuals.elementwise", eiv, "10th and 90th percentile of measured / predicted over the "
+             "element-wise fit's rows (the elementwise_* sources)")]
+    pe, pf, pres, n_p, piv = fit_prefill_attn(prof, read_base("a100-80gb"))   # an A100 table: efficiency vs the A100 peak
     psrc = ("calibrate.py fit on data/gpu-profiles/vidur/a100/attention.csv: %d full-prompt rows (kv_cache_size 0, "
             "64-4096 tokens, 32 q heads x 128 per GPU; FlashAttention-2 paged kernel, not 2023 xformers); residual %s%s"
             % (n_p, pres, "" if t["gpu"] == "a100" else " [A100 kernel data applied to Hopper: no H100 attention table survives; unverified]"))
     out += [("cost_model.prefill_attn_flops_efficiency", round(pe, 4), psrc),
-            ("cost_model.prefill_attn_fixed_us", round(pf, 3), psrc)]
+            ("cost_model.prefill_attn_fixed_us", round(pf, 3), psrc),
+            ("cost_model.residuals.prefill_attn", piv, "10th and 90th percentile of measured / predicted over the "
+             "prefill-attention fit's rows (the prefill_attn_* sources)")]
     path, ar = fit_allreduce(prof, t["net"])
     for tp, (lat, bw, r, n) in sorted(ar.items()):
         asrc = ("calibrate.py fit on data/gpu-profiles/vidur/network/%s/all_reduce.csv: %d rows at num_workers = "
-                "devices_per_node = %d (one node; 2 KiB-64 MiB fp16); residual %s" % (t["net"], n, tp, r))
+                "devices_per_node = %d (one node; 2 KiB-64 MiB fp16); residual %s" % (t["net"], n, tp, residual(r)))
         out += [("cost_model.allreduce_tp%d_us" % tp, round(lat, 2), asrc),
                 ("cost_model.allreduce_tp%d_GBps" % tp, round(bw, 1), asrc)]
+    out.append(("cost_model.residuals.allreduce", interval([pm for tp in ar for pm in ar[tp][2]]),
+                "10th and 90th percentile of measured / predicted over the all-reduce fits' rows, every TP degree "
+                "(the allreduce_* sources)"))
     top = max(ar)
     for tp in (2, 4, 8):    # a node with fewer GPUs: the largest measured degree stands in
         if tp not in ar:
@@ -440,7 +456,7 @@ def _fit_all(prof, t):
                     "unknown" % (tp, top, top, t["net"]))
             out += [("cost_model.allreduce_tp%d_us" % tp, round(lat, 2), asrc),
                     ("cost_model.allreduce_tp%d_GBps" % tp, round(bw, 1), asrc)]
-    path, (su, qu, r1, n1, qlo, qhi), (wu, wq, rn, nn) = fit_host(prof)
+    path, (su, qu, r1, n1, qlo, qhi, hiv), (wu, wq, rn, nn) = fit_host(prof)
     hsrc = ("calibrate.py fit on data/gpu-profiles/vidur/a100@0633efa/cpu_overheads.csv (Jan-2024 vLLM-derived engine, "
             "the closest in time to vLLM v0.2): host time per step = total_time / num_steps - MODEL_EXECUTION_E2E_MEAN "
             "(every host op and the untimed rest, as MEANS over the run's steps: capacity follows the mean step; the "
@@ -454,6 +470,8 @@ def _fit_all(prof, t):
     out += [("cost_model.framework.python.step_us", round(su, 1), hsrc),
             ("cost_model.framework.python.seq_us", round(qu, 2), hsrc),
             ("cost_model.framework.python.worker_us", round(wu, 1), wsrc),
+            ("cost_model.residuals.host", hiv, "10th and 90th percentile of measured / predicted over the TP-1 host "
+             "fit's rows (framework.python step_us, seq_us); the TP > 1 worker terms' wider residual is not in it"),
             ("cost_model.framework.python.worker_seq_us", round(wq, 2), wsrc)]
     return out
 
@@ -570,13 +588,15 @@ def main():
             flag = ""
             if a.check:
                 try:
-                    ok = old is not None and abs(float(old) - val) <= 0.01 * abs(val) + 1e-9
-                except ValueError:
+                    ov = [float(v) for v in old.strip("[]").split(",")] if old and old.startswith("[") else [float(old)]
+                    nv = [float(v) for v in val.strip("[]").split(",")] if isinstance(val, str) else [val]
+                    ok = len(ov) == len(nv) and all(abs(a - b) <= 0.01 * abs(b) + 1e-9 for a, b in zip(ov, nv))
+                except (ValueError, AttributeError):
                     ok = False
                 if not ok:
                     bad += 1
                     flag = "   <-- committed %s" % old
-            print("  %-45s %12g   %s%s" % (key, val, src.split("; residual ")[-1][:60], flag))
+            print("  %-45s %12s   %s%s" % (key, ("%g" % val) if not isinstance(val, str) else val, src.split("; residual ")[-1][:60], flag))
             if a.write:
                 set_key(lines, key, repr(val) if isinstance(val, float) else str(val))
                 parts = key.split(".")
