@@ -34,7 +34,7 @@ do for [t in "png pdf"] {
         plot data using (strcol('dataset') eq d ? sx(strcol('system')) - BW/2 : NaN):'batched_requests':(scol(strcol('system'))) with boxes lc rgb variable, \
              paper using (strcol('dataset') eq d ? sx(strcol('system')) + BW/2 : NaN):'batched_requests':(scol(strcol('system'))) with boxes lc rgb variable fs transparent solid 0.3, \
              data using (strcol('dataset') eq d ? sx(strcol('system')) - BW/2 : NaN):'batched_requests':(sprintf('%.1f', column('batched_requests'))) with labels offset 0, 0.6 font ',9', \
-             for [e=1:(B ? 1 : 0)] data using (strcol('dataset') eq d ? sx(strcol('system')) - BW/2 : NaN):'batched_requests':'batched_requests_lo':'batched_requests_hi' with yerrorbars lc rgb '#404040' pt 0 lw 1 notitle, \
+             for [e=1:(B ? 1 : 0)] data using (strcol('dataset') eq d ? sx(strcol('system')) - BW/2 : NaN):'batched_requests':'batched_requests_lo':'batched_requests_hi' with yerrorbars lc rgb '#404040' pt 7 ps 0 lw 1 notitle, \
              paper using (strcol('dataset') eq d ? sx(strcol('system')) + BW/2 : NaN):'batched_requests':(sprintf('%.1f', column('batched_requests'))) with labels offset 0, 0.6 font ',9' tc rgb '#808080'
     }
     unset multiplot

@@ -33,7 +33,7 @@ do for [t in "png pdf"] {
         plot data using (strcol('mode') eq m ? column('width') / 2 - 1 - BW/2 : NaN):'saving_pct' with boxes lc rgb C_VLLM title (i == 1 ? 'ours' : ''), \
              paper using (strcol('mode') eq m ? column('width') / 2 - 1 + BW/2 : NaN):'saving_pct' with boxes lc rgb C_VLLM fs transparent solid 0.3 title (i == 1 ? 'paper' : ''), \
              data using (strcol('mode') eq m ? column('width') / 2 - 1 - BW/2 : NaN):'saving_pct':(sprintf('%.1f', column('saving_pct'))) with labels offset 0, 0.6 font ',9' notitle, \
-             for [e=1:(B ? 1 : 0)] data using (strcol('mode') eq m ? column('width') / 2 - 1 - BW/2 : NaN):'saving_pct':'saving_pct_lo':'saving_pct_hi' with yerrorbars lc rgb '#404040' pt 0 lw 1 notitle, \
+             for [e=1:(B ? 1 : 0)] data using (strcol('mode') eq m ? column('width') / 2 - 1 - BW/2 : NaN):'saving_pct':'saving_pct_lo':'saving_pct_hi' with yerrorbars lc rgb '#404040' pt 7 ps 0 lw 1 notitle, \
              paper using (strcol('mode') eq m ? column('width') / 2 - 1 + BW/2 : NaN):'saving_pct':(sprintf('%.1f', column('saving_pct'))) with labels offset 0, 0.6 font ',9' tc rgb '#808080' notitle
     }
     unset multiplot

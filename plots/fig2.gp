@@ -36,6 +36,6 @@ do for [t in "png pdf"] {
               with boxxyerror lc rgb word(COL, k) fs transparent solid 0.3 notitle, \
          data using ($0 - BW/2 - 0.02):(column('token_states_pct') / 2.0):(sprintf('%.1f', column('token_states_pct'))) with labels font ',9' notitle, \
          paper using ($0 + BW/2 + 0.02):(column('token_states_pct') / 2.0):(sprintf('%.1f', column('token_states_pct'))) with labels font ',9' tc rgb '#606060' notitle, \
-         for [e=1:(B ? 1 : 0)] data using ($0 - BW/2 - 0.02):'token_states_pct':'token_states_pct_lo':'token_states_pct_hi' with yerrorbars lc rgb '#404040' pt 0 lw 1 notitle
+         for [e=1:(B ? 1 : 0)] data using ($0 - BW/2 - 0.02):'token_states_pct':'token_states_pct_lo':'token_states_pct_hi' with yerrorbars lc rgb '#404040' pt 7 ps 0 lw 1 notitle
     unset xlabel
 }
