@@ -28,15 +28,15 @@ static const pb_key FW_SCHEMA[] = {
 };
 
 static const pb_key RESID_SCHEMA[] = {
-    {"gemm", PB_T_NUM_LIST, false, 0.01, 100, NULL, NULL, 0, "GEMMs: [p10, p90] of measured / predicted"},
-    {"elementwise", PB_T_NUM_LIST, false, 0.01, 100, NULL, NULL, 0, "element-wise kernels: [p10, p90]"},
-    {"prefill_attn", PB_T_NUM_LIST, false, 0.01, 100, NULL, NULL, 0, "prefill attention: [p10, p90]"},
-    {"decode_attn", PB_T_NUM_LIST, false, 0.01, 100, NULL, NULL, 0, "decode attention: [p10, p90]"},
-    {"allreduce", PB_T_NUM_LIST, false, 0.01, 100, NULL, NULL, 0, "all-reduce: [p10, p90]"},
-    {"host", PB_T_NUM_LIST, false, 0.01, 100, NULL, NULL, 0, "framework host work: [p10, p90]"},
-    {"swap", PB_T_NUM_LIST, false, 0.01, 100, NULL, NULL, 0, "swap and copy: [p10, p90]"},
-    {"sources", PB_T_MAP, true, 0, 0, NULL, NULL, 0, "key -> where the interval comes from"},
-    {NULL, 0, false, 0, 0, NULL, NULL, 0, NULL},
+    {.name = "gemm", .type = PB_T_NUM_LIST, .lo = 0.01, .hi = 100, .doc = "GEMMs: [p10, p90] of measured / predicted"},
+    {.name = "elementwise", .type = PB_T_NUM_LIST, .lo = 0.01, .hi = 100, .doc = "element-wise kernels: [p10, p90]"},
+    {.name = "prefill_attn", .type = PB_T_NUM_LIST, .lo = 0.01, .hi = 100, .doc = "prefill attention: [p10, p90]"},
+    {.name = "decode_attn", .type = PB_T_NUM_LIST, .lo = 0.01, .hi = 100, .doc = "decode attention: [p10, p90]"},
+    {.name = "allreduce", .type = PB_T_NUM_LIST, .lo = 0.01, .hi = 100, .doc = "all-reduce: [p10, p90]"},
+    {.name = "host", .type = PB_T_NUM_LIST, .lo = 0.01, .hi = 100, .doc = "framework host work: [p10, p90]"},
+    {.name = "swap", .type = PB_T_NUM_LIST, .lo = 0.01, .hi = 100, .doc = "swap and copy: [p10, p90]"},
+    {.name = "sources", .type = PB_T_MAP, .required = true, .doc = "key -> where the interval comes from"},
+    {0},
 };
 
 static const pb_key FRAMEWORKS_SCHEMA[] = {

@@ -6,34 +6,31 @@
 #include <string.h>
 
 const pb_key pb_measure_schema[] = {
-    {"warmup_s", PB_T_NUM, false, 0, 1e9, NULL, NULL, 0,
-     "requests arriving, and steps starting, before this time (s) are not averaged (default 0)"},
-    {"cooldown_s", PB_T_NUM, false, 0, 1e9, NULL, NULL, 0,
-     "requests arriving in the trace's last cooldown_s seconds are not averaged (default 0)"},
-    {"steps", PB_T_ENUM, false, 0, 0, "run|window", NULL, 0,
-     "step averages: from warmup_s to the run's end (run, default) or in the arrival window (window)"},
-    {"step_mean", PB_T_ENUM, false, 0, 0, "time|step", NULL, 0,
-     "batched requests/sequences: weighted by step latency (time, default) or per step (step)"},
-    {"saving", PB_T_ENUM, false, 0, 0, "blocks|ref_count", NULL, 0,
-     "memory saving: sum(L-P)/sum(L) (blocks, default) or 1 - 1/mean(L/P) over steps (ref_count)"},
-    {NULL, 0, false, 0, 0, NULL, NULL, 0, NULL},
+    {.name = "warmup_s", .type = PB_T_NUM, .lo = 0, .hi = 1e9, .dflt = "0",
+     .doc = "requests arriving, and steps starting, before this time (s) are not averaged"},
+    {.name = "cooldown_s", .type = PB_T_NUM, .lo = 0, .hi = 1e9, .dflt = "0",
+     .doc = "requests arriving in the trace's last cooldown_s seconds are not averaged"},
+    {.name = "steps", .type = PB_T_ENUM, .choices = "run|window", .dflt = "run",
+     .doc = "step averages: from warmup_s to the run's end (run) or in the arrival window (window)"},
+    {.name = "step_mean", .type = PB_T_ENUM, .choices = "time|step", .dflt = "time",
+     .doc = "batched requests/sequences: weighted by step latency (time) or per step (step)"},
+    {.name = "saving", .type = PB_T_ENUM, .choices = "blocks|ref_count", .dflt = "blocks",
+     .doc = "memory saving: sum(L-P)/sum(L) (blocks) or 1 - 1/mean(L/P) over steps (ref_count)"},
+    {0},
 };
 
-pb_measure pb_measure_default(void) {
-    pb_measure w;
-    memset(&w, 0, sizeof w);
-    return w;
-}
+pb_measure pb_measure_default(void) { return pb_measure_from_root(NULL); }
 
 pb_measure pb_measure_from_root(const pb_node *root) {
-    pb_measure w = pb_measure_default();
-    const pb_node *n = root ? pb_node_get(root, "measure") : NULL;
-    if (!n) return w;
-    w.warmup_s = pb_node_num(n, "warmup_s", 0);
-    w.cooldown_s = pb_node_num(n, "cooldown_s", 0);
-    w.steps = strcmp(pb_node_str(n, "steps", "run"), "window") == 0 ? PB_STEPS_WINDOW : PB_STEPS_RUN;
-    w.step_mean = strcmp(pb_node_str(n, "step_mean", "time"), "step") == 0 ? PB_STEP_MEAN_STEP : PB_STEP_MEAN_TIME;
-    w.saving = strcmp(pb_node_str(n, "saving", "blocks"), "ref_count") == 0 ? PB_SAVING_REF_COUNT : PB_SAVING_BLOCKS;
+    const pb_key *S = pb_measure_schema;
+    const pb_node *n = root ? pb_node_get(root, "measure") : NULL;   /* NULL: every key's declared default */
+    pb_measure w;
+    memset(&w, 0, sizeof w);
+    w.warmup_s = pb_schema_num(S, n, "warmup_s");
+    w.cooldown_s = pb_schema_num(S, n, "cooldown_s");
+    w.steps = strcmp(pb_schema_str(S, n, "steps"), "window") == 0 ? PB_STEPS_WINDOW : PB_STEPS_RUN;
+    w.step_mean = strcmp(pb_schema_str(S, n, "step_mean"), "step") == 0 ? PB_STEP_MEAN_STEP : PB_STEP_MEAN_TIME;
+    w.saving = strcmp(pb_schema_str(S, n, "saving"), "ref_count") == 0 ? PB_SAVING_REF_COUNT : PB_SAVING_BLOCKS;
     return w;
 }
 

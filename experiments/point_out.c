@@ -2,6 +2,7 @@
 #include "point_out.h"
 
 #include "measure.h"
+#include "workload.h"   /* pb_workload_schema: workload.duration_s */
 
 #include <errno.h>
 #include <math.h>
@@ -133,7 +134,9 @@ pb_status pb_point_out_fill(const pb_point_ctx *pt, pb_metrics *m, const char *t
     pb_metrics_summary(m, &s);
     set_metrics(out, &s);
     pb_measure w = pb_measure_from_root(pt->root);   /* the declared window's averages replace the run's */
-    pb_measure_apply(&w, pb_node_num(pb_node_get(pt->root, "workload"), "duration_s", 0), m, out);
+    /* the trace's end: workload.duration_s as given, else 0 (measure.h: the last arrival) */
+    double trace_end = pb_schema_num_or(pb_workload_schema, pb_node_get(pt->root, "workload"), "duration_s", 0);
+    pb_measure_apply(&w, trace_end, m, out);
     bool complete = s.n_unfinished == 0 && s.n_rejected == 0 && s.n_finished == s.n_requests;
     pb_pm_set(out, "complete", complete ? 1 : 0);
 

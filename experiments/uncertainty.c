@@ -20,7 +20,7 @@ static const banded BANDED[] = {
 static const char *const REPLICA_ONLY[] = {"saving_pct", "token_states_pct"};
 
 pb_unc_method pb_unc_method_of(const pb_experiment *e, const pb_node *root) {
-    const char *m = pb_node_str(root, "uncertainty", "auto");
+    const char *m = pb_schema_str(pb_experiment_schema, root, "uncertainty");
     if (!strcmp(m, "off")) return PB_UNC_OFF;
     if (!strcmp(m, "replicas")) return PB_UNC_REPLICAS;
     bool one_rate_axis = e->n_axes == 1 && !strcmp(e->axes[0].set, "workload.rate");

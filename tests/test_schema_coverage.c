@@ -206,8 +206,8 @@ static const kcase CASES[] = {
     E("slo", "sim", "slo={ttft_ms: 1, tpot_ms: 1}"),
     E("slo.ttft_ms", "slo", "slo.ttft_ms=1"),
     E("slo.tpot_ms", "slo", "slo.tpot_ms=1"),
-    /* the measurement window (80 requests over ~4 s, parallel sampling: blocks shared) */
     E("uncertainty", "sim", "uncertainty=off"),
+    /* the measurement window (80 requests over ~4 s, parallel sampling: blocks shared) */
     E("measure", "sim", "measure={warmup_s: 1}"),
     E("measure.warmup_s", "sim", "measure.warmup_s=1"),
     E("measure.cooldown_s", "sim", "measure.cooldown_s=1"),
