@@ -71,10 +71,16 @@ static const metric_def METRICS[] = {
     MI("steps", n_steps),
 };
 /* set outside the table: the checks and SLO (below), the prefix cache's hit rate, the
-   KV space and the dropped requests (system.c) */
-static const char *const OTHER_METRICS[] = {"complete", "slo_ttft_ms", "slo_tpot_ms", "goodput_fraction",
-                                            "goodput_per_s", "slo_met", "prefix_hit_pct", "kv_slots", "kv_blocks",
-                                            "n_dropped"};
+   KV space and the dropped requests (system.c), the measurement window's counts
+   (measure.h), the error bars: the step-time factor interval and the banded metrics'
+   80% intervals (uncertainty.h) */
+static const char *const OTHER_METRICS[] = {
+    "complete", "slo_ttft_ms", "slo_tpot_ms", "goodput_fraction", "goodput_per_s", "slo_met", "prefix_hit_pct",
+    "kv_slots", "kv_blocks", "n_dropped", "measured_requests", "measured_steps", "step_factor_lo", "step_factor_hi",
+    "normalized_latency_lo", "normalized_latency_hi", "ttft_mean_ms_lo", "ttft_mean_ms_hi", "tpot_mean_ms_lo",
+    "tpot_mean_ms_hi", "e2e_mean_s_lo", "e2e_mean_s_hi", "request_throughput_per_s_lo", "request_throughput_per_s_hi",
+    "output_token_throughput_per_s_lo", "output_token_throughput_per_s_hi", "batched_requests_lo",
+    "batched_requests_hi", "saving_pct_lo", "saving_pct_hi", "token_states_pct_lo", "token_states_pct_hi"};
 
 bool pb_point_metric_known(const char *name) {
     for (size_t i = 0; i < PB_ARRAY_LEN(METRICS); i++)

@@ -13,6 +13,10 @@
  *   complete                   1 when every request finished (none rejected/unfinished)
  *   with a `measure:` window in the experiment YAML (measure.h): the request and step
  *   averages above over the window, and measured_requests / measured_steps
+ *   with error bars (uncertainty.h; set by system.c and the runner): step_factor_lo
+ *   step_factor_hi, and <m>_lo <m>_hi for m in normalized_latency ttft_mean_ms
+ *   tpot_mean_ms e2e_mean_s request_throughput_per_s output_token_throughput_per_s
+ *   batched_requests saving_pct token_states_pct
  *   with `slo: {ttft_ms, tpot_ms}` in the experiment YAML (either may be absent):
  *   slo_ttft_ms slo_tpot_ms    the bounds
  *   goodput_fraction           requests with TTFT <= slo_ttft_ms and TPOT <= slo_tpot_ms

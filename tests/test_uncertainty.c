@@ -8,6 +8,7 @@
 #include "executor_sim.h"
 #include "experiment.h"
 #include "pbtest.h"
+#include "point_out.h"   /* pb_point_metric_known */
 #include "system.h"
 #include "uncertainty.h"
 
@@ -131,6 +132,40 @@ PB_TEST(replicas_bracket_the_point) {
     /* every step's time scaled by the factors: latencies move out, not just by chance */
     PB_CHECK(pb_pm_get(m, "tpot_mean_ms_lo", NAN) < pb_pm_get(m, "tpot_mean_ms", NAN));
     PB_CHECK(pb_pm_get(m, "tpot_mean_ms_hi", NAN) > pb_pm_get(m, "tpot_mean_ms", NAN));
+    free(m);
+    pb_experiment_destroy(e);
+}
+
+/* every metric a point sets -- the error bars, the window's counts -- is one that
+   `columns:` and `knee.metric` accept (point_out.h's one table) */
+PB_TEST(every_metric_set_is_known) {
+    static const char *Y = "name: u\nfigure: u\nmodel: opt-13b\nhardware: a100-40gb\n"
+                           "workload: {dataset: alpaca, arrivals: poisson, rate: 20, num_requests: 60, n: 2}\n"
+                           "measure: {warmup_s: 0.5, steps: window}\n"
+                           "systems: [{name: vllm, type: vllm}]\n";
+    char path[256];
+    snprintf(path, sizeof path, "%s/unc3.yaml", tmpdir());
+    FILE *f = fopen(path, "w");
+    PB_REQUIRE(f);
+    fputs(Y, f);
+    fclose(f);
+    pb_experiment *e = NULL;
+    pb_cfg_err err;
+    pb_cfg_err_clear(&err);
+    PB_REQUIRE(pb_experiment_load(path, NULL, 0, false, &e, &err) == PB_OK);
+    pb_point_ctx pt;
+    memset(&pt, 0, sizeof pt);
+    pt.exp = e;
+    pt.root = pb_config_root(e->cfg);
+    pt.system = e->systems[0].node;
+    pb_point_metrics *m = pb_xcalloc(1, sizeof *m);
+    char msg[512] = "";
+    PB_REQUIRE(pb_system_run_point(&pt, m, msg, sizeof msg, NULL) == PB_OK);
+    PB_CHECK(pb_pm_get(m, "saving_pct_hi", NAN) >= 0 && pb_pm_get(m, "measured_steps", 0) > 0);
+    for (int i = 0; i < m->n; i++) {
+        if (!pb_point_metric_known(m->name[i])) fprintf(stderr, "  %s: not in point_out.c's tables\n", m->name[i]);
+        PB_CHECK(pb_point_metric_known(m->name[i]));
+    }
     free(m);
     pb_experiment_destroy(e);
 }
