@@ -41,11 +41,15 @@ bool pb_measure_needs_steps(const pb_measure *w) {
 
 bool pb_measure_is_default(const pb_measure *w) { return w->cooldown_s == 0 && !pb_measure_needs_steps(w); }
 
-/* mean, p50, p90, p99 of v[0..n) (sorts v); all 0 when n == 0 */
+/* mean, p50, p90, p99 of v[0..n) (sorts v); NaN when n == 0 */
 static void stats4(double *v, int64_t n, double out[4]) {
     double sum = 0;
     for (int64_t i = 0; i < n; i++) sum += v[i];
-    out[0] = n ? sum / (double)n : 0;
+    if (n == 0) {
+        out[0] = out[1] = out[2] = out[3] = NAN;
+        return;
+    }
+    out[0] = sum / (double)n;
     out[1] = pb_percentile(v, n, 50);
     out[2] = pb_percentile(v, n, 90);
     out[3] = pb_percentile(v, n, 99);
@@ -80,6 +84,7 @@ static void apply_requests(double from, double to, pb_metrics *m, pb_point_metri
     }
     double s[4];
     stats4(nl, k_nl, s);
+    if (k == 0) s[0] = s[1] = s[2] = s[3] = NAN;   /* undefined, as point_out.c's IF_FINISHED */
     pb_pm_set(out, "normalized_latency", s[0]);
     pb_pm_set(out, "normalized_latency_p50", s[1]);
     pb_pm_set(out, "normalized_latency_p90", s[2]);
@@ -87,6 +92,7 @@ static void apply_requests(double from, double to, pb_metrics *m, pb_point_metri
     stats4(ttft, k, s);
     set4(out, "ttft", "_ms", s);
     stats4(tpot, k_tpot, s);
+    if (k == 0) s[0] = s[1] = s[2] = s[3] = NAN;
     set4(out, "tpot", "_ms", s);
     stats4(e2e, k, s);
     set4(out, "e2e", "_s", s);
@@ -140,6 +146,12 @@ static void apply_steps(const pb_measure *w, double from, double to, const pb_me
                                                   : (logical > 0 ? saved / logical : 0);
     pb_pm_set(out, "saving_pct", 100 * sav);
     pb_pm_set(out, "measured_steps", (double)k);
+    if (k == 0) {   /* no step in the window: undefined, as point_out.c's IF_STEPS */
+        static const char *const STEP_METRICS[] = {"batched_requests", "batched_seqs", "token_states_pct",
+                                                   "reservation_pct", "internal_frag_pct", "external_frag_pct",
+                                                   "saving_pct"};
+        for (size_t i = 0; i < PB_ARRAY_LEN(STEP_METRICS); i++) pb_pm_set(out, STEP_METRICS[i], NAN);
+    }
 }
 
 void pb_measure_apply(const pb_measure *w, double trace_end, pb_metrics *m, pb_point_metrics *out) {

@@ -64,8 +64,9 @@ bool pb_measure_needs_steps(const pb_measure *w);   /* a step average differs fr
 
 /* trace_end: workload.duration_s (> 0), else the latest arrival of the rows.  Replaces
  * the windowed metrics in out (see above); m must have recorded its steps when
- * pb_measure_needs_steps(w).  A window holding no request leaves the request metrics
- * at 0 with measured_requests 0 (the same for steps). */
+ * pb_measure_needs_steps(w).  A window holding no finished request leaves the request
+ * metrics undefined (NaN, an empty cell: point_out.h) with measured_requests 0; the same
+ * for steps. */
 void pb_measure_apply(const pb_measure *w, double trace_end, pb_metrics *m, pb_point_metrics *out);
 
 #ifdef __cplusplus
