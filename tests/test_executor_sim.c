@@ -87,24 +87,32 @@ PB_TEST(roofline_batch1_decode_opt13b_a100) {
     make_decode(&t, 1, 330, 16);
     pb_sim_breakdown o;
     pb_sim_step_breakdown(vllm, &t.b, &o);
-    /* the GPU forward pass: at batch 1 every layer GEMM is memory-bound, its weights
-       (and the one row in and out) streaming at the fitted GEMM bandwidth
-       (gemm_bw_efficiency of datasheet HBM, calibrate.py) plus the per-GEMM fixed time,
-       exactly; the forward pass is the sum of its terms and gaps, and sits within 10% of
-       the weight-read time (attention, element-wise, LM head, fixed costs: 8.9% today) */
-    double h = s.m.hidden, f = s.m.ffn, gK[4] = {h, h, h, f}, gN[4] = {3 * h, h, f, h}, mem = 0;
-    for (int i = 0; i < 4; i++) mem += (gK[i] * gN[i] + gK[i] + gN[i]) * s.m.dtype_bytes / (s.hw.hbm_bw * s.c.gemm_bw_eff) + s.c.gemm_fixed_s;
-    PB_CHECK_NEAR(o.gemm_s, s.m.n_layers * mem, 1e-12 * o.gemm_s);
+    /* the GPU forward pass: at batch 1 every layer GEMM is the library's pick at one row
+       (the tabulated pick is the direct one, exactly), no faster than its weights (and
+       the one row in and out) streaming at the fitted GEMM bandwidth (gemm_bw_efficiency
+       of datasheet HBM, calibrate.py) plus the per-GEMM fixed time, and at most 15% above
+       it (the compute side of a one-wave tile, sqrt(compute^2 + memory^2): 7-13% today);
+       the forward pass is the sum of its terms and gaps, and sits within 25% of the
+       weight-read time (the GEMMs' compute side, attention, element-wise, LM head, fixed
+       costs: 23% today) */
+    double h = s.m.hidden, f = s.m.ffn, gK[4] = {h, h, h, f}, gN[4] = {3 * h, h, f, h}, gemms = 0;
+    for (int i = 0; i < 4; i++) {
+        double g = pb_sim_gemm_time(vllm, 1, gK[i], gN[i]);
+        double mem = (gK[i] * gN[i] + gK[i] + gN[i]) * s.m.dtype_bytes / (s.hw.hbm_bw * s.c.gemm_bw_eff) + s.c.gemm_fixed_s;
+        PB_CHECK(g >= mem && g <= 1.15 * mem);
+        gemms += g;
+    }
+    PB_CHECK_NEAR(o.gemm_s, s.m.n_layers * gemms, 1e-12 * o.gemm_s);
     PB_CHECK_NEAR(o.gpu_s, o.gemm_s + o.lm_head_s + o.prefill_attn_s + o.decode_attn_s + o.elementwise_s + o.allreduce_s +
                                o.sampling_s + (double)o.kernels * s.c.kernel_gap_s, 1e-12 * o.gpu_s);
     double wfloor = floor_s / s.c.gemm_bw_eff;
-    PB_CHECK(o.gpu_s >= wfloor && o.gpu_s <= 1.10 * wfloor);
+    PB_CHECK(o.gpu_s >= wfloor && o.gpu_s <= 1.25 * wfloor);
     /* FasterTransformer's C++ step: its framework + the same forward pass, exactly */
     pb_sim_breakdown of;
     pb_sim_step_breakdown(ft, &t.b, &of);
     double t_ft = step_s(ft, &t.b);
     PB_CHECK_NEAR(t_ft, s.c.fw[PB_SIM_FW_CPP].step_s + s.c.fw[PB_SIM_FW_CPP].seq_s + (of.gpu_s > of.host_issue_s ? of.gpu_s : of.host_issue_s), 1e-12);
-    PB_CHECK(t_ft >= wfloor && t_ft <= 1.10 * wfloor);
+    PB_CHECK(t_ft >= wfloor && t_ft <= 1.25 * wfloor);
     /* vLLM's Python step adds the fitted host work (framework.python step + seq) */
     double t_v = step_s(vllm, &t.b);
     PB_CHECK(t_v > t_ft);
@@ -277,18 +285,19 @@ PB_TEST(swap_vs_recompute_fig19a) {
         if (bs == 256) ratio256 = r;
     }
     PB_CHECK(ratio1 < 0.5 && ratio256 > 0.8);
-    /* what RESULTS.md claims ("Fig. 19(a) recompute within 15%, crossing 16-32": met):
-       the recompute within 15% of the paper's 36-39 ms, and swap in + out costlier than
-       recompute at block 16, cheaper at block 32 */
-    PB_CHECK(rec * 1e3 > 36 * 0.85 && rec * 1e3 < 39 * 1.15);
-    const int bs_cross[2] = {16, 32};
+    /* what RESULTS.md claims (Fig. 19(a), a miss: "recompute 44.3 ms (paper 36-39:
+       1.13-1.23x); recompute/swap 0.94 at block 8, 1.10 at 16"): the recompute 1.13x the
+       paper's 39 ms to 1.24x its 36 ms, and swap in + out costlier than recompute at block 8,
+       cheaper at block 16 (the paper: between 16 and 32) */
+    PB_CHECK(rec * 1e3 > 39 * 1.13 && rec * 1e3 < 36 * 1.24);
+    const int bs_cross[2] = {8, 16};
     double r_cross[2];
     for (int k = 0; k < 2; k++) {
         int64_t nb = (N + bs_cross[k] - 1) / bs_cross[k];
         r_cross[k] = rec / (pb_sim_swap_time(v, nb, bs_cross[k], true) + pb_sim_swap_time(v, nb, bs_cross[k], false));
     }
     PB_CHECK(r_cross[0] < 1 && r_cross[1] > 1);
-    fprintf(stderr, "  fig19a: recompute %.1f ms (paper 36-39), recompute/swap %.2f (block 1), %.2f (16), %.2f (32), "
+    fprintf(stderr, "  fig19a: recompute %.1f ms (paper 36-39), recompute/swap %.2f (block 1), %.2f (8), %.2f (16), "
             "%.2f (256)\n", rec * 1e3, ratio1, r_cross[0], r_cross[1], ratio256);
     /* swap-in per copy: more small copies at small blocks dominate */
     PB_CHECK(pb_sim_swap_time(v, 256, 1, true) > 4 * pb_sim_swap_time(v, 1, 256, true));
