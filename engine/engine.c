@@ -30,6 +30,7 @@ struct pb_engine {
     int32_t cap_cand;
     double now;
     int64_t step;
+    int64_t n_preempted;          /* groups preempted in the run's steps so far        */
     bool in_run;                  /* between begin and end                              */
 };
 
@@ -116,7 +117,7 @@ pb_status pb_engine_begin(pb_engine *e, const pb_trace *t, pb_metrics *m) {
     e->n_trace = t->n;
     e->next_trace = e->n_added = 0;
     e->now = 0;
-    e->step = 0;
+    e->step = e->n_preempted = 0;
     pb_groups_begin(&e->groups, e->p.max_model_len, e->p.seed, e->p.vocab_size, e->p.store_tokens);
     pb_sched_begin_run(&e->sched, m);
     pb_batch_begin(&e->batch);
@@ -325,6 +326,7 @@ pb_status pb_engine_group_token(pb_engine *e, pb_group *g, bool has_tokens) {
         g->first_token_s = e->now;
         pb_metrics_req(e->x.metrics, g->id)->first_token_s = e->now;
     }
+    if (e->p.on_progress) e->p.on_progress(e->p.on_progress_user, g);
     if (g->n_generated >= g->output_len) pb_sched_finish(&e->sched, g, e->now);
     return PB_OK;
 }
@@ -483,7 +485,31 @@ static pb_status engine_step(pb_engine *e, bool *done, bool *ran) {
     }
     bool ready = false;
     pb_status st = schedule(e, &ready);
+    e->n_preempted += e->sched.n_preempted;
     return st == PB_OK ? step_run(e, ready, ran) : st;
+}
+
+pb_status pb_engine_abort_request(pb_engine *e, int64_t id) {
+    pb_group *g = e->in_run ? (pb_group *)pb_groups_find(&e->groups, id) : NULL;
+    if (!g || (g->state != PB_GROUP_WAITING && g->state != PB_GROUP_RUNNING && g->state != PB_GROUP_SWAPPED)) {
+        pb_log_error("engine: request %lld cannot be aborted: not waiting, running or swapped", (long long)id);
+        return PB_ERR_INVALID;
+    }
+    pb_sched_abort(&e->sched, g);
+    return PB_OK;
+}
+
+void pb_engine_set_progress(pb_engine *e, void (*fn)(void *user, const pb_group *g), void *user) {
+    PB_ASSERT(!e->in_run);
+    e->p.on_progress = fn;
+    e->p.on_progress_user = user;
+}
+
+void pb_engine_load_get(const pb_engine *e, pb_engine_load *out) {
+    out->n_waiting = pb_sched_n_waiting(&e->sched);
+    out->n_running = e->sched.n_running;
+    out->n_swapped = e->sched.n_swapped;
+    out->n_preempted = e->n_preempted;
 }
 
 pb_status pb_engine_step(pb_engine *e, bool *done) {

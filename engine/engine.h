@@ -74,6 +74,15 @@ struct pb_engine_params {
        NULL = none. */
     void (*on_finish)(void *user, const pb_group *g);
     void *on_finish_user;
+    /* Optional: what an online caller streams.  Called (a) in every ordinary step
+       (not for the fast path's replayed ones) after group g got its next token(s):
+       g->state RUNNING, g->n_generated counts them, its sequences are all there even
+       for the last token (g->n_generated == g->output_len; it finishes right after),
+       with stored tokens g->seqs[i]->tokens[g->len - 1] is sequence i's newest;
+       (b) when g is rejected (g->state REJECTED, it can never be served; its
+       sequences are freed already).  NULL = none. */
+    void (*on_progress)(void *user, const pb_group *g);
+    void *on_progress_user;
 };
 
 /* vLLM v0.1.x defaults (engine/vllm_version.h table): 2560 / 256 / 2048, auto,
@@ -113,6 +122,23 @@ pb_status pb_engine_end(pb_engine *e);
  * bad row (as pb_engine_begin checks the trace's), or an arrival after the clock
  * that the engine is not idle for. */
 pb_status pb_engine_add_request(pb_engine *e, const pb_request *r);
+
+/* Request id leaves now (its client went away), between steps: out of its queue,
+ * its KV freed at once, recorded as rejected (it never finished); the policy is told
+ * as for any group done.  PB_ERR_INVALID when id is not a request that is waiting,
+ * running or swapped. */
+pb_status pb_engine_abort_request(pb_engine *e, int64_t id);
+
+/* params.on_progress and its user, set between runs (an online loop takes them). */
+void pb_engine_set_progress(pb_engine *e, void (*fn)(void *user, const pb_group *g), void *user);
+
+/* The queues now, and the preemptions of the run's steps so far (the step API's:
+   pb_engine_run's fast path replays none). */
+typedef struct {
+    int32_t n_waiting, n_running, n_swapped;
+    int64_t n_preempted;
+} pb_engine_load;
+void pb_engine_load_get(const pb_engine *e, pb_engine_load *out);
 
 double pb_engine_now(const pb_engine *e);
 int64_t pb_engine_steps(const pb_engine *e);

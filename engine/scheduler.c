@@ -195,19 +195,29 @@ pb_status pb_sched_prefill(pb_sched *s, pb_group *g, int32_t max_tokens) {
     return PB_OK;
 }
 
-void pb_sched_reject(pb_sched *s, pb_group *g) {
+/* g out of its queue, its sequences freed (KV first), REJECTED, done. */
+static void group_drop(pb_sched *s, pb_group *g) {
     if (g->state == PB_GROUP_WAITING) {
         pb_waitq_remove(&s->waiting, g);
     } else if (g->state == PB_GROUP_SWAPPED) {
         list_remove(&s->swp_head, &s->swp_tail, g);
         s->n_swapped--;
     } else {
-        PB_ASSERT(!"reject: group must be waiting or swapped");
+        PB_ASSERT(g->state == PB_GROUP_RUNNING && !g->in_batch);
+        pb_sched_running_remove(s, g);
     }
     pb_groups_release(s->groups, g, s->kv);
     g->state = PB_GROUP_REJECTED;
     pb_metrics_req(s->metrics, g->id)->rejected = true;
     group_done(s, g);
+}
+
+void pb_sched_abort(pb_sched *s, pb_group *g) { group_drop(s, g); }
+
+void pb_sched_reject(pb_sched *s, pb_group *g) {
+    PB_ASSERT(g->state == PB_GROUP_WAITING || g->state == PB_GROUP_SWAPPED);
+    group_drop(s, g);
+    if (s->p->on_progress) s->p->on_progress(s->p->on_progress_user, g);
     pb_log_debug("request %d rejected (prompt %d tokens, len %d)", g->id, g->prompt_len, g->len);
 }
 

@@ -61,6 +61,9 @@ void pb_sched_decoded(pb_sched *s, pb_group *g);
 /* RUNNING g produced its last token at clock now: out of the running list, its KV
    and sequences freed (after params->on_finish), FINISHED, recorded, done. */
 void pb_sched_finish(pb_sched *s, pb_group *g, double now);
+/* g, waiting, running or swapped and not in the step's batch, leaves (its client
+   went away): out of its queue, its KV and sequences freed, REJECTED, done. */
+void pb_sched_abort(pb_sched *s, pb_group *g);
 /* RUNNING g out of the running list (the run ends with it unfinished). */
 void pb_sched_running_remove(pb_sched *s, pb_group *g);
 /* Invariants: the waiting queue's, the lists sorted and linked with their counts,
