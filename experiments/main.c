@@ -25,6 +25,7 @@ static const command COMMANDS[] = {
     {"profile", pb_cmd_profile, "measure step latencies on a GPU into a cost-model profile"},
     {"bench",   pb_cmd_bench,   "micro-benchmarks: scheduler, block manager, simulator"},
     {"validate", pb_cmd_validate, "predict public GPU step measurements with the sim; measured vs predicted"},
+    {"serve",   pb_cmd_serve,   "an OpenAI-compatible HTTP server over one system, the engine online"},
     {"plot",    pb_cmd_plot,    "plot any results CSV (x vs y per system) in the paper's style"},
 };
 

@@ -681,6 +681,18 @@ static pb_status run_engine(point_run *R, const pb_point_ctx *pt, pb_point_metri
     return st;
 }
 
+/* The point's policy, KV manager and executor, in R (its plan made). */
+static pb_status build_parts(point_run *R, const pb_point_ctx *pt, char *err, size_t err_n) {
+    pb_cfg_err ce;
+    pb_cfg_err_clear(&ce);
+    pb_status st = PB_OK;
+    if ((st = pb_policy_create(R->P.policy, R->P.policy_opts->n_kids ? R->P.policy_opts : NULL, &R->policy, &ce)))
+        return fail(err, err_n, st, "%s%s", ce.msg, "");   /* the policy: one options node, whatever named it */
+    if ((st = make_kv(R, pt, err, err_n))) return st;
+    if ((st = make_executor(R, &ce))) return fail(err, err_n, st, "%s%s", ce.msg, "");
+    return PB_OK;
+}
+
 /* The point once, every step scaled by time_scale; totals (when not NULL) gets the sim's
    seconds per cost-model term (zeros under a real executor) and cost its cost model. */
 static pb_status run_once(const pb_point_ctx *pt, double time_scale, pb_point_metrics *out, pb_sim_totals *totals,
@@ -692,10 +704,7 @@ static pb_status run_once(const pb_point_ctx *pt, double time_scale, pb_point_me
     if (st) st = fail(err, err_n, st, "%s%s", ce.msg, "");
     R.P.sp.time_scale = time_scale;
     if (!st) st = make_trace(&R, err, err_n);
-    if (!st && (st = pb_policy_create(R.P.policy, R.P.policy_opts->n_kids ? R.P.policy_opts : NULL, &R.policy, &ce)))
-        st = fail(err, err_n, st, "%s%s", ce.msg, "");   /* the policy: one options node, whatever named it */
-    if (!st) st = make_kv(&R, pt, err, err_n);
-    if (!st && (st = make_executor(&R, &ce))) st = fail(err, err_n, st, "%s%s", ce.msg, "");
+    if (!st) st = build_parts(&R, pt, err, err_n);
     if (!st) st = run_engine(&R, pt, out, err, err_n);
     if (!st && totals) {
         const pb_sim_totals *t = pb_executor_sim_totals(R.ex);
@@ -727,4 +736,38 @@ pb_status pb_system_run_point(const pb_point_ctx *pt, pb_point_metrics *out, cha
     if (!st) pb_unc_from_replicas(out, &rep[0], &rep[1]);
     free(rep);
     return st;
+}
+
+pb_status pb_system_build(const pb_point_ctx *pt, pb_system_parts *out, char *err, size_t err_n) {
+    memset(out, 0, sizeof *out);
+    pb_cfg_err ce;
+    pb_cfg_err_clear(&ce);
+    point_run R = {0};
+    pb_status st = plan_point(pt->exp, pt->sys, pt->root, pt->system, &R.P, &ce);
+    if (st) st = fail(err, err_n, st, "%s%s", ce.msg, "");
+    if (!st) st = build_parts(&R, pt, err, err_n);
+    if (st) {
+        point_free(&R);
+        return st;
+    }
+    engine_params(&R.P, &out->ep);
+    out->kv = R.kv;
+    out->policy = R.policy;
+    out->ex = R.ex;
+    out->model = R.P.model;
+    out->real = R.P.real;
+    snprintf(out->executor, sizeof out->executor, "%s", R.P.executor);
+    out->n_gpu_blocks = R.P.n_gpu_blocks;
+    R.kv = NULL;
+    R.policy = NULL;
+    R.ex = NULL;
+    point_free(&R);
+    return PB_OK;
+}
+
+void pb_system_parts_free(pb_system_parts *p) {
+    pb_executor_destroy(p->ex);
+    pb_policy_destroy(p->policy);
+    pb_kv_destroy(p->kv);
+    memset(p, 0, sizeof *p);
 }

@@ -53,8 +53,13 @@
 #include <stdint.h>
 #include <stdio.h>
 
+#include "engine.h"
+#include "executor.h"
+#include "kv_manager.h"
 #include "pb.h"
 #include "point.h"
+#include "policy.h"
+#include "spec.h"
 #include "trace.h"
 
 #ifdef __cplusplus
@@ -74,6 +79,23 @@ pb_status pb_system_check(const pb_experiment *e, pb_cfg_err *err);
  * option, with file:line:col), the engine's or executor's status. */
 pb_status pb_system_run_point(const pb_point_ctx *pt, pb_point_metrics *out, char *err, size_t err_n,
                               void *user);
+
+/* One system of a point built for a caller that drives the engine itself (an
+ * online server): its KV manager, policy and executor (the caller's, freed by
+ * pb_system_parts_free) and the engine's parameters, as pb_system_run_point makes
+ * them; the workload is not read.  Errors as pb_system_run_point's. */
+typedef struct {
+    pb_kv_manager *kv;
+    pb_policy *policy;
+    pb_executor *ex;
+    pb_engine_params ep;
+    pb_model model;
+    bool real;                 /* a real executor (cpu, cuda): tokens from the model   */
+    char executor[16];         /* sim | cpu | cuda                                      */
+    int64_t n_gpu_blocks;
+} pb_system_parts;
+pb_status pb_system_build(const pb_point_ctx *pt, pb_system_parts *out, char *err, size_t err_n);
+void pb_system_parts_free(pb_system_parts *p);
 
 /* The system types, one line each: KV manager and the defaults that follow from the
  * type (policy, reservation, the sim executor's kernel and framework). */

@@ -11,7 +11,8 @@
 #   4 executors     the cost model (sim); the CPU and CUDA real model over kernels/
 #   5 workloads     datasets, arrivals, trace files
 #   6 experiments   wiring, system table, runner, reports, commands, policy registry
-#   7 bench tests   benchmarks and tests (every file under tests/, whatever its subfolder)
+#   7 serve         the OpenAI-compatible server and the load generator (serve, loadgen)
+#   8 bench tests   benchmarks and tests (every file under tests/, whatever its subfolder)
 # No exceptions: a file's layer is its top-level folder, nothing else.  Headers are
 # included by bare name ("pb.h"); a name resolves to the one file of that name in the
 # tree (two headers with one name are an error: the -I order would decide).
@@ -19,7 +20,7 @@
 set -u
 SRC=${1:-$(cd "$(dirname "$0")/.." && pwd)}
 cd "$SRC" || exit 2
-LAYERS=(base kernels engine baselines executors workloads experiments "bench tests")
+LAYERS=(base kernels engine baselines executors workloads experiments serve "bench tests")
 
 layer_of() {   # path -> layer number (by its top-level folder)
     local top=${1%%/*} i l

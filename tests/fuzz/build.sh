@@ -8,9 +8,9 @@ CC=$1 OUT=$2 SRC=$3 REV=$4
 mkdir -p "$OUT/obj"
 FLAGS=(-g -O1 -fsanitize=fuzzer-no-link,address,undefined -fno-sanitize-recover=undefined -std=c11
        -D_POSIX_C_SOURCE=200809L "-DPB_SOURCE_DIR=\"$SRC\"" "-DPB_GIT_REV=\"$REV\"" -w)
-DIRS="base engine baselines kernels executors workloads experiments bench"   # CMakeLists.txt PB_DIRS
+DIRS="base engine baselines kernels executors workloads experiments serve bench"   # CMakeLists.txt PB_DIRS
 for d in $DIRS tests; do FLAGS+=(-I"$SRC/$d"); done
-newest_h=$(find "$SRC"/{base,kernels,engine,baselines,executors,workloads,experiments,bench} -name '*.h' -newer "$OUT/obj/.stamp" 2>/dev/null | head -1 || true)
+newest_h=$(find "$SRC"/{base,kernels,engine,baselines,executors,workloads,experiments,serve,bench} -name '*.h' -newer "$OUT/obj/.stamp" 2>/dev/null | head -1 || true)
 [ -e "$OUT/obj/.stamp" ] || newest_h=all
 srcs=()
 for d in $DIRS; do
@@ -33,6 +33,6 @@ touch "$OUT/obj/.stamp"
 objs=("$OUT/obj/experiments_main.o")   # exactly this build's objects (not a stale one in obj/)
 for f in "${srcs[@]}"; do objs+=("$OUT/obj/$(basename "$(dirname "$f")")_$(basename "$f" .c).o"); done
 for h in yaml trace engine; do
-    "$CC" "${FLAGS[@]}" -fsanitize=fuzzer "$SRC/tests/fuzz/fuzz_$h.c" "${objs[@]}" -lyaml -lcsv -ljansson -lm -lpthread \
+    "$CC" "${FLAGS[@]}" -fsanitize=fuzzer "$SRC/tests/fuzz/fuzz_$h.c" "${objs[@]}" -lyaml -lcsv -ljansson -lmicrohttpd -lm -lpthread \
         -o "$OUT/fuzz_$h"
 done

@@ -1,0 +1,291 @@
+/* cmd_serve.c -- `pagedbench serve`: an OpenAI-compatible server over one system of an
+ * experiment YAML, its engine running online (engine/online.h) behind server.h. */
+#include <ctype.h>
+#include <getopt.h>
+#include <math.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <time.h>
+
+#include "commands.h"
+#include "engine.h"
+#include "experiment.h"
+#include "metrics.h"
+#include "online.h"
+#include "point.h"
+#include "server.h"
+#include "system.h"
+#include "tokenizer.h"
+
+static void usage(FILE *f) {
+    fprintf(f,
+"usage: pagedbench serve CONFIG.yaml [--host 127.0.0.1] [--port 8000] [--executor sim|cpu|cuda]\n"
+"                        [--speedup X] [--api-key K] [--system NAME] [--set key=value]...\n"
+"                        [--tokenizer DIR] [--served-model-name NAME] [--max-waiting N]\n"
+"                        [--max-connections N]\n"
+"\n"
+"An OpenAI-compatible server over one system of an experiment YAML (its model, hardware,\n"
+"KV space, policy and executor; the workload is not read): POST /v1/completions and\n"
+"/v1/chat/completions (stream: true gives server-sent events as OpenAI's, with\n"
+"stream_options.include_usage), GET /v1/models, /health, /metrics (Prometheus text,\n"
+"vLLM's names: vllm:num_requests_running / _waiting, vllm:gpu_cache_usage_perc,\n"
+"vllm:num_preemptions_total, vllm:prompt_tokens_total, vllm:generation_tokens_total,\n"
+"vllm:time_to_first_token_seconds, vllm:time_per_output_token_seconds,\n"
+"vllm:e2e_request_latency_seconds; times in engine seconds).\n"
+"\n"
+"  --host ADDR          numeric IPv4 address to bind (127.0.0.1: this machine only)\n"
+"  --port N             TCP port (8000; 0 = any free port, printed on stderr)\n"
+"  --executor E         the YAML's executor replaced: sim (cost model: each step's predicted\n"
+"                       latency is slept), cpu (the tiny real model computes every step), cuda\n"
+"  --speedup X          engine seconds per wall second (1): the sim at X = 100 runs 100 times\n"
+"                       faster than the GPU it models; latencies in answers and /metrics stay\n"
+"                       in engine seconds\n"
+"  --api-key K          /v1/ routes want `Authorization: Bearer K` (else 401)\n"
+"  --system NAME        the system of the YAML to serve (default: its first of type vllm,\n"
+"                       else its first)\n"
+"  --set key=value      override a YAML key, as `run --set` (sweeps take their first value)\n"
+"  --tokenizer DIR      GPT-2 BPE files (encoder.json, vocab.bpe; default\n"
+"                       $PAGEDBENCH_TOKENIZER_DIR, else ../shared/data/tokenizers/gpt2 beside\n"
+"                       the checkout)\n"
+"  --served-model-name  the model's name in requests and answers (default: the model spec's\n"
+"                       name in lower case, e.g. opt-13b)\n"
+"  --max-waiting N      answer 429 while N requests wait (0: no limit)\n"
+"  --max-connections N  open connections at most (4096)\n"
+"\n"
+"Tokens.  The engine computes on lengths: a prompt's length is what the server counts, and\n"
+"the tokens the model sees are the engine's (trace.h: a request's own keyed stream), not the\n"
+"ids sent.  A prompt of token ids counts exactly its ids; a text prompt is tokenized with\n"
+"GPT-2's BPE (OPT's vocabulary) when the files are found, else counted as one token per 4\n"
+"bytes (rounded up); a chat's messages become \"role: content\\n\" lines and \"assistant:\".\n"
+"Every request generates exactly max_tokens tokens per sequence (ignore_eos is implied,\n"
+"min_tokens <= max_tokens is accepted, stop strings are refused: generation stops by\n"
+"length), n samples, or with use_beam_search a beam of max(n, best_of, 2) returning the\n"
+"first n beams.  The sim emits the engine's synthetic ids (uniform in [0, vocab) from the\n"
+"request's seeded stream), the cpu executor the tiny model's greedy ids; text is their GPT-2\n"
+"decoding, an id past the tokenizer's vocabulary (or any id without one) as \" <id>\";\n"
+"`return_token_ids: true` adds each choice's ids.  Defaults: max_tokens 16 (completions),\n"
+"the model's length left (chat).\n"
+"\n"
+"SIGINT / SIGTERM: new requests get 503, the accepted ones finish, exit 0; the KV\n"
+"manager's check (every block returned) runs at the end (exit 1 if it fails).\n"
+"Exit status: 0 ok, 1 runtime failure, 2 usage or config error.\n");
+}
+
+static int bad(const char *fmt, const char *a) {
+    fprintf(stderr, "pagedbench serve: ");
+    fprintf(stderr, fmt, a);
+    fprintf(stderr, " (see --help)\n");
+    return PB_EXIT_USAGE;
+}
+
+static bool is_dir(const char *p) {
+    struct stat st;
+    return p && stat(p, &st) == 0 && S_ISDIR(st.st_mode);
+}
+
+/* The tokenizer folder: --tokenizer, $PAGEDBENCH_TOKENIZER_DIR, ../shared beside the tree. */
+static const char *tokenizer_dir(const char *opt, char *buf, size_t n) {
+    if (opt) return opt;
+    const char *env = getenv("PAGEDBENCH_TOKENIZER_DIR");
+    if (env && *env) return env;
+    snprintf(buf, n, "%s/../shared/data/tokenizers/gpt2", PB_SOURCE_DIR);
+    return is_dir(buf) ? buf : NULL;
+}
+
+int pb_cmd_serve(int argc, char **argv) {
+    enum { O_HOST = 256, O_PORT, O_EXECUTOR, O_SPEEDUP, O_API_KEY, O_SYSTEM, O_SET, O_TOKENIZER, O_NAME, O_WAITING,
+           O_CONNS };
+    static const struct option LONG[] = {
+        {"host", required_argument, NULL, O_HOST},          {"port", required_argument, NULL, O_PORT},
+        {"executor", required_argument, NULL, O_EXECUTOR},  {"speedup", required_argument, NULL, O_SPEEDUP},
+        {"api-key", required_argument, NULL, O_API_KEY},    {"system", required_argument, NULL, O_SYSTEM},
+        {"set", required_argument, NULL, O_SET},            {"tokenizer", required_argument, NULL, O_TOKENIZER},
+        {"served-model-name", required_argument, NULL, O_NAME}, {"max-waiting", required_argument, NULL, O_WAITING},
+        {"max-connections", required_argument, NULL, O_CONNS}, {"help", no_argument, NULL, 'h'},
+        {NULL, 0, NULL, 0}};
+    const char *host = "127.0.0.1", *executor = NULL, *api_key = NULL, *system = NULL, *tok_opt = NULL,
+               *name = NULL;
+    long port = 8000, waiting = 0, conns = 4096;
+    double speedup = 1;
+    const char **sets = pb_xcalloc((size_t)argc + 2, sizeof *sets);
+    int n_sets = 0, ch, rc = PB_EXIT_OK;
+    char *end;
+    optind = 0;
+    opterr = 0;
+    while (rc == PB_EXIT_OK && (ch = getopt_long(argc, argv, ":h", LONG, NULL)) != -1) {
+        switch (ch) {
+        case 'h': usage(stdout); free(sets); return PB_EXIT_OK;
+        case ':': rc = bad("%s needs a value", argv[optind - 1]); break;
+        case '?': rc = bad("unknown option '%s'", argv[optind - 1]); break;
+        case O_HOST: host = optarg; break;
+        case O_PORT:
+            port = strtol(optarg, &end, 10);
+            if (*end || end == optarg || port < 0 || port > 65535) rc = bad("--port %s: expected 0-65535", optarg);
+            break;
+        case O_EXECUTOR:
+            executor = optarg;
+            if (strcmp(optarg, "sim") && strcmp(optarg, "cpu") && strcmp(optarg, "cuda"))
+                rc = bad("--executor %s: expected sim, cpu or cuda", optarg);
+            break;
+        case O_SPEEDUP:
+            speedup = strtod(optarg, &end);
+            if (*end || end == optarg || !(speedup > 0) || !isfinite(speedup) || speedup > 1e9)
+                rc = bad("--speedup %s: expected a number > 0", optarg);
+            break;
+        case O_API_KEY: api_key = optarg; break;
+        case O_SYSTEM: system = optarg; break;
+        case O_SET: sets[n_sets++] = optarg; break;
+        case O_TOKENIZER: tok_opt = optarg; break;
+        case O_NAME: name = optarg; break;
+        case O_WAITING:
+            waiting = strtol(optarg, &end, 10);
+            if (*end || end == optarg || waiting < 0 || waiting > INT32_MAX) rc = bad("--max-waiting %s: expected >= 0", optarg);
+            break;
+        case O_CONNS:
+            conns = strtol(optarg, &end, 10);
+            if (*end || end == optarg || conns < 1 || conns > 1000000) rc = bad("--max-connections %s: expected >= 1", optarg);
+            break;
+        default: break;
+        }
+    }
+    if (rc == PB_EXIT_OK && optind != argc - 1)
+        rc = optind < argc ? bad("expected one CONFIG.yaml, got '%s' more", argv[argc - 1]) : bad("%s", "no CONFIG.yaml");
+    if (rc != PB_EXIT_OK) {
+        free(sets);
+        return rc;
+    }
+    const char *path = argv[optind];
+
+    /* the experiment, --executor applied where its YAML names the executor */
+    pb_cfg_err ce;
+    pb_cfg_err_clear(&ce);
+    pb_experiment *e = NULL;
+    char exset[64];
+    pb_status st = pb_experiment_load(path, sets, n_sets, false, &e, &ce);
+    if (st == PB_OK && executor) {
+        const pb_node *x = pb_node_get(pb_config_root(e->cfg), "executor");
+        snprintf(exset, sizeof exset, "%s=%s", x && x->kind == PB_NODE_MAP ? "executor.type" : "executor", executor);
+        sets[n_sets++] = exset;
+        pb_experiment_destroy(e);
+        e = NULL;
+        pb_cfg_err_clear(&ce);
+        st = pb_experiment_load(path, sets, n_sets, false, &e, &ce);
+    }
+    if (st == PB_OK) st = pb_system_check(e, &ce);
+    int sys = 0;   /* default: the first vLLM system, else the first */
+    for (int i = e && st == PB_OK ? e->n_systems - 1 : -1; i >= 0; i--)
+        if (e->systems[i].type == PB_SYS_VLLM) sys = i;
+    if (st == PB_OK && system) {
+        sys = -1;
+        for (int i = 0; i < e->n_systems; i++)
+            if (!strcmp(e->systems[i].id, system)) sys = i;
+        if (sys < 0) {
+            fprintf(stderr, "pagedbench serve: %s has no system '%s'\n", path, system);
+            st = PB_ERR_INVALID;
+        }
+    }
+    if (st != PB_OK) {
+        if (ce.msg[0]) fprintf(stderr, "%s\n", ce.msg);
+        pb_experiment_destroy(e);
+        free(sets);
+        return st == PB_ERR_IO ? PB_EXIT_RUNTIME : PB_EXIT_USAGE;
+    }
+
+    char tbuf[4096], err[2048] = "";
+    const char *tdir = tokenizer_dir(tok_opt, tbuf, sizeof tbuf);
+    pb_tok *tok = NULL;
+    if (tdir && !(tok = pb_tok_load(tdir, err, sizeof err))) {
+        fprintf(stderr, "pagedbench serve: tokenizer: %s\n", err);
+        pb_experiment_destroy(e);
+        free(sets);
+        return PB_EXIT_USAGE;
+    }
+
+    /* the system: KV manager, policy, executor, engine */
+    pb_config *cfg = NULL;
+    st = pb_experiment_resolve(e, sys, 0, &cfg, &ce);
+    pb_system_parts parts;
+    memset(&parts, 0, sizeof parts);
+    if (st == PB_OK) {
+        char sp[32];
+        snprintf(sp, sizeof sp, "systems.%d", sys);
+        double vals[PB_EXP_MAX_AXES] = {0};
+        pb_experiment_point_values(e, sys, 0, vals);
+        pb_point_ctx pt = {.exp = e, .sys = sys, .point = 0, .axis_values = vals, .root = pb_config_root(cfg),
+                           .system = pb_node_get(pb_config_root(cfg), sp)};
+        st = pb_system_build(&pt, &parts, err, sizeof err);
+        if (st) fprintf(stderr, "pagedbench serve: %s\n", err);
+    } else {
+        fprintf(stderr, "%s\n", ce.msg);
+    }
+    pb_engine *eng = NULL;
+    pb_metrics *m = pb_metrics_create(false);
+    if (st == PB_OK) {
+        parts.ep.store_tokens = true;
+        parts.ep.vocab_size = parts.model.vocab;
+        parts.ep.max_clock_s = 0;
+        parts.ep.max_steps = 0;
+        parts.ep.fast_forward = false;
+        st = pb_engine_create(&parts.ep, parts.kv, parts.policy, parts.ex, &eng);
+    }
+    char lower[sizeof parts.model.name];
+    for (size_t i = 0; i < sizeof lower; i++) lower[i] = (char)tolower((unsigned char)parts.model.name[i]);
+    pb_server_params sp = {.host = host, .port = (int)port, .api_key = api_key,
+                           .model = name ? name : lower, .max_model_len = parts.model.max_len,
+                           .max_beam = 64, .max_connections = (int)conns, .tok = tok};
+    pb_server *srv = st == PB_OK ? pb_server_create(&sp) : NULL;
+    pb_online *on = NULL;
+    /* signals: blocked in every thread, taken by sigwait here */
+    sigset_t sigs;
+    sigemptyset(&sigs);
+    sigaddset(&sigs, SIGINT);
+    sigaddset(&sigs, SIGTERM);
+    pthread_sigmask(SIG_BLOCK, &sigs, NULL);
+    signal(SIGPIPE, SIG_IGN);
+    if (st == PB_OK) {
+        pb_online_params op = {.speedup = speedup, .max_waiting = (int32_t)waiting, .on_event = pb_server_event,
+                               .user = srv};
+        st = pb_online_start(eng, parts.kv, m, &op, &on);
+    }
+    if (st == PB_OK && (st = pb_server_listen(srv, on, err, sizeof err)) != PB_OK)
+        fprintf(stderr, "pagedbench serve: %s\n", err);
+    int exit_rc = st == PB_OK ? PB_EXIT_OK : st == PB_ERR_INVALID ? PB_EXIT_USAGE : PB_EXIT_RUNTIME;
+    if (st == PB_OK) {
+        fprintf(stderr, "pagedbench serve: %s (%s executor, system %s of %s, speedup %g) on http://%s:%d; tokenizer: %s\n",
+                sp.model, parts.executor, e->systems[sys].id, path, speedup, host, pb_server_port(srv),
+                tok ? tdir : "none (text: 1 token per 4 bytes)");
+        int sig = 0;
+        sigwait(&sigs, &sig);
+        fprintf(stderr, "pagedbench serve: %s: draining %d open request(s)\n", sig == SIGINT ? "SIGINT" : "SIGTERM",
+                pb_server_open_requests(srv));
+        pb_server_quiesce(srv);
+    }
+    if (on) {
+        pb_status s2 = pb_online_stop(on, true);
+        pb_online_stats os;
+        pb_online_stats_get(on, &os);
+        fprintf(stderr, "pagedbench serve: %lld requests (%lld finished, %lld aborted, %lld rejected, %lld refused), "
+                "%lld steps, engine clock %.3f s; KV check %s\n", (long long)os.n_submitted, (long long)os.n_finished,
+                (long long)os.n_aborted, (long long)os.n_rejected, (long long)os.n_refused, (long long)os.n_steps,
+                os.engine_s, s2 == PB_OK ? "ok (every block returned)" : "FAILED");
+        if (s2 != PB_OK && exit_rc == PB_EXIT_OK) exit_rc = PB_EXIT_RUNTIME;
+        for (int i = 0; i < 3000 && pb_server_open_requests(srv) > 0; i++) {   /* the answers sent (30 s at most) */
+            struct timespec ts = {0, 10000000};
+            nanosleep(&ts, NULL);
+        }
+    }
+    pb_server_destroy(srv);
+    pb_online_destroy(on);
+    pb_engine_destroy(eng);
+    pb_metrics_destroy(m);
+    pb_system_parts_free(&parts);
+    pb_config_destroy(cfg);
+    pb_tok_free(tok);
+    pb_experiment_destroy(e);
+    free(sets);
+    return exit_rc;
+}
