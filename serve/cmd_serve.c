@@ -1,6 +1,7 @@
 /* cmd_serve.c -- `pagedbench serve`: an OpenAI-compatible server over one system of an
  * experiment YAML, its engine running online (engine/online.h) behind server.h. */
 #include <ctype.h>
+#include <errno.h>
 #include <getopt.h>
 #include <math.h>
 #include <pthread.h>
@@ -10,6 +11,7 @@
 #include <string.h>
 #include <sys/stat.h>
 #include <time.h>
+#include <unistd.h>
 
 #include "commands.h"
 #include "engine.h"
@@ -94,6 +96,14 @@ static const char *tokenizer_dir(const char *opt, char *buf, size_t n) {
     if (env && *env) return env;
     snprintf(buf, n, "%s/../shared/data/tokenizers/gpt2", PB_SOURCE_DIR);
     return is_dir(buf) ? buf : NULL;
+}
+
+static int sig_pipe[2] = {-1, -1};
+
+static void on_signal(int sig) {
+    unsigned char c = (unsigned char)sig;
+    ssize_t n = write(sig_pipe[1], &c, 1);
+    (void)n;
 }
 
 int pb_cmd_serve(int argc, char **argv) {
@@ -239,12 +249,15 @@ int pb_cmd_serve(int argc, char **argv) {
                            .max_beam = 64, .max_connections = (int)conns, .tok = tok};
     pb_server *srv = st == PB_OK ? pb_server_create(&sp) : NULL;
     pb_online *on = NULL;
-    /* signals: blocked in every thread, taken by sigwait here */
-    sigset_t sigs;
-    sigemptyset(&sigs);
-    sigaddset(&sigs, SIGINT);
-    sigaddset(&sigs, SIGTERM);
-    pthread_sigmask(SIG_BLOCK, &sigs, NULL);
+    /* SIGINT / SIGTERM, whichever thread takes them, write to a pipe this thread reads */
+    if (pipe(sig_pipe) != 0) st = PB_ERR_IO;
+    struct sigaction sa;
+    memset(&sa, 0, sizeof sa);
+    sa.sa_handler = on_signal;
+    sa.sa_flags = SA_RESTART;
+    sigemptyset(&sa.sa_mask);
+    sigaction(SIGINT, &sa, NULL);
+    sigaction(SIGTERM, &sa, NULL);
     signal(SIGPIPE, SIG_IGN);
     if (st == PB_OK) {
         pb_online_params op = {.speedup = speedup, .max_waiting = (int32_t)waiting, .on_event = pb_server_event,
@@ -258,8 +271,8 @@ int pb_cmd_serve(int argc, char **argv) {
         fprintf(stderr, "pagedbench serve: %s (%s executor, system %s of %s, speedup %g) on http://%s:%d; tokenizer: %s\n",
                 sp.model, parts.executor, e->systems[sys].id, path, speedup, host, pb_server_port(srv),
                 tok ? tdir : "none (text: 1 token per 4 bytes)");
-        int sig = 0;
-        sigwait(&sigs, &sig);
+        unsigned char sig = 0;
+        while (read(sig_pipe[0], &sig, 1) != 1 && errno == EINTR) {}
         fprintf(stderr, "pagedbench serve: %s: draining %d open request(s)\n", sig == SIGINT ? "SIGINT" : "SIGTERM",
                 pb_server_open_requests(srv));
         pb_server_quiesce(srv);
@@ -287,5 +300,9 @@ int pb_cmd_serve(int argc, char **argv) {
     pb_tok_free(tok);
     pb_experiment_destroy(e);
     free(sets);
+    signal(SIGINT, SIG_DFL);
+    signal(SIGTERM, SIG_DFL);
+    for (int i = 0; i < 2; i++)
+        if (sig_pipe[i] >= 0) close(sig_pipe[i]);
     return exit_rc;
 }

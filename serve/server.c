@@ -40,6 +40,7 @@ typedef struct rq {
     pb_sbuf out;                /* streamed bytes not yet written */
     size_t out_pos;
     pb_sbuf *text;              /* per choice (non-streamed) */
+    pb_sbuf *pend;              /* per choice: bytes of a UTF-8 character not complete yet */
     json_t **ids;               /* per choice, when token_ids asked */
     int32_t completion_tokens;
 } rq;
@@ -154,6 +155,8 @@ static void rq_free(rq *r) {
     free(r->out.s);
     for (int32_t i = 0; r->text && i < r->n_choices; i++) free(r->text[i].s);
     free(r->text);
+    for (int32_t i = 0; r->pend && i < r->n_choices; i++) free(r->pend[i].s);
+    free(r->pend);
     for (int32_t i = 0; r->ids && i < r->n_choices; i++) json_decref(r->ids[i]);
     free(r->ids);
     free(r);
@@ -233,11 +236,50 @@ static json_t *final_json(const pb_server *s, rq *r) {
                      "model", s->p.model, "choices", choices, "usage", usage_json(r));
 }
 
-/* Tokens for choice i (of the returned ones). */
+/* Length of the UTF-8 character at p[0 .. n): 1-4 when complete and valid, 0 when
+   p may begin one that is cut short, -1 when invalid. */
+static int utf8_char(const unsigned char *p, size_t n) {
+    int len = p[0] < 0x80 ? 1 : (p[0] & 0xE0) == 0xC0 ? 2 : (p[0] & 0xF0) == 0xE0 ? 3 : (p[0] & 0xF8) == 0xF0 ? 4 : -1;
+    if (len < 0 || (len == 2 && p[0] < 0xC2) || (len == 4 && p[0] > 0xF4)) return -1;
+    for (int k = 1; k < len; k++) {
+        if ((size_t)k >= n) return 0;
+        if ((p[k] & 0xC0) != 0x80) return -1;
+    }
+    if (len == 3 && ((p[0] == 0xE0 && p[1] < 0xA0) || (p[0] == 0xED && p[1] >= 0xA0))) return -1;
+    if (len == 4 && ((p[0] == 0xF0 && p[1] < 0x90) || (p[0] == 0xF4 && p[1] >= 0x90))) return -1;
+    return len;
+}
+
+/* The complete characters at the head of pend moved to out (an invalid byte as U+FFFD);
+   a character cut short at its end stays for the next token, unless flush. */
+static void utf8_take(pb_sbuf *pend, pb_sbuf *out, bool flush) {
+    size_t i = 0;
+    const unsigned char *p = (const unsigned char *)pend->s;
+    while (i < pend->len) {
+        int l = utf8_char(p + i, pend->len - i);
+        if (l == 0 && !flush) break;
+        if (l > 0) {
+            buf_add(out, pend->s + i, (size_t)l);
+            i += (size_t)l;
+        } else {
+            buf_add(out, "\xEF\xBF\xBD", 3);
+            i++;
+        }
+    }
+    memmove(pend->s, pend->s + i, pend->len - i);
+    pend->len -= i;
+    if (pend->s) pend->s[pend->len] = 0;
+}
+
+/* Tokens for choice i (of the returned ones); their text as whole UTF-8 characters, as
+   vLLM's incremental detokenizer holds back a character cut between tokens. */
 static void add_tokens(pb_server *s, rq *r, int32_t i, const int32_t *ids, int32_t n, bool last) {
     r->completion_tokens += n;
-    pb_sbuf t = {0};
-    text_of(s, ids, n, &t);
+    pb_sbuf raw = {0}, t = {0};
+    text_of(s, ids, n, &raw);
+    if (raw.len) buf_add(&r->pend[i], raw.s, raw.len);
+    free(raw.s);
+    utf8_take(&r->pend[i], &t, last);
     if (r->stream) {
         stream_choice(s, r, i, t.s ? t.s : "", t.len, last ? "length" : NULL, ids, n);
         if (i == r->n_choices - 1) r->chat_started = true;
@@ -535,6 +577,7 @@ static enum MHD_Result completion(pb_server *s, rq *r) {
     pthread_mutex_lock(&s->mu);
     snprintf(r->id, sizeof r->id, "%s-%lld", r->kind == K_CHAT ? "chatcmpl" : "cmpl", (long long)s->next_id++);
     r->text = pb_xcalloc((size_t)r->n_choices, sizeof *r->text);
+    r->pend = pb_xcalloc((size_t)r->n_choices, sizeof *r->pend);
     if (r->token_ids) {
         r->ids = pb_xcalloc((size_t)r->n_choices, sizeof *r->ids);
         for (int32_t i = 0; i < r->n_choices; i++) r->ids[i] = json_array();
