@@ -18,6 +18,9 @@
 #                             -> results/gpu/<device>/ (without a GPU: the C references and
 #                             emulator, SKIP for the rest); on a machine without a package
 #                             registry it builds with the .debs of tools/gpu/fetch_debs.sh
+#   ./run_all.sh serve        an OpenAI-compatible server on http://127.0.0.1:8000 over the sim
+#                             (vLLM on OPT-13B / A100-40GB, experiments/fig12_opt13b_sharegpt.yaml,
+#                             real time); Ctrl-C drains it and exits 0 (README "Serve and measure")
 #   ./run_all.sh list         what can be run
 #   ./run_all.sh clean        remove build/ and scratch outputs (per-point files, quick runs);
 #                             the committed results/*.csv and plots/out/*.png stay
@@ -50,20 +53,20 @@ while [ $# -gt 0 ]; do
         --cuda) CUDA=1 ;;
         --build) BUILD=$2; shift ;;
         --bundle) GPU_ARGS+=(--bundle "$2"); shift ;;
-        -h|--help) sed -n '2,32p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+        -h|--help) sed -n '2,35p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
         -*) echo "run_all.sh: unknown option $1" >&2; exit 2 ;;
         *) VERBS+=("$1") ;;
     esac
     shift
 done
-[ ${#VERBS[@]} -gt 0 ] || { sed -n '2,32p' "$0" | sed 's/^# \{0,1\}//'; exit 2; }
+[ ${#VERBS[@]} -gt 0 ] || { sed -n '2,35p' "$0" | sed 's/^# \{0,1\}//'; exit 2; }
 
 log() { printf '==> %s\n' "$*" >&2; }
 
 # Every verb is checked before anything is built or run.
 for verb in "${VERBS[@]}"; do
     case "$verb" in
-        test|table1|list|all|results-md|clean|gpu|goldens) ;;
+        test|table1|list|all|results-md|clean|gpu|goldens|serve) ;;
         fig1|fig2|fig11|fig12|fig13|fig14|fig15|fig16|fig17|fig18|fig18a|fig18b|fig19|fig19a|fig19b|study) ;;
         *) echo "run_all.sh: unknown verb '$verb' (try: ./run_all.sh list)" >&2; exit 2 ;;
     esac
@@ -266,6 +269,7 @@ for verb in "${VERBS[@]}"; do
         test) run_tests ;;
         table1) build table1; mkdir -p results; "$PB" table1 --csv results/table1.csv ;;
         list) build list; "$PB" list ;;
+        serve) build serve; "$PB" serve experiments/fig12_opt13b_sharegpt.yaml --system vllm ;;
         fig*|study) run_figure "$verb" ;;
         all) run_all_figures ;;
         results-md) update_results_md ;;
