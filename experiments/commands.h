@@ -13,7 +13,8 @@
  *   bench    bench/cmd_bench.c          micro-benchmarks (scheduler, sim, ...)
  *   validate experiments/cmd_validate.c the sim against public GPU step measurements
  *   plot     experiments/cmd_plot.c     a figure of any results CSV (gnuplot, plots/style.gp)
- *   serve    serve/cmd_serve.c          an OpenAI-compatible server over the engine, online */
+ *   serve    serve/cmd_serve.c          an OpenAI-compatible server over the engine, online
+ *   loadgen  serve/cmd_loadgen.c        replay a trace against an OpenAI-compatible server */
 #ifndef PB_COMMANDS_H
 #define PB_COMMANDS_H
 
@@ -32,6 +33,7 @@ int pb_cmd_bench(int argc, char **argv);
 int pb_cmd_validate(int argc, char **argv);
 int pb_cmd_plot(int argc, char **argv);
 int pb_cmd_serve(int argc, char **argv);
+int pb_cmd_loadgen(int argc, char **argv);
 
 /* The hardware spec (experiments/hardware/<name>.yaml) of a CUDA device name, e.g.
  * "NVIDIA H100 80GB HBM3" -> "h100-sxm", "NVIDIA A100 80GB PCIe" -> "a100-80gb-pcie";

@@ -26,6 +26,7 @@ static const command COMMANDS[] = {
     {"bench",   pb_cmd_bench,   "micro-benchmarks: scheduler, block manager, simulator"},
     {"validate", pb_cmd_validate, "predict public GPU step measurements with the sim; measured vs predicted"},
     {"serve",   pb_cmd_serve,   "an OpenAI-compatible HTTP server over one system, the engine online"},
+    {"loadgen", pb_cmd_loadgen, "replay a trace against an OpenAI-compatible server (libcurl), run's outputs"},
     {"plot",    pb_cmd_plot,    "plot any results CSV (x vs y per system) in the paper's style"},
 };
 

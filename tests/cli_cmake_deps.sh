@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# cli_cmake_deps.sh -- CMakeLists.txt finds libyaml, jansson, libcsv and libmicrohttpd without
+# cli_cmake_deps.sh -- CMakeLists.txt finds libyaml, jansson, libcsv, libmicrohttpd and libcurl without
 # pkg-config, in a prefix outside the system paths: the way a GPU machine without a
 # package registry builds from the .debs unpacked into .gpu/root (tools/gpu/deps.sh).
 #   1. a prefix of links to this machine's headers and libraries, with pkg-config off
@@ -22,7 +22,10 @@ for h in yaml.h jansson.h jansson_config.h csv.h microhttpd.h; do
     [ -e "/usr/include/$h" ] || pb_skip "/usr/include/$h absent (libyaml-dev, libjansson-dev, libcsv-dev, libmicrohttpd-dev)"
     ln -s "/usr/include/$h" "$T/root/usr/include/$h"
 done
-for l in yaml jansson csv microhttpd; do
+curl_h=$(ls -d /usr/include/curl /usr/include/"$arch"/curl 2>/dev/null | head -n 1)
+[ -n "$curl_h" ] || pb_skip "curl/curl.h absent (libcurl4-openssl-dev)"
+ln -s "$curl_h" "$T/root/usr/include/curl"
+for l in yaml jansson csv microhttpd curl; do
     f=$(ls /usr/lib/"$arch"/lib$l.so 2>/dev/null | head -n 1)
     [ -n "$f" ] || pb_skip "no lib$l.so in /usr/lib/$arch"
     ln -s "$(readlink -f "$f")" "$T/root/usr/lib/$arch/lib$l.so"
@@ -34,12 +37,12 @@ nosys=("${gen[@]}" -DCMAKE_MAKE_PROGRAM="$mk" -DCMAKE_C_COMPILER="$cc" -DPB_CUDA
        -DCMAKE_FIND_USE_CMAKE_SYSTEM_PATH=OFF -DCMAKE_FIND_USE_SYSTEM_ENVIRONMENT_PATH=OFF)
 cmake -S . -B "$T/b" "${nosys[@]}" -DCMAKE_PREFIX_PATH="$T/root/usr" >"$T/a.log" 2>&1; rc=$?
 n=0
-for v in yaml jansson csv microhttpd; do
+for v in yaml jansson csv microhttpd curl; do
     grep -q "^PB_${v}_LIBRARY:FILEPATH=$T/root/usr/lib/$arch/lib$v.so$" "$T/b/CMakeCache.txt" 2>/dev/null &&
         grep -q "^PB_${v}_INCLUDE_DIR:PATH=$T/root/usr/include$" "$T/b/CMakeCache.txt" && n=$((n + 1))
 done
-[ $rc = 0 ] && [ $n = 4 ] && ok "no pkg-config, no system paths: the four libraries found in CMAKE_PREFIX_PATH" ||
-    bad "prefix root: configure rc $rc, $n of 4 found: $(grep -E 'PB_(yaml|jansson|csv|microhttpd)_' "$T/b/CMakeCache.txt" 2>/dev/null | tr '\n' ' ') $(tail -n 5 "$T/a.log")"
+[ $rc = 0 ] && [ $n = 5 ] && ok "no pkg-config, no system paths: the five libraries found in CMAKE_PREFIX_PATH" ||
+    bad "prefix root: configure rc $rc, $n of 5 found: $(grep -E 'PB_(yaml|jansson|csv|microhttpd|curl)_' "$T/b/CMakeCache.txt" 2>/dev/null | tr '\n' ' ') $(tail -n 5 "$T/a.log")"
 cmake -S . -B "$T/c" "${nosys[@]}" -DCMAKE_PREFIX_PATH="$T/empty/usr" >"$T/c.log" 2>&1; rc=$?
 msg=$(tr -s ' \n' '  ' <"$T/c.log")       # (CMake wraps its messages)
 [ $rc != 0 ] && grep -q 'yaml not found (yaml.h, libyaml): install the Debian package libyaml-dev' <<<"$msg" &&

@@ -17,9 +17,6 @@ command -v curl >/dev/null || pb_skip "curl not installed"
 T=$(mktemp -d /tmp/pb_cli_serve.XXXXXX)
 trap 'kill $SERVE_PID 2>/dev/null; rm -rf "$T"' EXIT
 SERVE_PID=
-pass=0; fail=0
-ok()  { pass=$((pass + 1)); echo "[ok] $1" >&2; }
-bad() { fail=$((fail + 1)); echo "[FAIL] $1" >&2; }
 CFG=experiments/fig12_opt13b_sharegpt.yaml
 ulimit -n 8192 2>/dev/null || true
 BURST=2000

@@ -26,9 +26,6 @@ fi
 T=$(mktemp -d /tmp/pb_cli_aiperf.XXXXXX)
 trap 'kill $SERVE_PID 2>/dev/null; rm -rf "$T"' EXIT
 SERVE_PID=
-pass=0; fail=0
-ok()  { pass=$((pass + 1)); echo "[ok] $1" >&2; }
-bad() { fail=$((fail + 1)); echo "[FAIL] $1" >&2; }
 G=$ROOT/../shared/data/tokenizers/gpt2
 [ -r "$G/encoder.json" ] || G=$ROOT/tests/data/gpt2_subset
 mkdir -p "$T/tok"

@@ -21,9 +21,6 @@ fi
 T=$(mktemp -d /tmp/pb_cli_openai.XXXXXX)
 trap 'kill $SERVE_PID 2>/dev/null; rm -rf "$T"' EXIT
 SERVE_PID=
-pass=0; fail=0
-ok()  { pass=$((pass + 1)); echo "[ok] $1" >&2; }
-bad() { fail=$((fail + 1)); echo "[FAIL] $1" >&2; }
 for ex in sim cpu; do
     if [ $ex = sim ]; then serve_start "$T/log" experiments/fig12_opt13b_sharegpt.yaml --speedup 100 --api-key k1; model=opt-13b; mt=8
     else serve_start "$T/log" experiments/smoke_cpu_tiny.yaml --executor cpu --system vllm --api-key k1; model=tiny-opt; mt=4; fi

@@ -33,6 +33,6 @@ touch "$OUT/obj/.stamp"
 objs=("$OUT/obj/experiments_main.o")   # exactly this build's objects (not a stale one in obj/)
 for f in "${srcs[@]}"; do objs+=("$OUT/obj/$(basename "$(dirname "$f")")_$(basename "$f" .c).o"); done
 for h in yaml trace engine; do
-    "$CC" "${FLAGS[@]}" -fsanitize=fuzzer "$SRC/tests/fuzz/fuzz_$h.c" "${objs[@]}" -lyaml -lcsv -ljansson -lmicrohttpd -lm -lpthread \
+    "$CC" "${FLAGS[@]}" -fsanitize=fuzzer "$SRC/tests/fuzz/fuzz_$h.c" "${objs[@]}" -lyaml -lcsv -ljansson -lmicrohttpd -lcurl -lm -lpthread \
         -o "$OUT/fuzz_$h"
 done

@@ -2,6 +2,10 @@
 #   serve_start LOG ARGS...   starts it on a free port (--port 0), waits for /health;
 #                             sets SERVE_PID and SERVE_PORT (exit 1 if it never answers)
 #   serve_stop [SIG]          SIGINT (default) and waits; sets SERVE_RC
+#   ok MSG / bad MSG          count a check passed / failed (pass, fail)
+pass=0; fail=0
+ok()  { pass=$((pass + 1)); echo "[ok] $1" >&2; }
+bad() { fail=$((fail + 1)); echo "[FAIL] $1" >&2; }
 serve_start() {
     local log=$1; shift
     "$PB" serve "$@" --port 0 2>"$log" &
