@@ -34,7 +34,7 @@ typedef enum {
 const char *pb_status_str(pb_status s);
 
 /* CLI exit codes */
-enum { PB_EXIT_OK = 0, PB_EXIT_RUNTIME = 1, PB_EXIT_USAGE = 2 };
+enum { PB_EXIT_OK = 0, PB_EXIT_RUNTIME = 1, PB_EXIT_USAGE = 2, PB_EXIT_SKIP = 77 };
 
 /* Logging to stderr.  pb_log_level: 0 errors only, 1 info (default), 2 debug. */
 extern int pb_log_level;
@@ -109,7 +109,9 @@ void pb_sbuf_printf(pb_sbuf *b, const char *fmt, ...)
 /* Monotonic wall clock in seconds (for benchmarks; never for simulated time). */
 double pb_now_s(void);
 
-/* The git revision baked in at configure time ("unknown" outside git). */
+/* The revision this binary was built from, taken at every build: the commit's 12-digit
+ * hash, "-dirty" when a source compiled into it differed from the commit
+ * (tools/source_rev.cmake); "no-git" outside a git checkout. */
 const char *pb_git_rev(void);
 
 #ifdef __cplusplus

@@ -36,6 +36,7 @@
 #include <string.h>
 
 #include "bench.h"
+#include "cli.h"
 #include "block_manager.h"
 #include "engine.h"
 #include "executor_real.h"
@@ -54,32 +55,30 @@ typedef struct {
     uint64_t seed;
 } cm_args;
 
-static void usage(FILE *f) {
-    fprintf(f,
-            "usage: pagedbench bench costmodel [options]\n"
-            "  --executor cuda|cpu   real executor                                [cuda]\n"
-            "  --model NAME          model spec                                   [opt-13b]\n"
-            "  --hardware NAME       hardware spec of the cost model              [h100-sxm]\n"
-            "  --profile CSV         also predict from this measured step profile\n"
-            "  --rate R              Poisson arrivals, requests/s                 [1]\n"
-            "  --duration S          seconds of arrivals                          [60]\n"
-            "  --max-requests N      at most N requests (0 = no cap)              [0]\n"
-            "  --length-scale X      scale ShareGPT lengths (tiny models)         [1]\n"
-            "  --kv-mib X            KV cache MiB (cuda 12288, cpu 64)\n"
-            "  --block-size N        KV block size                                [16]\n"
-            "  --seed N              trace, weights and sampling seed             [0]\n"
-            "  --out DIR             write costmodel_{steps,requests,summary}.csv here\n");
-}
+enum { O_EXECUTOR = 256, O_MODEL, O_HARDWARE, O_PROFILE, O_RATE, O_DURATION, O_MAX_REQ, O_LSCALE, O_KV_MIB,
+       O_BLOCK, O_SEED, O_OUT };
+static const pb_cli_opt OPTS[] = {
+    {"executor", O_EXECUTOR, "cuda|cpu", "real executor (default cuda)"},
+    {"model", O_MODEL, "NAME", "model spec (default opt-13b)"},
+    {"hardware", O_HARDWARE, "NAME", "hardware spec of the cost model (default h100-sxm)"},
+    {"profile", O_PROFILE, "CSV", "also predict from this measured step profile"},
+    {"rate", O_RATE, "R", "Poisson arrivals, requests/s (default 1)"},
+    {"duration", O_DURATION, "S", "seconds of arrivals (default 60)"},
+    {"max-requests", O_MAX_REQ, "N", "at most N requests (0 = no cap; default 0)"},
+    {"length-scale", O_LSCALE, "X", "scale ShareGPT lengths (tiny models; default 1)"},
+    {"kv-mib", O_KV_MIB, "X", "KV cache MiB (default: cuda 12288, cpu 64)"},
+    {"block-size", O_BLOCK, "N", "KV block size (default 16)"},
+    {"seed", O_SEED, "N", "trace, weights and sampling seed (default 0)"},
+    {"out", O_OUT, "DIR", "write costmodel_{steps,requests,summary}.csv here"},
+    {NULL, 0, NULL, NULL}};
+static const pb_cli CLI = {
+    "bench costmodel", "[options]",
+    "Runs the real engine (cuda, or the tiny model on the cpu executor) on a ShareGPT trace and\n"
+    "prints the cost model's prediction of every step beside the measurement (step, TTFT, TPOT\n"
+    "errors).",
+    OPTS, NULL, NULL, "no GPU for --executor cuda: `SKIP: no GPU (<reason>)`"};
 
-static int num_arg(const char *s, double lo, double hi, double *out) {
-    char *end;
-    errno = 0;
-    double v = strtod(s, &end);
-    if (end == s || *end || errno || !(v >= lo && v <= hi)) return -1;
-    *out = v;
-    return 0;
-}
-
+/* The options into *a; PB_CLI's exit status when they end the command (help, error), else -1. */
 static int parse(int argc, char **argv, cm_args *a) {
     memset(a, 0, sizeof *a);
     a->executor = "cuda";
@@ -89,29 +88,31 @@ static int parse(int argc, char **argv, cm_args *a) {
     a->duration_s = 60;
     a->length_scale = 1.0;
     a->block_size = 16;
-    for (int i = 1; i < argc; i++) {
-        const char *k = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
-        double x;
-        if (!v) { fprintf(stderr, "bench costmodel: %s needs a value (or is unknown)\n", k); return -1; }
-        i++;
-        if (!strcmp(k, "--executor")) {
-            if (strcmp(v, "cuda") && strcmp(v, "cpu")) { fprintf(stderr, "bench costmodel: --executor cuda|cpu\n"); return -1; }
-            a->executor = v;
-        } else if (!strcmp(k, "--model")) a->model = v;
-        else if (!strcmp(k, "--hardware")) a->hardware = v;
-        else if (!strcmp(k, "--profile")) a->profile = v;
-        else if (!strcmp(k, "--out")) a->out = v;
-        else if (!strcmp(k, "--rate") && !num_arg(v, 1e-6, 1e6, &x)) a->rate = x;
-        else if (!strcmp(k, "--duration") && !num_arg(v, 1e-3, 1e6, &x)) a->duration_s = x;
-        else if (!strcmp(k, "--length-scale") && !num_arg(v, 1e-6, 1, &x)) a->length_scale = x;
-        else if (!strcmp(k, "--kv-mib") && !num_arg(v, 1e-3, 1 << 24, &x)) a->kv_mib = x;
-        else if (!strcmp(k, "--block-size") && !num_arg(v, 1, 256, &x) && x == (int)x) a->block_size = (int32_t)x;
-        else if (!strcmp(k, "--max-requests") && !num_arg(v, 0, 1e7, &x) && x == (int)x) a->max_requests = (int32_t)x;
-        else if (!strcmp(k, "--seed") && !num_arg(v, 0, 9e15, &x) && x == floor(x)) a->seed = (uint64_t)x;
-        else { fprintf(stderr, "bench costmodel: bad option or value: %s %s\n", k, v); return -1; }
+    pb_cli_parser p;
+    pb_cli_begin(&p, &CLI, argc, argv);
+    for (int c; (c = pb_cli_next(&p)) != PB_CLI_END;) {
+        int64_t i;
+        switch (c) {
+        case O_EXECUTOR:
+            if (strcmp(p.arg, "cuda") && strcmp(p.arg, "cpu")) pb_cli_bad(&p, "expected cuda or cpu, got '%s'", p.arg);
+            a->executor = p.arg;
+            break;
+        case O_MODEL: a->model = p.arg; break;
+        case O_HARDWARE: a->hardware = p.arg; break;
+        case O_PROFILE: a->profile = p.arg; break;
+        case O_OUT: a->out = p.arg; break;
+        case O_RATE: pb_cli_num(&p, 1e-6, 1e6, &a->rate); break;
+        case O_DURATION: pb_cli_num(&p, 1e-3, 1e6, &a->duration_s); break;
+        case O_LSCALE: pb_cli_num(&p, 1e-6, 1, &a->length_scale); break;
+        case O_KV_MIB: pb_cli_num(&p, 1e-3, 1 << 24, &a->kv_mib); break;
+        case O_BLOCK: if (pb_cli_int(&p, 1, 256, &i)) a->block_size = (int32_t)i; break;
+        case O_MAX_REQ: if (pb_cli_int(&p, 0, 10000000, &i)) a->max_requests = (int32_t)i; break;
+        case O_SEED: if (pb_cli_int(&p, 0, (int64_t)9e15, &i)) a->seed = (uint64_t)i; break;
+        }
     }
+    if (p.rc < 0 && p.optind < argc) p.rc = pb_cli_fail(&CLI, "unexpected argument '%s'", argv[p.optind]);
     if (!a->kv_mib) a->kv_mib = strcmp(a->executor, "cpu") ? 12288 : 64;
-    return 0;
+    return p.rc;
 }
 
 /* ---- the recording executor: the real one, plus the sims on the same batch ---- */
@@ -243,15 +244,14 @@ static void fmt_num(pb_sbuf *b, double v) {
 }
 
 int pb_bench_costmodel(int argc, char **argv) {
-    for (int i = 1; i < argc; i++)
-        if (!strcmp(argv[i], "-h") || !strcmp(argv[i], "--help")) { usage(stdout); return PB_EXIT_OK; }
     cm_args a;
-    if (parse(argc, argv, &a)) { usage(stderr); return PB_EXIT_USAGE; }
+    int prc = parse(argc, argv, &a);
+    if (prc >= 0) return prc;
     bool cuda = !strcmp(a.executor, "cuda");
     char why[512];
     if (cuda && !pb_cuda_available(why, sizeof why)) {
         printf("SKIP: no GPU (%s)\n", why);
-        return 77;
+        return PB_EXIT_SKIP;
     }
     cm_ctx c;
     memset(&c, 0, sizeof c);

@@ -14,66 +14,61 @@
  * (why)`.  A run that stops or skips failed points still writes what it measured
  * (--csv, --calib-dir; a baseline only from a complete run).
  * Exit: 0 ok, 1 regression or runtime failure, 2 usage / bad baseline file. */
+#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
 
+#include "cli.h"
 #include "commands.h"
 #include "config.h"
 #include "kbench.h"
 #include "point_key.h"   /* pb_source_describe */
 #include "spec.h"
 
-static void usage(FILE *f) {
-    fprintf(f,
-            "usage: pagedbench kernels [--grid G]... [--check FILE] [--update FILE] [--csv FILE] [--cpu]\n"
-            "                          [--hw NAME] [--hbm-gbps X] [--reps N] [--warmup N]\n"
-            "                          [--tolerance X] [--ratio-tolerance X] [--calib-dir DIR]\n"
-            "       pagedbench kernels --probe\n"
-            "  --grid G              fig18a, long, blocksize, cache, swap (repeatable or comma list;\n"
-            "                        default: these five); calib-attn, calib-gemm: the cost model's\n"
-            "                        calibration sweeps (paged attention at block 1..256 beside the\n"
-            "                        contiguous kernel; cuBLAS GEMMs of OPT-13B at M = 1..512), only\n"
-            "                        when named, never in a baseline\n"
-            "  --calib-dir DIR       write the calibration sweeps' rows to DIR/calib_attention.csv and\n"
-            "                        DIR/calib_gemm.csv (with device, driver, CUDA and commit columns)\n"
-            "  --check FILE          compare with a baseline: 'Check no_regression' fails (exit 1) when\n"
-            "                        a latency grew by more than its tolerance or a paged/contiguous\n"
-            "                        ratio grew by more than its ratio tolerance\n"
-            "  --update FILE         write the measured results as a baseline\n"
-            "  --csv FILE            write every result (µs, GB/s, %% of peak) as CSV, also the\n"
-            "                        results of a run that failed part-way\n"
-            "  --cpu                 run the C references even when a GPU is present\n"
-            "  --probe               print the GPU's name and hardware spec (exit 0), or\n"
-            "                        'SKIP: no GPU (<reason>)' (exit 77); run nothing\n"
-            "  --hw NAME             hardware spec (experiments/hardware/NAME.yaml) for %% of peak;\n"
-            "                        default: guessed from the device name\n"
-            "  --hbm-gbps X          HBM bandwidth in GB/s for %% of peak (overrides --hw)\n"
-            "  --reps N              timed runs per config, median on GPU (>= 20), best on CPU\n"
-            "                        (default 20 GPU, 15 CPU)\n"
-            "  --warmup N            untimed runs before the timed ones (default 3)\n"
-            "  --tolerance X         latency growth (a fraction) that the baseline written by\n"
-            "                        --update allows (default 0.10 on GPU, 1.0 on CPU)\n"
-            "  --ratio-tolerance X   paged/contiguous ratio growth (a fraction) that the baseline\n"
-            "                        written by --update allows (default 0.05 on GPU, 0.25 on CPU)\n"
-            "  -h, --help            this text\n"
-            "Checks (stdout, at the end; docs/outputs.md):\n"
-            "  Check complete        every grid ran to the end\n"
-            "  Check correct         every GPU kernel matched its C reference (n/a on the C references)\n"
-            "  Check timer           CUPTI dropped no timing record, or CUDA events timed the run\n"
-            "                        (CUPTI unavailable; n/a on the C references)\n"
-            "  Check no_regression   no result regressed against the --check baseline (n/a without)\n"
-            "Exit: 0 ok; 1 a run failure (a kernel mismatch included) or a regression;\n"
-            "2 usage or a bad baseline file.  A failed timer check alone leaves the exit at 0.\n");
-}
-
-static int parse_num(const char *s, double lo, double *out) {
-    char *end;
-    double v = strtod(s, &end);
-    if (end == s || *end || !(v >= lo)) return -1;
-    *out = v;
-    return 0;
-}
+enum { O_GRID = 256, O_CHECK, O_UPDATE, O_CSV, O_CPU, O_PROBE, O_HW, O_HBM, O_REPS, O_WARMUP, O_TOL, O_RTOL,
+       O_CALIB_DIR };
+static const pb_cli_opt OPTS[] = {
+    {"grid", O_GRID, "G", "fig18a, long, blocksize, cache, swap (repeatable or comma list; default:\n"
+                          "these five); calib-attn, calib-gemm: the cost model's calibration sweeps\n"
+                          "(paged attention at block 1..256 beside the contiguous kernel; cuBLAS\n"
+                          "GEMMs of OPT-13B at M = 1..512), only when named, never in a baseline"},
+    {"calib-dir", O_CALIB_DIR, "DIR", "write the calibration sweeps' rows to DIR/calib_attention.csv and\n"
+                                      "DIR/calib_gemm.csv (with device, driver, CUDA and commit columns)"},
+    {"check", O_CHECK, "FILE", "compare with a baseline: 'Check no_regression' fails (exit 1) when a\n"
+                               "latency grew by more than its tolerance or a paged/contiguous ratio grew\n"
+                               "by more than its ratio tolerance"},
+    {"update", O_UPDATE, "FILE", "write the measured results as a baseline"},
+    {"csv", O_CSV, "FILE", "write every result (µs, GB/s, % of peak) as CSV, also the results of a\n"
+                           "run that failed part-way"},
+    {"cpu", O_CPU, NULL, "run the C references even when a GPU is present"},
+    {"probe", O_PROBE, NULL, "print the GPU's name and hardware spec (exit 0), or\n"
+                             "'SKIP: no GPU (<reason>)' (exit 77); run nothing"},
+    {"hw", O_HW, "NAME", "hardware spec (experiments/hardware/NAME.yaml) for % of peak;\n"
+                         "default: guessed from the device name"},
+    {"hbm-gbps", O_HBM, "X", "HBM bandwidth in GB/s for % of peak (overrides --hw)"},
+    {"reps", O_REPS, "N", "timed runs per config, median on GPU (>= 20), best on CPU\n"
+                          "(default 20 GPU, 15 CPU)"},
+    {"warmup", O_WARMUP, "N", "untimed runs before the timed ones (default 3)"},
+    {"tolerance", O_TOL, "X", "latency growth (a fraction) that the baseline written by --update\n"
+                              "allows (default 0.10 on GPU, 1.0 on CPU)"},
+    {"ratio-tolerance", O_RTOL, "X", "paged/contiguous ratio growth (a fraction) that the baseline written\n"
+                                     "by --update allows (default 0.05 on GPU, 0.25 on CPU)"},
+    {NULL, 0, NULL, NULL}};
+static const pb_cli CLI = {
+    "kernels", "[--grid G]... [--check FILE] [--update FILE] [--csv FILE] [--cpu] [options]\n--probe",
+    "Checks the GPU kernels against their C references and times them over benchmark grids\n"
+    "(CUPTI); without a GPU (or with --cpu) the C references run through the same grids and\n"
+    "the same checks, against bench/baselines/cpu-reference.json.",
+    OPTS,
+    "Checks (stdout, at the end; docs/outputs.md):\n"
+    "  Check complete        every grid ran to the end\n"
+    "  Check correct         every GPU kernel matched its C reference (n/a on the C references)\n"
+    "  Check timer           CUPTI dropped no timing record, or CUDA events timed the run\n"
+    "                        (CUPTI unavailable; n/a on the C references)\n"
+    "  Check no_regression   no result regressed against the --check baseline (n/a without)\n"
+    "A failed timer check alone leaves the exit status at 0.",
+    "a run failure (a kernel mismatch included) or a regression", "--probe without a usable GPU"};
 
 static int contains_ci(const char *s, const char *w) {
     for (size_t n = strlen(w); *s; s++)
@@ -96,51 +91,51 @@ int pb_cmd_kernels(int argc, char **argv) {
     int force_cpu = 0, reps = -1, warmup = 3;
     double hbm_gbps = 0, tol = -1, rtol = -1;
     unsigned grids = 0;
-    for (int i = 1; i < argc; i++) {
-        const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
-        double x;
-        if (!strcmp(a, "-h") || !strcmp(a, "--help")) { usage(stdout); return PB_EXIT_OK; }
-        if (!strcmp(a, "--cpu")) { force_cpu = 1; continue; }
-        if (!strcmp(a, "--probe")) {   /* is a GPU usable? (tools/gpu/run_gpu.sh asks) */
-            char why[512], dev[128];
-            if (!pb_kbench_gpu_available(why, sizeof why)) {
-                printf("SKIP: no GPU (%s)\n", why);
-                return 77;
-            }
-            pb_kbench_device_name(dev, sizeof dev);
-            const char *hw = pb_kernels_hw_for_device(dev);
-            printf("gpu: %s\nhw: %s\n", dev, hw ? hw : "-");
-            return PB_EXIT_OK;
-        }
-        if (!v) { fprintf(stderr, "kernels: %s needs a value (or is unknown)\n", a); usage(stderr); return PB_EXIT_USAGE; }
-        i++;
-        if (!strcmp(a, "--grid")) {
+    bool probe = false;
+    pb_cli_parser p;
+    pb_cli_begin(&p, &CLI, argc, argv);
+    for (int c; (c = pb_cli_next(&p)) != PB_CLI_END;) {
+        int64_t i;
+        switch (c) {
+        case O_CPU: force_cpu = 1; break;
+        case O_PROBE: probe = true; break;
+        case O_GRID: {
             char buf[256];
-            snprintf(buf, sizeof buf, "%s", v);
+            snprintf(buf, sizeof buf, "%s", p.arg);
             for (char *save = NULL, *tok = strtok_r(buf, ",", &save); tok; tok = strtok_r(NULL, ",", &save)) {
                 unsigned b = pb_kbench_grid_bit(tok);
-                if (!b) { fprintf(stderr, "kernels: unknown grid '%s' (fig18a, long, blocksize, cache, swap, calib-attn, calib-gemm)\n", tok); return PB_EXIT_USAGE; }
+                if (!b) {
+                    pb_cli_bad(&p, "unknown grid '%s' (fig18a, long, blocksize, cache, swap, calib-attn, calib-gemm)", tok);
+                    break;
+                }
                 grids |= b;
             }
-        } else if (!strcmp(a, "--check")) check = v;
-        else if (!strcmp(a, "--update")) update = v;
-        else if (!strcmp(a, "--csv")) csv = v;
-        else if (!strcmp(a, "--calib-dir")) calib_dir = v;
-        else if (!strcmp(a, "--hw")) hw_name = v;
-        else if (!strcmp(a, "--hbm-gbps")) {
-            if (parse_num(v, 1e-9, &hbm_gbps)) { fprintf(stderr, "kernels: --hbm-gbps needs a positive number\n"); return PB_EXIT_USAGE; }
-        } else if (!strcmp(a, "--reps") || !strcmp(a, "--warmup")) {
-            if (parse_num(v, 0, &x) || x > 100000 || x != (int)x) { fprintf(stderr, "kernels: %s needs an integer\n", a); return PB_EXIT_USAGE; }
-            if (a[2] == 'r') reps = (int)x; else warmup = (int)x;
-        } else if (!strcmp(a, "--tolerance")) {
-            if (parse_num(v, 0, &tol)) { fprintf(stderr, "kernels: --tolerance needs a number >= 0\n"); return PB_EXIT_USAGE; }
-        } else if (!strcmp(a, "--ratio-tolerance")) {
-            if (parse_num(v, 0, &rtol)) { fprintf(stderr, "kernels: --ratio-tolerance needs a number >= 0\n"); return PB_EXIT_USAGE; }
-        } else {
-            fprintf(stderr, "kernels: unknown option '%s'\n", a);
-            usage(stderr);
-            return PB_EXIT_USAGE;
+            break;
         }
+        case O_CHECK: check = p.arg; break;
+        case O_UPDATE: update = p.arg; break;
+        case O_CSV: csv = p.arg; break;
+        case O_CALIB_DIR: calib_dir = p.arg; break;
+        case O_HW: hw_name = p.arg; break;
+        case O_HBM: pb_cli_num(&p, 1e-9, INFINITY, &hbm_gbps); break;
+        case O_REPS: if (pb_cli_int(&p, 0, 100000, &i)) reps = (int)i; break;
+        case O_WARMUP: if (pb_cli_int(&p, 0, 100000, &i)) warmup = (int)i; break;
+        case O_TOL: pb_cli_num(&p, 0, INFINITY, &tol); break;
+        case O_RTOL: pb_cli_num(&p, 0, INFINITY, &rtol); break;
+        }
+    }
+    if (p.rc >= 0) return p.rc;
+    if (p.optind < argc) return pb_cli_fail(&CLI, "unexpected argument '%s'", argv[p.optind]);
+    if (probe) {   /* is a GPU usable? (tools/gpu/run_gpu.sh asks) */
+        char why[512], dev[128];
+        if (!pb_kbench_gpu_available(why, sizeof why)) {
+            printf("SKIP: no GPU (%s)\n", why);
+            return PB_EXIT_SKIP;
+        }
+        pb_kbench_device_name(dev, sizeof dev);
+        const char *hw = pb_kernels_hw_for_device(dev);
+        printf("gpu: %s\nhw: %s\n", dev, hw ? hw : "-");
+        return PB_EXIT_OK;
     }
     if (!grids) grids = PB_KB_GRID_ALL;
     const unsigned calib = grids & (PB_KB_GRID_CALIB_ATTN | PB_KB_GRID_CALIB_GEMM);
@@ -158,7 +153,7 @@ int pb_cmd_kernels(int argc, char **argv) {
     int gpu = !force_cpu && pb_kbench_gpu_available(why, sizeof why);
     if (!gpu && !force_cpu) fprintf(stderr, "SKIP: no GPU (%s): running the C references instead\n", why);
     if (reps < 0) reps = gpu ? 20 : 15;
-    if (reps < 1 || (gpu && reps < 20)) { fprintf(stderr, "kernels: --reps must be >= %d\n", gpu ? 20 : 1); return PB_EXIT_USAGE; }
+    if (reps < 1 || (gpu && reps < 20)) return pb_cli_fail(&CLI, "--reps must be >= %d %s", gpu ? 20 : 1, gpu ? "on a GPU" : "");
     const char *mode = gpu ? "gpu" : "cpu-reference";
 
     pb_kb_set base;

@@ -6,12 +6,12 @@
  * Reads the YAMLs under the spec directory (pb_spec_dir(): $PAGEDBENCH_SPECS or
  * <source>/experiments). */
 #include <dirent.h>
-#include <getopt.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "cli.h"
 #include "commands.h"
 #include "config.h"
 #include "executor_sim.h"   /* pb_sim_system_schema, pb_sim_cost_schema */
@@ -74,43 +74,24 @@ static void print_policy_keys(void) {
     }
 }
 
-static void usage(FILE *f) {
-    fprintf(f,
-            "usage: pagedbench list [--keys]\n\n"
-            "Figures (with their experiments), experiments, models, hardware and policies,\n"
-            "one line each, from the YAMLs under the spec directory.\n"
-            "  --keys      the experiment YAML keys instead (each entry of systems and executor too)\n"
-            "  --version   print the revision and exit\n"
-            "  -h, --help  this text\n"
-            "Output columns: docs/outputs.md.  Exit: 0 ok, 2 bad usage.\n");
-}
+enum { O_KEYS = 256 };
+static const pb_cli_opt OPTS[] = {
+    {"keys", O_KEYS, NULL, "the experiment YAML keys instead (each entry of systems and executor too)"},
+    {NULL, 0, NULL, NULL}};
+static const pb_cli CLI = {
+    "list", "[--keys]",
+    "Figures (with their experiments), experiments, models, hardware and policies,\n"
+    "one line each, from the YAMLs under the spec directory.  Output columns: docs/outputs.md.",
+    OPTS, NULL, NULL, NULL};
 
 int pb_cmd_list(int argc, char **argv) {
-    enum { O_KEYS = 256, O_VERSION };
-    static const struct option LONG[] = {{"keys", no_argument, NULL, O_KEYS},
-                                         {"version", no_argument, NULL, O_VERSION},
-                                         {"help", no_argument, NULL, 'h'},
-                                         {NULL, 0, NULL, 0}};
     bool keys = false;
-    int ch;
-    optind = 0;   /* a fresh scan */
-    opterr = 0;
-    while ((ch = getopt_long(argc, argv, ":h", LONG, NULL)) != -1) {
-        switch (ch) {
-        case 'h': usage(stdout); return PB_EXIT_OK;
-        case O_VERSION: printf("pagedbench %s\n", pb_git_rev()); return PB_EXIT_OK;
-        case O_KEYS: keys = true; break;
-        default:
-            fprintf(stderr, "pagedbench list: %s '%s' (see --help)\n",
-                    strchr(argv[optind - 1], '=') ? "an option that takes no value:" : "unknown option",
-                    argv[optind - 1]);
-            return PB_EXIT_USAGE;
-        }
-    }
-    if (optind < argc) {
-        fprintf(stderr, "pagedbench list: unexpected argument '%s' (see --help)\n", argv[optind]);
-        return PB_EXIT_USAGE;
-    }
+    pb_cli_parser p;
+    pb_cli_begin(&p, &CLI, argc, argv);
+    for (int c; (c = pb_cli_next(&p)) != PB_CLI_END;)
+        if (c == O_KEYS) keys = true;
+    if (p.rc >= 0) return p.rc;
+    if (p.optind < argc) return pb_cli_fail(&CLI, "unexpected argument '%s'", argv[p.optind]);
     if (keys) {
         printf("experiment YAML keys (each: doc (type, range or choices; default; the types that read it)):\n");
         print_keys(pb_experiment_schema, "", "systems");

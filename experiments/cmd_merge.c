@@ -23,20 +23,29 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "cli.h"
 #include "commands.h"
 #include "pb.h"
 
-static void usage(FILE *f) {
-    fprintf(f,
-            "usage: pagedbench merge [EXPERIMENT.yaml ... | --figure FIG ...] [run options] DIR ...\n"
-            "  DIR            a results folder a shard wrote (`pagedbench run ... --shard I/N --results DIR`);\n"
-            "                 several folders (one per host) or one shared folder\n"
-            "  --results OUT  where the merged results go (default: the first DIR); the point files of\n"
-            "                 the other folders are copied into OUT/points/\n"
-            "  run options    as the shards were run: --quick, --set K=V; and --no-report, --allow-rejected\n"
-            "Writes OUT/<figure or experiment>.csv, .json and _report.md, byte-identical to a single-host\n"
-            "`pagedbench run`.  Exit status: 0 ok, 1 a point is missing, 2 usage or config error.\n");
-}
+enum { O_RESULTS = 256, O_FIGURE, O_SET, O_QUICK, O_NO_REPORT, O_ALL, O_QUIET, O_ALLOW_REJECTED };
+static const pb_cli_opt MERGE_OPTS[] = {
+    {"results", O_RESULTS, "OUT", "where the merged results go (default: the first DIR); the point files of\n"
+                                  "the other folders are copied into OUT/points/"},
+    {"figure", O_FIGURE, "FIG", "the figure the shards ran (repeatable)"},
+    {"all", O_ALL, NULL, "every figure (as `run --all`)"},
+    {"quick", O_QUICK, NULL, "as the shards were run"},
+    {"set", O_SET, "K=V", "as the shards were run (repeatable)"},
+    {"allow-rejected", O_ALLOW_REJECTED, NULL, "as `run --allow-rejected`"},
+    {"no-report", O_NO_REPORT, NULL, "do not print the paper-vs-ours table"},
+    {"quiet", O_QUIET, NULL, "no progress lines"},
+    {NULL, 0, NULL, NULL}};
+static const pb_cli MERGE_CLI = {
+    "merge", "[EXPERIMENT.yaml ... | --figure FIG ...] [options] DIR ...",
+    "Assembles a sharded sweep: DIR is a results folder a shard wrote (`pagedbench run ...\n"
+    "--shard I/N --results DIR`); several folders (one per host) or one shared folder.\n"
+    "Writes OUT/<figure or experiment>.csv, .json and _report.md, byte-identical to a\n"
+    "single-host `pagedbench run`.  The experiments and --quick / --set must be the shards'.",
+    MERGE_OPTS, NULL, "a point is missing or a copy failed", NULL};
 
 static bool is_dir(const char *p) {
     struct stat st;
@@ -128,45 +137,35 @@ static int gather_all(void *user) {
 }
 
 int pb_cmd_merge(int argc, char **argv) {
-    if (pb_wants_help(argc, argv)) { usage(stdout); return PB_EXIT_OK; }
     /* split: folders to merge, the rest goes to `run --report-only` */
     const char **dirs = pb_xcalloc((size_t)argc + 1, sizeof *dirs);
-    char **rargv = pb_xcalloc((size_t)argc + 8, sizeof *rargv);
-    int nd = 0, nr = 0, rc = PB_EXIT_OK;
+    char **rargv = pb_xcalloc((size_t)2 * argc + 8, sizeof *rargv);
+    int nd = 0, nr = 0;
     const char *out = NULL;
     rargv[nr++] = (char *)"run";
-    for (int i = 1; i < argc; i++) {
-        const char *a = argv[i];
-        if (!strcmp(a, "--results")) {
-            if (i + 1 >= argc) { fprintf(stderr, "merge: --results needs a directory\n"); rc = PB_EXIT_USAGE; break; }
-            out = argv[++i];
-        } else if (!strcmp(a, "--figure") || !strcmp(a, "--set")) {
-            if (i + 1 >= argc) { fprintf(stderr, "merge: %s needs a value\n", a); rc = PB_EXIT_USAGE; break; }
-            rargv[nr++] = argv[i];
-            rargv[nr++] = argv[++i];
-        } else if (!strcmp(a, "--quick") || !strcmp(a, "--no-report") || !strcmp(a, "--all") ||
-                   !strcmp(a, "--quiet") || !strcmp(a, "--allow-rejected"))
-            rargv[nr++] = argv[i];
-        else if (a[0] == '-') {
-            fprintf(stderr, "merge: unknown option '%s'\n", a);
-            usage(stderr);
-            rc = PB_EXIT_USAGE;
-            break;
-        } else if (ends_with(a, ".yaml") || ends_with(a, ".yml"))
-            rargv[nr++] = argv[i];
-        else if (is_dir(a))
-            dirs[nd++] = a;
-        else {
-            fprintf(stderr, "merge: %s: neither an experiment YAML nor a results folder\n", a);
-            rc = PB_EXIT_USAGE;
-            break;
+    pb_cli_parser p;
+    pb_cli_begin(&p, &MERGE_CLI, argc, argv);
+    for (int c; (c = pb_cli_next(&p)) != PB_CLI_END;) {
+        switch (c) {
+        case O_RESULTS: out = p.arg; break;
+        case O_FIGURE: rargv[nr++] = (char *)"--figure"; rargv[nr++] = (char *)p.arg; break;
+        case O_SET: rargv[nr++] = (char *)"--set"; rargv[nr++] = (char *)p.arg; break;
+        case O_QUICK: rargv[nr++] = (char *)"--quick"; break;
+        case O_NO_REPORT: rargv[nr++] = (char *)"--no-report"; break;
+        case O_ALL: rargv[nr++] = (char *)"--all"; break;
+        case O_QUIET: rargv[nr++] = (char *)"--quiet"; break;
+        case O_ALLOW_REJECTED: rargv[nr++] = (char *)"--allow-rejected"; break;
         }
     }
-    if (rc == PB_EXIT_OK && (nd == 0 || nr == 1)) {
-        fprintf(stderr, "merge: name the experiments (YAML files or --figure) and at least one results folder\n");
-        usage(stderr);
-        rc = PB_EXIT_USAGE;
+    int rc = p.rc >= 0 ? p.rc : PB_EXIT_OK;
+    for (int i = p.optind; p.rc < 0 && rc == PB_EXIT_OK && i < argc; i++) {
+        const char *a = argv[i];
+        if (ends_with(a, ".yaml") || ends_with(a, ".yml")) rargv[nr++] = argv[i];
+        else if (is_dir(a)) dirs[nd++] = a;
+        else rc = pb_cli_fail(&MERGE_CLI, "%s: neither an experiment YAML nor a results folder", a);
     }
+    if (p.rc < 0 && rc == PB_EXIT_OK && (nd == 0 || nr == 1))
+        rc = pb_cli_fail(&MERGE_CLI, "name the experiments (YAML files or --figure) and at least one results folder");
     if (rc == PB_EXIT_OK) {
         gather_job g = {dirs, nd, out ? out : dirs[0]};
         rargv[nr++] = (char *)"--report-only";

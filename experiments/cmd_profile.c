@@ -26,6 +26,7 @@
 #include <string.h>
 
 #include "block_manager.h"   /* PB_PAGED_BLOCK_SIZE */
+#include "cli.h"
 #include "commands.h"
 #include "executor_real.h"
 #include "kbench.h"   /* pb_kbench_device_name (through the CUDA module in a CUDA build) */
@@ -46,35 +47,32 @@ typedef struct {
     uint64_t seed;
 } prof_args;
 
-static void usage_(FILE *f) {
-    fprintf(f,
-            "usage: pagedbench profile [options]\n"
-            "\n"
-            "Measure step latencies of the real engine's executor over a grid of batch\n"
-            "compositions and write a step profile CSV for the sim executor\n"
-            "(executors/sim_profile.h: phase,batch,tokens,context,latency_us).\n"
-            "\n"
-            "options:\n"
-            "  --model NAME          model spec (experiments/models/NAME.yaml)   [opt-13b]\n"
-            "  --hardware NAME       hardware spec named in the profile header  [none]\n"
-            "  --executor cuda|cpu   cuda: the GPU; cpu: the tiny-model cpu executor [cuda]\n"
-            "  --out PATH            output CSV (written atomically)             [required]\n"
-            "  --tp N                tensor-parallel GPUs                        [1]\n"
-            "  --block-size N        KV block size                               [" PB_XSTR(PB_PAGED_BLOCK_SIZE) "]\n"
-            "  --contiguous          profile the contiguous (FasterTransformer) KV kernel\n"
-            "  --kv-gib X            KV cache budget per GPU, GiB                [12]\n"
-            "  --batches LIST        decode batch sizes    [1,2,4,8,16,32,64,128,256]\n"
-            "  --contexts LIST       decode context lengths [16,64,128,256,512,1024,2048]\n"
-            "  --prefill LIST        prefill total tokens  [16,64,128,256,512,1024,2048,2560]\n"
-            "  --prompt-len N        longest prompt in a prefill step            [512]\n"
-            "  --reps N              measured steps per point (median)           [5]\n"
-            "  --warmup N            unmeasured steps per point                  [2]\n"
-            "  --seed N              tokens and weights seed                     [0]\n"
-            "\n"
-            "Contexts and prompt lengths above the model's max_len are clipped.  Without a\n"
-            "CUDA device the cuda executor prints 'SKIP: no GPU (<reason>)' and\n"
-            "exits 77.  Exit status: 0 ok, 1 runtime failure, 2 usage.\n");
-}
+enum { O_MODEL = 256, O_HARDWARE, O_EXECUTOR, O_OUT, O_TP, O_BLOCK, O_CONTIG, O_KV_GIB, O_BATCHES, O_CONTEXTS,
+       O_PREFILL, O_PROMPT_LEN, O_REPS, O_WARMUP, O_SEED };
+static const pb_cli_opt OPTS[] = {
+    {"model", O_MODEL, "NAME", "model spec (experiments/models/NAME.yaml; default opt-13b)"},
+    {"hardware", O_HARDWARE, "NAME", "hardware spec named in the profile header (default none)"},
+    {"executor", O_EXECUTOR, "cuda|cpu", "cuda: the GPU; cpu: the tiny-model cpu executor (default cuda)"},
+    {"out", O_OUT, "PATH", "output CSV (written atomically; required)"},
+    {"tp", O_TP, "N", "tensor-parallel GPUs (default 1)"},
+    {"block-size", O_BLOCK, "N", "KV block size (default " PB_XSTR(PB_PAGED_BLOCK_SIZE) ")"},
+    {"contiguous", O_CONTIG, NULL, "profile the contiguous (FasterTransformer) KV kernel"},
+    {"kv-gib", O_KV_GIB, "X", "KV cache budget per GPU, GiB (default 12)"},
+    {"batches", O_BATCHES, "LIST", "decode batch sizes (default 1,2,4,8,16,32,64,128,256)"},
+    {"contexts", O_CONTEXTS, "LIST", "decode context lengths (default 16,64,128,256,512,1024,2048)"},
+    {"prefill", O_PREFILL, "LIST", "prefill total tokens (default 16,64,128,256,512,1024,2048,2560)"},
+    {"prompt-len", O_PROMPT_LEN, "N", "longest prompt in a prefill step (default 512)"},
+    {"reps", O_REPS, "N", "measured steps per point, median (default 5)"},
+    {"warmup", O_WARMUP, "N", "unmeasured steps per point (default 2)"},
+    {"seed", O_SEED, "N", "tokens and weights seed (default 0)"},
+    {NULL, 0, NULL, NULL}};
+static const pb_cli CLI = {
+    "profile", "--out PATH [options]",
+    "Measures step latencies of the real engine's executor over a grid of batch compositions\n"
+    "and writes a step profile CSV for the sim executor (executors/sim_profile.h:\n"
+    "phase,batch,tokens,context,latency_us).  Contexts and prompt lengths above the model's\n"
+    "max_len are clipped.",
+    OPTS, NULL, NULL, "the cuda executor without a CUDA device: `SKIP: no GPU (<reason>)`"};
 
 static int parse_list_(const char *s, int32_t *out, int32_t *n) {
     *n = 0;
@@ -92,15 +90,7 @@ static int parse_list_(const char *s, int32_t *out, int32_t *n) {
     return *n > 0 ? 0 : -1;
 }
 
-static int parse_int_(const char *s, int32_t lo, int32_t hi, int32_t *out) {
-    char *end;
-    errno = 0;
-    long v = strtol(s, &end, 10);
-    if (end == s || *end || errno || v < lo || v > hi) return -1;
-    *out = (int32_t)v;
-    return 0;
-}
-
+/* The options into *a; the exit status when they end the command (help, error), else -1. */
 static int parse_args_(int argc, char **argv, prof_args *a) {
     memset(a, 0, sizeof *a);
     a->model = "opt-13b";
@@ -114,36 +104,41 @@ static int parse_args_(int argc, char **argv, prof_args *a) {
     parse_list_("1,2,4,8,16,32,64,128,256", a->batches, &a->n_batches);
     parse_list_("16,64,128,256,512,1024,2048", a->contexts, &a->n_contexts);
     parse_list_("16,64,128,256,512,1024,2048,2560", a->prefill, &a->n_prefill);
-    for (int i = 1; i < argc; i++) {
-        const char *k = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
-        int bad = 0;
-        if (!strcmp(k, "--contiguous")) { a->contiguous = true; continue; }
-        if (!v) { fprintf(stderr, "profile: %s needs a value\n", k); return -1; }
-        i++;
-        if (!strcmp(k, "--model")) a->model = v;
-        else if (!strcmp(k, "--hardware")) a->hardware = v;
-        else if (!strcmp(k, "--executor")) {
-            a->executor = v;
-            bad = strcmp(v, "cuda") && strcmp(v, "cpu");
-        } else if (!strcmp(k, "--out")) a->out = v;
-        else if (!strcmp(k, "--tp")) bad = parse_int_(v, 1, 64, &a->tp);
-        else if (!strcmp(k, "--block-size")) bad = parse_int_(v, 1, 256, &a->block_size);
-        else if (!strcmp(k, "--prompt-len")) bad = parse_int_(v, 1, 1 << 20, &a->prompt_len);
-        else if (!strcmp(k, "--reps")) bad = parse_int_(v, 1, 1000, &a->reps);
-        else if (!strcmp(k, "--warmup")) bad = parse_int_(v, 0, 1000, &a->warmup);
-        else if (!strcmp(k, "--seed")) { int32_t s; bad = parse_int_(v, 0, INT32_MAX, &s); a->seed = (uint64_t)s; }
-        else if (!strcmp(k, "--kv-gib")) {
-            char *end;
-            a->kv_gib = strtod(v, &end);
-            bad = end == v || *end || !(a->kv_gib > 0 && a->kv_gib < 1e4);
-        } else if (!strcmp(k, "--batches")) bad = parse_list_(v, a->batches, &a->n_batches);
-        else if (!strcmp(k, "--contexts")) bad = parse_list_(v, a->contexts, &a->n_contexts);
-        else if (!strcmp(k, "--prefill")) bad = parse_list_(v, a->prefill, &a->n_prefill);
-        else { fprintf(stderr, "profile: unknown option '%s' (see --help)\n", k); return -1; }
-        if (bad) { fprintf(stderr, "profile: bad value '%s' for %s\n", v, k); return -1; }
+    pb_cli_parser p;
+    pb_cli_begin(&p, &CLI, argc, argv);
+    for (int c; (c = pb_cli_next(&p)) != PB_CLI_END;) {
+        int64_t i;
+        switch (c) {
+        case O_CONTIG: a->contiguous = true; break;
+        case O_MODEL: a->model = p.arg; break;
+        case O_HARDWARE: a->hardware = p.arg; break;
+        case O_EXECUTOR:
+            if (strcmp(p.arg, "cuda") && strcmp(p.arg, "cpu")) pb_cli_bad(&p, "expected cuda or cpu, got '%s'", p.arg);
+            a->executor = p.arg;
+            break;
+        case O_OUT: a->out = p.arg; break;
+        case O_TP: if (pb_cli_int(&p, 1, 64, &i)) a->tp = (int32_t)i; break;
+        case O_BLOCK: if (pb_cli_int(&p, 1, 256, &i)) a->block_size = (int32_t)i; break;
+        case O_PROMPT_LEN: if (pb_cli_int(&p, 1, 1 << 20, &i)) a->prompt_len = (int32_t)i; break;
+        case O_REPS: if (pb_cli_int(&p, 1, 1000, &i)) a->reps = (int32_t)i; break;
+        case O_WARMUP: if (pb_cli_int(&p, 0, 1000, &i)) a->warmup = (int32_t)i; break;
+        case O_SEED: if (pb_cli_int(&p, 0, INT32_MAX, &i)) a->seed = (uint64_t)i; break;
+        case O_KV_GIB:
+            if (pb_cli_num(&p, 0, 1e4, &a->kv_gib) && !(a->kv_gib > 0)) pb_cli_bad(&p, "expected a number > 0");
+            break;
+        case O_BATCHES:
+        case O_CONTEXTS:
+        case O_PREFILL: {
+            int32_t *dst = c == O_BATCHES ? a->batches : c == O_CONTEXTS ? a->contexts : a->prefill;
+            int32_t *n = c == O_BATCHES ? &a->n_batches : c == O_CONTEXTS ? &a->n_contexts : &a->n_prefill;
+            if (parse_list_(p.arg, dst, n)) pb_cli_bad(&p, "expected a comma list of integers >= 1, got '%s'", p.arg);
+            break;
+        }
+        }
     }
-    if (!a->out) { fprintf(stderr, "profile: --out PATH is required (see --help)\n"); return -1; }
-    return 0;
+    if (p.rc < 0 && p.optind < argc) p.rc = pb_cli_fail(&CLI, "unexpected argument '%s'", argv[p.optind]);
+    if (p.rc < 0 && !a->out) p.rc = pb_cli_fail(&CLI, "--out PATH is required");
+    return p.rc;
 }
 
 static int cmp_double_(const void *x, const void *y) {
@@ -168,15 +163,14 @@ static pb_status measure_(pb_executor *ex, const pb_batch *b, pb_candidates *can
 
 
 int pb_cmd_profile(int argc, char **argv) {
-    for (int i = 1; i < argc; i++)   /* (pb_wants_help lives in main.c, not the library) */
-        if (!strcmp(argv[i], "-h") || !strcmp(argv[i], "--help")) { usage_(stdout); return PB_EXIT_OK; }
     prof_args a;
-    if (parse_args_(argc, argv, &a) != 0) return PB_EXIT_USAGE;
+    int prc = parse_args_(argc, argv, &a);
+    if (prc >= 0) return prc;
     bool use_cuda = !strcmp(a.executor, "cuda");
     char why[256];
     if (use_cuda && !pb_cuda_available(why, sizeof why)) {
         printf("SKIP: no GPU (%s)\n", why);
-        return 77;
+        return PB_EXIT_SKIP;
     }
     pb_model m;
     pb_cfg_err err;

@@ -3,32 +3,36 @@
  * Predicts every row of experiments/validation/measurements.csv (validate.h) with the
  * cost model the hardware YAMLs hold today and prints, per measurement,
  *   source,model,gpu,tp,what,measured_ms,predicted_ms,err_pct
- * then the median and max |err| over the predicted rows (and per source).  With --csv the
- * rows are plain CSV and everything else is a '#' comment line.  Exit 0 whatever the errors
- * (tests/test_validate.c holds the bounds); 2 on bad input, before anything is printed. */
+ * then the median and max |err| over the predicted rows (and per source).  With --csv stdout
+ * is a plain CSV (a header and the predicted rows, nothing else) and the notes, skipped
+ * rows and summary go to stderr.  Exit 0 whatever the errors (tests/test_validate.c holds
+ * the bounds); 2 on bad input, before anything is printed. */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "cli.h"
 #include "commands.h"
 #include "config.h"
 #include "spec.h"
 #include "validate.h"
 
-static void help(FILE *f) {
-    fprintf(f,
-            "usage: pagedbench validate [--csv] [--table FILE] [--spec-dir DIR] [--hardware-dir DIR]\n\n"
-            "Predicts public step-level GPU measurements (Sarathi-Serve Yi-34B TP2, Splitwise\n"
-            "Llama-2-70B / BLOOM-176B on A100 and H100, FasterTransformer OPT-13B batches) with\n"
-            "the sim and prints measured vs predicted, one row per measurement, then the median\n"
-            "and max |err|.  None of these measurements sets a cost-model parameter.\n"
-            "  --csv               rows as CSV: source,model,gpu,tp,what,measured_ms,predicted_ms,err_pct\n"
-            "                      (notes, skipped rows and the summary as '#' lines)\n"
-            "  --table FILE        measurements (default <spec-dir>/validation/measurements.csv)\n"
-            "  --spec-dir DIR      models/ and validation/ (default $PAGEDBENCH_SPECS or experiments/)\n"
-            "  --hardware-dir DIR  hardware YAMLs, base keys and cost_model: (default <spec-dir>/hardware)\n");
-}
+enum { O_CSV = 256, O_TABLE, O_SPEC_DIR, O_HW_DIR };
+static const pb_cli_opt OPTS[] = {
+    {"csv", O_CSV, NULL, "stdout: a plain CSV, source,model,gpu,tp,what,measured_ms,predicted_ms,err_pct\n"
+                         "(the notes, skipped rows and the summary go to stderr)"},
+    {"table", O_TABLE, "FILE", "measurements (default <spec-dir>/validation/measurements.csv)"},
+    {"spec-dir", O_SPEC_DIR, "DIR", "models/ and validation/ (default $PAGEDBENCH_SPECS or experiments/)"},
+    {"hardware-dir", O_HW_DIR, "DIR", "hardware YAMLs, base keys and cost_model: (default <spec-dir>/hardware)"},
+    {NULL, 0, NULL, NULL}};
+static const pb_cli CLI = {
+    "validate", "[--csv] [--table FILE] [--spec-dir DIR] [--hardware-dir DIR]",
+    "Predicts public step-level GPU measurements (Sarathi-Serve Yi-34B TP2, Splitwise\n"
+    "Llama-2-70B / BLOOM-176B on A100 and H100, FasterTransformer OPT-13B batches) with\n"
+    "the sim and prints measured vs predicted, one row per measurement, then the median\n"
+    "and max |err|.  None of these measurements sets a cost-model parameter.",
+    OPTS, NULL, NULL, NULL};
 
 static const char *const NOTES[] = {
     "what is modelled (the sim's public API, one pb_sim_step per engine step):",
@@ -46,20 +50,18 @@ static const char *const NOTES[] = {
 int pb_cmd_validate(int argc, char **argv) {
     bool csv = false;
     const char *table = NULL, *spec_dir = NULL, *hw_dir = NULL;
-    for (int i = 1; i < argc; i++) {
-        const char *a = argv[i];
-        const char *v = i + 1 < argc ? argv[i + 1] : NULL;
-        if (!strcmp(a, "-h") || !strcmp(a, "--help")) { help(stdout); return PB_EXIT_OK; }
-        if (!strcmp(a, "--csv")) csv = true;
-        else if (!strcmp(a, "--table") && v) { table = v; i++; }
-        else if (!strcmp(a, "--spec-dir") && v) { spec_dir = v; i++; }
-        else if (!strcmp(a, "--hardware-dir") && v) { hw_dir = v; i++; }
-        else {
-            fprintf(stderr, "pagedbench validate: bad argument '%s'%s\n", a, v ? "" : " (missing value?)");
-            help(stderr);
-            return PB_EXIT_USAGE;
+    pb_cli_parser p;
+    pb_cli_begin(&p, &CLI, argc, argv);
+    for (int c; (c = pb_cli_next(&p)) != PB_CLI_END;) {
+        switch (c) {
+        case O_CSV: csv = true; break;
+        case O_TABLE: table = p.arg; break;
+        case O_SPEC_DIR: spec_dir = p.arg; break;
+        case O_HW_DIR: hw_dir = p.arg; break;
         }
     }
+    if (p.rc >= 0) return p.rc;
+    if (p.optind < argc) return pb_cli_fail(&CLI, "unexpected argument '%s'", argv[p.optind]);
     if (!spec_dir) spec_dir = pb_spec_dir();
     char table_buf[2048], hw_buf[2048];
     if (!table) {
@@ -86,9 +88,9 @@ int pb_cmd_validate(int argc, char **argv) {
         return PB_EXIT_USAGE;
     }
 
-    const char *cm = csv ? "# " : "";
-    printf("%spagedbench validate: %s (hardware from %s)\n", cm, table, hw_dir);
-    for (size_t i = 0; i < PB_ARRAY_LEN(NOTES); i++) printf("%s%s\n", cm, NOTES[i]);
+    FILE *note = csv ? stderr : stdout;   /* with --csv, stdout is the CSV alone */
+    fprintf(note, "pagedbench validate: %s (hardware from %s)\n", table, hw_dir);
+    for (size_t i = 0; i < PB_ARRAY_LEN(NOTES); i++) fprintf(note, "%s\n", NOTES[i]);
     if (csv) printf("source,model,gpu,tp,what,measured_ms,predicted_ms,err_pct\n");
     else
         printf("\n%-14s %-12s %-15s %2s  %-40s %11s %12s %8s\n", "source", "model", "gpu", "tp", "what", "measured_ms",
@@ -98,8 +100,8 @@ int pb_cmd_validate(int argc, char **argv) {
         char what[192];
         pb_val_what(r, what, sizeof what);
         if (isnan(pred[i])) {
-            printf("%sskipped: %s,%s,%s,%d,%s,%.2f: %s\n", csv ? "# " : "", r->source, r->model, r->gpu, r->tp, what,
-                   r->measured_ms, r->skip);
+            fprintf(note, "skipped: %s,%s,%s,%d,%s,%.2f: %s\n", r->source, r->model, r->gpu, r->tp, what,
+                    r->measured_ms, r->skip);
             continue;
         }
         double e = pb_val_err_pct(pred[i], r->measured_ms);
@@ -111,7 +113,7 @@ int pb_cmd_validate(int argc, char **argv) {
     }
 
     /* per source, then overall */
-    if (!csv) printf("\n");
+    fprintf(note, "\n");
     for (int i = 0; i < t->n; i++) {
         bool first = true;
         for (int j = 0; j < i; j++)
@@ -121,12 +123,12 @@ int pb_cmd_validate(int argc, char **argv) {
         for (int j = 0; j < t->n; j++) p[j] = strcmp(t->rows[j].source, t->rows[i].source) ? NAN : pred[j];
         double med, mx;
         int n = pb_val_summary(t, p, &med, &mx);
-        if (n > 0) printf("%ssource %-14s %3d rows: median |err| %5.1f%%, max |err| %5.1f%%\n", cm, t->rows[i].source, n, med, mx);
+        if (n > 0) fprintf(note, "source %-14s %3d rows: median |err| %5.1f%%, max |err| %5.1f%%\n", t->rows[i].source, n, med, mx);
         free(p);
     }
     double med, mx;
     int n = pb_val_summary(t, pred, &med, &mx);
-    printf("%ssummary: %d rows predicted, %d skipped: median |err| %.1f%%, max |err| %.1f%%\n", cm, n, t->n - n, med, mx);
+    fprintf(note, "summary: %d rows predicted, %d skipped: median |err| %.1f%%, max |err| %.1f%%\n", n, t->n - n, med, mx);
     free(pred);
     pb_val_free(t);
     return PB_EXIT_OK;

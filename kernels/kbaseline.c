@@ -1,6 +1,7 @@
 /* kbaseline.c -- baseline files and the regression check (see kbaseline.h). */
 #include <errno.h>
 #include <math.h>
+#include <stdbool.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -168,8 +169,44 @@ pb_status pb_kb_save(const char *path, const pb_kb_set *s) {
     return st;
 }
 
+static int cmp_dbl(const void *a, const void *b) {
+    double x = *(const double *)a, y = *(const double *)b;
+    return (x > y) - (x < y);
+}
+
+/* The grid of an entry: its name up to the second '/' ("cpu/swap/host/bs1" -> "cpu/swap"). */
+static size_t grid_len(const char *name) {
+    const char *a = strchr(name, '/'), *b = a ? strchr(a + 1, '/') : NULL;
+    return b ? (size_t)(b - name) : strlen(name);
+}
+
+/* cpu-reference: the median of current / baseline over the latencies of name's grid that
+ * both have (1 for another mode, or none). */
+static double machine_factor(const pb_kb_set *base, const pb_kb_set *cur, const char *name) {
+    if (strcmp(base->mode, "cpu-reference")) return 1.0;
+    size_t gl = grid_len(name);
+    double *r = pb_xmalloc((size_t)(cur->n + 1) * sizeof *r);
+    int n = 0;
+    for (int i = 0; i < cur->n; i++) {
+        const pb_kb_result *c = &cur->e[i], *b = pb_kb_set_find(base, c->name);
+        if (grid_len(c->name) != gl || strncmp(c->name, name, gl)) continue;
+        if (b && b->kind == PB_KB_US && c->kind == PB_KB_US && b->value > 0) r[n++] = c->value / b->value;
+    }
+    double m = 1.0;
+    if (n) {
+        qsort(r, (size_t)n, sizeof *r, cmp_dbl);
+        m = n % 2 ? r[n / 2] : 0.5 * (r[n / 2 - 1] + r[n / 2]);
+    }
+    free(r);
+    return m > 0 ? m : 1.0;
+}
+
 int pb_kb_compare(const pb_kb_set *base, const pb_kb_set *cur, FILE *f, int *n_compared) {
     int bad = 0, cmp = 0;
+    bool cpu = !strcmp(base->mode, "cpu-reference");
+    if (cpu)
+        fprintf(f, "cpu-reference baseline (another host): each grid's latencies are scaled by this machine's factor,\n"
+                   "the median current / baseline over the grid; 'baseline' below is the scaled value\n");
     fprintf(f, "%-44s %6s %12s %12s %8s  %s\n", "check", "kind", "baseline", "current", "change", "verdict");
     for (int i = 0; i < cur->n; i++) {
         const pb_kb_result *c = &cur->e[i], *b = pb_kb_set_find(base, c->name);
@@ -181,10 +218,14 @@ int pb_kb_compare(const pb_kb_set *base, const pb_kb_set *cur, FILE *f, int *n_c
             continue;
         }
         double tol = c->kind == PB_KB_US ? base->tolerance : base->ratio_tolerance;
-        int reg = c->value > b->value * (1.0 + tol);
+        double factor = c->kind == PB_KB_US ? machine_factor(base, cur, c->name) : 1.0;
+        double want = b->value * factor;
+        if (cpu && c->kind == PB_KB_US && (i == 0 || grid_len(cur->e[i - 1].name) != grid_len(c->name) ||
+                                           strncmp(cur->e[i - 1].name, c->name, grid_len(c->name))))
+            fprintf(f, "%.*s: machine factor %.3g\n", (int)grid_len(c->name), c->name, factor);
+        int reg = c->value > want * (1.0 + tol);
         fprintf(f, "%-44s %6s %12.4g %12.4g %+7.1f%%  %s\n", c->name, c->kind == PB_KB_US ? "us" : "ratio",
-                b->value, c->value, 100.0 * (c->value / b->value - 1.0),
-                reg ? "REGRESSION" : "ok");
+                want, c->value, 100.0 * (c->value / want - 1.0), reg ? "REGRESSION" : "ok");
         bad += reg;
         cmp++;
     }

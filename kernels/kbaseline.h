@@ -15,7 +15,14 @@
  *       {"name": "fig18a/ratio/b8-ctx64", "kind": "ratio", "value": 1.012}
  *     ]
  *   }
- * Check: a result regresses when value > baseline * (1 + tolerance of its kind).
+ * Check: a result regresses when value > baseline * (1 + tolerance of its kind).  A
+ * "cpu-reference" baseline was measured on some host CPU and is checked on another: the
+ * latencies of each grid (the name up to its second '/': "cpu/swap") are first scaled by
+ * this machine's factor for that grid, the median of current / baseline over it (printed;
+ * compute-bound and copy-bound grids scale differently from one CPU to another), so that
+ * a faster or slower CPU neither hides nor fakes a regression -- a kernel regresses when
+ * it slowed down against the others of its grid; the ratios need no scaling.  A "gpu"
+ * baseline is the device's own: latencies unscaled.
  * Baseline entries that were not measured are listed but do not fail (a --grid
  * subset); a check that compares nothing fails. */
 #ifndef PB_KBASELINE_H
@@ -62,8 +69,9 @@ pb_status pb_kb_parse(const char *path, const char *text, pb_kb_set *out, char *
 /* Write s as a baseline file atomically (pb_write_file_atomic). */
 pb_status pb_kb_save(const char *path, const pb_kb_set *s);
 
-/* Compare current results with a baseline; prints one line per compared entry to
- * f.  Returns the number of regressions; *n_compared receives the number compared. */
+/* Compare current results with a baseline; prints the machine factor (cpu-reference)
+ * and one line per compared entry to f.  Returns the number of regressions;
+ * *n_compared receives the number compared. */
 int pb_kb_compare(const pb_kb_set *base, const pb_kb_set *cur, FILE *f, int *n_compared);
 
 #ifdef __cplusplus

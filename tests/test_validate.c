@@ -73,12 +73,17 @@ static void stats(const cli_out *o, double scale, double *med, double *mx) {
     *mx = e[o->n - 1];
 }
 
-/* Run `pagedbench validate --csv` and parse it.  Returns 0 ok, -1 skip, 1 failure (checked). */
+/* Run `pagedbench validate --csv` and parse it: stdout must be a plain CSV (the header, then
+ * 8 fields a row), the summary on stderr.  Returns 0 ok, -1 skip, 1 failure (checked). */
 static int run_cli(cli_out *o) {
     const char *bin = getenv("PAGEDBENCH_BIN");
     if (!bin || !*bin) return -1;
     char cmd[4096];
-    snprintf(cmd, sizeof cmd, "'%s' validate --csv", bin);
+    char errf[] = "/tmp/pb_validate_err_XXXXXX";
+    int efd = mkstemp(errf);
+    if (efd < 0) return 1;
+    close(efd);
+    snprintf(cmd, sizeof cmd, "'%s' validate --csv 2>'%s'", bin, errf);
     FILE *p = popen(cmd, "r");
     if (!p) return 1;
     memset(o, 0, sizeof *o);
@@ -86,8 +91,7 @@ static int run_cli(cli_out *o) {
     bool header = false;
     int bad = 0;
     while (fgets(line, sizeof line, p)) {
-        if (!strncmp(line, "# summary:", 10)) snprintf(o->summary, sizeof o->summary, "%s", line);
-        if (line[0] == '#') continue;
+        if (line[0] == '#') bad++;   /* no comment lines in the CSV */
         if (!header) {
             header = true;
             if (strcmp(line, "source,model,gpu,tp,what,measured_ms,predicted_ms,err_pct\n")) bad++;
@@ -111,6 +115,11 @@ static int run_cli(cli_out *o) {
         o->n++;
     }
     int rc = pclose(p);
+    FILE *e = fopen(errf, "r");
+    while (e && fgets(line, sizeof line, e))
+        if (!strncmp(line, "summary:", 8)) snprintf(o->summary, sizeof o->summary, "%s", line);
+    if (e) fclose(e);
+    unlink(errf);
     PB_CHECK_EQ_INT(rc, 0);
     PB_CHECK_EQ_INT(bad, 0);
     PB_CHECK(header);

@@ -87,6 +87,38 @@ PB_TEST(regression_rule) {
     pb_kb_set_free(&cur);
 }
 
+/* A cpu-reference baseline was taken on another CPU: a grid's latencies scale by its median
+ * current/baseline (a 10x faster or slower machine fails nothing), and a kernel that
+ * slowed down against the others regresses whatever the machine. */
+PB_TEST(cpu_reference_scales_by_the_machine) {
+    pb_kb_set base, cur;
+    pb_kb_set_init(&base);
+    pb_kb_set_init(&cur);
+    snprintf(base.mode, sizeof base.mode, "cpu-reference");
+    base.tolerance = 0.5;
+    base.ratio_tolerance = 0.25;
+    const char *names[] = {"cpu/g/a", "cpu/g/b", "cpu/g/c", "cpu/g/d", "cpu/g/e"};   /* one grid */
+    double bv[] = {100, 20, 5, 40, 80};
+    for (int i = 0; i < 5; i++) {
+        pb_kb_result b = mk(names[i], PB_KB_US, bv[i]), c = mk(names[i], PB_KB_US, bv[i] / 9.0);   /* 9x faster */
+        pb_kb_set_add(&base, &b);
+        pb_kb_set_add(&cur, &c);
+    }
+    FILE *null = fopen("/dev/null", "w");
+    int n = 0;
+    PB_CHECK_EQ_INT(pb_kb_compare(&base, &cur, null, &n), 0);   /* absolute: all -89%, no power */
+    PB_CHECK_EQ_INT(n, 5);
+    cur.e[2].value *= 1.6;                                      /* c: 1.6x slower than the others */
+    PB_CHECK_EQ_INT(pb_kb_compare(&base, &cur, null, &n), 1);
+    for (int i = 0; i < 5; i++) cur.e[i].value *= 20;           /* a 20x slower machine: still only c */
+    PB_CHECK_EQ_INT(pb_kb_compare(&base, &cur, null, &n), 1);
+    snprintf(base.mode, sizeof base.mode, "gpu");                /* a device's own baseline: absolute */
+    PB_CHECK_EQ_INT(pb_kb_compare(&base, &cur, null, &n), 5);
+    fclose(null);
+    pb_kb_set_free(&base);
+    pb_kb_set_free(&cur);
+}
+
 PB_TEST(goals_and_csv) {
     pb_kb_set r;
     pb_kb_set_init(&r);
