@@ -1,16 +1,18 @@
 /* cmd_trace.c -- `pagedbench trace`: write a request trace (CSV) for a dataset and an
  * arrival process; check a trace file; write the data of the paper's Fig. 11.
  *
- *   pagedbench trace --dataset sharegpt --rate 2 --duration 3600 --seed 0 > trace.csv
+ *   pagedbench trace --dataset sharegpt --rate 2 --duration 3600 --seed 0 -o out/trace.csv
+ *   pagedbench trace --dataset sharegpt --arrivals gamma --burstiness 0.5 --rate 2 --num 1000
+ *   pagedbench trace --dataset alpaca --ramp linear --ramp-start 1 --ramp-end 8 --duration 600
  *   pagedbench trace --check trace.csv
  *   pagedbench trace --fig11 results/fig11.csv
  *   pagedbench trace --from sharegpt.json --format sharegpt-json --rate 2 > trace.csv
  * Exit status: 0 ok, 1 runtime failure (unreadable file), 2 usage, config or data error. */
-#include <getopt.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "cli.h"
 #include "commands.h"
 #include "config.h"
 #include "dataset.h"
@@ -20,59 +22,73 @@
 #include "trace_io.h"
 #include "workload.h"
 
-static void usage(FILE *f) {
-    fprintf(f,
-        "usage: pagedbench trace --dataset NAME [--rate R] [--duration S] [--num N] [--seed N] [options]\n"
-        "       pagedbench trace --config EXP.yaml [options]   (its `workload:` section; options override)\n"
-        "       pagedbench trace --check TRACE.csv [--model M]  (validate a trace file, print a summary; - = stdin)\n"
-        "       pagedbench trace --fig11 OUT.csv                (Fig. 11: length densities of ShareGPT, Alpaca)\n"
-        "       pagedbench trace --from FILE --format FMT [--rate R] [--num N] [--seed N] [--filter F] [--model M]\n"
-        "                                                       (a trace from a real dataset or log)\n"
-        "\n"
-        "Writes the trace as CSV to stdout (or -o FILE), header\n"
-        "  " PB_TRACE_CSV_HEADER "\n"
-        "and a one-line summary to stderr.\n"
-        "\n"
-        "  --dataset NAME     " PB_DATASET_NAMES "\n"
-        "  --rate R           requests per second (poisson, exponential; replay: rescale to R)\n"
-        "  --duration S       seconds of arrivals (default 3600 unless --num is given)\n"
-        "  --num N            number of requests (with --duration: whichever comes first)\n"
-        "  --seed N           seed (default 0); same options + seed = byte-identical output\n"
-        "  --arrivals KIND    " PB_ARRIVAL_NAMES " (default poisson, 10 ms quanta)\n"
-        "  --quantum S        poisson time quantum in seconds (default 0.01)\n"
-        "  --filter F         " PB_FILTER_NAMES " (default paper for sharegpt/alpaca, else none)\n"
-        "  --file PATH|auto   exact lengths CSV (auto: ../shared/data when present);\n"
-        "                     default: the built-in distribution derived from it\n"
-        "  --replay-file PATH timestamps for --arrivals replay (Azure LLM trace CSV; default auto)\n"
-        "  --n K              parallel samples per request\n"
-        "  --beam K           beam search with width K (n = K)\n"
-        "  --prefix P         translation: 1shot | 5shot; other datasets: a shared prefix of P tokens\n"
-        "  -o, --output FILE  write the CSV to FILE atomically instead of stdout\n"
-        "\n"
-        "Real data (--from): FMT is " PB_FROM_FORMATS ":\n"
-        "  sharegpt-json  ShareGPT conversations (text; first turn = prompt, second = completion),\n"
-        "                 tokenized with GPT-2 BPE by tools/tokenize/pb_tokenize.py (python3 and the\n"
-        "                 `tokenizers` package; OPT's </s> counted unless --no-bos)\n"
-        "  vllm-json      benchmark_serving --save-result JSON (input_lens, output_lens), or an array\n"
-        "                 of {prompt_len|input_len, output_len[, arrival_s]}\n"
-        "  azure-csv      Azure LLM inference trace (TIMESTAMP, ContextTokens, GeneratedTokens)\n"
-        "  csv            prompt_len|input_len, output_len[, arrival_s|timestamp]\n"
-        "  The file's timestamps are kept (shifted to 0; --rate rescales them); without any,\n"
-        "  --rate gives Poisson arrivals (10 ms quanta, --seed).  --filter defaults to none.\n"
-        "  --tokenizer CMD    run CMD instead of python3 tools/tokenize/pb_tokenize.py\n"
-        "  FILE - reads stdin (csv, vllm-json).\n"
-        "  --model M          (--from, --check) count the requests model M (experiments/models/M.yaml)\n"
-        "                     cannot serve: prompts longer than its context, which a run drops from\n"
-        "                     the trace for every system (docs/outputs.md n_dropped), and prompt +\n"
-        "                     output over it, whose outputs the engine cuts at the context\n"
-        "\n"
-        "Options take `--opt VALUE` or `--opt=VALUE`.  --check prints its verdict on stdout.\n"
-        "  --version          print the version and exit;  -h, --help  this text\n");
-}
+enum { O_CONFIG = 256, O_CHECK, O_FIG11, O_DATASET, O_RATE, O_DURATION, O_NUM, O_SEED, O_ARRIVALS, O_QUANTUM,
+       O_FILTER, O_FILE, O_REPLAY, O_N, O_BEAM, O_PREFIX, O_FROM, O_FORMAT, O_TOKENIZER, O_NO_BOS, O_BURSTINESS,
+       O_RAMP, O_RAMP_START, O_RAMP_END, O_IN_COL, O_OUT_COL, O_ARR_COL, O_MODEL };
+static const pb_cli_opt OPTS[] = {
+    {"dataset", O_DATASET, "NAME", PB_DATASET_NAMES},
+    {"rate", O_RATE, "R", "requests per second (poisson, exponential, gamma; replay and --from: rescale to R)"},
+    {"duration", O_DURATION, "S", "seconds of arrivals (default 3600 unless --num is given)"},
+    {"num", O_NUM, "N", "number of requests (with --duration: whichever comes first)"},
+    {"seed", O_SEED, "N", "seed (default 0); same options + seed = byte-identical output"},
+    {"arrivals", O_ARRIVALS, "KIND", PB_ARRIVAL_NAMES " (default poisson, 10 ms quanta)"},
+    {"burstiness", O_BURSTINESS, "B", "gamma arrivals: the gaps' shape, vLLM bench serve's --burstiness\n"
+                                      "(1 = exponential; < 1 burstier; coefficient of variation 1/sqrt(B))"},
+    {"ramp", O_RAMP, "SHAPE", "linear | exponential: the rate moves from --ramp-start to --ramp-end over\n"
+                              "--duration (or, without one, over --num requests: vLLM's\n"
+                              "--ramp-up-strategy); replaces --rate"},
+    {"ramp-start", O_RAMP_START, "R", "requests per second at the start of the ramp"},
+    {"ramp-end", O_RAMP_END, "R", "requests per second at the end of the ramp"},
+    {"quantum", O_QUANTUM, "S", "poisson time quantum in seconds (default 0.01)"},
+    {"filter", O_FILTER, "F", PB_FILTER_NAMES " (default paper for sharegpt/alpaca, else none)"},
+    {"file", O_FILE, "PATH", "exact lengths CSV (auto: ../shared/data when present);\n"
+                             "default: the built-in distribution derived from it"},
+    {"replay-file", O_REPLAY, "PATH", "timestamps for --arrivals replay (Azure LLM trace CSV; default auto)"},
+    {"n", O_N, "K", "parallel samples per request"},
+    {"beam", O_BEAM, "K", "beam search with width K (n = K)"},
+    {"prefix", O_PREFIX, "P", "translation: 1shot | 5shot; other datasets: a shared prefix of P tokens"},
+    {"config", O_CONFIG, "EXP.yaml", "start from the experiment's `workload:` section (options override)"},
+    {"output", 'o', "FILE", "write the CSV to FILE atomically (its folder made) instead of stdout"},
+    {"check", O_CHECK, "TRACE.csv", "validate a trace file, print a summary (verdict on stdout; - = stdin)"},
+    {"fig11", O_FIG11, "OUT.csv", "Fig. 11: length densities of ShareGPT and Alpaca"},
+    {"from", O_FROM, "FILE", "a trace from a real dataset or log (with --format)"},
+    {"format", O_FORMAT, "FMT", PB_FROM_FORMATS},
+    {"input-column", O_IN_COL, "NAME", "--from csv / vllm-json: the prompt-length column or key"},
+    {"output-column", O_OUT_COL, "NAME", "--from csv / vllm-json: the output-length column or key"},
+    {"arrival-column", O_ARR_COL, "NAME", "--from csv / vllm-json: the arrival column or key (seconds)"},
+    {"tokenizer", O_TOKENIZER, "CMD", "run CMD instead of python3 tools/tokenize/pb_tokenize.py"},
+    {"no-bos", O_NO_BOS, NULL, "sharegpt-json: do not count OPT's </s>"},
+    {"model", O_MODEL, "M", "(--from, --check) count the requests model M (experiments/models/M.yaml)\n"
+                            "cannot serve: prompts longer than its context, which a run drops from\n"
+                            "the trace for every system (docs/outputs.md n_dropped), and prompt +\n"
+                            "output over it, whose outputs the engine cuts at the context"},
+    {NULL, 0, NULL, NULL}};
+static const pb_cli CLI = {
+    "trace",
+    "--dataset NAME [--rate R] [--duration S] [--num N] [--seed N] [options]\n"
+    "--config EXP.yaml [options]\n"
+    "--check TRACE.csv [--model M]\n"
+    "--fig11 OUT.csv\n"
+    "--from FILE --format FMT [--rate R] [--num N] [--seed N] [--filter F] [--model M] [--input-column NAME ...]",
+    "Writes a request trace as CSV to stdout (or -o FILE), header\n"
+    "  " PB_TRACE_CSV_HEADER "\n"
+    "and a one-line summary to stderr.",
+    OPTS,
+    "Real data (--from): FMT is\n"
+    "  sharegpt-json  ShareGPT conversations (text; first turn = prompt, second = completion),\n"
+    "                 tokenized with GPT-2 BPE by tools/tokenize/pb_tokenize.py (python3 and the\n"
+    "                 `tokenizers` package; OPT's </s> counted unless --no-bos)\n"
+    "  vllm-json      benchmark_serving --save-result JSON (input_lens, output_lens), or an array\n"
+    "                 of {prompt_len|input_len, output_len[, arrival_s]}\n"
+    "  azure-csv      Azure LLM inference trace (TIMESTAMP, ContextTokens, GeneratedTokens)\n"
+    "  csv            prompt_len|input_len, output_len[, arrival_s|timestamp]\n"
+    "  The file's timestamps are kept (shifted to 0; --rate rescales them); without any,\n"
+    "  --rate gives Poisson arrivals (10 ms quanta, --seed).  --filter defaults to none.\n"
+    "  FILE - reads stdin (csv, vllm-json).",
+    "unreadable file", NULL};
 
 static int bad_opt(const char *opt, const char *what, const char *val) {
-    fprintf(stderr, "pagedbench trace: %s: %s, got '%s'\n", opt, what, val ? val : "(nothing)");
-    return PB_EXIT_USAGE;
+    return pb_cli_fail(&CLI, "%s: %s, got '%s'", opt, what, val ? val : "(nothing)");
 }
 
 static int parse_int_opt(const char *opt, const char *v, int64_t lo, int64_t hi, int64_t *out) {
@@ -189,6 +205,10 @@ static int report_model_fit(const pb_trace *t, const char *model) {
 /* Write t to output (stdout when NULL) and free it: the exit status of a trace command. */
 static int emit_trace(pb_trace *t, const char *output) {
     char err[1024] = "";
+    if (output && pb_cli_make_parent(&CLI, output)) {
+        pb_trace_free(t);
+        return PB_EXIT_RUNTIME;
+    }
     pb_status st = output ? pb_trace_write_file(output, t, err, sizeof err) : pb_trace_write_csv(stdout, t);
     pb_trace_free(t);
     if (st) {
@@ -225,57 +245,36 @@ int pb_cmd_trace(int argc, char **argv) {
     pb_workload_cfg c;
     pb_workload_defaults(&c);
     const char *config = NULL, *check = NULL, *fig11 = NULL, *output = NULL, *from = NULL, *format = NULL,
-               *tokenizer = NULL, *model = NULL;
+               *tokenizer = NULL, *model = NULL, *cols[3] = {NULL, NULL, NULL};
     bool bos = true;
-    enum { O_CONFIG = 256, O_CHECK, O_FIG11, O_DATASET, O_RATE, O_DURATION, O_NUM, O_SEED, O_ARRIVALS, O_QUANTUM,
-           O_FILTER, O_FILE, O_REPLAY, O_N, O_BEAM, O_PREFIX, O_FROM, O_FORMAT, O_TOKENIZER, O_NO_BOS, O_VERSION,
-           O_MODEL };
-    static const struct option LONG[] = {
-        {"config", required_argument, NULL, O_CONFIG},     {"check", required_argument, NULL, O_CHECK},
-        {"fig11", required_argument, NULL, O_FIG11},       {"dataset", required_argument, NULL, O_DATASET},
-        {"rate", required_argument, NULL, O_RATE},         {"duration", required_argument, NULL, O_DURATION},
-        {"num", required_argument, NULL, O_NUM},           {"seed", required_argument, NULL, O_SEED},
-        {"arrivals", required_argument, NULL, O_ARRIVALS}, {"quantum", required_argument, NULL, O_QUANTUM},
-        {"filter", required_argument, NULL, O_FILTER},     {"file", required_argument, NULL, O_FILE},
-        {"replay-file", required_argument, NULL, O_REPLAY}, {"n", required_argument, NULL, O_N},
-        {"beam", required_argument, NULL, O_BEAM},         {"prefix", required_argument, NULL, O_PREFIX},
-        {"from", required_argument, NULL, O_FROM},         {"format", required_argument, NULL, O_FORMAT},
-        {"tokenizer", required_argument, NULL, O_TOKENIZER}, {"no-bos", no_argument, NULL, O_NO_BOS},
-        {"output", required_argument, NULL, 'o'},          {"version", no_argument, NULL, O_VERSION},
-        {"model", required_argument, NULL, O_MODEL},
-        {"help", no_argument, NULL, 'h'},                  {NULL, 0, NULL, 0}};
-    /* pass 1 (getopt_long): collect; --config is applied before the other options */
+    /* pass 1: collect; --config is applied before the other options */
     int *codes = pb_xcalloc((size_t)argc + 1, sizeof *codes);
     const char **vals = pb_xcalloc((size_t)argc + 1, sizeof *vals);
-    int nopt = 0, rc = PB_EXIT_OK, ch;
-    optind = 0;
-    opterr = 0;
-    while (rc == PB_EXIT_OK && (ch = getopt_long(argc, argv, ":o:h", LONG, NULL)) != -1) {
+    int nopt = 0, rc = PB_EXIT_OK;
+    pb_cli_parser p;
+    pb_cli_begin(&p, &CLI, argc, argv);
+    for (int ch; (ch = pb_cli_next(&p)) != PB_CLI_END;) {
         switch (ch) {
-        case 'h': usage(stdout); rc = -1; break;
-        case O_VERSION: printf("pagedbench %s\n", pb_git_rev()); rc = -1; break;
-        case ':': rc = bad_opt(argv[optind - 1], "needs a value", NULL); break;
-        case '?':
-            fprintf(stderr, "pagedbench trace: unknown option '%s' (see --help)\n", argv[optind - 1]);
-            rc = PB_EXIT_USAGE;
-            break;
-        case O_CONFIG: config = optarg; break;
-        case O_CHECK: check = optarg; break;
-        case O_FIG11: fig11 = optarg; break;
-        case O_FROM: from = optarg; break;
-        case O_FORMAT: format = optarg; break;
-        case O_TOKENIZER: tokenizer = optarg; break;
+        case O_CONFIG: config = p.arg; break;
+        case O_CHECK: check = p.arg; break;
+        case O_FIG11: fig11 = p.arg; break;
+        case O_FROM: from = p.arg; break;
+        case O_FORMAT: format = p.arg; break;
+        case O_TOKENIZER: tokenizer = p.arg; break;
         case O_NO_BOS: bos = false; break;
-        case O_MODEL: model = optarg; break;
-        case 'o': output = optarg; break;
-        default: codes[nopt] = ch; vals[nopt++] = optarg; break;
+        case O_MODEL: model = p.arg; break;
+        case O_IN_COL: cols[0] = p.arg; break;
+        case O_OUT_COL: cols[1] = p.arg; break;
+        case O_ARR_COL: cols[2] = p.arg; break;
+        case 'o': output = p.arg; break;
+        default: codes[nopt] = ch; vals[nopt++] = p.arg; break;
         }
     }
-    if (rc == PB_EXIT_OK && optind < argc) {
-        fprintf(stderr, "pagedbench trace: unexpected argument '%s' (see --help)\n", argv[optind]);
-        rc = PB_EXIT_USAGE;
-    }
-    if (rc == PB_EXIT_OK && argc < 2) { usage(stderr); rc = PB_EXIT_USAGE; }
+    if (p.rc >= 0) rc = p.rc == 0 ? -1 : p.rc;
+    if (rc == PB_EXIT_OK && p.optind < argc) rc = pb_cli_fail(&CLI, "unexpected argument '%s'", argv[p.optind]);
+    if (rc == PB_EXIT_OK && argc < 2) rc = pb_cli_fail(&CLI, "name a dataset (--dataset), --config, --check, --fig11 or --from");
+    if (rc == PB_EXIT_OK && !from && !format && (cols[0] || cols[1] || cols[2]))
+        rc = pb_cli_fail(&CLI, "--input-column, --output-column and --arrival-column map the columns of --from FILE");
     if (rc != PB_EXIT_OK) {
         free(codes);
         free(vals);
@@ -301,7 +300,7 @@ int pb_cmd_trace(int argc, char **argv) {
         return rc2;
     }
     if (from || format) {
-        pb_trace_from_opts fo = {format, 0, 0, 0, {0}, tokenizer, bos};
+        pb_trace_from_opts fo = {format, 0, 0, 0, {0}, tokenizer, bos, cols[0], cols[1], cols[2]};
         pb_filter_by_name("none", &fo.filter);
         if (!from || !format) rc = bad_opt(from ? "--from" : "--format", "--from FILE needs --format " PB_FROM_FORMATS, NULL);
         for (int i = 0; i < nopt && rc == PB_EXIT_OK; i++) {
@@ -318,9 +317,8 @@ int pb_cmd_trace(int argc, char **argv) {
                 if (pb_filter_by_name(v, &fo.filter)) rc = bad_opt("--filter", "expected " PB_FILTER_NAMES, v);
                 break;
             default:
-                fprintf(stderr, "pagedbench trace: --from takes --rate, --num, --seed, --filter, --tokenizer, "
-                                "--no-bos and -o only\n");
-                rc = PB_EXIT_USAGE;
+                rc = pb_cli_fail(&CLI, "--from takes --rate, --num, --seed, --filter, --tokenizer, --no-bos, the "
+                                       "--*-column mapping and -o only");
             }
         }
         free(codes);
@@ -348,14 +346,14 @@ int pb_cmd_trace(int argc, char **argv) {
     }
     /* pass 2: the options, in order, over the config */
     uint64_t seed = 0;
-    bool dur_set = false, num_set = false;
+    bool dur_set = false, num_set = false, burst_set = false, rate_set = false;
     for (int i = 0; i < nopt && rc == PB_EXIT_OK; i++) {
         const char *v = vals[i];
         int64_t x;
         double y;
         switch (codes[i]) {
         case O_DATASET: rc = copy_opt("--dataset", v, c.dataset, sizeof c.dataset); break;
-        case O_RATE: if (!(rc = parse_num_opt("--rate", v, 0, &y))) c.arrivals.rate = y; break;
+        case O_RATE: if (!(rc = parse_num_opt("--rate", v, 0, &y))) c.arrivals.rate = y; rate_set = true; break;
         case O_DURATION: if (!(rc = parse_num_opt("--duration", v, 0, &y))) c.arrivals.duration_s = y; dur_set = true; break;
         case O_NUM: if (!(rc = parse_int_opt("--num", v, 0, 1000000000, &x))) c.arrivals.num = x; num_set = true; break;
         case O_SEED:
@@ -366,6 +364,17 @@ int pb_cmd_trace(int argc, char **argv) {
             if (pb_arrival_kind_by_name(v, &c.arrivals.kind)) rc = bad_opt("--arrivals", "expected " PB_ARRIVAL_NAMES, v);
             break;
         case O_QUANTUM: if (!(rc = parse_num_opt("--quantum", v, 1e-6, &y))) c.arrivals.quantum_s = y; break;
+        case O_BURSTINESS:
+            if (!(rc = parse_num_opt("--burstiness", v, 0, &y)) && !(y > 0)) rc = bad_opt("--burstiness", "expected a number > 0", v);
+            if (!rc) c.arrivals.burstiness = y;
+            burst_set = true;
+            break;
+        case O_RAMP:
+            if (pb_ramp_kind_by_name(v, &c.arrivals.ramp) || c.arrivals.ramp == PB_RAMP_NONE)
+                rc = bad_opt("--ramp", "expected linear or exponential", v);
+            break;
+        case O_RAMP_START: if (!(rc = parse_num_opt("--ramp-start", v, 0, &y))) c.arrivals.ramp_start = y; break;
+        case O_RAMP_END: if (!(rc = parse_num_opt("--ramp-end", v, 0, &y))) c.arrivals.ramp_end = y; break;
         case O_FILTER: {
             pb_length_filter f;
             if (pb_filter_by_name(v, &f)) rc = bad_opt("--filter", "expected " PB_FILTER_NAMES, v);
@@ -388,21 +397,21 @@ int pb_cmd_trace(int argc, char **argv) {
     free(vals);
     if (rc) return rc;
     if (num_set && !dur_set && !config) c.arrivals.duration_s = 0;
+    if (burst_set && c.arrivals.kind != PB_ARRIVALS_GAMMA) return pb_cli_fail(&CLI, "--burstiness goes with --arrivals gamma");
+    if (c.arrivals.ramp != PB_RAMP_NONE && rate_set) return pb_cli_fail(&CLI, "--ramp sets the rate: leave --rate out");
+    if (c.arrivals.ramp == PB_RAMP_NONE && (c.arrivals.ramp_start > 0 || c.arrivals.ramp_end > 0))
+        return pb_cli_fail(&CLI, "--ramp-start and --ramp-end need --ramp linear or exponential");
     if (!c.dataset[0] && !c.trace[0]) {
-        fprintf(stderr, "pagedbench trace: --dataset is required (%s)\n", PB_DATASET_NAMES);
-        return PB_EXIT_USAGE;
+        return pb_cli_fail(&CLI, "--dataset is required (%s)", PB_DATASET_NAMES);
     }
     if (strcmp(c.dataset, "translation") && c.shots != 1) {
-        fprintf(stderr, "pagedbench trace: --prefix 1shot/5shot is only for --dataset translation\n");
-        return PB_EXIT_USAGE;
+        return pb_cli_fail(&CLI, "--prefix 1shot/5shot is only for --dataset translation");
     }
     if (!strcmp(c.dataset, "translation") && c.prefix_len) {
-        fprintf(stderr, "pagedbench trace: translation takes --prefix 1shot or 5shot\n");
-        return PB_EXIT_USAGE;
+        return pb_cli_fail(&CLI, "translation takes --prefix 1shot or 5shot");
     }
     if (c.n > 1 && c.beam_width > 1) {
-        fprintf(stderr, "pagedbench trace: --n and --beam are exclusive (beam search sets n = beam width)\n");
-        return PB_EXIT_USAGE;
+        return pb_cli_fail(&CLI, "--n and --beam are exclusive (beam search sets n = beam width)");
     }
     pb_trace t = {0};
     char err[1024];

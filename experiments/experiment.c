@@ -31,6 +31,8 @@ static const pb_key SLO_SCHEMA[] = {
      .doc = "bound on time to first token, ms (docs/outputs.md; 0 = none)"},
     {.name = "tpot_ms", .type = PB_T_NUM, .lo = 0, .hi = 1e12, .dflt = "0",
      .doc = "bound on time per output token, ms (0 = none)"},
+    {.name = "e2el_ms", .type = PB_T_NUM, .lo = 0, .hi = 1e12, .dflt = "0",
+     .doc = "bound on end-to-end latency (arrival to last token), ms (0 = none)"},
     {0},
 };
 
@@ -144,6 +146,8 @@ const pb_key pb_experiment_schema[] = {
      .doc = "error bars (experiments/uncertainty.h): auto (rate for a rate sweep, else replicas), rate, replicas, off"},
     {.name = "measure", .type = PB_T_MAP, .sub = pb_measure_schema,
      .doc = "measurement window: the requests and steps averaged, and the step formulas (experiments/measure.h)"},
+    {.name = "percentiles", .type = PB_T_LIST, .lo = 0, .hi = 100, .elem = PB_T_NUM,
+     .doc = "latency percentiles each point reports, at most 8 (absent: 50, 90, 99; vLLM's --metric-percentiles)"},
     {.name = "quick", .type = PB_T_MAP, .sub = QUICK_SCHEMA, .doc = "what --quick changes"},
     {.name = "cost_model", .type = PB_T_MAP,
      .doc = "sim: overrides of the hardware's cost_model: keys for this experiment (executors/executor_sim.h)"},
@@ -336,12 +340,15 @@ static pb_status apply_set(pb_config *c, const char *asg, pb_cfg_err *err) {
     return pb_config_include(c, "hardware", dir, err);
 }
 
-/* An axis' set path: a numeric key of the schema it lands in. */
+/* An axis' set path: a numeric key of the schema it lands in (a.b: key b of map a). */
 static bool numeric_key(const pb_key *schema, const char *name) {
-    for (const pb_key *k = schema; k->name; k++)
-        if (!strcmp(k->name, name))
-            return k->type == PB_T_INT || k->type == PB_T_NUM ||
-                   (k->type == PB_T_ENUM && k->choices[0] >= '0' && k->choices[0] <= '9');   /* shots: 1|5 */
+    size_t l = strcspn(name, ".");
+    for (const pb_key *k = schema; k->name; k++) {
+        if (strlen(k->name) != l || strncmp(k->name, name, l)) continue;
+        if (name[l]) return k->type == PB_T_MAP && k->sub && numeric_key(k->sub, name + l + 1);
+        return k->type == PB_T_INT || k->type == PB_T_NUM ||
+               (k->type == PB_T_ENUM && k->choices[0] >= '0' && k->choices[0] <= '9');   /* shots: 1|5 */
+    }
     return false;
 }
 static bool set_path_ok(const char *set) {
@@ -456,6 +463,10 @@ static pb_status read_header(pb_experiment *e, const pb_node *root, bool quick, 
     int nt = read_tags(pb_node_get(root, "tags"), e->tags, PB_EXP_MAX_TAGS, err);
     if (nt < 0) return PB_ERR_INVALID;
     e->n_tags = nt;
+
+    const pb_node *pc = pb_node_get(root, "percentiles");
+    if (pc && pc->n_kids > 8) return pb_cfg_fail(err, pc->kids[8], false, "percentiles: at most 8");
+    if (pc && pc->n_kids == 0) return pb_cfg_fail(err, pc, false, "percentiles: name at least one (e.g. [50, 99])");
 
     const pb_node *cols = pb_node_get(root, "columns");
     for (int i = 0; cols && i < cols->n_kids; i++) {

@@ -380,13 +380,13 @@ static pb_status plan_workload(plan *P, const pb_node *root, pb_cfg_err *ce) {
     if (!P->wc.trace[0] && P->wc.arrivals.kind != PB_ARRIVALS_REPLAY) {
         const pb_arrival_cfg *a = &P->wc.arrivals;
         const pb_node *rn = pb_node_get(wn, "rate") ? pb_node_get(wn, "rate") : wn;
-        if (a->kind != PB_ARRIVALS_BURST && !(a->rate > 0))
+        if (a->kind != PB_ARRIVALS_BURST && a->ramp == PB_RAMP_NONE && !(a->rate > 0))
             return pb_cfg_fail(ce, rn, false, "workload.rate: %s arrivals need a rate > 0 (got %g)",
                                pb_arrival_kind_name(a->kind), a->rate);
         if (a->num <= 0 && !(a->duration_s > 0))
             return pb_cfg_fail(ce, pb_node_get(wn, "duration_s") ? pb_node_get(wn, "duration_s") : wn, false,
                                "workload.duration_s: must be > 0 (or set num_requests)");
-        double expect = a->num > 0 ? (double)a->num : a->rate * a->duration_s;
+        double expect = a->kind == PB_ARRIVALS_BURST ? (double)a->num : pb_arrival_expected_count(a);
         if (expect > PB_SYSTEM_MAX_REQUESTS)
             return pb_cfg_fail(ce, a->num > 0 ? pb_node_get(wn, "num_requests") : rn, false,
                                "workload.%s: %.3g requests (rate x duration_s) is above the cap of %.0f per point",

@@ -108,5 +108,34 @@ printf 'arrival_s,prompt_len,output_len,n\n0.1,10,10,65537\n' >"$TMP/bign.csv"
 [ $rc = 2 ] && grep -q 'bign.csv:2:11: n: 65537 is too large (at most 4096)' "$TMP/err" &&
     ok "n over 4096 in a trace file: file:line:col error" || bad "n over 4096 (exit $rc: $(cat "$TMP/err"))"
 
+# gamma arrivals and rate ramps: `trace` options == the YAML's workload keys (--config),
+# byte for byte; the laws themselves are tests/test_arrivals.c's
+cat >"$TMP/g.yaml" <<'Y'
+workload: {dataset: alpaca, arrivals: gamma, burstiness: 0.25, rate: 3, num_requests: 400}
+Y
+"$BIN" trace --config "$TMP/g.yaml" --seed 5 >"$TMP/g1.csv" 2>/dev/null &&
+    "$BIN" trace --dataset alpaca --arrivals gamma --burstiness 0.25 --rate 3 --num 400 --seed 5 >"$TMP/g2.csv" 2>/dev/null &&
+    cmp -s "$TMP/g1.csv" "$TMP/g2.csv" && [ "$(wc -l <"$TMP/g1.csv")" = 401 ] &&
+    ok "gamma: --burstiness == workload.burstiness" || bad "gamma trace: YAML and options differ"
+cat >"$TMP/r.yaml" <<'Y'
+workload:
+  dataset: sharegpt
+  arrivals: poisson
+  duration_s: 300
+  ramp: {shape: linear, start_rate: 1, end_rate: 5}
+Y
+"$BIN" trace --config "$TMP/r.yaml" >"$TMP/r1.csv" 2>/dev/null &&
+    "$BIN" trace --dataset sharegpt --duration 300 --ramp linear --ramp-start 1 --ramp-end 5 >"$TMP/r2.csv" 2>/dev/null &&
+    cmp -s "$TMP/r1.csv" "$TMP/r2.csv" && ok "ramp: --ramp == workload.ramp" || bad "ramp trace: YAML and options differ"
+# Lambda(150) = 300 of Lambda(300) = 900: the second half holds twice the first's arrivals
+# (Poisson counts, 5 sd: 300 +- 87, 600 +- 123)
+awk -F, 'NR > 1 { if ($1 < 150) a++; else b++ } END { exit !(a > 213 && a < 387 && b > 477 && b < 723) }' "$TMP/r1.csv" &&
+    ok "ramp: 1 to 5 req/s over 300 s" || bad "ramp counts: $(awk -F, 'NR>1{if($1<150)a++;else b++}END{print a, b}' "$TMP/r1.csv")"
+"$BIN" trace --dataset alpaca --arrivals poisson --burstiness 0.5 --rate 1 --num 5 >/dev/null 2>"$TMP/err"; rc=$?
+[ $rc = 2 ] && grep -q "burstiness goes with --arrivals gamma" "$TMP/err" && ok "--burstiness without gamma: 2" ||
+    bad "burstiness without gamma (rc $rc)"
+"$BIN" trace --dataset alpaca --ramp linear --ramp-start 1 --ramp-end 2 --rate 3 --num 5 >/dev/null 2>"$TMP/err"; rc=$?
+[ $rc = 2 ] && grep -q "leave --rate out" "$TMP/err" && ok "--ramp with --rate: 2" || bad "ramp with rate (rc $rc)"
+
 echo "$pass passed, $fail failed"
 [ "$fail" -eq 0 ]

@@ -68,5 +68,17 @@ printf 'prompt,output_len\n1,2\n' >"$T/q.csv"
 "$PB" trace --from "$T/missing.csv" --format csv >/dev/null 2>"$T/e"; rc=$?
 [ $rc = 1 ] && grep -q "missing.csv" "$T/e" && ok "unreadable file: exit 1" || bad "rc $rc: $(cat "$T/e")"
 "$PB" trace --version | grep -q "^pagedbench " && ok "--version" || bad "--version"
+# column mapping: a log with its own column names, as the YAML's input_column / output_column
+printf 'ts,ctx,gen,extra\n0.5,100,20,x\n1.5,50,10,y\n' >"$T/m.csv"
+"$PB" trace --from "$T/m.csv" --format csv --input-column ctx --output-column gen --arrival-column ts >"$T/m.out" 2>/dev/null &&
+    [ "$(sed -n 2p "$T/m.out" | cut -d, -f1-3)" = "0.000000,100,20" ] && [ "$(sed -n 3p "$T/m.out" | cut -d, -f1-3)" = "1.000000,50,10" ] &&
+    ok "--input/--output/--arrival-column map a csv's columns" || bad "column mapping: $(cat "$T/m.out")"
+printf '[{"ctx": 7, "gen": 3, "ts": 2.0}, {"ctx": 9, "gen": 4, "ts": 2.5}]' >"$T/m.json"
+"$PB" trace --from "$T/m.json" --format vllm-json --input-column ctx --output-column gen --arrival-column ts >"$T/mj.out" 2>/dev/null &&
+    [ "$(sed -n 3p "$T/mj.out" | cut -d, -f1-3)" = "0.500000,9,4" ] && ok "column mapping of a vllm-json array" ||
+    bad "json column mapping: $(cat "$T/mj.out")"
+"$PB" trace --from "$T/m.csv" --format csv --input-column nosuch --output-column gen >/dev/null 2>"$T/e"; rc=$?
+[ $rc = 2 ] && grep -q "no column 'nosuch' (--input-column)" "$T/e" && ok "a mapped column that is not there: 2" ||
+    bad "missing mapped column (rc $rc): $(cat "$T/e")"
 echo "$pass passed, $fail failed"
 [ "$fail" = 0 ]

@@ -295,7 +295,7 @@ PB_TEST(builtin_vs_exact_files) {
 
 /* ---- arrivals ---- */
 PB_TEST(poisson_quanta_rate_and_counts) {
-    pb_arrival_cfg c = {PB_ARRIVALS_POISSON, 5.0, 20000, 0, 0.01};
+    pb_arrival_cfg c = {.kind = PB_ARRIVALS_POISSON, .rate = 5.0, .duration_s = 20000, .num = 0, .quantum_s = 0.01};
     pb_rng r;
     pb_rng_seed(&r, 3, 1);
     double *t;
@@ -339,7 +339,7 @@ static int cmp_double(const void *a, const void *b) {
 }
 
 PB_TEST(exponential_gaps_ks) {
-    pb_arrival_cfg c = {PB_ARRIVALS_EXPONENTIAL, 4.0, 0, 50000, 0.01};
+    pb_arrival_cfg c = {.kind = PB_ARRIVALS_EXPONENTIAL, .rate = 4.0, .duration_s = 0, .num = 50000, .quantum_s = 0.01};
     pb_rng r;
     pb_rng_seed(&r, 11, 1);
     double *t;
@@ -362,7 +362,7 @@ PB_TEST(exponential_gaps_ks) {
     free(g);
     free(t);
     /* duration limit */
-    pb_arrival_cfg d = {PB_ARRIVALS_EXPONENTIAL, 4.0, 100, 0, 0.01};
+    pb_arrival_cfg d = {.kind = PB_ARRIVALS_EXPONENTIAL, .rate = 4.0, .duration_s = 100, .num = 0, .quantum_s = 0.01};
     PB_REQUIRE(pb_arrivals_generate(&d, &r, NULL, 0, &t, &n, err, sizeof err) == PB_OK);
     PB_CHECK(n > 300 && n < 500 && t[n - 1] < 100);
     free(t);
@@ -374,16 +374,16 @@ PB_TEST(arrivals_limits_burst_replay_errors) {
     double *t;
     int64_t n;
     char err[256];
-    pb_arrival_cfg c = {PB_ARRIVALS_POISSON, 100, 3600, 123, 0.01};
+    pb_arrival_cfg c = {.kind = PB_ARRIVALS_POISSON, .rate = 100, .duration_s = 3600, .num = 123, .quantum_s = 0.01};
     PB_REQUIRE(pb_arrivals_generate(&c, &r, NULL, 0, &t, &n, err, sizeof err) == PB_OK);
     PB_CHECK_EQ_INT(n, 123);
     free(t);
-    pb_arrival_cfg b = {PB_ARRIVALS_BURST, 0, 0, 10, 0.01};
+    pb_arrival_cfg b = {.kind = PB_ARRIVALS_BURST, .rate = 0, .duration_s = 0, .num = 10, .quantum_s = 0.01};
     PB_REQUIRE(pb_arrivals_generate(&b, &r, NULL, 0, &t, &n, err, sizeof err) == PB_OK);
     PB_CHECK(n == 10 && t[9] == 0.0);
     free(t);
     double rec[] = {100, 101, 103, 103, 110};
-    pb_arrival_cfg rp = {PB_ARRIVALS_REPLAY, 0, 0, 0, 0.01};
+    pb_arrival_cfg rp = {.kind = PB_ARRIVALS_REPLAY, .rate = 0, .duration_s = 0, .num = 0, .quantum_s = 0.01};
     PB_REQUIRE(pb_arrivals_generate(&rp, &r, rec, 5, &t, &n, err, sizeof err) == PB_OK);
     PB_CHECK(n == 5 && t[0] == 0 && t[4] == 10);
     free(t);
@@ -392,12 +392,12 @@ PB_TEST(arrivals_limits_burst_replay_errors) {
     PB_REQUIRE(pb_arrivals_generate(&rp, &r, rec, 5, &t, &n, err, sizeof err) == PB_OK);
     PB_CHECK(n == 4 && fabs(t[1] - 0.5) < 1e-12 && fabs(t[3] - 1.5) < 1e-12);
     free(t);
-    pb_arrival_cfg bad = {PB_ARRIVALS_POISSON, 0, 3600, 0, 0.01};
+    pb_arrival_cfg bad = {.kind = PB_ARRIVALS_POISSON, .rate = 0, .duration_s = 3600, .num = 0, .quantum_s = 0.01};
     PB_CHECK(pb_arrivals_generate(&bad, &r, NULL, 0, &t, &n, err, sizeof err) == PB_ERR_INVALID);
     PB_CHECK_STR_CONTAINS(err, "rate > 0");
-    pb_arrival_cfg nolim = {PB_ARRIVALS_EXPONENTIAL, 1, 0, 0, 0.01};
+    pb_arrival_cfg nolim = {.kind = PB_ARRIVALS_EXPONENTIAL, .rate = 1, .duration_s = 0, .num = 0, .quantum_s = 0.01};
     PB_CHECK(pb_arrivals_generate(&nolim, &r, NULL, 0, &t, &n, err, sizeof err) == PB_ERR_INVALID);
-    pb_arrival_cfg burst0 = {PB_ARRIVALS_BURST, 0, 0, 0, 0.01};
+    pb_arrival_cfg burst0 = {.kind = PB_ARRIVALS_BURST, .rate = 0, .duration_s = 0, .num = 0, .quantum_s = 0.01};
     PB_CHECK(pb_arrivals_generate(&burst0, &r, NULL, 0, &t, &n, err, sizeof err) == PB_ERR_INVALID);
     pb_arrival_kind k;
     PB_CHECK(pb_arrival_kind_by_name("exponential", &k) == PB_OK && k == PB_ARRIVALS_EXPONENTIAL);

@@ -9,7 +9,8 @@
 
 #include "csv_reader.h"
 
-static const char *const KIND_NAMES[] = {"poisson", "exponential", "burst", "replay"};
+static const char *const KIND_NAMES[] = {"poisson", "exponential", "burst", "replay", "gamma"};
+static const char *const RAMP_NAMES[] = {"none", "linear", "exponential"};
 
 pb_status pb_arrival_kind_by_name(const char *name, pb_arrival_kind *out) {
     for (int k = 0; k < (int)PB_ARRAY_LEN(KIND_NAMES); k++)
@@ -18,6 +19,76 @@ pb_status pb_arrival_kind_by_name(const char *name, pb_arrival_kind *out) {
 }
 const char *pb_arrival_kind_name(pb_arrival_kind k) {
     return (unsigned)k < PB_ARRAY_LEN(KIND_NAMES) ? KIND_NAMES[k] : "?";
+}
+
+pb_status pb_ramp_kind_by_name(const char *name, pb_ramp_kind *out) {
+    for (int k = 0; k < (int)PB_ARRAY_LEN(RAMP_NAMES); k++)
+        if (!strcmp(name, RAMP_NAMES[k])) { *out = (pb_ramp_kind)k; return PB_OK; }
+    return PB_ERR_INVALID;
+}
+const char *pb_ramp_kind_name(pb_ramp_kind k) {
+    return (unsigned)k < PB_ARRAY_LEN(RAMP_NAMES) ? RAMP_NAMES[k] : "?";
+}
+
+double pb_arrival_rate_at(const pb_arrival_cfg *c, double p) {
+    switch (c->ramp) {
+    case PB_RAMP_LINEAR: return c->ramp_start + (c->ramp_end - c->ramp_start) * p;
+    case PB_RAMP_EXPONENTIAL: return c->ramp_start * pow(c->ramp_end / c->ramp_start, p);
+    default: return c->rate;
+    }
+}
+
+/* Lambda(t): the rate integrated over [0, t] of a ramp over [0, T] (t <= T). */
+static double ramp_cum(const pb_arrival_cfg *c, double t, double T) {
+    double r0 = c->ramp_start, r1 = c->ramp_end;
+    if (c->ramp == PB_RAMP_LINEAR) return r0 * t + (r1 - r0) * t * t / (2 * T);
+    if (r1 == r0) return r0 * t;
+    double lk = log(r1 / r0);
+    return r0 * T / lk * expm1(lk * t / T);
+}
+
+/* The inverse: the t in [0, T] with Lambda(t) = s (s <= Lambda(T)). */
+static double ramp_inv(const pb_arrival_cfg *c, double s, double T) {
+    double r0 = c->ramp_start, r1 = c->ramp_end;
+    if (c->ramp == PB_RAMP_LINEAR) {
+        double a = (r1 - r0) / (2 * T);
+        if (fabs(a) * T < 1e-12 * (r0 > 0 ? r0 : 1)) return s / r0;
+        /* a t^2 + r0 t - s = 0: the root in [0, T], in the form without cancellation */
+        return 2 * s / (r0 + sqrt(r0 * r0 + 4 * a * s));
+    }
+    if (r1 == r0) return s / r0;
+    double lk = log(r1 / r0);
+    return T / lk * log1p(s * lk / (r0 * T));
+}
+
+double pb_arrival_expected_count(const pb_arrival_cfg *c) {
+    if (c->kind == PB_ARRIVALS_BURST || c->kind == PB_ARRIVALS_REPLAY) return NAN;
+    if (c->num > 0) return (double)c->num;
+    if (c->ramp == PB_RAMP_NONE) return c->rate * c->duration_s;
+    return ramp_cum(c, c->duration_s, c->duration_s);
+}
+
+/* Gamma(shape, 1) (Marsaglia and Tsang 2000; shape < 1 by Gamma(shape + 1) U^(1/shape)). */
+static double gamma_draw(pb_rng *r, double shape) {
+    if (shape < 1) {
+        double u = pb_rng_uniform(r);
+        return gamma_draw(r, shape + 1) * pow(u > 0 ? u : 0x1.0p-53, 1 / shape);
+    }
+    double d = shape - 1.0 / 3, c = 1 / sqrt(9 * d);
+    for (;;) {
+        double x = pb_rng_normal(r), v = 1 + c * x;
+        if (v <= 0) continue;
+        v = v * v * v;
+        double u = pb_rng_uniform(r);
+        if (u < 1 - 0.0331 * x * x * x * x) return d * v;
+        if (u > 0 && log(u) < 0.5 * x * x + d * (1 - v + log(v))) return d * v;
+    }
+}
+
+/* A gap of the stationary process of mean 1: exponential or gamma(burstiness) / burstiness. */
+static double unit_gap(const pb_arrival_cfg *c, pb_rng *r) {
+    if (c->kind == PB_ARRIVALS_GAMMA) return gamma_draw(r, c->burstiness) / c->burstiness;
+    return pb_rng_exp(r, 1.0);
 }
 
 typedef struct { double *t; int64_t n, cap; } tvec;
@@ -38,31 +109,66 @@ pb_status pb_arrivals_generate(const pb_arrival_cfg *c, pb_rng *rng, const doubl
     *n = 0;
     tvec v = {0};
     if (!(c->duration_s >= 0) || c->num < 0) BAD("duration and count must not be negative");
-    bool has_dur = c->duration_s > 0, has_num = c->num > 0;
+    bool has_dur = c->duration_s > 0, has_num = c->num > 0, ramp = c->ramp != PB_RAMP_NONE;
+    if (ramp) {
+        if (c->kind == PB_ARRIVALS_BURST || c->kind == PB_ARRIVALS_REPLAY)
+            BAD("a ramp needs poisson, exponential or gamma arrivals (not %s)", pb_arrival_kind_name(c->kind));
+        if (!(c->ramp_start >= 0 && c->ramp_end >= 0 && isfinite(c->ramp_start) && isfinite(c->ramp_end)) ||
+            !(c->ramp_start + c->ramp_end > 0))
+            BAD("a ramp needs start and end rates >= 0, not both 0 (got %g, %g)", c->ramp_start, c->ramp_end);
+        if (c->ramp == PB_RAMP_EXPONENTIAL && !(c->ramp_start > 0 && c->ramp_end > 0))
+            BAD("an exponential ramp needs start and end rates > 0 (got %g, %g)", c->ramp_start, c->ramp_end);
+    }
     if (has_num) {   /* room for the count up front (at most 2^26 times), no doubling slack */
         v.cap = PB_MIN(c->num, (int64_t)1 << 26);
         v.t = pb_xmalloc((size_t)v.cap * sizeof *v.t);
     }
     switch (c->kind) {
     case PB_ARRIVALS_POISSON: {
-        if (!(c->rate > 0) || !isfinite(c->rate)) BAD("poisson arrivals need a rate > 0 (got %g)", c->rate);
+        if (!ramp && (!(c->rate > 0) || !isfinite(c->rate))) BAD("poisson arrivals need a rate > 0 (got %g)", c->rate);
         if (!(c->quantum_s > 0)) BAD("poisson arrivals need a quantum > 0 (got %g)", c->quantum_s);
         if (!has_dur && !has_num) BAD("poisson arrivals need a duration or a request count");
+        if (ramp && !has_dur) BAD("a ramp of poisson arrivals needs a duration (its quanta are in time)");
         double lam = c->rate * c->quantum_s;
         int64_t quanta = has_dur ? (int64_t)floor(c->duration_s / c->quantum_s + 1e-9) : INT64_MAX;
         for (int64_t q = 0; q < quanta && (!has_num || v.n < c->num); q++) {
+            if (ramp) {
+                double T = c->duration_s, hi = PB_MIN((double)(q + 1) * c->quantum_s, T);
+                lam = ramp_cum(c, hi, T) - ramp_cum(c, (double)q * c->quantum_s, T);
+                if (!(lam >= 0)) lam = 0;
+            }
             int64_t k = pb_rng_poisson(rng, lam);
             for (int64_t j = 0; j < k && (!has_num || v.n < c->num); j++) tpush(&v, (double)q * c->quantum_s);
         }
         break;
     }
-    case PB_ARRIVALS_EXPONENTIAL: {
-        if (!(c->rate > 0) || !isfinite(c->rate)) BAD("exponential arrivals need a rate > 0 (got %g)", c->rate);
-        if (!has_dur && !has_num) BAD("exponential arrivals need a duration or a request count");
+    case PB_ARRIVALS_EXPONENTIAL:
+    case PB_ARRIVALS_GAMMA: {
+        const char *kn = pb_arrival_kind_name(c->kind);
+        if (c->kind == PB_ARRIVALS_GAMMA && !(c->burstiness > 0 && isfinite(c->burstiness)))
+            BAD("gamma arrivals need a burstiness > 0 (got %g)", c->burstiness);
+        if (!ramp && (!(c->rate > 0) || !isfinite(c->rate))) BAD("%s arrivals need a rate > 0 (got %g)", kn, c->rate);
+        if (!has_dur && !has_num) BAD("%s arrivals need a duration or a request count", kn);
         double t = 0;
-        while ((!has_num || v.n < c->num) && (!has_dur || t < c->duration_s)) {
-            tpush(&v, t);
-            t += pb_rng_exp(rng, c->rate);
+        if (ramp && has_dur) {   /* the unit-rate process on Lambda(t) */
+            double T = c->duration_s, total = ramp_cum(c, T, T), s = 0;
+            while ((!has_num || v.n < c->num) && s < total) {
+                double x = ramp_inv(c, s, T);
+                if (x >= T) break;
+                tpush(&v, x);
+                s += unit_gap(c, rng);
+            }
+        } else {
+            while ((!has_num || v.n < c->num) && (!has_dur || t < c->duration_s)) {
+                tpush(&v, t);
+                if (has_num && v.n >= c->num) break;
+                /* the gap before request i = v.n is drawn at the rate of progress i / (num - 1) */
+                double r = ramp ? pb_arrival_rate_at(c, (double)v.n / (double)PB_MAX(c->num - 1, 1)) : c->rate;
+                if (!(r > 0))
+                    BAD("the ramp's rate is %g at request %lld: a linear ramp from or to 0 needs duration_s",
+                        r, (long long)v.n);
+                t += unit_gap(c, rng) / r;
+            }
         }
         break;
     }

@@ -57,8 +57,8 @@ static bool parse_len(const char *s, int64_t *v) {
     return true;
 }
 
-/* csv (and the tokenizer's output): named columns */
-static pb_status read_csv(pb_csv *c, records *r, char *err, size_t errlen) {
+/* csv (and the tokenizer's output): named columns; o (NULL: the defaults) may map them */
+static pb_status read_csv(pb_csv *c, const pb_trace_from_opts *o, records *r, char *err, size_t errlen) {
     static const char *const IN[] = {"prompt_len", "input_len", "ContextTokens", NULL};
     static const char *const OUT[] = {"output_len", "GeneratedTokens", NULL};
     static const char *const TS[] = {"arrival_s", "timestamp", NULL};
@@ -66,10 +66,21 @@ static pb_status read_csv(pb_csv *c, records *r, char *err, size_t errlen) {
         snprintf(err, errlen, "%s: empty file", c->path);
         return PB_ERR_INVALID;
     }
-    int ci = find_any(c, IN), co = find_any(c, OUT), ct = find_any(c, TS);
+    const char *want[3] = {o ? o->input_column : NULL, o ? o->output_column : NULL, o ? o->arrival_column : NULL};
+    int col[3] = {find_any(c, IN), find_any(c, OUT), find_any(c, TS)};
+    for (int k = 0; k < 3; k++) {
+        if (!want[k]) continue;
+        col[k] = pb_csv_find(c, want[k]);
+        if (col[k] < 0) {
+            snprintf(err, errlen, "%s:%d: no column '%s' (--%s-column) in the header", c->path, c->line, want[k],
+                     k == 0 ? "input" : k == 1 ? "output" : "arrival");
+            return PB_ERR_INVALID;
+        }
+    }
+    int ci = col[0], co = col[1], ct = col[2];
     if (ci < 0 || co < 0) {
         snprintf(err, errlen, "%s:%d: needs a prompt_len (or input_len, ContextTokens) and an output_len (or "
-                 "GeneratedTokens) column", c->path, c->line);
+                 "GeneratedTokens) column, or --input-column / --output-column", c->path, c->line);
         return PB_ERR_INVALID;
     }
     int need = PB_MAX(ci, PB_MAX(co, ct)) + 1;
@@ -100,11 +111,11 @@ static pb_status read_csv(pb_csv *c, records *r, char *err, size_t errlen) {
     return PB_OK;
 }
 
-static pb_status read_plain_csv(const char *path, records *r, char *err, size_t errlen) {
+static pb_status read_plain_csv(const char *path, const pb_trace_from_opts *o, records *r, char *err, size_t errlen) {
     pb_csv c;
     pb_status st = pb_csv_open(&c, path, err, errlen);
     if (st) return st;
-    st = read_csv(&c, r, err, errlen);
+    st = read_csv(&c, o, r, err, errlen);
     pb_csv_close(&c);
     return st;
 }
@@ -149,7 +160,7 @@ static bool json_len(json_t *v, int64_t *out) {
     return true;
 }
 
-static pb_status read_vllm_json(const char *path, records *r, char *err, size_t errlen) {
+static pb_status read_vllm_json(const char *path, const pb_trace_from_opts *opt, records *r, char *err, size_t errlen) {
     char *text;
     size_t len;
     pb_status st = pb_input_read(path, true, &text, &len, err, errlen);
@@ -185,13 +196,17 @@ static pb_status read_vllm_json(const char *path, records *r, char *err, size_t 
     } else if (json_is_array(j)) {
         size_t n = json_array_size(j);
         for (size_t i = 0; !st && i < n; i++) {
-            json_t *o = json_array_get(j, i), *a = json_object_get(o, "prompt_len"), *t = json_object_get(o, "arrival_s");
-            if (!a) a = json_object_get(o, "input_len");
-            if (!t) t = json_object_get(o, "timestamp");
+            json_t *o = json_array_get(j, i), *a, *t, *b;
+            if (opt->input_column) a = json_object_get(o, opt->input_column);
+            else if (!(a = json_object_get(o, "prompt_len"))) a = json_object_get(o, "input_len");
+            if (opt->arrival_column) t = json_object_get(o, opt->arrival_column);
+            else if (!(t = json_object_get(o, "arrival_s"))) t = json_object_get(o, "timestamp");
+            b = json_object_get(o, opt->output_column ? opt->output_column : "output_len");
             int64_t in, out;
-            if (!json_is_object(o) || !json_len(a, &in) || !json_len(json_object_get(o, "output_len"), &out)) {
-                snprintf(err, errlen, "%s: item %zu: needs integer prompt_len (or input_len) and output_len (at most 1e9)",
-                         path, i);
+            if (!json_is_object(o) || !json_len(a, &in) || !json_len(b, &out)) {
+                snprintf(err, errlen, "%s: item %zu: needs integer %s and %s (at most 1e9)", path, i,
+                         opt->input_column ? opt->input_column : "prompt_len (or input_len)",
+                         opt->output_column ? opt->output_column : "output_len");
                 st = PB_ERR_INVALID;
                 break;
             }
@@ -254,7 +269,7 @@ static pb_status read_tokenized(const char *path, const pb_trace_from_opts *o, r
         snprintf(name, sizeof name, "%s (tokenized)", path);
         st = pb_csv_open_string(&c, name, buf, err, errlen);
         if (!st) {
-            st = read_csv(&c, r, err, errlen);
+            st = read_csv(&c, NULL, r, err, errlen);
             pb_csv_close(&c);
         }
     }
@@ -272,9 +287,9 @@ pb_status pb_trace_from_file(const char *path, const pb_trace_from_opts *o, pb_t
         snprintf(err, errlen, "-: standard input only for --format csv or vllm-json (%s reads a file)", o->format);
         return PB_ERR_INVALID;
     }
-    if (!strcmp(o->format, "csv")) st = read_plain_csv(path, &r, err, errlen);
+    if (!strcmp(o->format, "csv")) st = read_plain_csv(path, o, &r, err, errlen);
     else if (!strcmp(o->format, "azure-csv")) st = read_azure(path, &r, err, errlen);
-    else if (!strcmp(o->format, "vllm-json")) st = read_vllm_json(path, &r, err, errlen);
+    else if (!strcmp(o->format, "vllm-json")) st = read_vllm_json(path, o, &r, err, errlen);
     else if (!strcmp(o->format, "sharegpt-json")) st = read_tokenized(path, o, &r, err, errlen);
     else {
         snprintf(err, errlen, "unknown format '%s' (%s)", o->format, PB_FROM_FORMATS);
@@ -309,7 +324,8 @@ pb_status pb_trace_from_file(const char *path, const pb_trace_from_opts *o, pb_t
     double *times = NULL;
     int64_t nt = 0;
     if (!st) {
-        pb_arrival_cfg ac = {r.has_ts ? PB_ARRIVALS_REPLAY : PB_ARRIVALS_POISSON, o->rate, 0, k, 0.01};
+        pb_arrival_cfg ac = {.kind = r.has_ts ? PB_ARRIVALS_REPLAY : PB_ARRIVALS_POISSON, .rate = o->rate, .num = k,
+                             .quantum_s = 0.01, .burstiness = 1};
         pb_rng rng;
         pb_rng_seed(&rng, o->seed, 1);
         char why[512];

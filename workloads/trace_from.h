@@ -14,6 +14,10 @@
  *                  ContextTokens, GeneratedTokens.
  *   csv            a header naming prompt_len (or input_len, ContextTokens), output_len
  *                  (or GeneratedTokens), and optionally arrival_s (or timestamp), seconds.
+ * Column mapping (csv, and vllm-json's array of objects): input_column, output_column and
+ * arrival_column name the prompt length, output length and arrival (seconds) columns or
+ * keys instead of the defaults above, as the YAML's workload.input_column / output_column
+ * do for a dataset file; a named column must exist.
  * Then: records with a length < 1 or failing the filter are dropped; num > 0 keeps the
  * first num; arrivals: the file's timestamps shifted to start at 0 (with rate > 0
  * scaled so the mean rate is `rate`, arrivals.h replay), or, when the file has none,
@@ -39,6 +43,7 @@ typedef struct {
     pb_length_filter filter;  /* pb_filter_by_name("none") keeps every record >= 1         */
     const char *tokenizer;    /* the tokenizer program (default: python3 <source>/tools/tokenize/pb_tokenize.py) */
     bool bos;                 /* count OPT's </s> (sharegpt-json; default true)           */
+    const char *input_column, *output_column, *arrival_column;   /* NULL: the defaults     */
 } pb_trace_from_opts;
 
 /* Read path in o->format into *out (start from {0}).  Errors: PB_ERR_IO (unreadable,

@@ -57,6 +57,14 @@ static const pb_key chat_schema[] = {
      .doc = "probability that an arrival starts a new conversation (the artifact's)"},
     {0}};
 
+static const pb_key ramp_schema[] = {
+    {.name = "shape", .type = PB_T_ENUM, .required = true, .choices = "linear|exponential",
+     .doc = "linear: start + (end - start) p; exponential: start (end / start)^p (p: progress 0..1)"},
+    {.name = "start_rate", .type = PB_T_NUM, .required = true, .lo = 0, .hi = 1e9,
+     .doc = "requests per second at the start"},
+    {.name = "end_rate", .type = PB_T_NUM, .required = true, .lo = 0, .hi = 1e9, .doc = "requests per second at the end"},
+    {0}};
+
 const pb_key pb_workload_schema[] = {
     {.name = "dataset", .type = PB_T_ENUM, .choices = PB_DATASET_NAMES, .dflt_rule = "none (then `trace:` is required)",
      .doc = "which lengths"},
@@ -68,8 +76,12 @@ const pb_key pb_workload_schema[] = {
      .doc = "length filter (paper: in+out < 2048; vllm: benchmark filter)"},
     {.name = "arrivals", .type = PB_T_ENUM, .choices = PB_ARRIVAL_NAMES, .dflt = "poisson",
      .doc = "arrival process (poisson: in quanta of quantum_s)"},
-    {.name = "rate", .type = PB_T_NUM, .lo = 0, .hi = 1e9, .dflt_rule = "none (poisson and exponential need one)",
+    {.name = "rate", .type = PB_T_NUM, .lo = 0, .hi = 1e9, .dflt_rule = "none (poisson, exponential and gamma need one)",
      .doc = "requests per second"},
+    {.name = "burstiness", .type = PB_T_NUM, .lo = 1e-3, .hi = 1e3, .dflt = "1",
+     .doc = "gamma arrivals: the gaps' shape, vLLM's --burstiness (1 = exponential, < 1 burstier; CV 1/sqrt)"},
+    {.name = "ramp", .type = PB_T_MAP, .sub = ramp_schema,
+     .doc = "rate ramp over the run instead of rate (vLLM's --ramp-up-strategy; arrivals.h)"},
     {.name = "duration_s", .type = PB_T_NUM, .lo = 0, .hi = 1e9,
      .dflt_rule = PB_XSTR(PB_WL_DURATION_S) ", or 0 (none) when num_requests is given", .doc = "trace length, s"},
     {.name = "num_requests", .type = PB_T_INT, .lo = 0, .hi = 1e9, .dflt = "0",
@@ -114,6 +126,12 @@ static pb_status read_keys(const pb_node *n, pb_workload_cfg *c, pb_cfg_err *err
     c->arrivals.num = pb_schema_int(S, n, "num_requests");
     c->arrivals.duration_s = pb_schema_num_or(S, n, "duration_s", c->arrivals.num > 0 ? 0 : PB_WL_DURATION_S);
     c->arrivals.quantum_s = pb_schema_num(S, n, "quantum_s");
+    c->arrivals.burstiness = pb_schema_num(S, n, "burstiness");
+    if (pb_node_has(n, "ramp")) {   /* its keys are required */
+        pb_ramp_kind_by_name(pb_schema_str(S, n, "ramp.shape"), &c->arrivals.ramp);   /* validated */
+        c->arrivals.ramp_start = pb_schema_num(S, n, "ramp.start_rate");
+        c->arrivals.ramp_end = pb_schema_num(S, n, "ramp.end_rate");
+    }
     c->n = (int32_t)pb_schema_int(S, n, "n");
     c->beam_width = (int32_t)pb_schema_int(S, n, "beam_width");
     c->shots = (int32_t)pb_schema_int(S, n, "shots");
@@ -163,6 +181,29 @@ pb_status pb_workload_from_node(const pb_node *n, pb_workload_cfg *out, pb_cfg_e
         s |= pb_cfg_fail(err, pb_node_get(n, "chat"), true, "workload.chat: only for dataset chatbot");
     if (out->arrivals.kind == PB_ARRIVALS_BURST && out->arrivals.num <= 0 && !out->trace[0])
         s |= pb_cfg_fail(err, n, true, "workload: burst arrivals need num_requests > 0");
+    if (pb_node_has(n, "burstiness") && out->arrivals.kind != PB_ARRIVALS_GAMMA)
+        s |= pb_cfg_fail(err, pb_node_get(n, "burstiness"), true, "workload.burstiness: only with arrivals: gamma");
+    if (out->arrivals.ramp != PB_RAMP_NONE) {
+        const pb_node *rn = pb_node_get(n, "ramp");
+        pb_arrival_kind k = out->arrivals.kind;
+        if (pb_node_has(n, "rate"))
+            s |= pb_cfg_fail(err, pb_node_get(n, "rate"), true,
+                             "workload.rate: the ramp sets the rate (ramp.start_rate to ramp.end_rate); leave rate out");
+        if (k == PB_ARRIVALS_BURST || k == PB_ARRIVALS_REPLAY)
+            s |= pb_cfg_fail(err, rn, true, "workload.ramp: needs arrivals poisson, exponential or gamma (not %s)",
+                             pb_arrival_kind_name(k));
+        if (out->arrivals.ramp == PB_RAMP_EXPONENTIAL && !(out->arrivals.ramp_start > 0 && out->arrivals.ramp_end > 0))
+            s |= pb_cfg_fail(err, rn, true, "workload.ramp: an exponential ramp needs start_rate and end_rate > 0");
+        else if (!(out->arrivals.ramp_start + out->arrivals.ramp_end > 0))
+            s |= pb_cfg_fail(err, rn, true, "workload.ramp: start_rate and end_rate cannot both be 0");
+        if (k == PB_ARRIVALS_POISSON && !(out->arrivals.duration_s > 0))
+            s |= pb_cfg_fail(err, rn, true, "workload.ramp: poisson arrivals ramp over duration_s (set it, or use "
+                                            "arrivals: exponential to ramp over num_requests)");
+        if (out->arrivals.ramp == PB_RAMP_LINEAR && !(out->arrivals.duration_s > 0) &&
+            !(out->arrivals.ramp_start > 0 && out->arrivals.ramp_end > 0))
+            s |= pb_cfg_fail(err, rn, true, "workload.ramp: a linear ramp over num_requests needs rates > 0 (a rate of "
+                                            "0 has no next arrival); set duration_s");
+    }
     if (pb_node_has(n, "replay_file") && out->arrivals.kind != PB_ARRIVALS_REPLAY)
         s |= pb_cfg_fail(err, pb_node_get(n, "replay_file"), true,
                          "workload.replay_file: only with arrivals: replay");
@@ -490,10 +531,16 @@ void pb_workload_describe(const pb_workload_cfg *c, char *buf, size_t n) {
     const ds_spec *sp = find_spec(c->dataset);
     char path[PB_WL_PATH];
     const char *file = pb_workload_resolve_file(c, path, sizeof path);
-    snprintf(buf, n, "%s (%s) filter %s, %s arrivals rate %g duration %g s num %lld, n %d beam %d%s%s",
+    char rate[160], kind[64];
+    const pb_arrival_cfg *a = &c->arrivals;
+    if (a->ramp != PB_RAMP_NONE)
+        snprintf(rate, sizeof rate, "%s ramp %g to %g req/s", pb_ramp_kind_name(a->ramp), a->ramp_start, a->ramp_end);
+    else snprintf(rate, sizeof rate, "rate %g", a->rate);
+    if (a->kind == PB_ARRIVALS_GAMMA) snprintf(kind, sizeof kind, "gamma (burstiness %g)", a->burstiness);
+    else snprintf(kind, sizeof kind, "%s", pb_arrival_kind_name(a->kind));
+    snprintf(buf, n, "%s (%s) filter %s, %s arrivals %s duration %g s num %lld, n %d beam %d%s%s",
              c->dataset, file ? file : "built-in", c->filter[0] ? c->filter : sp ? sp->filter : "?",
-             pb_arrival_kind_name(c->arrivals.kind), c->arrivals.rate, c->arrivals.duration_s,
-             (long long)c->arrivals.num, c->n, c->beam_width,
+             kind, rate, a->duration_s, (long long)a->num, c->n, c->beam_width,
              !strcmp(c->dataset, "translation") ? (c->shots == 5 ? ", 5-shot prefix" : ", 1-shot prefix") : "",
              c->prefix_len > 0 ? ", shared prefix" : "");
 }

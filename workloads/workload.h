@@ -11,9 +11,12 @@
  *     input_column: input_len  # columns of `file` (the dataset's unless given)
  *     output_column: output_len
  *     filter: paper            # paper | fig11 | vllm | none (the dataset's unless given)
- *     arrivals: poisson        # poisson (10 ms quanta) | exponential | burst | replay
+ *     arrivals: poisson        # poisson (10 ms quanta) | exponential | gamma | burst | replay
  *     rate: 2.0                # req/s (the runner may set it per sweep point)
- *     duration_s: 3600         # the paper's one-hour traces
+ *     burstiness: 1.0          # gamma: the gaps' shape (vLLM bench serve --burstiness; arrivals.h)
+ *     ramp: {shape: linear, start_rate: 1, end_rate: 8}   # instead of rate: a rate ramp
+ *                              # (linear | exponential; vLLM's --ramp-up-strategy; arrivals.h)
+ *     duration_s: 3600         # default 3600 (the paper's one-hour traces) unless num_requests is set
  *     num_requests: 0          # 0 = no count limit
  *     quantum_s: 0.01
  *     replay_file: auto        # replay: an Azure LLM trace CSV (TIMESTAMP column); auto = the
