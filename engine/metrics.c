@@ -363,6 +363,35 @@ void pb_metrics_goodput(const pb_metrics *m, double slo_ttft_ms, double slo_tpot
     *rate = duration_s > 0 ? (double)k / duration_s : 0;
 }
 
+void pb_metrics_each_request(const pb_metrics *m, void (*fn)(const pb_req_metrics *r, void *user), void *user) {
+    for (int64_t i = 0; i < m->n_reqs; i++) {
+        pb_req_metrics tmp;
+        if (i >= m->n_rows) row_init(m, i, &tmp);
+        fn(i < m->n_rows ? &m->reqs[i] : &tmp, user);
+    }
+}
+
+void pb_metrics_itl_stats(const pb_metrics *m, const double *pcts, int n_pcts, double *mean_ms, double *std_ms,
+                          double *pct_ms) {
+    val_run *itl = pb_xmalloc((size_t)(m->n_runs + 1) * sizeof *itl);   /* in ms, as the summary */
+    for (int64_t i = 0; i < m->n_runs; i++) itl[i] = (val_run){m->itl[i].value * 1e3, m->itl[i].count};
+    double sum = 0, ss = 0;
+    for (int64_t i = 0; i < m->n_runs; i++)
+        for (int64_t c = 0; c < itl[i].count; c++) sum += itl[i].value;
+    *mean_ms = m->n_itl ? sum / (double)m->n_itl : NAN;
+    for (int64_t i = 0; i < m->n_runs; i++) {
+        double d = itl[i].value - *mean_ms;
+        ss += d * d * (double)itl[i].count;
+    }
+    *std_ms = m->n_itl ? sqrt(ss / (double)m->n_itl) : NAN;
+    run_sel sel = {itl, m->n_runs, 0, 0};
+    for (int k = 0; k < n_pcts; k++) {
+        PB_ASSERT(k == 0 || pcts[k] >= pcts[k - 1]);
+        pct_ms[k] = m->n_itl ? percentile_runs(&sel, m->n_itl, pcts[k]) : NAN;
+    }
+    free(itl);
+}
+
 /* %.17g, or nothing for NAN */
 static void put_num(FILE *f, double v) {
     if (!isnan(v)) fprintf(f, "%.17g", v);

@@ -134,6 +134,18 @@ const pb_step_metrics *pb_metrics_steps(const pb_metrics *m, int64_t *n);  /* NU
 void pb_metrics_goodput(const pb_metrics *m, double slo_ttft_ms, double slo_tpot_ms, double duration_s,
                         int64_t *met, double *frac, double *rate);
 
+/* Call fn for every request of the run in id order, each row as pb_metrics_write_requests
+ * sees it (rows the run never touched made on the fly, not kept): per-request outputs and
+ * statistics the layers above derive, without pb_metrics_requests' O(requests) copy. */
+void pb_metrics_each_request(const pb_metrics *m, void (*fn)(const pb_req_metrics *r, void *user), void *user);
+
+/* The pooled inter-token latencies in ms: their mean, population standard deviation
+ * (numpy's np.std, as vLLM bench serve) and the percentiles pcts[0..n_pcts), which must
+ * not decrease -- the summary's itl_mean_ms, itl_p50_ms ... bit for bit for the same p;
+ * all NAN when there is no gap (no request produced a second token). */
+void pb_metrics_itl_stats(const pb_metrics *m, const double *pcts, int n_pcts, double *mean_ms, double *std_ms,
+                          double *pct_ms);
+
 /* Per-request CSV rows (no header), one per request in id order: the columns of
  * PB_METRICS_REQUEST_COLUMNS, each row preceded by `prefix` (e.g. "vllm,2,").
  * Numbers print with %.17g (round-trip exact), undefined cells empty.  Streams to f. */

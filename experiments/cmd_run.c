@@ -12,9 +12,9 @@
  * runs and nothing is written when any of them is wrong.
  * Exit: 0 ok, 1 a point failed or is not complete (requests rejected or unfinished,
  * unless --allow-rejected), 2 usage or config error (file:line:col). */
+#include <ctype.h>
 #include <dirent.h>
 #include <errno.h>
-#include <getopt.h>
 #include <jansson.h>
 #include <math.h>
 #include <stdio.h>
@@ -24,61 +24,72 @@
 #include <sys/utsname.h>
 #include <unistd.h>
 
+#include "cli.h"
 #include "commands.h"
 #include "config.h"
 #include "experiment.h"
 #include "fig18a.h"     /* pb_fig18a_write (cost model + GPU kernels) */
 #include "fig_sim.h"    /* pb_fig1_write, pb_fig19a_write (cost model) */
 #include "pb.h"
+#include "point_key.h"   /* pb_source_hash */
 #include "report.h"
 #include "runner.h"
 #include "shard.h"
 #include "spec.h"
 #include "system.h"
+#include "vllm_layout.h"
 
 /* every figure `--all` runs, in order (fig1, fig11, fig18a, fig19a come from other modules) */
 static const char *const ALL_FIGURES[] = {"fig1", "fig2", "fig11", "fig12", "fig13", "fig14", "fig15",
                                           "fig16", "fig17", "fig18a", "fig18b", "fig19a", "fig19b", "v02", "study"};
 
-static void usage(FILE *f) {
-    fprintf(f,
-            "usage: pagedbench run [EXPERIMENT.yaml ...] [--figure FIG ...] [--all] [options]\n"
-            "  --figure FIG   every experiments/*.yaml with `figure: FIG` (fig2 fig12 ... fig19b;\n"
-            "                 fig18 = 18a+18b, fig19 = 19a+19b; fig1 fig11 fig18a fig19a are computed directly)\n"
-            "  --all          every figure: %s",
-            ALL_FIGURES[0]);
-    for (size_t i = 1; i < PB_ARRAY_LEN(ALL_FIGURES); i++) fprintf(f, " %s", ALL_FIGURES[i]);
-    fprintf(f,
-            "\n  --jobs N       worker processes (default 1); results are identical for every N\n"
-            "  --quick        each YAML's quick: settings (shorter traces, fewer points; stated in the YAML)\n"
-            "  --set K=V      override a config value in every experiment (repeatable)\n"
-            "  --fresh        recompute points even when results/points/ has them\n"
-            "  --results DIR  where results go (default results)\n"
-            "  --summary      print vLLM benchmark_serving's block for every point\n"
-            "  --quiet        no per-point lines\n"
-            "  --check        validate the YAMLs and count the points; run nothing\n"
-            "  --no-report    do not print the paper-vs-ours table\n"
-            "  --report-only  run nothing: rebuild the CSV and the table from the finished points\n"
-            "  --allow-rejected  accept points where requests were rejected or unfinished (complete 0 in\n"
-            "                 the CSV, undefined metrics empty); without it such a point makes the run exit 1\n"
-            "  --list-points  run nothing: print every grid point (id, estimated cost, shard, label);\n"
-            "                 with --shard I/N only shard I's\n"
-            "  --shard I/N    run shard I of N (1-based): a deterministic, cost-balanced share of the\n"
-            "                 points (an experiment that refines its knee is split by series); writes\n"
-            "                 point files only -- `pagedbench merge` makes the CSV, JSON and report\n"
-            "  --requests     also write <DIR>/<name>.requests.csv: one row per request per point\n"
-            "  --timeline     also write <DIR>/<name>.timeline.csv: one row per engine step per point\n"
-            "  --version      print the version (git revision) and exit\n"
-            "  -h, --help     this text\n"
-            "Options take their value as `--opt VALUE` or `--opt=VALUE`.\n"
-            "Outputs (docs/outputs.md describes every column): <DIR>/<name>.csv (one row per system\n"
-            "and point), <DIR>/<name>.json (config, revision, machine, every point's metrics),\n"
-            "<DIR>/<name>_report.md, <DIR>/points/<experiment>/*.pt; <name> = the experiment's `name`\n"
-            "for a YAML given by path, the figure id for --figure.  Results go to stdout, progress\n"
-            "and diagnostics to stderr.\n"
-            "Every file, figure, key and point is checked before anything runs or is written.\n"
-            "Exit status: 0 ok, 1 a point failed or is not complete, 2 usage or config error.\n");
-}
+enum { O_FIGURE = 256, O_SET, O_RESULTS, O_ALL, O_QUICK, O_FRESH, O_SUMMARY, O_QUIET, O_CHECK, O_NO_REPORT,
+       O_REPORT_ONLY, O_REQUESTS, O_TIMELINE, O_LIST_POINTS, O_SHARD, O_ALLOW_REJECTED };
+static const pb_cli_opt RUN_OPTS[] = {
+    {"figure", O_FIGURE, "FIG", "every experiments/*.yaml with `figure: FIG` (fig2 fig12 ... fig19b, study;\n"
+                                "fig18 = 18a+18b, fig19 = 19a+19b; fig1 fig11 fig18a fig19a are computed directly)"},
+    {"all", O_ALL, NULL, "every figure: fig1 fig2 fig11 fig12 ... fig19b v02 study"},
+    {"jobs", 'j', "N", "worker processes (default 1); results are identical for every N"},
+    {"quick", O_QUICK, NULL, "each YAML's quick: settings (shorter traces, fewer points; stated in the YAML)"},
+    {"set", O_SET, "K=V", "override a config value in every experiment (repeatable)"},
+    {"results", O_RESULTS, "DIR", "where results go (default " PB_OUT_DIR ", a folder git ignores)"},
+    {"fresh", O_FRESH, NULL, "recompute points even when DIR/points/ has them"},
+    {"summary", O_SUMMARY, NULL, "print vLLM benchmark_serving's block for every point (stdout)"},
+    {"quiet", O_QUIET, NULL, "no per-point lines and no progress line (stderr)"},
+    {"check", O_CHECK, NULL, "validate the YAMLs and count the points; run nothing"},
+    {"no-report", O_NO_REPORT, NULL, "do not print the paper-vs-ours table"},
+    {"report-only", O_REPORT_ONLY, NULL, "run nothing: rebuild the CSV and the table from the finished points"},
+    {"allow-rejected", O_ALLOW_REJECTED, NULL, "accept points where requests were rejected or unfinished (complete 0\n"
+                                               "in the CSV, undefined metrics empty); without it such a point makes\n"
+                                               "the run exit 1"},
+    {"list-points", O_LIST_POINTS, NULL, "run nothing: print every grid point (id, estimated cost, shard, label);\n"
+                                         "with --shard I/N only shard I's"},
+    {"shard", O_SHARD, "I/N", "run shard I of N (1-based): a deterministic, cost-balanced share of the\n"
+                              "points (an experiment that refines its knee is split by series); writes\n"
+                              "point files only -- `pagedbench merge` makes the CSV, JSON and report"},
+    {"requests", O_REQUESTS, NULL, "also write DIR/<name>.requests.csv (a row per request per point) and put\n"
+                                   "the per-request lists (input_lens, output_lens, ttfts, slo_met) in the\n"
+                                   "vLLM-layout JSONs"},
+    {"timeline", O_TIMELINE, NULL, "also write DIR/<name>.timeline.csv: one row per engine step per point"},
+    {NULL, 0, NULL, NULL}};
+
+static const pb_cli RUN_CLI = {
+    "run", "[EXPERIMENT.yaml ...] [--figure FIG ...] [--all] [options]",
+    "Runs every point (system x sweep values) of the experiments, in parallel and resumably,\n"
+    "then writes the results and prints the paper-vs-ours table of a figure.",
+    RUN_OPTS,
+    "Outputs (docs/outputs.md describes every file and column), <name> = the experiment's `name`\n"
+    "for a YAML given by path, the figure id for --figure:\n"
+    "  DIR/<name>.csv            one row per system and sweep point\n"
+    "  DIR/<name>.json           config, revision, machine, every point's metrics\n"
+    "  DIR/<name>_report.md      the paper-vs-ours table (figures)\n"
+    "  DIR/vllm/<name>/*.json    each point in vLLM bench serve's --save-result layout\n"
+    "  DIR/points/<experiment>/  one file per point (reused by later runs)\n"
+    "The committed reference results (results/) are written only by `./run_all.sh all`.\n"
+    "Every file, figure, key and point is checked before anything runs or is written.\n"
+    "Results go to stdout, progress and diagnostics to stderr; a progress line with an ETA\n"
+    "shows on a terminal once a run takes more than a few seconds (not with --quiet).",
+    "a point failed or is not complete", NULL};
 
 /* The results folder and its parents (mkdir -p), made only once the configs are valid. */
 static int make_results_dir(const char *dir) {
@@ -172,33 +183,6 @@ static json_t *node_json(const pb_node *n) {
     return j;
 }
 
-/* First line of a shell command's output into buf ("" when it fails). */
-static void run_line(const char *cmd, char *buf, size_t n) {
-    buf[0] = 0;
-    FILE *p = popen(cmd, "r");
-    if (!p) return;
-    if (!fgets(buf, (int)n, p)) buf[0] = 0;
-    while (fgetc(p) != EOF) {}
-    if (pclose(p) != 0) buf[0] = 0;
-    buf[strcspn(buf, "\n")] = 0;
-}
-
-/* The source tree's revision asked of git at run time, "-dirty" when tracked files
- * have uncommitted changes; the build's configured revision when git cannot say.
- * (*build gets the revision the binary was configured at, which CMake records once
- * per configure and can be older.) */
-static void git_revision(char *buf, size_t n, char *build, size_t bn) {
-    snprintf(build, bn, "%s", pb_git_rev());
-    char cmd[1400], head[128], dirty[8];
-    snprintf(cmd, sizeof cmd, "git -C '%s' rev-parse --short=12 HEAD 2>/dev/null", PB_SOURCE_DIR);
-    run_line(cmd, head, sizeof head);
-    if (!*head) { snprintf(buf, n, "%s", pb_git_rev()); return; }
-    snprintf(cmd, sizeof cmd, "git -C '%s' status --porcelain --untracked-files=no 2>/dev/null | head -c 1",
-             PB_SOURCE_DIR);
-    run_line(cmd, dirty, sizeof dirty);
-    snprintf(buf, n, "%s%s", head, *dirty ? "-dirty" : "");
-}
-
 static json_t *machine_json(void) {
     json_t *m = json_object();
     struct utsname u;
@@ -258,12 +242,12 @@ static json_t *points_json(const pb_results *r) {
 }
 
 static pb_status write_sidecar(const char *path, const char *figure, pb_experiment *const *exps, int n, bool quick,
-                               const char *rev, const char *build, const pb_results *res) {
+                               const pb_results *res) {
     json_t *root = json_object(), *ex = json_array();
     json_object_set_new(root, "format", json_string("pagedbench-results 2"));
     json_object_set_new(root, "figure", json_string(figure));
-    json_object_set_new(root, "git_revision", json_string(rev));
-    json_object_set_new(root, "build_revision", json_string(build));
+    json_object_set_new(root, "git_revision", json_string(pb_git_rev()));
+    json_object_set_new(root, "source_hash", json_string(pb_source_hash()));
     json_object_set_new(root, "quick", json_boolean(quick));
     json_object_set_new(root, "machine", machine_json());
     for (int i = 0; i < n; i++) {
@@ -307,7 +291,6 @@ typedef struct {
     int n_sets;
     bool list_points;
     int shard, n_shards;      /* --shard I/N: shard = I - 1; n_shards 0 = no sharding */
-    char rev[256], build_rev[256];   /* git_revision once per run: banners and sidecars */
 } run_opts;
 
 /* Can this build run the experiment's points?  A cuda executor needs a CUDA build
@@ -460,15 +443,65 @@ static int check_complete(const pb_results *res, const char *figure, const run_o
     return PB_EXIT_RUNTIME;
 }
 
+/* The banner's second part: every distinct executor, model and hardware of the run, one
+ * line each (a figure's panels may differ: fig12 has OPT-13B/66B/175B on 1, 4 and 8 GPUs). */
+static void banner_devices(pb_experiment *const *exps, int n) {
+    char (*seen)[512] = pb_xcalloc((size_t)n, sizeof *seen);
+    int ns = 0;
+    for (int i = 0; i < n; i++) {
+        char desc[512];
+        pb_system_describe_executor(exps[i], desc, sizeof desc);
+        int k = 0;
+        while (k < ns && strcmp(seen[k], desc)) k++;
+        if (k < ns) continue;
+        snprintf(seen[ns++], sizeof *seen, "%s", desc);
+        fprintf(stderr, "    %s\n", desc);
+    }
+    free(seen);
+}
+
+/* <results>/vllm/<out>/<experiment>-<system>[-<axis><value>...].json (an axis name's
+ * characters other than [A-Za-z0-9._-] written "_"): every point in vLLM bench serve's
+ * --save-result layout (vllm_layout.h), with the per-request lists when the run kept them
+ * (--requests). */
+static pb_status write_vllm_jsons(const pb_results *res, const char *out, const run_opts *o, char *path, size_t pn) {
+    snprintf(path, pn, "%s/vllm/%s", o->results, out);
+    if (make_results_dir(path)) return PB_ERR_IO;
+    for (int i = 0; i < res->n; i++) {
+        const pb_result_row *row = &res->rows[i];
+        const pb_experiment *e = res->exps[row->exp];
+        size_t k = (size_t)snprintf(path, pn, "%s/vllm/%s/%s-%s", o->results, out, e->name, e->systems[row->sys].id);
+        for (int a = 0; a < e->n_axes && k < pn; a++) {   /* the axis' name as a file name: [A-Za-z0-9._-] */
+            char num[64];
+            pb_fmt_num(num, sizeof num, row->axis[a]);
+            size_t k0 = k + 1;
+            k += (size_t)snprintf(path + k, pn - k, "-%s%s", e->axes[a].axis, num);
+            for (size_t c = k0; c < k && c < pn; c++)
+                if (!isalnum((unsigned char)path[c]) && !strchr("._-", path[c])) path[c] = '_';
+        }
+        if (k < pn) snprintf(path + k, pn - k, ".json");
+        char req[1400], err[1024];
+        pb_point_path(e, row->sys, row->point, o->results, req, sizeof req);
+        size_t l = strlen(req);
+        snprintf(req + l, sizeof req - l, ".req.csv");
+        if (pb_vllm_write_point(e, row->sys, row->point, row->axis, &row->m, o->requests ? req : NULL, path, err,
+                                sizeof err)) {
+            pb_log_error("%s", err);
+            return PB_ERR_IO;
+        }
+    }
+    snprintf(path, pn, "%s/vllm/%s/", o->results, out);
+    return PB_OK;
+}
+
 /* Run exps as one group and write <results>/<out>.csv; figure picks the report. */
 static int run_group(const char *out, const char *figure, pb_experiment **exps, int n, const run_opts *o) {
     int total = 0;
     for (int i = 0; i < n; i++)
         for (int s = 0; s < exps[i]->n_systems; s++) total += pb_experiment_n_points(exps[i], s);
-    char desc[512];
-    pb_system_describe_executor(exps[0], desc, sizeof desc);
-    fprintf(stderr, "==> %s: %d experiment(s), %d grid points, %s%s; git %s\n", figure, n, total, desc,
-            o->quick ? ", --quick" : "", o->rev);
+    fprintf(stderr, "==> %s: %d experiment(s), %d grid points%s; pagedbench %s\n", figure, n, total,
+            o->quick ? ", --quick" : "", pb_git_rev());
+    banner_devices(exps, n);
     if (o->list_points) return list_points(exps, n, o);
     if (o->check) {
         for (int i = 0; i < n; i++) {
@@ -481,7 +514,7 @@ static int run_group(const char *out, const char *figure, pb_experiment **exps, 
         return PB_EXIT_OK;
     }
     /* a small run (one YAML, a few points) prints vLLM benchmark_serving's block per point */
-    pb_runner_opts ro = {o->jobs, o->results, o->fresh, o->summary || total <= 8, o->quiet, o->quick, -1,
+    pb_runner_opts ro = {o->jobs, o->results, o->fresh, o->summary || (total <= 8 && !o->quiet), o->quiet, o->quick, -1,
                          pb_system_run_point, NULL, NULL, 0, false, false};
     pb_shard_plan *plan = NULL;
     if (o->n_shards) {
@@ -509,8 +542,9 @@ static int run_group(const char *out, const char *figure, pb_experiment **exps, 
         if (!added) break;
         fprintf(stderr, "==> %s: knee refinement round %d: %d more points\n", figure, round + 1, added);
     }
-    fprintf(stderr, "==> %s: %d points computed, %d reused, %d failed, %.1f s wall\n", figure, acc.computed,
-            acc.reused, acc.failed, pb_now_s() - t0);
+    if (!o->report_only)
+        fprintf(stderr, "==> %s: %d points computed, %d reused, %d failed, %.1f s wall\n", figure, acc.computed,
+                acc.reused, acc.failed, pb_now_s() - t0);
     if (plan) {   /* a shard writes point files only; the merge makes the figure's outputs */
         fprintf(stderr, "==> %s: shard %d/%d done (estimated cost %lld of %lld); `pagedbench merge` assembles the results\n",
                 figure, o->shard + 1, o->n_shards, (long long)pb_shard_plan_load(plan, o->shard),
@@ -522,7 +556,8 @@ static int run_group(const char *out, const char *figure, pb_experiment **exps, 
 
     pb_results res;
     if (pb_runner_collect(exps, n, o->results, &res)) return PB_EXIT_RUNTIME;
-    char csv[1200], json[1200], md[1200], paper[1200];
+    if (o->report_only) fprintf(stderr, "==> %s: %d finished points read from %s/points\n", figure, res.n, o->results);
+    char csv[1200], json[1200], md[1200], paper[1200], vdir[1400];
     snprintf(csv, sizeof csv, "%s/%s.csv", o->results, out);
     snprintf(json, sizeof json, "%s/%s.json", o->results, out);
     snprintf(md, sizeof md, "%s/%s_report.md", o->results, out);
@@ -530,14 +565,16 @@ static int run_group(const char *out, const char *figure, pb_experiment **exps, 
     int rc = PB_EXIT_OK;
     const char *bad_file =
         pb_results_write_csv(&res, csv)                                              ? csv
-        : write_sidecar(json, figure, exps, n, o->quick, o->rev, o->build_rev, &res) ? json
+        : write_sidecar(json, figure, exps, n, o->quick, &res) ? json
         : write_side_csvs(&res, out, o)                                              ? "the per-request / timeline CSV"
+        : write_vllm_jsons(&res, out, o, vdir, sizeof vdir)                          ? "a vLLM-layout JSON"
                                                                                      : NULL;
     if (bad_file) {
         pb_log_error("%s: cannot write: %s", bad_file, strerror(errno));
         rc = PB_EXIT_RUNTIME;
     } else {
-        fprintf(stderr, "==> %s: wrote %s (%d rows) and %s\n", figure, csv, res.n, json);
+        fprintf(stderr, "==> %s: wrote %s (%d rows), %s and %s (vLLM's layout, a JSON per point)\n", figure, csv,
+                res.n, json, vdir);
         if (o->report) pb_report_figure(figure, csv, paper, exps[0]->knee_threshold, stdout, md);
     }
     if (!rc) rc = check_complete(&res, figure, o);
@@ -555,11 +592,11 @@ static int run_direct(const char *fig, const run_opts *o) {
     snprintf(paper, sizeof paper, "%s/paper/%s.csv", pb_spec_dir(), fig);
     if (o->check) { printf("%-28s %-10s computed directly (no sweep)\n", fig, fig); return PB_EXIT_OK; }
     if (make_results_dir(o->results)) return PB_EXIT_RUNTIME;
-    fprintf(stderr, "==> %s: computed directly (%s); git %s\n", fig,
+    fprintf(stderr, "==> %s: computed directly (%s); pagedbench %s\n", fig,
             !strcmp(fig, "fig11")    ? "dataset length histograms"
             : !strcmp(fig, "fig18a") ? "cost model, A100-40GB; our kernels when a GPU is present"
                                      : "cost model, A100-40GB",
-            o->rev);
+            pb_git_rev());
     double t0 = pb_now_s();
     pb_status st;
     char *text = NULL;
@@ -704,37 +741,19 @@ static int run_planned(const group *g, const run_opts *o) {
 int pb_cmd_run(int argc, char **argv) { return pb_cmd_run_hook(argc, argv, NULL, NULL); }
 
 int pb_cmd_run_hook(int argc, char **argv, int (*after_resolve)(void *user), void *user) {
-    run_opts o = {.jobs = 1, .report = true, .results = "results"};
+    run_opts o = {.jobs = 1, .report = true, .results = PB_OUT_DIR};
     const char **files = pb_xcalloc((size_t)argc + 1, sizeof *files), **figs = pb_xcalloc((size_t)argc + 1, sizeof *figs);
     o.sets = pb_xcalloc((size_t)argc + 1, sizeof *o.sets);
     int nf = 0, ng = 0, all = 0, rc = PB_EXIT_OK;
-    enum { O_FIGURE = 256, O_SET, O_RESULTS, O_ALL, O_QUICK, O_FRESH, O_SUMMARY, O_QUIET, O_CHECK, O_NO_REPORT,
-           O_REPORT_ONLY, O_REQUESTS, O_TIMELINE, O_VERSION, O_LIST_POINTS, O_SHARD, O_ALLOW_REJECTED };
-    static const struct option LONG[] = {
-        {"jobs", required_argument, NULL, 'j'},       {"figure", required_argument, NULL, O_FIGURE},
-        {"set", required_argument, NULL, O_SET},      {"results", required_argument, NULL, O_RESULTS},
-        {"all", no_argument, NULL, O_ALL},            {"quick", no_argument, NULL, O_QUICK},
-        {"fresh", no_argument, NULL, O_FRESH},        {"summary", no_argument, NULL, O_SUMMARY},
-        {"quiet", no_argument, NULL, O_QUIET},        {"check", no_argument, NULL, O_CHECK},
-        {"no-report", no_argument, NULL, O_NO_REPORT}, {"report-only", no_argument, NULL, O_REPORT_ONLY},
-        {"requests", no_argument, NULL, O_REQUESTS},  {"timeline", no_argument, NULL, O_TIMELINE},
-        {"version", no_argument, NULL, O_VERSION},    {"help", no_argument, NULL, 'h'},
-        {"list-points", no_argument, NULL, O_LIST_POINTS}, {"shard", required_argument, NULL, O_SHARD},
-        {"allow-rejected", no_argument, NULL, O_ALLOW_REJECTED},
-        {NULL, 0, NULL, 0}};
-    optind = 0;   /* reinitialise: another command may have parsed before */
-    opterr = 0;
-    int c;
-    while (rc == PB_EXIT_OK && (c = getopt_long(argc, argv, ":j:h", LONG, NULL)) != -1) {
+    pb_cli_parser p;
+    pb_cli_begin(&p, &RUN_CLI, argc, argv);
+    for (int c; (c = pb_cli_next(&p)) != PB_CLI_END;) {
         int64_t j;
         switch (c) {
-        case 'j':
-            if (!pb_parse_int(optarg, &j) || j < 1 || j > 1024) { fprintf(stderr, "run: --jobs needs an integer in 1..1024\n"); rc = PB_EXIT_USAGE; }
-            else o.jobs = (int)j;
-            break;
-        case O_FIGURE: figs[ng++] = optarg; break;
-        case O_SET: o.sets[o.n_sets++] = optarg; break;
-        case O_RESULTS: o.results = optarg; break;
+        case 'j': if (pb_cli_int(&p, 1, 1024, &j)) o.jobs = (int)j; break;
+        case O_FIGURE: figs[ng++] = p.arg; break;
+        case O_SET: o.sets[o.n_sets++] = p.arg; break;
+        case O_RESULTS: o.results = p.arg; break;
         case O_ALL: all = 1; break;
         case O_QUICK: o.quick = true; break;
         case O_FRESH: o.fresh = true; break;
@@ -748,36 +767,23 @@ int pb_cmd_run_hook(int argc, char **argv, int (*after_resolve)(void *user), voi
         case O_LIST_POINTS: o.list_points = true; break;
         case O_ALLOW_REJECTED: o.allow_rejected = true; break;
         case O_SHARD:
-            if (!pb_shard_parse(optarg, &o.shard, &o.n_shards)) {
-                fprintf(stderr, "run: --shard needs I/N with 1 <= I <= N (e.g. --shard 2/8)\n");
-                rc = PB_EXIT_USAGE;
-            }
+            if (!pb_shard_parse(p.arg, &o.shard, &o.n_shards)) pb_cli_bad(&p, "needs I/N with 1 <= I <= N (e.g. --shard 2/8)");
             break;
-        case O_VERSION: printf("pagedbench %s\n", pb_git_rev()); rc = -1; break;
-        case 'h': usage(stdout); rc = -1; break;
-        case ':': fprintf(stderr, "run: option '%s' needs a value\n", argv[optind - 1]); rc = PB_EXIT_USAGE; break;
-        default: fprintf(stderr, "run: unknown option '%s'\n", argv[optind - 1]); usage(stderr); rc = PB_EXIT_USAGE; break;
         }
     }
+    rc = p.rc;
     /* getopt_long moved the operands (YAML paths) to the end, in their order */
-    while (rc == PB_EXIT_OK && optind < argc) files[nf++] = argv[optind++];
-    if (rc == -1) { free(files); free(figs); free(o.sets); return PB_EXIT_OK; }
-    if (rc == PB_EXIT_OK && !nf && !ng && !all) { usage(stderr); rc = PB_EXIT_USAGE; }
-    if (rc == PB_EXIT_OK && o.n_shards && (o.report_only || o.check)) {
-        fprintf(stderr, "run: --shard runs points; it does not go with --report-only or --check (use `pagedbench merge`)\n");
-        rc = PB_EXIT_USAGE;
-    }
-    if (rc == PB_EXIT_OK && o.fresh && o.report_only) {
-        fprintf(stderr, "run: --fresh recomputes points and --report-only computes none: give one of them\n");
-        rc = PB_EXIT_USAGE;
-    }
-    if (rc == PB_EXIT_OK && !*o.results) {
-        fprintf(stderr, "run: --results needs a folder (got an empty name)\n");
-        rc = PB_EXIT_USAGE;
-    }
+    for (int i = p.optind; rc < 0 && i < argc; i++) files[nf++] = argv[i];
+    if (rc < 0 && !nf && !ng && !all) rc = pb_cli_fail(&RUN_CLI, "name an experiment YAML, --figure FIG or --all");
+    if (rc < 0 && o.n_shards && (o.report_only || o.check))
+        rc = pb_cli_fail(&RUN_CLI, "--shard runs points; it does not go with --report-only or --check (use `pagedbench merge`)");
+    if (rc < 0 && o.fresh && o.report_only)
+        rc = pb_cli_fail(&RUN_CLI, "--fresh recomputes points and --report-only computes none: give one of them");
+    if (rc < 0 && !*o.results) rc = pb_cli_fail(&RUN_CLI, "--results needs a folder (got an empty name)");
+    if (rc >= 0) { free(files); free(figs); free(o.sets); return rc; }
+    rc = PB_EXIT_OK;
     run_plan plan = {0};
-    if (rc == PB_EXIT_OK && resolve(&plan, files, nf, figs, ng, all, &o)) rc = PB_EXIT_USAGE;   /* nothing written */
-    if (rc == PB_EXIT_OK) git_revision(o.rev, sizeof o.rev, o.build_rev, sizeof o.build_rev);
+    if (resolve(&plan, files, nf, figs, ng, all, &o)) rc = PB_EXIT_USAGE;   /* nothing written */
     int hook = rc == PB_EXIT_OK && after_resolve ? after_resolve(user) : PB_EXIT_OK;
     for (int i = 0; rc != PB_EXIT_USAGE && i < plan.n; i++) {   /* a failed point does not stop the next group */
         int r = run_planned(&plan.g[i], &o);

@@ -1,10 +1,12 @@
 /* commands.h -- the subcommands of the pagedbench CLI.
  *
  * Each is `int pb_cmd_<name>(int argc, char **argv)` with argv[0] = the command name,
- * returns an exit code (PB_EXIT_OK / PB_EXIT_RUNTIME / PB_EXIT_USAGE), prints its own
- * --help, and lives with the module it belongs to:
+ * returns an exit code (PB_EXIT_OK / PB_EXIT_RUNTIME / PB_EXIT_USAGE / PB_EXIT_SKIP),
+ * parses its options with the shared layer of cli.h (one help and error format), and
+ * lives with the module it belongs to:
  *   run      experiments/cmd_run.c      run an experiment YAML (sweeps, results CSV)
  *   merge    experiments/cmd_merge.c    assemble the shards of a sweep (run --shard I/N)
+ *   compare  experiments/cmd_compare.c  metric-by-metric differences of two result files
  *   trace    experiments/cmd_trace.c      write a request trace as CSV
  *   table1   experiments/cmd_table1.c   the paper's Table 1 from the spec files
  *   list     experiments/cmd_list.c     experiments, models, hardware, policies
@@ -34,6 +36,7 @@ int pb_cmd_validate(int argc, char **argv);
 int pb_cmd_plot(int argc, char **argv);
 int pb_cmd_serve(int argc, char **argv);
 int pb_cmd_loadgen(int argc, char **argv);
+int pb_cmd_compare(int argc, char **argv);
 
 /* The hardware spec (experiments/hardware/<name>.yaml) of a CUDA device name, e.g.
  * "NVIDIA H100 80GB HBM3" -> "h100-sxm", "NVIDIA A100 80GB PCIe" -> "a100-80gb-pcie";
@@ -41,7 +44,10 @@ int pb_cmd_loadgen(int argc, char **argv);
  * PCIe, anything else).  `pagedbench kernels` uses it unless --hw names one. */
 const char *pb_kernels_hw_for_device(const char *device);
 
-/* Is argv asking for help (-h / --help anywhere)? */
-int pb_wants_help(int argc, char **argv);
+/* Where a run's results go unless --results says otherwise: a folder of the current
+ * directory that .gitignore lists (a run inside a checkout never changes `git status`);
+ * plots go to PB_OUT_DIR/plots.  The committed reference results (results/, plots/out/)
+ * are written only by `./run_all.sh all`. */
+#define PB_OUT_DIR "out"
 
 #endif /* PB_COMMANDS_H */

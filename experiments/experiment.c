@@ -597,22 +597,22 @@ static bool column_known(const pb_experiment *e, const char *c) {
     for (int s = 0; s < e->n_systems; s++)
         for (int t = 0; t < e->systems[s].n_tags; t++)
             if (!strcmp(e->systems[s].tags[t].name, c)) return true;
-    return pb_point_metric_known(c);
+    return pb_point_metric_known(pb_config_root(e->cfg), c);
 }
 
 /* `columns` and `knee`: every name one the results have (point_out.h's metrics). */
 static pb_status check_names(const pb_experiment *e, pb_cfg_err *err) {
     const pb_node *root = pb_config_root(e->cfg), *cols = pb_node_get(root, "columns");
     pb_status st = PB_OK;
-    char names[2048];
-    pb_point_metric_names(names, sizeof names);
+    char names[4096];
+    pb_point_metric_names(root, names, sizeof names);
     for (int i = 0; i < e->n_columns; i++)
         if (!column_known(e, e->columns[i]))
             st = pb_cfg_fail(err, cols->kids[i], false,
                              "columns.%d: '%s' is no column of this experiment's CSV (panel system label experiment "
                              "figure, its axes, its tags, or a metric: %s)", i, e->columns[i], names);
     const pb_node *km = pb_node_get(root, "knee.metric"), *ka = pb_node_get(root, "knee.axis");
-    if (km && !pb_point_metric_known(e->knee_metric))
+    if (km && !pb_point_metric_known(root, e->knee_metric))
         st = pb_cfg_fail(err, km, false, "knee.metric: '%s' is not a metric (%s)", e->knee_metric, names);
     bool axis = false;
     for (int a = 0; a < e->n_axes; a++) axis |= !strcmp(e->axes[a].axis, e->knee_axis);

@@ -17,12 +17,12 @@ extern "C" {
 #endif
 
 /* ---- named metrics of one point ---- */
-#define PB_MAX_METRICS 96
+#define PB_MAX_METRICS 128
 typedef struct {
     int n;
     char name[PB_MAX_METRICS][40];
     double value[PB_MAX_METRICS];
-    char summary[4096];        /* optional text (benchmark_serving block), one point */
+    char summary[8192];        /* optional text (benchmark_serving block), one point */
 } pb_point_metrics;
 
 void   pb_pm_set(pb_point_metrics *m, const char *name, double v);   /* add or replace */

@@ -1,8 +1,10 @@
 /* report.c -- paper-vs-ours tables (markdown) for every figure. */
 #include "report.h"
 
+#include <jansson.h>
 #include <math.h>
 #include <stdarg.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -314,6 +316,28 @@ static void report_fig19a(out_buf *b, const pb_csv_table *ours, const pb_csv_tab
     P(b, "\n");
 }
 
+int pb_results_sidecar_axes(const char *csv, char names[][64], int max) {
+    size_t l = strlen(csv);
+    if (l < 4 || strcmp(csv + l - 4, ".csv")) return -1;
+    char path[1200];
+    snprintf(path, sizeof path, "%.*s.json", (int)(l - 4), csv);
+    json_t *j = json_load_file(path, 0, NULL);
+    if (!j) return -1;
+    int n = 0;
+    size_t i, k;
+    json_t *x, *ax;
+    json_array_foreach(json_object_get(j, "experiments"), i, x) {
+        json_array_foreach(json_object_get(json_object_get(x, "config"), "sweep"), k, ax) {
+            const char *a = json_string_value(json_object_get(ax, "axis"));
+            bool dup = false;
+            for (int q = 0; a && q < n; q++) dup |= !strcmp(names[q], a);
+            if (a && !dup && n < max) snprintf(names[n++], 64, "%s", a);
+        }
+    }
+    json_decref(j);
+    return n;
+}
+
 pb_status pb_report_figure(const char *figure, const char *ours_csv, const char *paper_csv, double threshold,
                            FILE *out, const char *md_path) {
     pb_csv_table ours, paper;
@@ -324,8 +348,8 @@ pb_status pb_report_figure(const char *figure, const char *ours_csv, const char 
     bool have_paper = paper_csv && pb_csv_table_load(paper_csv, &paper) == PB_OK;
     const pb_csv_table *pp = have_paper ? &paper : NULL;
     out_buf b = {0};
-    P(&b, "### %s: paper vs ours\n\n", figure);
-    if (!have_paper) P(&b, "(no digitized paper data for %s)\n\n", figure);
+    if (have_paper) P(&b, "### %s: paper vs ours\n\n", figure);
+    else P(&b, "### %s: results (no digitized paper data for it)\n\n", figure);
     if (!strcmp(figure, "fig12") || !strcmp(figure, "fig14") || !strcmp(figure, "fig16") || !strcmp(figure, "fig17")) {
         report_knees(&b, figure, &ours, pp, threshold);
     } else if (!strcmp(figure, "fig2")) {
@@ -379,16 +403,35 @@ pb_status pb_report_figure(const char *figure, const char *ours_csv, const char 
         P(&b, "\nPaper: ShareGPT has 8.4x longer inputs and 5.8x longer outputs than Alpaca on average.\n");
     } else {
         /* generic: the experiment's declared columns (the CSV's leading ones, up to the
-           `experiment` column the runner appends), one markdown row per result row */
-        int nc = pb_csv_table_col(&ours, "experiment");
-        if (nc < 0 || nc > 12) nc = ours.n_cols < 12 ? ours.n_cols : 12;
-        for (int c = 0; c < nc; c++) P(&b, "| %s ", ours.cols[c]);
+           `experiment` column the runner appends); without `columns:`, the system, the
+           sweep axes (from the .json beside the CSV) and the main latency metrics; one
+           markdown row per result row */
+        int cols[16], nc = 0, ec = pb_csv_table_col(&ours, "experiment");
+        for (int c = 0; c < ec && c < 12; c++) cols[nc++] = c;
+        if (nc == 0) {
+            const char *want[16];
+            char axes[6][64];
+            int nw = 0, na = pb_results_sidecar_axes(ours_csv, axes, 6);
+            want[nw++] = "system";
+            for (int a = 0; a < na; a++) want[nw++] = axes[a];
+            static const char *const METRICS[] = {"normalized_latency", "ttft_p99_ms", "tpot_p99_ms",
+                                                  "request_throughput_per_s", "goodput_per_s", "slo_met"};
+            for (size_t k = 0; k < PB_ARRAY_LEN(METRICS); k++) want[nw++] = METRICS[k];
+            for (int k = 0; k < nw; k++) {
+                int c = pb_csv_table_col(&ours, want[k]);
+                bool dup = false;
+                for (int q = 0; q < nc; q++) dup |= cols[q] == c;
+                if (c >= 0 && !dup && nc < 16) cols[nc++] = c;
+            }
+        }
+        for (int k = 0; k < nc; k++) P(&b, "| %s ", ours.cols[cols[k]]);
         P(&b, "|\n");
-        for (int c = 0; c < nc; c++) P(&b, "|---");
+        for (int k = 0; k < nc; k++) P(&b, "|---");
         P(&b, "|\n");
         for (int r = 0; r < ours.n_rows; r++) {
-            for (int c = 0; c < nc; c++) {
+            for (int k = 0; k < nc; k++) {
                 char v[32];
+                int c = cols[k];
                 double x = num(&ours, r, ours.cols[c]);
                 if (isnan(x)) P(&b, "| %s ", ours.rows[r][c]);
                 else {

@@ -41,6 +41,11 @@ pb_status pb_csv_table_load(const char *path, pb_csv_table *out);
 void pb_csv_table_free(pb_csv_table *t);
 int pb_csv_table_col(const pb_csv_table *t, const char *name);    /* -1 if absent */
 
+/* The sweep axes of the experiments in the <name>.json beside a results <name>.csv
+ * (experiments[].config.sweep[].axis, each once), at most max, into names; how many, or
+ * -1 when there is no readable sidecar. */
+int pb_results_sidecar_axes(const char *csv, char names[][64], int max);
+
 /* Write the paper-vs-ours report of `figure` to out (markdown) and, when md_path is
  * not NULL, atomically to md_path.  ours_csv must exist; paper_csv may be absent (the
  * report then shows ours only).  threshold: the knee threshold (s/token).

@@ -1,6 +1,8 @@
 /* runner.c -- parallel, resumable sweeps; point files; results table; knee detection. */
 #include "runner.h"
 
+#include "cli.h"   /* pb_cli_progress */
+
 #include "point_key.h"
 #include "shard.h"
 #include "uncertainty.h"   /* pb_unc_fill_rate: a rate sweep's error bars */
@@ -215,29 +217,6 @@ static bool runner_owns(const pb_runner_opts *o, int x, int sys, int p) {
     return !o->plan || pb_shard_plan_owner(o->plan, x, sys, p) == o->shard;
 }
 
-/* ---- progress ---- */
-static void fmt_dur(char *buf, size_t n, double s) {
-    if (s < 0 || !isfinite(s)) { snprintf(buf, n, "?"); return; }
-    if (s < 60) snprintf(buf, n, "%.0fs", s);
-    else if (s < 3600) snprintf(buf, n, "%dm%02ds", (int)s / 60, (int)s % 60);
-    else snprintf(buf, n, "%dh%02dm", (int)s / 3600, ((int)s % 3600) / 60);
-}
-
-static void progress_bar(int done, int total, int running, double t0, const char *what) {
-    double el = pb_now_s() - t0;
-    double eta = done > 0 ? el / done * (total - done) : -1;
-    char e1[32], e2[32];
-    fmt_dur(e1, sizeof e1, el);
-    fmt_dur(e2, sizeof e2, eta);
-    int w = 30, fill = total ? done * w / total : w;
-    char bar[64];
-    for (int i = 0; i < w; i++) bar[i] = i < fill ? '#' : '.';
-    bar[w] = 0;
-    fprintf(stderr, "\r[%s] %d/%d points, %d running, %s elapsed, ETA %s  %-40.40s", bar, done, total, running, e1,
-            e2, what);
-    fflush(stderr);
-}
-
 void pb_point_label(const pb_experiment *e, int sys, const double *vals, char *buf, size_t n) {
     size_t k = (size_t)snprintf(buf, n, "%s %s", e->name, e->systems[sys].id);
     for (int a = 0; a < e->n_axes && k < n; a++) {
@@ -328,23 +307,40 @@ typedef struct {
     uint64_t key;
 } job;
 
+/* One line per finished point on stderr (progress): its label, the metrics the experiment
+ * reports (its `columns:` and knee metric that are metrics; else normalized latency and the
+ * p99 TTFT / TPOT) and its time; with summary, its benchmark_serving block on stdout. */
 static void print_point_line(const pb_experiment *e, int sys, const char *base, uint64_t key, double secs,
-                             bool summary) {
+                             bool summary, bool quiet) {
     pb_point_metrics *m = pb_xcalloc(1, sizeof *m);
     point_file pf;
     char why[4400];
     if (read_point(base, key, e, m, &pf, why, sizeof why) == 0) {
         char lab[512];
         pb_point_label(e, sys, pf.vals, lab, sizeof lab);
-        if (summary && *m->summary) printf("---- %s\n%s", lab, m->summary);
-        printf("%-60s", lab);
-        const char *show[] = {"normalized_latency", "batched_requests", "token_states_pct", "saving_pct", "time_ms"};
-        for (size_t i = 0; i < PB_ARRAY_LEN(show); i++) {
-            double v = pb_pm_get(m, show[i], NAN);
-            if (!isnan(v)) printf(" %s=%.4g", show[i], v);
+        if (summary && *m->summary) {
+            printf("---- %s\n%s", lab, m->summary);
+            fflush(stdout);
         }
-        printf("  (%.1fs)\n", secs);
-        fflush(stdout);
+        if (!quiet) {
+            const char *show[PB_EXP_MAX_COLUMNS + 4];
+            int ns = 0;
+            for (int i = 0; i < e->n_columns; i++)
+                if (!isnan(pb_pm_get(m, e->columns[i], NAN))) show[ns++] = e->columns[i];
+            bool knee = false;
+            for (int i = 0; i < ns; i++) knee |= !strcmp(show[i], e->knee_metric);
+            if (!knee && !isnan(pb_pm_get(m, e->knee_metric, NAN))) show[ns++] = e->knee_metric;
+            if (ns <= 1) {
+                static const char *const DFLT[] = {"ttft_p99_ms", "tpot_p99_ms"};
+                for (size_t i = 0; i < PB_ARRAY_LEN(DFLT); i++) show[ns++] = DFLT[i];
+            }
+            fprintf(stderr, "%-60s", lab);
+            for (int i = 0; i < ns; i++) {
+                double v = pb_pm_get(m, show[i], NAN);
+                if (!isnan(v)) fprintf(stderr, " %s=%.4g", show[i], v);
+            }
+            fprintf(stderr, "  (%.1fs)\n", secs);
+        }
     }
     free(m);
 }
@@ -358,7 +354,7 @@ typedef struct {
     job *run;                  /* [jobs]: the workers (pid 0: a free slot)  */
     int jobs, running, done;
     int n_old;                 /* point files of an older format (recomputed)  */
-    bool bar;
+    pb_cli_progress bar;
     double t0;
     pb_runner_stats s;
 } sweep;
@@ -480,8 +476,8 @@ static void report_failure(const pb_experiment *e, const job *j, const char *bas
                                                      "(its message, if any, is above)\n");
 }
 
-/* The progress bar, labelled with the first running point. */
-static void show_progress(const sweep *w) {
+/* The progress line, labelled with the first running point. */
+static void show_progress(sweep *w) {
     char lab[512] = "";
     for (int q = 0; q < w->jobs; q++)
         if (w->run[q].pid) {
@@ -490,7 +486,7 @@ static void show_progress(const sweep *w) {
             pb_point_label(w->exps[w->run[q].exp], w->run[q].sys, vals, lab, sizeof lab);
             break;
         }
-    progress_bar(w->done, w->n_todo, w->running, w->t0, lab);
+    pb_cli_progress_show(&w->bar, w->done, w->n_todo, "points", lab);
 }
 
 /* Worker pid exited with status: count it, print its line or its failure. */
@@ -504,21 +500,23 @@ static void finish(sweep *w, pid_t pid, int status) {
         pb_experiment *e = w->exps[j.exp];
         char base[4200];
         point_base(e, j.sys, j.point, w->o->results_dir, base, sizeof base);
-        if (w->bar) fprintf(stderr, "\r%*s\r", 150, "");
+        pb_cli_progress_clear(&w->bar);
         if (WIFEXITED(status) && WEXITSTATUS(status) == 0) {
             w->s.computed++;
-            if (!w->o->quiet) print_point_line(e, j.sys, base, j.key, pb_now_s() - j.t0, w->o->summary);
+            if (!w->o->quiet || w->o->summary)
+                print_point_line(e, j.sys, base, j.key, pb_now_s() - j.t0, w->o->summary, w->o->quiet);
         } else {
             w->s.failed++;
             report_failure(e, &j, base, status);
         }
-        if (w->bar) show_progress(w);
+        show_progress(w);
     }
 }
 
 pb_status pb_runner_run(pb_experiment *const *exps, int n_exps, const pb_runner_opts *o, pb_runner_stats *stats) {
     sweep w = {.exps = exps, .o = o, .t0 = pb_now_s()};
-    w.bar = o->progress < 0 ? isatty(2) : o->progress > 0;
+    pb_cli_progress_start(&w.bar, o->quiet || o->progress == 0, PB_RUNNER_PROGRESS_DELAY_S);
+    if (o->progress > 0) w.bar.on = true;
     w.jobs = o->jobs < 1 ? 1 : o->jobs;
     if (list_todo(&w, n_exps)) {
         free(w.todo);
@@ -537,7 +535,7 @@ pb_status pb_runner_run(pb_experiment *const *exps, int n_exps, const pb_runner_
         }
         finish(&w, pid, status);
     }
-    if (w.bar && w.n_todo) fprintf(stderr, "\n");
+    pb_cli_progress_clear(&w.bar);
     free(w.run);
     free(w.todo);
     w.s.wall_s = pb_now_s() - w.t0;
@@ -723,7 +721,8 @@ pb_status pb_results_write_csv(const pb_results *r, const char *path) {
 }
 
 /* ---- per-request and per-step CSVs: the points' side files, concatenated ---- */
-#include "metrics.h"   /* PB_METRICS_REQUEST_COLUMNS, PB_METRICS_STEP_COLUMNS */
+#include "metrics.h"     /* PB_METRICS_STEP_COLUMNS */
+#include "point_out.h"   /* PB_POINT_REQUEST_COLUMNS */
 
 /* Is name one of the comma-separated columns? */
 static bool in_columns(const char *cols, const char *name) {
@@ -789,7 +788,7 @@ pb_status pb_results_write_side(const pb_results *r, const char *results_dir, co
     for (int x = 0; x < r->n_exps; x++)
         for (int a = 0; a < r->exps[x]->n_axes; a++) add_col(&axes, r->exps[x]->axes[a].axis);
     pb_sbuf header = {0};
-    const char *own = k == SIDE_REQ ? PB_METRICS_REQUEST_COLUMNS : PB_METRICS_STEP_COLUMNS;
+    const char *own = k == SIDE_REQ ? PB_POINT_REQUEST_COLUMNS : PB_METRICS_STEP_COLUMNS;
     pb_sbuf_printf(&header, "experiment,system,");
     for (int j = 0; j < axes.n; j++) {
         char name[512];

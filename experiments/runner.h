@@ -19,8 +19,10 @@
  *     removed); a failed point writes <...>.err instead and the run ends with status 1,
  *   - with a shard plan (shard.h), runs only the points the plan gives its shard
  *     (several hosts then fill one points folder, or several, for `pagedbench merge`),
- *   - shows progress on stderr (a bar only when stderr is a terminal) and prints one
- *     line per finished point on stdout (the benchmark_serving block with summary).
+ *   - shows progress on stderr: a line with the ETA, redrawn in place, once the run has
+ *     taken PB_RUNNER_PROGRESS_DELAY_S (only when stderr is a terminal, not quiet), and
+ *     one line per finished point (not quiet); with summary, each point's
+ *     benchmark_serving block on stdout.
  * Points are independent and deterministic, so the merged results are byte-identical
  * for every jobs value.
  *
@@ -54,7 +56,7 @@ typedef struct {
     bool summary;              /* print each point's summary block on stdout          */
     bool quiet;                /* no per-point lines on stdout                         */
     bool quick;                /* passed to the point function                         */
-    int progress;              /* -1 auto (isatty(stderr)), 0 off, 1 on               */
+    int progress;              /* -1 auto (isatty(stderr), not quiet), 0 off, 1 on      */
     pb_point_fn fn;
     void *user;
     const pb_shard_plan *plan; /* NULL: every point; else only those plan gives `shard`  */
@@ -63,6 +65,8 @@ typedef struct {
                                   point without one is recomputed                     */
     bool timeline;             /* points also write <base>.steps.csv (per step)        */
 } pb_runner_opts;
+
+#define PB_RUNNER_PROGRESS_DELAY_S 3.0   /* the progress line shows after this long */
 
 typedef struct {
     int total, reused, computed, failed;

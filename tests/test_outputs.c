@@ -1,11 +1,14 @@
 /* test_outputs.c -- what `pagedbench run --requests --timeline` writes, read back:
- *   - every request's TTFT, TPOT, e2e and normalized latency are derived here from its
+ *   - every request's TTFT, TPOT, E2EL and normalized latency are derived here from its
  *     raw times and lengths in <exp>.requests.csv (arrival_s, first_token_s, finish_s,
  *     output_len; the definitions of docs/outputs.md, not pb_req_latency_of) and must
- *     equal the file's own columns; from these independent values every point's mean
- *     and p50/p90/p99 in <exp>.csv are recomputed bit for bit (numpy's linear
- *     percentile; normalized latency counts a request once per sequence, max(n,
- *     beam_width); the mean in request order), and the counts and goodput agree;
+ *     equal the file's own columns; from these independent values every point's TTFT /
+ *     TPOT / E2EL (ms) mean, std and percentiles (the YAML's `percentiles:`, 99.9 among
+ *     them) and the normalized latency's mean and p50/p90/p99 in <exp>.csv are
+ *     recomputed bit for bit (numpy's linear percentile and population std; normalized
+ *     latency counts a request once per sequence, max(n, beam_width); the mean in
+ *     request order), and the counts agree; goodput (TTFT, TPOT and E2EL bounds) is the
+ *     number of requests whose own slo_met flag is 1;
  *   - the timeline has one row per engine step (`steps` of the point);
  *   - <exp>.json parses with jansson and holds the resolved config as an object
  *     (the slo map, the systems list, the axis value assigned), every point's
@@ -36,7 +39,8 @@ static const char *YAML =
     "panel: a\n"
     "model: opt-13b\n"
     "hardware: a100-40gb\n"
-    "slo: {ttft_ms: 60, tpot_ms: 30}\n"
+    "slo: {ttft_ms: 60, tpot_ms: 30, e2el_ms: 9000}\n"
+    "percentiles: [90, 99, 99.9]\n"
     "workload:\n"
     "  dataset: alpaca\n"
     "  arrivals: poisson\n"
@@ -80,23 +84,27 @@ static double numv(const pb_csv_table *t, int r, const char *col) {
     return s && *s ? strtod(s, NULL) : NAN;
 }
 
-/* the four statistics of v[n] against the CSV row's <base>_{mean,p50,p90,p99}<unit> */
-static int check4(const pb_csv_table *res, int row, const char *base, const char *unit, double *v, int n) {
-    static const char *const W[4] = {"mean", "p50", "p90", "p99"};
-    double got[4];
+/* the statistics of v[n] against the CSV row's <base>_{mean,std,p50,p90,p99,p99.9}<unit>
+ * (normalized latency: mean, p50, p90, p99 under its own names) */
+static int check_stats(const pb_csv_table *res, int row, const char *base, const char *unit, double *v, int n) {
+    static const char *const W[] = {"mean", "std", "p50", "p90", "p99", "p99.9"};
+    static const double P[] = {0, 0, 50, 90, 99, 99.9};
+    bool nl = !strcmp(base, "normalized_latency");
+    double got[6];
     got[0] = mean_of(v, n);
-    got[1] = pct(v, n, 50);
-    got[2] = pct(v, n, 90);
-    got[3] = pct(v, n, 99);
+    double ss = 0;
+    for (int i = 0; i < n; i++) ss += (v[i] - got[0]) * (v[i] - got[0]);
+    got[1] = n ? sqrt(ss / n) : 0;
+    for (int k = 2; k < 6; k++) got[k] = pct(v, n, P[k]);
     int bad = 0;
-    for (int k = 0; k < 4; k++) {
+    for (int k = 0; k < 6; k++) {
         char col[96];
-        if (!strcmp(base, "normalized_latency"))
-            snprintf(col, sizeof col, k == 0 ? "normalized_latency" : "normalized_latency_%s", W[k]);
-        else
-            snprintf(col, sizeof col, "%s_%s%s", base, W[k], unit);
+        if (nl && (k == 1 || k == 5)) continue;
+        if (nl) snprintf(col, sizeof col, k == 0 ? "normalized_latency" : "normalized_latency_%s", W[k]);
+        else snprintf(col, sizeof col, "%s_%s%s", base, W[k], unit);
         double want = numv(res, row, col);
-        if (!(want == got[k])) {
+        /* std: the same sum in another order may differ in the last bits */
+        if (!(want == got[k]) && !(k == 1 && fabs(want - got[k]) <= 1e-9 * fabs(got[k]))) {
             fprintf(stderr, "  row %d %s: results %.17g, recomputed from requests %.17g\n", row, col, want, got[k]);
             bad++;
         }
@@ -113,8 +121,8 @@ static void no_shared_data(const char *dir) {
 }
 
 /* A request's latencies from its raw cells (docs/outputs.md): TTFT = (first token -
- * arrival) ms; TPOT = (finish - first token) / (output_len - 1) ms, output_len > 1; e2e =
- * finish - arrival s; normalized = e2e / output_len s/token.  NAN where undefined.  Each
+ * arrival) ms; TPOT = (finish - first token) / (output_len - 1) ms, output_len > 1; E2EL =
+ * (finish - arrival) ms; normalized = (finish - arrival) / output_len s/token.  NAN where undefined.  Each
  * must equal the file's own column; *bad counts those that do not. */
 typedef struct { double ttft, tpot, e2e, nl; } lat4;
 static lat4 derive(const pb_csv_table *t, int q, int *bad) {
@@ -123,11 +131,11 @@ static lat4 derive(const pb_csv_table *t, int q, int *bad) {
     lat4 l = {NAN, NAN, NAN, NAN};
     if (!isnan(ft)) l.ttft = (ft - arr) * 1e3;
     if (!isnan(fin)) {
-        l.e2e = fin - arr;
-        l.nl = l.e2e / out;
+        l.e2e = (fin - arr) * 1e3;
+        l.nl = (fin - arr) / out;
         if (out > 1) l.tpot = (fin - ft) / (out - 1) * 1e3;
     }
-    static const char *const col[4] = {"ttft_ms", "tpot_ms", "e2e_s", "normalized_latency_s_per_token"};
+    static const char *const col[4] = {"ttft_ms", "tpot_ms", "e2el_ms", "normalized_latency_s_per_token"};
     const double v[4] = {l.ttft, l.tpot, l.e2e, l.nl};
     for (int k = 0; k < 4; k++) {
         double c = numv(t, q, col[k]);
@@ -195,7 +203,9 @@ PB_TEST(requests_csv_recomputes_point_percentiles_and_json_holds_config) {
             e2e[ne++] = l.e2e;
             int seqs = (int)fmax(numv(&req, q, "n"), numv(&req, q, "beam_width"));
             for (int k = 0; k < seqs; k++) nl[nn++] = l.nl;
-            good += t <= 60 && (isnan(p) || p <= 30);
+            bool ok = t <= 60 && (isnan(p) || p <= 30) && l.e2e <= 9000;
+            good += ok;
+            PB_CHECK(numv(&req, q, "slo_met") == (ok ? 1 : 0));   /* the request's own flag */
         }
         PB_CHECK_EQ_INT(bad, 0);
         total_req += rows;
@@ -205,10 +215,10 @@ PB_TEST(requests_csv_recomputes_point_percentiles_and_json_holds_config) {
         PB_CHECK_EQ_INT(fin, (long long)numv(&res, r, "n_finished"));
         PB_CHECK_EQ_INT(rej, (long long)numv(&res, r, "n_rejected"));
         PB_CHECK_EQ_INT(preempt, (long long)(numv(&res, r, "preempt_recompute") + numv(&res, r, "preempt_swap")));
-        PB_CHECK(check4(&res, r, "ttft", "_ms", ttft, nt) == 0);
-        PB_CHECK(check4(&res, r, "tpot", "_ms", tpot, np) == 0);
-        PB_CHECK(check4(&res, r, "e2e", "_s", e2e, ne) == 0);
-        PB_CHECK(check4(&res, r, "normalized_latency", "", nl, nn) == 0);
+        PB_CHECK(check_stats(&res, r, "ttft", "_ms", ttft, nt) == 0);
+        PB_CHECK(check_stats(&res, r, "tpot", "_ms", tpot, np) == 0);
+        PB_CHECK(check_stats(&res, r, "e2el", "_ms", e2e, ne) == 0);
+        PB_CHECK(check_stats(&res, r, "normalized_latency", "", nl, nn) == 0);
         PB_CHECK(numv(&res, r, "goodput_fraction") == (double)good / rows);
         PB_CHECK(numv(&res, r, "goodput_per_s") == good / numv(&res, r, "duration_s"));
         int steps = 0;
@@ -218,7 +228,7 @@ PB_TEST(requests_csv_recomputes_point_percentiles_and_json_holds_config) {
         PB_CHECK_EQ_INT(steps, (long long)numv(&res, r, "steps"));
         total_steps += steps;
         bool slo_met = numv(&res, r, "complete") == 1 && numv(&res, r, "ttft_p99_ms") <= 60 &&
-                       numv(&res, r, "tpot_p99_ms") <= 30;
+                       numv(&res, r, "tpot_p99_ms") <= 30 && numv(&res, r, "e2el_p99_ms") <= 9000;
         PB_CHECK(numv(&res, r, "slo_met") == (slo_met ? 1 : 0));
     }
     PB_CHECK_EQ_INT(total_req, req.n_rows);
@@ -311,7 +321,7 @@ PB_TEST(json_seed_of_a_seed_sweep_is_each_points_own) {
         PB_CHECK(json_is_integer(ps));
         PB_CHECK(ax == 3 || ax == 7);
         PB_CHECK_EQ_INT(json_integer_value(ps), (long long)ax);
-        e2e[r] = json_number_value(json_object_get(json_object_get(p, "metrics"), "e2e_mean_s"));
+        e2e[r] = json_number_value(json_object_get(json_object_get(p, "metrics"), "e2el_mean_ms"));
     }
     PB_CHECK(e2e[0] > 0 && e2e[1] > 0 && e2e[0] != e2e[1]);   /* two seeds, two runs */
     json_decref(j);

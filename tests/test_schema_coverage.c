@@ -122,6 +122,13 @@ static const variant VARIANTS[] = {
     {"file", "name: cov\nfigure: cov\nmodel: opt-13b\nhardware: a100-40gb\n"
              "workload: {dataset: sharegpt, file: auto, arrivals: poisson, rate: 20, num_requests: 40}\n"
              "systems:\n  - {name: s, type: vllm}\n"},
+    {"gamma", "name: cov\nfigure: cov\nmodel: opt-13b\nhardware: a100-40gb\n"
+              "workload: {dataset: alpaca, arrivals: gamma, burstiness: 1, rate: 20, num_requests: 60}\n"
+              "systems:\n  - {name: s, type: vllm, kv_slots: 4096}\n"},
+    {"ramp", "name: cov\nfigure: cov\nmodel: opt-13b\nhardware: a100-40gb\n"
+             "workload: {dataset: alpaca, arrivals: exponential, num_requests: 60,\n"
+             "           ramp: {shape: linear, start_rate: 2, end_rate: 40}}\n"
+             "systems:\n  - {name: s, type: vllm, kv_slots: 4096}\n"},
     {"replay", "name: cov\nfigure: cov\nmodel: opt-13b\nhardware: a100-40gb\n"
                "workload: {dataset: azure_conv, arrivals: replay, rate: 20, num_requests: 40}\n"
                "systems:\n  - {name: s, type: vllm}\n"},
@@ -206,6 +213,8 @@ static const kcase CASES[] = {
     E("slo", "sim", "slo={ttft_ms: 1, tpot_ms: 1}"),
     E("slo.ttft_ms", "slo", "slo.ttft_ms=1"),
     E("slo.tpot_ms", "slo", "slo.tpot_ms=1"),
+    E("slo.e2el_ms", "slo", "slo.e2el_ms=1"),
+    E("percentiles", "sim", "percentiles=[25, 75]"),
     E("uncertainty", "sim", "uncertainty=off"),
     /* the measurement window (80 requests over ~4 s, parallel sampling: blocks shared) */
     E("measure", "sim", "measure={warmup_s: 1}"),
@@ -240,6 +249,11 @@ static const kcase CASES[] = {
     E("workload.duration_s", "sim", "workload.duration_s=1"),
     E("workload.num_requests", "sim", "workload.num_requests=40"),
     E("workload.quantum_s", "sim", "workload.quantum_s=0.5"),
+    E("workload.burstiness", "gamma", "workload.burstiness=0.1"),
+    E("workload.ramp", "ramp", "workload.ramp={shape: exponential, start_rate: 40, end_rate: 2}"),
+    E("workload.ramp.shape", "ramp", "workload.ramp.shape=exponential"),
+    E("workload.ramp.start_rate", "ramp", "workload.ramp.start_rate=40"),
+    E("workload.ramp.end_rate", "ramp", "workload.ramp.end_rate=4"),
     E("workload.replay_file", "replay", "workload.replay_file=azure_llm_trace/AzureLLMInferenceTrace_code.csv"),
     E("workload.n", "spec", "workload.n=3"),
     E("workload.beam_width", "spec", "workload.beam_width=3"),
