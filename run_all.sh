@@ -3,13 +3,14 @@
 #
 #   ./run_all.sh fig19        reproduce Fig. 19 (build first if needed), plot it, print paper-vs-ours
 #   ./run_all.sh test         build and run the whole test suite (ctest)
-#   ./run_all.sh table1       print the paper's Table 1 and write results/table1.csv
+#   ./run_all.sh table1       print the paper's Table 1 and write out/table1.csv
 #   ./run_all.sh figN         any figure (fig1 fig2 fig11 fig12 ... fig18 fig19; also fig18a fig18b
 #                             fig19a fig19b).  fig18(a) is the cost model's kernel terms (a
 #                             calibration check) plus our kernels measured when a GPU is present
 #   ./run_all.sh study        the scheduling study beyond the paper (vllm-v0.1, vllm-v0.2,
 #                             sarathi, prefix-cache; RESULTS.md "Scheduling study")
-#   ./run_all.sh all          every table and figure, then rewrite RESULTS.md's generated tables
+#   ./run_all.sh all          every table and figure into the committed reference results
+#                             (results/, plots/out/), then rewrite RESULTS.md's generated tables
 #   ./run_all.sh results-md   refill RESULTS.md's generated tables from results/*_report.md
 #   ./run_all.sh goldens      rewrite the pinned quick figures tests/golden/*.csv (after a change of
 #                             the model on purpose; tests/cli_goldens.sh compares them byte for byte)
@@ -22,9 +23,11 @@
 #                             (vLLM on OPT-13B / A100-40GB, experiments/fig12_opt13b_sharegpt.yaml,
 #                             real time); Ctrl-C drains it and exits 0 (README "Serve and measure")
 #   ./run_all.sh list         what can be run
-#   ./run_all.sh clean        remove build/ and scratch outputs (per-point files, quick runs);
-#                             the committed results/*.csv and plots/out/*.png stay
-# Options: --quick (short traces, fewer points: results/quick/, plots/out/quick/),
+#   ./run_all.sh clean        remove build/ and out/ (every run's outputs) and the reference run's
+#                             point files; the committed results/*.csv and plots/out/*.png stay
+# Outputs: a figure verb writes out/ (results) and out/plots/ (figures), folders git ignores;
+#          only `all` writes the committed reference results/ and plots/out/.
+# Options: --quick (short traces, fewer points: out/quick/ and out/quick/plots/, watermarked),
 #          --jobs N (parallel sweep points),
 #          --asan (tests: also the ASan+UBSan build), --build DIR (default build/release),
 #          --cuda (compile the CUDA kernels and executor; the default only when a GPU is
@@ -163,7 +166,7 @@ build() {
     local targets=pagedbench
     [ "${1:-}" = test ] && targets=""
     configure_build "$BUILD" "$targets"
-    PB="$ROOT/$BUILD/pagedbench"
+    case "$BUILD" in /*) PB="$BUILD/pagedbench" ;; *) PB="$ROOT/$BUILD/pagedbench" ;; esac
 }
 
 # ---- verbs --------------------------------------------------------------------------
@@ -184,13 +187,22 @@ run_tests() {
     fi
 }
 
-# Results go to results/ (full runs) or results/quick/ (--quick, so a smoke run never
-# overwrites the full results); plots to plots/out/ or plots/out/quick/.
-RES=results; PLOTS=plots/out
-[ "$QUICK" = 1 ] && { RES=results/quick; PLOTS=plots/out/quick; }
+# Where a verb's results and plots go: out/ and out/plots/ (git ignores out/), out/quick/
+# for --quick; only `all` (not quick) writes the committed reference, results/ and
+# plots/out/ (set by run_all_figures).
+RES=out; PLOTS=out/plots
+[ "$QUICK" = 1 ] && { RES=out/quick; PLOTS=out/quick/plots; }
 
 plot_figure() {   # plot_figure figN: render plots/<script>.gp from $RES into $PLOTS
     local fig=$1 script args
+    mkdir -p "$PLOTS"
+    if [ "$fig" = study ]; then   # the study: each policy's p99 against vLLM v0.1's (pagedbench plot)
+        if "$PB" plot "$RES/study.csv" --y ttft_p99_ms --y tpot_p99_ms --relative-to vllm_v01 --logy \
+            --title "Scheduling study: p99 latency of each policy relative to vLLM v0.1" --out "$PLOTS/study" >/dev/null; then
+            log "plotted $PLOTS/study.png and .pdf"; return 0
+        fi
+        log "pagedbench plot failed for the study"; return 1
+    fi
     case "$fig" in
         fig18|fig18a) script=fig18; args="data='$RES/fig18b.csv'; data_a='$RES/fig18a.csv'" ;;
         fig18b) script=fig18b; args="data='$RES/fig18b.csv'" ;;
@@ -198,8 +210,7 @@ plot_figure() {   # plot_figure figN: render plots/<script>.gp from $RES into $P
         *) script=$fig; args="data='$RES/$fig.csv'" ;;
     esac
     [ -f "plots/$script.gp" ] || { log "no plot script plots/$script.gp"; return 0; }
-    mkdir -p "$PLOTS"
-    if gnuplot -e "$args; out='$PLOTS/$script'" "plots/$script.gp" >&2; then
+    if gnuplot -e "$args; out='$PLOTS/$script'; quick=$QUICK" "plots/$script.gp" >&2; then
         log "plotted $PLOTS/$script.png and .pdf"
     else
         log "gnuplot failed for plots/$script.gp"; return 1
@@ -246,6 +257,7 @@ run_all_figures() {
     build all
     local quick=() rc=0 t0=$SECONDS
     [ "$QUICK" = 1 ] && quick=(--quick)
+    [ "$QUICK" = 1 ] || { RES=results; PLOTS=plots/out; }   # the committed reference results
     mkdir -p "$RES"
     { echo '```'; "$PB" table1 --csv "$RES/table1.csv"; echo '```'; } >"$RES/table1_report.md" || rc=1
     cat "$RES/table1_report.md"
@@ -257,9 +269,11 @@ run_all_figures() {
     if command -v python3 >/dev/null; then
         python3 experiments/calibrate/param_table.py >"$RES/params_report.md" || rc=1
     fi
-    if "$PB" validate --csv >"$RES/validate.csv"; then   # every row in validate.csv; the summary in RESULTS.md
-        { echo '```'; grep -E '^# (source|summary)' "$RES/validate.csv" | sed 's/^# //'; echo '```'; } >"$RES/validate_report.md"
+    local notes; notes=$(mktemp)
+    if "$PB" validate --csv >"$RES/validate.csv" 2>"$notes"; then   # every row in validate.csv; the summary in RESULTS.md
+        { echo '```'; grep -E '^(source|summary)' "$notes"; echo '```'; } >"$RES/validate_report.md"
     else rc=1; fi
+    rm -f "$notes"
     [ "$QUICK" = 1 ] || update_results_md
     log "all done in $((SECONDS - t0)) s"
     return "$rc"
@@ -268,14 +282,14 @@ run_all_figures() {
 for verb in "${VERBS[@]}"; do
     case "$verb" in
         test) run_tests ;;
-        table1) build table1; mkdir -p results; "$PB" table1 --csv results/table1.csv ;;
+        table1) build table1; "$PB" table1 --csv "$RES/table1.csv" ;;
         list) build list; "$PB" list ;;
         serve) build serve; "$PB" serve experiments/fig12_opt13b_sharegpt.yaml --system vllm ;;
         fig*|study) run_figure "$verb" ;;
         all) run_all_figures ;;
-        results-md) update_results_md ;;
+        results-md) RES=results; update_results_md ;;
         goldens) build goldens; bash tools/goldens.sh write "$PB" ;;
-        clean) rm -rf build results/tmp results/points results/quick plots/out/quick ;;
+        clean) rm -rf build out results/tmp results/points results/vllm ;;
         gpu) . tools/gpu/deps.sh
              pb_gpu_deps "$ROOT" || exit 1
              ensure_deps gpu

@@ -13,8 +13,15 @@
 #include <time.h>
 #include <unistd.h>
 
-#ifndef PB_GIT_REV
-#define PB_GIT_REV "unknown"
+#if __has_include("pb_source_rev.h")
+#include "pb_source_rev.h"   /* generated at build time by tools/source_rev.cmake */
+#endif
+#ifndef PB_SOURCE_DESCRIBE   /* built without the CMake step: the configure-time revision */
+#ifdef PB_GIT_REV
+#define PB_SOURCE_DESCRIBE PB_GIT_REV
+#else
+#define PB_SOURCE_DESCRIBE "unknown"
+#endif
 #endif
 
 int pb_log_level = 1;
@@ -248,4 +255,4 @@ double pb_now_s(void) {
     return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
 }
 
-const char *pb_git_rev(void) { return PB_GIT_REV; }
+const char *pb_git_rev(void) { return PB_SOURCE_DESCRIBE; }

@@ -32,14 +32,15 @@ do for [t in "png pdf"] {
     if (t eq "png") { set terminal pngcairo size 1100,420 font "DejaVu Sans,13"; set output out . ".png" }
     if (t eq "pdf") { set terminal pdfcairo size 6.8in,2.6in font "DejaVu Sans,8"; set output out . ".pdf" }
     set multiplot layout 1,2
+    if (exists("quick") && quick) { set label 99 "QUICK RUN (--quick)" at screen 0.5, 0.5 center rotate by 15 font ',22' tc rgb '#cccccc' back }
     set title sprintf("(a) ShareGPT (%s lengths)", src("sharegpt"))
-    set yrange [0:0.025]
+    set yrange [0:*]
     plot data skip 1 using (sel("sharegpt", "input", ($3 + $4) / 2)):5:($4 - $3) with boxes lc rgb c_in \
              title sprintf("Input (mean: %.2f)", mean("sharegpt", "input")), \
          ""   skip 1 using (sel("sharegpt", "output", ($3 + $4) / 2)):5:($4 - $3) with boxes lc rgb c_out \
              title sprintf("Output (mean: %.2f)", mean("sharegpt", "output"))
     set title sprintf("(b) Alpaca (%s lengths)", src("alpaca"))
-    set yrange [0:0.08]
+    set yrange [0:*]
     plot data skip 1 using (sel("alpaca", "input", ($3 + $4) / 2)):5:($4 - $3) with boxes lc rgb c_in \
              title sprintf("Input (mean: %.2f)", mean("alpaca", "input")), \
          ""   skip 1 using (sel("alpaca", "output", ($3 + $4) / 2)):5:($4 - $3) with boxes lc rgb c_out \

@@ -20,6 +20,7 @@ do for [t in "png pdf"] {
     load 'plots/style.gp'
     set datafile columnheaders
     set output out . '.' . t
+    eval QUICK_WATERMARK
     set multiplot layout 1, 2
     B = has_col(data, 'batched_requests_lo')   # our 80% error bars (experiments/uncertainty.h)
     do for [i=1:2] {

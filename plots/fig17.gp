@@ -9,6 +9,6 @@ if (!exists("out"))   out   = 'plots/out/fig17'
 panels = 'a'
 titles = '"Chatbot, OPT-13B, 1 GPU, ShareGPT"'
 AXMAX = '0.85'
-NCOL = 1; NROW = 1; W = 700; H = 520; WIN = 3.4; HIN = 2.7
+NCOL = 1; NROW = 1; W = 760; H = 640; WIN = 3.6; HIN = 3.2
 SYS = '2 3 4 5'
 load 'plots/knee_panels.gp'

@@ -6,7 +6,7 @@
 # calibration check), source=gpu (our kernels, when a GPU ran them) dash-dot, the
 # paper's digitized points dashed.  Blue vLLM, orange FT, as the paper.
 # (b): ours solid, the paper dashed; log y (the paper's is linear, 0-17.5).
-# A panel whose CSV is missing is left empty.
+# One legend for the figure, on top.  A panel whose CSV is missing is left empty.
 #
 #   gnuplot plots/fig18.gp                                   # -> plots/out/fig18.{png,pdf}
 if (!exists("data_a"))  data_a  = 'results/fig18a.csv'
@@ -14,6 +14,7 @@ if (!exists("data"))    data    = 'results/fig18b.csv'
 if (!exists("paper_a")) paper_a = 'experiments/paper/fig18a.csv'
 if (!exists("paper"))   paper   = 'experiments/paper/fig18b.csv'
 if (!exists("out"))     out     = 'plots/out/fig18'
+KEYH = 0.16
 load 'plots/style.gp'
 system("mkdir -p \"$(dirname '" . out . "')\"")
 lg(b) = log(b) / log(2)
@@ -24,7 +25,7 @@ KER = 'vllm ft vllm ft'
 BAT = '8 8 32 32'
 LAB = '"vLLM (bs 8)" "FT (bs 8)" "vLLM (bs 32)" "FT (bs 32)"'
 do for [t in "png pdf"] {
-    if (t eq "png") { eval png(1200, 440) } else { eval pdf(6.6, 2.3) }
+    if (t eq "png") { eval png(1200, 520) } else { eval pdf(6.6, 2.8) }
     load 'plots/style.gp'
     # (a) series k = 1..4: ours 20+k, GPU 24+k, paper 28+k
     set style line 21 lc rgb C_VLLM lw 1.5 pt 7 ps 1.0*PS
@@ -41,34 +42,40 @@ do for [t in "png pdf"] {
     set style line 32 lc rgb C_POW2 lw 1.2 dt 2 pt 8 ps 0.9*PS
     set datafile columnheaders
     set output out . '.' . t
-    set multiplot layout 1, 2
-    set title '(a) Attention kernel latency (ours: cost model; paper: dashed)'
+    set multiplot
+    eval QUICK_WATERMARK
+    unset key
+    set origin 0, 0; set size 0.5, 1 - KEYH
+    set title '(a) Attention kernel latency (ours: cost model)'
     set xlabel 'Context length (tokens)'; set ylabel 'Kernel latency ({/Symbol m}s)'
-    set xrange [48:272]; set xtics (64, 128, 256); set yrange [0:260]
-    # legend: a row per kernel and batch, ours then the paper's (then the GPU's)
-    set key top left Left reverse samplen 2 maxrows 4 width -3
+    set xrange [48:272]; set xtics (64, 128, 256); set yrange [0:*]
+    GPU = exists_file(data_a) && has_gpu(data_a)
     if (exists_file(data_a)) {
-        if (has_gpu(data_a)) {
-            plot for [k=1:4] data_a using (column('context_len')):(sel3('source', 'cost_model', 'kernel', word(KER, k), 'batch', word(BAT, k), 'latency_us')) with linespoints ls 20 + k title word(LAB, k), \
-                 for [k=1:4] paper_a using (column('context_len')):(sel2('kernel', word(KER, k), 'batch', word(BAT, k), 'latency_us')) with linespoints ls 28 + k title 'paper', \
-                 for [k=1:4] data_a using (column('context_len')):(sel3('source', 'gpu', 'kernel', word(KER, k), 'batch', word(BAT, k), 'latency_us')) with linespoints ls 24 + k title 'GPU'
-        } else {
-            plot for [k=1:4] data_a using (column('context_len')):(sel3('source', 'cost_model', 'kernel', word(KER, k), 'batch', word(BAT, k), 'latency_us')) with linespoints ls 20 + k title word(LAB, k), \
-                 for [k=1:4] paper_a using (column('context_len')):(sel2('kernel', word(KER, k), 'batch', word(BAT, k), 'latency_us')) with linespoints ls 28 + k title 'paper'
-        }
+        plot for [k=1:4] data_a using (column('context_len')):(sel3('source', 'cost_model', 'kernel', word(KER, k), 'batch', word(BAT, k), 'latency_us')) with linespoints ls 20 + k notitle, \
+             for [k=1:4] paper_a using (column('context_len')):(sel2('kernel', word(KER, k), 'batch', word(BAT, k), 'latency_us')) with linespoints ls 28 + k notitle, \
+             for [k=1:4] data_a using (column('context_len')):(GPU ? sel3('source', 'gpu', 'kernel', word(KER, k), 'batch', word(BAT, k), 'latency_us') : NaN) with linespoints ls 24 + k notitle
     } else { plot NaN notitle }
+    set origin 0.5, 0; set size 0.5, 1 - KEYH
     set title '(b) End-to-end latency vs block size'
     set xrange [-0.5:8.5]; set yrange [*:*]
     set xtics ('1' 0, '2' 1, '4' 2, '8' 3, '16' 4, '32' 5, '64' 6, '128' 7, '256' 8)
     set logscale y; set format y '%g'
     set xlabel 'Block size (tokens)'; set ylabel "Normalized latency (s/token)"
-    set key top center horizontal maxrows 2 samplen 2 width 1
     if (exists_file(data)) {
-        plot paper using (lg(column('block_size'))):(sel1('dataset', 'sharegpt', 'normalized_latency')) with linespoints ls 16 title 'ShareGPT (paper)', \
-             paper using (lg(column('block_size'))):(sel1('dataset', 'alpaca', 'normalized_latency')) with linespoints ls 17 title 'Alpaca (paper)', \
-             data using (lg(column('block_size'))):(sel1('dataset', 'sharegpt', 'normalized_latency')) with linespoints ls 6 title 'ShareGPT', \
-             data using (lg(column('block_size'))):(sel1('dataset', 'alpaca', 'normalized_latency')) with linespoints ls 7 title 'Alpaca'
+        plot paper using (lg(column('block_size'))):(sel1('dataset', 'sharegpt', 'normalized_latency')) with linespoints ls 16 notitle, \
+             paper using (lg(column('block_size'))):(sel1('dataset', 'alpaca', 'normalized_latency')) with linespoints ls 17 notitle, \
+             data using (lg(column('block_size'))):(sel1('dataset', 'sharegpt', 'normalized_latency')) with linespoints ls 6 notitle, \
+             data using (lg(column('block_size'))):(sel1('dataset', 'alpaca', 'normalized_latency')) with linespoints ls 7 notitle
     } else { set yrange [0.01:10]; set label 1 'not run yet (fig18b)' at graph 0.5, 0.5 center; plot NaN notitle; unset label 1 }
     unset logscale y
+    eval KEY_STRIP
+    if (GPU) {
+        plot for [k=1:4] NaN with linespoints ls 20 + k title word(LAB, k), NaN with linespoints ls 6 title 'ShareGPT (b)', \
+             NaN with linespoints ls 7 title 'Alpaca (b)', @PAPER_KEY, NaN with linespoints lc rgb '#606060' dt 4 pt 6 title 'our kernels on this GPU (dash-dot)'
+    } else {
+        plot for [k=1:4] NaN with linespoints ls 20 + k title word(LAB, k), NaN with linespoints ls 6 title 'ShareGPT (b)', \
+             NaN with linespoints ls 7 title 'Alpaca (b)', @PAPER_KEY
+    }
+    eval KEY_RESET
     unset multiplot
 }

@@ -21,11 +21,13 @@ do for [t in "png pdf"] {
     set xtics ('1' 0, '2' 1, '4' 2, '8' 3, '16' 4, '32' 5, '64' 6, '128' 7, '256' 8)
     set logscale y; set yrange [*:*]; set format y '%g'
     set xlabel 'Block size (tokens)'; set ylabel "Normalized latency (s/token)"
-    set key top center horizontal maxrows 2 samplen 2
+    set key top center horizontal maxrows 2 samplen 2 Left reverse
+    eval QUICK_WATERMARK
     B = has_col(data, 'normalized_latency_lo')   # our 80% error band (experiments/uncertainty.h)
     plot for [d in (B ? 'sharegpt alpaca' : '')] data using (lg(column('block_size'))):(sel1('dataset', d, 'normalized_latency_lo')):(sel1('dataset', d, 'normalized_latency_hi')) with filledcurves ls (d eq 'sharegpt' ? 6 : 7) @BAND_FS notitle, \
-         paper using (lg(column('block_size'))):(sel1('dataset', 'sharegpt', 'normalized_latency')) with linespoints ls 16 title 'ShareGPT (paper)', \
-         paper using (lg(column('block_size'))):(sel1('dataset', 'alpaca', 'normalized_latency')) with linespoints ls 17 title 'Alpaca (paper)', \
          data using (lg(column('block_size'))):(sel1('dataset', 'sharegpt', 'normalized_latency')) with linespoints ls 6 title 'ShareGPT', \
-         data using (lg(column('block_size'))):(sel1('dataset', 'alpaca', 'normalized_latency')) with linespoints ls 7 title 'Alpaca'
+         data using (lg(column('block_size'))):(sel1('dataset', 'alpaca', 'normalized_latency')) with linespoints ls 7 title 'Alpaca', \
+         paper using (lg(column('block_size'))):(sel1('dataset', 'sharegpt', 'normalized_latency')) with linespoints ls 16 notitle, \
+         paper using (lg(column('block_size'))):(sel1('dataset', 'alpaca', 'normalized_latency')) with linespoints ls 17 notitle, \
+         @PAPER_KEY
 }

@@ -22,6 +22,7 @@ do for [t in "png pdf"] {
     load 'plots/style.gp'
     set datafile columnheaders
     set output out . '.' . t
+    eval QUICK_WATERMARK
     set yrange [0:100]; set ytics 20
     set xrange [-0.6:3.6]
     set ylabel 'KV cache usage (%)'

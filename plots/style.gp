@@ -4,10 +4,12 @@
 #   FasterTransformer grey dot, Orca (Max) red x, Orca (Pow2) orange triangle,
 #   Orca (Oracle) green square, vLLM blue circle.
 # Line style i (ours) and 10+i (the paper's digitized points: the same colour,
-# dashed, hollow marker, each with its own legend entry "<system> (paper)") for
-# i = 1..5 in that order.
+# dashed, hollow marker; one legend entry for all of them, PAPER_KEY) for i = 1..5 in
+# that order -- the order of every legend.
 # Other series (block-size datasets, swap/recompute, parallel/beam): styles 6..9;
-# any further series (a new policy, `pagedbench plot`): styles 21..28.
+# the scheduling study's policies: vLLM v0.1 5, v0.2 24, Sarathi 22, prefix cache 23
+# (experiments/cmd_plot.c SYSTEM_STYLES); any further series (a new policy,
+# `pagedbench plot`): the others of 21..28.
 #
 # Before loading, a script may set `out` (path without extension) and `data`.
 # Terminal helpers:  call png(w,h) / pdf(w_in,h_in) via the macros below.
@@ -76,9 +78,31 @@ min(a, b) = (a < b) ? a : b
 has_col(f, c) = int(system(sprintf("head -1 '%s' 2>/dev/null | tr ',' '\\n' | grep -cx '%s'", f, c)))
 # error bars (experiments/uncertainty.h) are drawn as bands in the series' colour
 BAND_FS = 'fs transparent solid 0.18 noborder'
-# clip to the visible range so exploded points sit on the top edge (as the paper's
-# curves leave the plot): values above ymax are drawn at ymax
-clip(v, ymax) = (v > ymax) ? ymax : v
+# A value off the y range is never hidden: an arrow points to the edge at its x, with the
+# value written along it (what `pagedbench plot` draws too).  above(v, top) is v where
+# v > top (NaN elsewhere); for a linear axis [0:TOP] draw, per series N,
+#   data using (x):(above(y, TOP) * 0 + TOP * 0.94):(0):(TOP * 0.06) with vectors head filled size screen 0.008,30 ls N notitle, \
+#   data using (x):(above(y, TOP) * 0 + TOP * 0.94):(VAL(above(y, TOP))) with labels rotate by 90 right offset DX, -0.2 font OFF_FONT tc ls N notitle
+# (DX: -0.6 for the first series with such values, +0.9 for each further one).
+above(v, top) = (v > top) ? v : NaN
+VAL(v) = sprintf('%.3g', v)
+OFF_FONT = ',8'
+# One legend entry for every digitized paper series (their style: dashed, hollow markers)
+# and one for the markers on the edge: plot NaN with these, once per figure.
+PAPER_KEY = "NaN with linespoints lc rgb '#606060' lw 1.2 dt 2 pt 6 title 'paper (dashed, hollow)'"
+OFF_KEY = "NaN with vectors head filled lc rgb '#606060' title 'off the axis (its value)'"
+
+# One legend per figure, in a strip across the top of the figure (KEYH: its share of the
+# height): `eval KEY_STRIP` then `plot` NaN entries (the series in the systems' order, then
+# @PAPER_KEY and, when a value is off an axis, @OFF_KEY); `eval KEY_RESET` after.
+if (!exists("KEYH")) { KEYH = 0.12 }
+KEY_STRIP = "set origin 0, 1 - KEYH; set size 1, KEYH; unset title; unset xlabel; unset ylabel; unset logscale; set border 0; unset tics; unset grid; set xrange [0:1]; set yrange [0:1]; set lmargin 0; set rmargin 0; set tmargin 0; set bmargin 0; set key center center horizontal Left reverse samplen 2 width 1"
+KEY_RESET = "unset lmargin; unset rmargin; unset tmargin; unset bmargin; set border 3; set tics; set grid"
+
+# Results of a --quick run say so: `eval QUICK_WATERMARK` once per output when the
+# caller set quick = 1 (run_all.sh does for --quick).
+if (!exists("quick")) { quick = 0 }
+QUICK_WATERMARK = "if (quick) { set label 99 \"QUICK RUN (--quick)\\nshort traces, not the paper's protocol\" at screen 0.5, 0.5 center rotate by 15 font ',20' tc rgb '#a0909090' front }"
 
 # terminals: PNG for RESULTS.md (and looking at), PDF for papers
 # fonts: 13 pt PNG; 8 pt PDF, legible when a figure is set at one-column width (3.3 in)
