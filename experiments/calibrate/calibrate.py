@@ -46,6 +46,7 @@ import math
 import os
 import re
 import sys
+import textwrap
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(os.path.dirname(HERE))
@@ -596,7 +597,11 @@ def main():
                 if not ok:
                     bad += 1
                     flag = "   <-- committed %s" % old
-            print("  %-45s %12s   %s%s" % (key, ("%g" % val) if not isinstance(val, str) else val, src.split("; residual ")[-1][:60], flag))
+            note = textwrap.wrap(src.split("; residual ")[-1], width=100, break_long_words=False,
+                                 break_on_hyphens=False) or [""]
+            print("  %-45s %12s   %s%s" % (key, ("%g" % val) if not isinstance(val, str) else val, note[0], flag))
+            for more in note[1:]:   # the rest of the note, cut between words
+                print("  %-45s %12s   %s" % ("", "", more))
             if a.write:
                 set_key(lines, key, repr(val) if isinstance(val, float) else str(val))
                 parts = key.split(".")
