@@ -363,8 +363,9 @@ void pb_metrics_goodput(const pb_metrics *m, double slo_ttft_ms, double slo_tpot
     *rate = duration_s > 0 ? (double)k / duration_s : 0;
 }
 
-void pb_metrics_each_request(const pb_metrics *m, void (*fn)(const pb_req_metrics *r, void *user), void *user) {
-    for (int64_t i = 0; i < m->n_reqs; i++) {
+void pb_metrics_each_request(const pb_metrics *m, bool touched_only, void (*fn)(const pb_req_metrics *r, void *user),
+                             void *user) {
+    for (int64_t i = 0; i < (touched_only ? m->n_rows : m->n_reqs); i++) {
         pb_req_metrics tmp;
         if (i >= m->n_rows) row_init(m, i, &tmp);
         fn(i < m->n_rows ? &m->reqs[i] : &tmp, user);

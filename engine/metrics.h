@@ -136,8 +136,11 @@ void pb_metrics_goodput(const pb_metrics *m, double slo_ttft_ms, double slo_tpot
 
 /* Call fn for every request of the run in id order, each row as pb_metrics_write_requests
  * sees it (rows the run never touched made on the fly, not kept): per-request outputs and
- * statistics the layers above derive, without pb_metrics_requests' O(requests) copy. */
-void pb_metrics_each_request(const pb_metrics *m, void (*fn)(const pb_req_metrics *r, void *user), void *user);
+ * statistics the layers above derive, without pb_metrics_requests' O(requests) copy.
+ * touched_only: only the rows the run touched (every finished, rejected or started request;
+ * the others never arrived or never got a token). */
+void pb_metrics_each_request(const pb_metrics *m, bool touched_only, void (*fn)(const pb_req_metrics *r, void *user),
+                             void *user);
 
 /* The pooled inter-token latencies in ms: their mean, population standard deviation
  * (numpy's np.std, as vLLM bench serve) and the percentiles pcts[0..n_pcts), which must

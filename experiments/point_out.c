@@ -243,7 +243,7 @@ static void latency_metrics(const pb_metrics *m, const pb_run_summary *s, const 
     for (int k = 0; k < 3; k++) {
         lp.k = (lat_kind)k;
         lp.n = 0;
-        pb_metrics_each_request(m, collect_latency, &lp);
+        pb_metrics_each_request(m, true, collect_latency, &lp);
         double mean, sd;
         stats(lp.v, lp.n, q, nq, &mean, &sd, v);
         double shown[PB_POINT_MAX_PCTS + 2];
@@ -287,10 +287,10 @@ static void conc_add(const pb_req_metrics *r, void *user) {
 static double max_concurrent(const pb_metrics *m, int64_t n_finished) {
     if (n_finished == 0) return NAN;
     conc_pass c = {INFINITY, -INFINITY, NULL, 0};
-    pb_metrics_each_request(m, conc_range, &c);
+    pb_metrics_each_request(m, true, conc_range, &c);
     c.n_sec = (int64_t)ceil(c.t1 - c.t0) + 2;
     c.cnt = pb_xcalloc((size_t)c.n_sec, sizeof *c.cnt);
-    pb_metrics_each_request(m, conc_add, &c);
+    pb_metrics_each_request(m, true, conc_add, &c);
     int64_t run = 0, best = 0;
     for (int64_t i = 0; i < c.n_sec; i++) {
         run += c.cnt[i];
@@ -350,7 +350,7 @@ static pb_status write_side(const char *path, const pb_metrics *m, bool steps, r
     else {
         rq->f = f;
         rq->met = 0;
-        pb_metrics_each_request(m, request_row, rq);
+        pb_metrics_each_request(m, false, request_row, rq);
         rq->f = NULL;
     }
     bool bad = ferror(f) != 0;
@@ -449,7 +449,7 @@ pb_status pb_point_out_fill(const pb_point_ctx *pt, pb_metrics *m, const char *t
     req_pass rq = {&b, 0, NULL};
     bool slo_ok = false;
     if (slo) {
-        pb_metrics_each_request(m, request_row, &rq);
+        pb_metrics_each_request(m, true, request_row, &rq);   /* goodput: finished requests only */
         slo_ok = complete && (b.ttft <= 0 || p99[0] <= b.ttft) && (b.tpot <= 0 || p99[1] <= b.tpot) &&
                  (b.e2el <= 0 || p99[2] <= b.e2el);
         if (b.ttft > 0) pb_pm_set(out, "slo_ttft_ms", b.ttft);

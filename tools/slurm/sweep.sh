@@ -16,7 +16,7 @@
 # this checkout.  Resubmitting the same sweep reuses every finished point.
 #
 # Options:
-#   --results DIR    results folder, shared by all nodes (default: results)
+#   --results DIR    results folder, shared by all nodes (default: out, which git ignores)
 #   --bin PATH       the pagedbench binary (default: build/release/pagedbench, else build/cpu/..)
 #   --jobs J         worker processes per task (default 1; also its --cpus-per-task)
 #   --quick          pass --quick to every task and to the merge
@@ -29,7 +29,7 @@
 set -euo pipefail
 
 die() { echo "sweep.sh: $*" >&2; exit 2; }
-RESULTS=results BIN= JOBS=1 QUICK=() GRES=() EXTRA=() NAME=pagedbench WAIT=0
+RESULTS=out BIN= JOBS=1 QUICK=() GRES=() EXTRA=() NAME=pagedbench WAIT=0
 while [ $# -gt 0 ]; do
     case "$1" in
         --results) RESULTS=$2; shift ;;
