@@ -619,7 +619,16 @@ int pb_cmd_plot(int argc, char **argv) {
             fprintf(f, " noenhanced\n");
             if (o.logx) fprintf(f, "    set logscale x 2\n");
             else fprintf(f, "    unset logscale x\n");
-            if (o.logy && o.relative) fprintf(f, "    set logscale y 2; set ytics 2; set format y '%%g'\n");
+            if (o.logy && o.relative && isfinite(lo[y]) && isfinite(hi[y])) {
+                /* ratios: tics at powers of 2, or of sqrt 2 over a narrow range */
+                double step = log2(hi[y] / lo[y]) < 3 ? 0.5 : 1;
+                double kb = floor(log2(lo[y]) / step) * step, kt = ceil(log2(hi[y]) / step) * step;
+                lo[y] = pow(2, kb);   /* the axis ends on tics */
+                hi[y] = pow(2, kt);
+                fprintf(f, "    set logscale y 2; set format y '%%g'; set ytics (");
+                for (double k = kb; k <= kt + 1e-9; k += step) fprintf(f, "%s%.2g", k > kb ? ", " : "", pow(2, k));
+                fprintf(f, ")\n");
+            } else if (o.logy && o.relative) fprintf(f, "    set logscale y 2; set ytics 2; set format y '%%g'\n");
             else if (o.logy) fprintf(f, "    set logscale y; set ytics autofreq; set format y '%%g'\n");
             else fprintf(f, "    unset logscale y; set ytics autofreq; set format y '%%g'\n");
             fprintf(f, "    set yrange [");
