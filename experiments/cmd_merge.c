@@ -166,7 +166,7 @@ int pb_cmd_merge(int argc, char **argv) {
     }
     if (p.rc < 0 && rc == PB_EXIT_OK && (nd == 0 || nr == 1))
         rc = pb_cli_fail(&MERGE_CLI, "name the experiments (YAML files or --figure) and at least one results folder");
-    if (rc == PB_EXIT_OK) {
+    if (p.rc < 0 && rc == PB_EXIT_OK) {   /* p.rc >= 0: --help / --version done, or a usage error */
         gather_job g = {dirs, nd, out ? out : dirs[0]};
         rargv[nr++] = (char *)"--report-only";
         rargv[nr++] = (char *)"--results";

@@ -63,6 +63,8 @@ static const metric_def METRICS[] = {
     MD("request_throughput_per_s", req_throughput, 1, IF_DURATION),
     MD("output_token_throughput_per_s", output_tok_throughput, 1, IF_DURATION),
     MD("total_token_throughput_per_s", total_tok_throughput, 1, IF_DURATION),
+    MI("input_tokens", prompt_tokens),   /* the first after the latencies (set_metrics) */
+    MI("output_tokens", output_tokens),
     MD("duration_s", duration_s, 1, ALWAYS),
     MI("n_requests", n_requests),
     MI("n_finished", n_finished),
@@ -72,8 +74,6 @@ static const metric_def METRICS[] = {
     MI("preempt_swap", n_preempt_swap),
     MD("swap_gib", swap_bytes, 1.0 / GIB, ALWAYS),
     MI("steps", n_steps),
-    MI("input_tokens", prompt_tokens),
-    MI("output_tokens", output_tokens),
 };
 /* set outside the table: the latencies (latency_metrics, over the requests), the
    checks and SLO (below), the prefix cache's hit rate, the KV space and the dropped
@@ -126,18 +126,21 @@ void pb_point_metric_names(const pb_node *root, char *buf, size_t n) {
     }
 }
 
-static void set_metrics(pb_point_metrics *out, const pb_run_summary *s) {
+/* The table's metrics before (first) or after the latencies, which the CSV puts after
+   the throughputs: a CSV's columns come in the order a point sets them. */
+static void set_metrics(pb_point_metrics *out, const pb_run_summary *s, bool first) {
     bool defined[] = {[ALWAYS] = true, [IF_FINISHED] = s->n_finished > 0, [IF_STEPS] = s->n_steps > 0,
                       [IF_DURATION] = s->duration_s > 0};
-    for (size_t i = 0; i < PB_ARRAY_LEN(METRICS); i++) {
+    size_t at = 0;
+    while (strcmp(METRICS[at].name, "input_tokens")) at++;
+    for (size_t i = first ? 0 : at; i < (first ? at : PB_ARRAY_LEN(METRICS)); i++) {
         const metric_def *d = &METRICS[i];
         const char *f = (const char *)s + d->off;
         double v = d->i64 ? (double)*(const int64_t *)f : *(const double *)f * d->scale;
         pb_pm_set(out, d->name, defined[d->defined] ? v : NAN);
     }
-    if (s->prefix_caching) pb_pm_set(out, "prefix_hit_pct", s->prefix_query_tokens > 0 ? 100 * s->prefix_hit_frac : NAN);
+    if (!first && s->prefix_caching) pb_pm_set(out, "prefix_hit_pct", s->prefix_query_tokens > 0 ? 100 * s->prefix_hit_frac : NAN);
 }
-
 
 /* ---- per-request passes (pb_metrics_each_request) ---- */
 typedef struct {
@@ -430,15 +433,16 @@ pb_status pb_point_out_fill(const pb_point_ctx *pt, pb_metrics *m, const char *t
                             pb_point_metrics *out, char *err, size_t err_n) {
     pb_run_summary s;
     pb_metrics_summary(m, &s);
-    set_metrics(out, &s);
+    set_metrics(out, &s, true);
+    double p[PB_POINT_MAX_PCTS + 1], p99[3] = {0, 0, 0};
+    int np = pb_point_percentiles(pt->root, p);
+    latency_metrics(m, &s, p, np, out, p99);
+    set_metrics(out, &s, false);
+    pb_pm_set(out, "max_concurrent_requests", max_concurrent(m, s.n_finished));
     pb_measure w = pb_measure_from_root(pt->root);   /* the declared window's averages replace the run's */
     /* the trace's end: workload.duration_s as given, else 0 (measure.h: the last arrival) */
     double trace_end = pb_schema_num_or(pb_workload_schema, pb_node_get(pt->root, "workload"), "duration_s", 0);
     pb_measure_apply(&w, trace_end, m, out);
-    double p[PB_POINT_MAX_PCTS + 1], p99[3] = {0, 0, 0};
-    int np = pb_point_percentiles(pt->root, p);
-    latency_metrics(m, &s, p, np, out, p99);
-    pb_pm_set(out, "max_concurrent_requests", max_concurrent(m, s.n_finished));
     bool complete = s.n_unfinished == 0 && s.n_rejected == 0 && s.n_finished == s.n_requests;
     pb_pm_set(out, "complete", complete ? 1 : 0);
 
