@@ -41,12 +41,17 @@ sed 's/^columns:/colums:/' "$T/tiny.yaml" >"$T/unknown.yaml"
 sed 's/^panel: a/panel: a\ngpus: two/' "$T/tiny.yaml" >"$T/type.yaml"
 sed 's/^  rate: 1.0/  rate: fast/' "$T/tiny.yaml" >"$T/wtype.yaml"
 sed 's/^panel: a/panel: a\nseed: 1\nseed: 2/' "$T/tiny.yaml" >"$T/dup.yaml"
+# a percentile column exists only when the experiment's `percentiles:` names it
+sed 's/^columns: .*/columns: [system, ttft_p95_ms]/' "$T/tiny.yaml" >"$T/p95.yaml"
+{ cat "$T/p95.yaml"; echo "percentiles: [95]"; } >"$T/p95ok.yaml"
 
 expect unknown_key 2 "unknown.yaml:11:1: colums: unknown key 'colums' (did you mean 'columns'?)" -- \
     "$PB" run "$T/unknown.yaml" --results "$T/r0"
 expect wrong_type 2 "type.yaml:4:7: gpus: expected an integer, got 'two'" -- "$PB" run "$T/type.yaml" --results "$T/r0"
 expect workload_type 2 "wtype.yaml:9:9: workload.rate: expected a number" -- "$PB" run "$T/wtype.yaml" --results "$T/r0"
 expect duplicate_key 2 "dup.yaml:5:1: duplicate key" -- "$PB" run "$T/dup.yaml" --results "$T/r0"
+expect pct_column 2 "p95.yaml:11:19: columns.1: 'ttft_p95_ms' is no column" -- "$PB" run "$T/p95.yaml" --results "$T/r0"
+expect pct_column_ok 0 "cli_tiny" -- "$PB" run "$T/p95ok.yaml" --check
 expect bad_set 2 "--set:1:" -- "$PB" run "$T/tiny.yaml" --set "nodot" --results "$T/r0"
 expect unknown_figure 2 "no experiment YAML" -- "$PB" run --figure fig99 --results "$T/r0"
 expect bad_option 2 "unknown option" -- "$PB" run --bogus
