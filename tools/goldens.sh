@@ -26,7 +26,7 @@ mkdir -p "$T/nodata" "$T/r"
 export PAGEDBENCH_SHARED_DATA=$T/nodata
 (cd "$ROOT" && "$PB" run --all --quick --fresh --jobs 2 --results "$T/r" --quiet --no-report) >"$T/log" 2>&1 ||
     { tail -n 20 "$T/log" >&2; echo "goldens.sh: pagedbench run --all --quick failed" >&2; exit 1; }
-(cd "$ROOT" && "$PB" table1 --csv "$T/r/table1.csv" >/dev/null 2>>"$T/log" && "$PB" validate --csv --table experiments/validation/measurements.csv --hardware-dir experiments/hardware >"$T/r/validate.csv") ||
+(cd "$ROOT" && "$PB" table1 --csv "$T/r/table1.csv" >/dev/null 2>>"$T/log" && "$PB" validate --csv --table experiments/validation/measurements.csv --hardware-dir experiments/hardware >"$T/r/validate.csv" 2>>"$T/log") ||
     { echo "goldens.sh: table1 or validate failed" >&2; exit 1; }
 
 if [ "$MODE" = write ]; then
