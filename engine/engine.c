@@ -174,24 +174,43 @@ static inline bool trace_due(const pb_engine *e) {
     return e->next_trace < e->n_trace && e->trace[e->next_trace].arrival_s <= e->now;
 }
 
+/* The arrival source's next request's time (INFINITY: none, or no source). */
+static inline double source_next(const pb_engine *e) {
+    const pb_arrival_source *src = e->p.source;
+    return src ? src->next_s(src->user) : INFINITY;
+}
+
+/* The next arrival after the ones added: the trace's next row or the source's. */
+static double next_arrival(const pb_engine *e) {
+    double t = e->next_trace < e->n_trace ? e->trace[e->next_trace].arrival_s : INFINITY;
+    return PB_MIN(t, source_next(e));
+}
+
+/* Every arrival due by the clock, in arrival order (the trace's row first on a tie). */
 static void add_due(pb_engine *e) {
-    while (trace_due(e)) {
-        pb_status st = pb_engine_add_request(e, &e->trace[e->next_trace]);
+    for (;;) {
+        double ts = source_next(e);
+        bool row = trace_due(e) && e->trace[e->next_trace].arrival_s <= ts;
+        if (!row && !(ts <= e->now)) return;
+        const pb_request *r = row ? &e->trace[e->next_trace] : e->p.source->take(e->p.source->user);
+        PB_ASSERT(row || (r && r->arrival_s == ts));
+        pb_status st = pb_engine_add_request(e, r);
         PB_ASSERT(st == PB_OK);
         (void)st;
     }
 }
 
-/* Every request known done, or a step or clock limit passed. */
+/* Every request known done (none to come from the source), or a step or clock limit
+   passed. */
 static bool run_over(const pb_engine *e) {
-    return e->sched.n_done == n_requests(e) || (e->p.max_steps > 0 && e->step >= e->p.max_steps) ||
-           (e->p.max_clock_s > 0 && e->now > e->p.max_clock_s);
+    return (e->sched.n_done == n_requests(e) && !isfinite(source_next(e))) ||
+           (e->p.max_steps > 0 && e->step >= e->p.max_steps) || (e->p.max_clock_s > 0 && e->now > e->p.max_clock_s);
 }
 
 bool pb_engine_step_start(pb_engine *e) {
     if (run_over(e)) return false;
     pb_groups_recycle(&e->groups);
-    if (trace_due(e)) add_due(e);
+    if (trace_due(e) || (e->p.source && source_next(e) <= e->now)) add_due(e);
     pb_sched_begin_step(&e->sched, e->now, e->step);
     pb_batch_begin(&e->batch);
     return true;
@@ -349,8 +368,9 @@ static pb_status policy_schedule(pb_engine *e, int64_t done0, bool *ready) {
         pb_engine_step_moved(e);
         return PB_OK;
     }
-    if (e->next_trace < e->n_trace) {
-        e->now = PB_MAX(e->now, e->trace[e->next_trace].arrival_s);
+    double next = next_arrival(e);
+    if (isfinite(next)) {
+        e->now = PB_MAX(e->now, next);
         return PB_OK;
     }
     pb_log_error("engine: policy '%s' scheduled nothing with %d waiting, %d running, %d swapped "
@@ -365,8 +385,9 @@ static pb_status policy_schedule(pb_engine *e, int64_t done0, bool *ready) {
 static pb_status schedule(pb_engine *e, bool *ready) {
     *ready = false;
     if (idle(e)) {   /* the clock jumps to the next arrival */
-        PB_ASSERT(e->next_trace < e->n_trace);
-        e->now = e->trace[e->next_trace].arrival_s;
+        double next = next_arrival(e);
+        PB_ASSERT(isfinite(next));
+        e->now = PB_MAX(e->now, next);
         return PB_OK;
     }
     return policy_schedule(e, e->sched.n_done, ready);

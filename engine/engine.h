@@ -2,9 +2,10 @@
  * executor on a simulated clock (docs/DESIGN.md §2).
  *
  * One step (pb_engine_step):
- *   1. arrivals: the trace's requests whose arrival_s <= clock enter the waiting
- *      queue (pb_engine_add_request); with nothing queued, running or swapped the
- *      clock jumps to the next arrival instead (the step ends there);
+ *   1. arrivals: the trace's requests (and an arrival source's, params.source)
+ *      whose arrival_s <= clock enter the waiting queue (pb_engine_add_request);
+ *      with nothing queued, running or swapped the clock jumps to the next arrival
+ *      instead (the step ends there);
  *   2. schedule: the policy builds the batch through the pb_sched_* actions
  *      (policy.h: admit, decode, preempt, swap);
  *   3. execute: the executor performs the step's copy-on-write copies and swaps and
@@ -41,6 +42,25 @@
 #ifdef __cplusplus
 extern "C" {
 #endif
+
+/* An arrival source besides the trace (optional): a client whose requests depend on
+ * the run -- a conversation's next turn a think time after its answer, a request held
+ * by a concurrency limit until another finishes.  At the start of every step the
+ * engine adds, through pb_engine_add_request, the trace's rows and the source's
+ * requests due by the clock, in arrival order (a trace row first on a tie): while
+ * next_s() <= the clock, the request take() returns (its arrival_s = next_s(); it
+ * stays valid until pb_engine_end).  With nothing queued, running or swapped the clock
+ * jumps to the earlier of the trace's next row and next_s(); the run is not over while
+ * next_s() is finite.  done() is called when a request (g->id, the engine's id)
+ * finishes (t: its finish time) or is rejected (t: the clock of the step that
+ * rejected it), in the step that ends it, the fast path's replayed steps included:
+ * what it makes due then is added at the next step's start. */
+typedef struct {
+    double (*next_s)(void *user);              /* INFINITY: nothing pending now     */
+    const pb_request *(*take)(void *user);     /* the request next_s() announced    */
+    void (*done)(void *user, const pb_group *g, double t);
+    void *user;
+} pb_arrival_source;
 
 struct pb_engine_params {
     int32_t max_num_batched_tokens; /* token budget per step (v0.1.0: 2560)          */
@@ -83,6 +103,7 @@ struct pb_engine_params {
        sequences are freed already).  NULL = none. */
     void (*on_progress)(void *user, const pb_group *g);
     void *on_progress_user;
+    const pb_arrival_source *source;   /* NULL: the trace's rows are every arrival   */
 };
 
 /* vLLM v0.1.x defaults (engine/vllm_version.h table): 2560 / 256 / 2048, auto,

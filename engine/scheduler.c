@@ -112,10 +112,12 @@ void pb_sched_begin_run(pb_sched *s, pb_metrics *m) {
     s->n_done = 0;
 }
 
-/* g finished or was rejected: the policy told, recycled after this step. */
-static void group_done(pb_sched *s, pb_group *g) {
+/* g finished or was rejected at clock t: the policy and the arrival source told,
+   recycled after this step. */
+static void group_done(pb_sched *s, pb_group *g, double t) {
     s->n_done++;
     if (s->policy->iface->on_group_done) s->policy->iface->on_group_done(s->policy, s, g);
+    if (s->p->source && s->p->source->done) s->p->source->done(s->p->source->user, g, t);
     pb_groups_done(s->groups, g);
 }
 
@@ -128,7 +130,7 @@ void pb_sched_finish(pb_sched *s, pb_group *g, double now) {
     pb_req_metrics *r = pb_metrics_req(s->metrics, g->id);
     r->finished = true;
     r->finish_s = now;
-    group_done(s, g);
+    group_done(s, g, now);
 }
 
 /* ---- what a policy reads ---- */
@@ -209,7 +211,7 @@ static void group_drop(pb_sched *s, pb_group *g) {
     pb_groups_release(s->groups, g, s->kv);
     g->state = PB_GROUP_REJECTED;
     pb_metrics_req(s->metrics, g->id)->rejected = true;
-    group_done(s, g);
+    group_done(s, g, s->now);
 }
 
 void pb_sched_abort(pb_sched *s, pb_group *g) { group_drop(s, g); }

@@ -13,6 +13,7 @@
 #include <string.h>
 
 #include "cli.h"
+#include "client.h"   /* pb_trace_conversations, pb_trace_append_history: --history */
 #include "commands.h"
 #include "config.h"
 #include "dataset.h"
@@ -24,7 +25,8 @@
 
 enum { O_CONFIG = 256, O_CHECK, O_FIG11, O_DATASET, O_RATE, O_DURATION, O_NUM, O_SEED, O_ARRIVALS, O_QUANTUM,
        O_FILTER, O_FILE, O_REPLAY, O_N, O_BEAM, O_PREFIX, O_FROM, O_FORMAT, O_TOKENIZER, O_NO_BOS, O_BURSTINESS,
-       O_RAMP, O_RAMP_START, O_RAMP_END, O_IN_COL, O_OUT_COL, O_ARR_COL, O_MODEL };
+       O_RAMP, O_RAMP_START, O_RAMP_END, O_IN_COL, O_OUT_COL, O_ARR_COL, O_MODEL, O_CONV_COL, O_TURN_COL,
+       O_HISTORY };
 static const pb_cli_opt OPTS[] = {
     {"dataset", O_DATASET, "NAME", PB_DATASET_NAMES},
     {"rate", O_RATE, "R", "requests per second (poisson, exponential, gamma; replay and --from: rescale to R)"},
@@ -56,6 +58,13 @@ static const pb_cli_opt OPTS[] = {
     {"input-column", O_IN_COL, "NAME", "--from csv / vllm-json: the prompt-length column or key"},
     {"output-column", O_OUT_COL, "NAME", "--from csv / vllm-json: the output-length column or key"},
     {"arrival-column", O_ARR_COL, "NAME", "--from csv / vllm-json: the arrival column or key (seconds)"},
+    {"conversation-column", O_CONV_COL, "NAME", "--from csv: the conversation column (integers, -1 = none; default\n"
+                                                "conversation_id when there is one)"},
+    {"turn-column", O_TURN_COL, "NAME", "--from csv: the turn column (default turn; without one, a conversation's\n"
+                                        "rows are its turns in row order)"},
+    {"history", O_HISTORY, "H", "as_given | append: a conversation's later turns re-send the conversation so\n"
+                                "far (append: the previous turn's prompt + output added to the prompt;\n"
+                                "workload.conversation.history)"},
     {"tokenizer", O_TOKENIZER, "CMD", "run CMD instead of python3 tools/tokenize/pb_tokenize.py"},
     {"no-bos", O_NO_BOS, NULL, "sharegpt-json: do not count OPT's </s>"},
     {"model", O_MODEL, "M", "(--from, --check) count the requests model M (experiments/models/M.yaml)\n"
@@ -169,9 +178,15 @@ static int write_fig11(const char *path) {
 
 static void print_summary(const char *what, const pb_trace *t) {
     pb_trace_stats s = pb_trace_summary(t);
+    int64_t n_conv, n_later;
+    pb_trace_conversations(t, &n_conv, &n_later);
+    char conv[160] = "";
+    if (n_conv > 0)
+        snprintf(conv, sizeof conv, "; %lld conversations, %lld of their turns after a first one (a closed-loop run "
+                 "sends them after the previous answer)", (long long)n_conv, (long long)n_later);
     fprintf(stderr, "trace: %s: %lld requests, arrivals over %.2f s (%.3f req/s), mean prompt %.2f, "
-            "mean output %.2f, max prompt %d, max output %d\n", what, (long long)s.n, s.duration_s, s.rate,
-            s.mean_prompt, s.mean_output, s.max_prompt, s.max_output);
+            "mean output %.2f, max prompt %d, max output %d%s\n", what, (long long)s.n, s.duration_s, s.rate,
+            s.mean_prompt, s.mean_output, s.max_prompt, s.max_output, conv);
 }
 
 /* --model NAME: the requests of t that model NAME's context (max_len) cannot serve,
@@ -220,7 +235,8 @@ static int emit_trace(pb_trace *t, const char *output) {
 
 
 /* `trace --from FILE --format F`: a trace from a real dataset or log (trace_from.h) */
-static int trace_from(const char *file, const pb_trace_from_opts *o, const char *model, const char *output) {
+static int trace_from(const char *file, const pb_trace_from_opts *o, bool append, const char *model,
+                      const char *output) {
     pb_trace t = {0};
     int64_t dropped = 0;
     char err[2048];
@@ -229,9 +245,17 @@ static int trace_from(const char *file, const pb_trace_from_opts *o, const char 
         fprintf(stderr, "pagedbench trace: %s\n", err);
         return st == PB_ERR_IO ? PB_EXIT_RUNTIME : PB_EXIT_USAGE;
     }
+    int64_t n_conv, n_later;
+    pb_trace_conversations(&t, &n_conv, &n_later);
+    if (append && n_conv == 0) {
+        pb_trace_free(&t);
+        return pb_cli_fail(&CLI, "--history append: %s has no conversations (a conversation_id column, or "
+                                 "--conversation-column)", file);
+    }
+    if (append) pb_trace_append_history(&t);
     char what[1400];
-    snprintf(what, sizeof what, "%s (%s, %lld records dropped by the length checks and filter)", file, o->format,
-             (long long)dropped);
+    snprintf(what, sizeof what, "%s (%s, %lld records dropped by the length checks and filter%s)", file, o->format,
+             (long long)dropped, append ? "; history appended" : "");
     print_summary(what, &t);
     int rc = model ? report_model_fit(&t, model) : PB_EXIT_OK;
     if (rc) {
@@ -245,7 +269,7 @@ int pb_cmd_trace(int argc, char **argv) {
     pb_workload_cfg c;
     pb_workload_defaults(&c);
     const char *config = NULL, *check = NULL, *fig11 = NULL, *output = NULL, *from = NULL, *format = NULL,
-               *tokenizer = NULL, *model = NULL, *cols[3] = {NULL, NULL, NULL};
+               *tokenizer = NULL, *model = NULL, *cols[5] = {NULL, NULL, NULL, NULL, NULL};
     bool bos = true;
     /* pass 1: collect; --config is applied before the other options */
     int *codes = pb_xcalloc((size_t)argc + 1, sizeof *codes);
@@ -266,6 +290,8 @@ int pb_cmd_trace(int argc, char **argv) {
         case O_IN_COL: cols[0] = p.arg; break;
         case O_OUT_COL: cols[1] = p.arg; break;
         case O_ARR_COL: cols[2] = p.arg; break;
+        case O_CONV_COL: cols[3] = p.arg; break;
+        case O_TURN_COL: cols[4] = p.arg; break;
         case 'o': output = p.arg; break;
         default: codes[nopt] = ch; vals[nopt++] = p.arg; break;
         }
@@ -273,8 +299,12 @@ int pb_cmd_trace(int argc, char **argv) {
     if (p.rc >= 0) rc = p.rc == 0 ? -1 : p.rc;
     if (rc == PB_EXIT_OK && p.optind < argc) rc = pb_cli_fail(&CLI, "unexpected argument '%s'", argv[p.optind]);
     if (rc == PB_EXIT_OK && argc < 2) rc = pb_cli_fail(&CLI, "name a dataset (--dataset), --config, --check, --fig11 or --from");
-    if (rc == PB_EXIT_OK && !from && !format && (cols[0] || cols[1] || cols[2]))
-        rc = pb_cli_fail(&CLI, "--input-column, --output-column and --arrival-column map the columns of --from FILE");
+    if (rc == PB_EXIT_OK && !from && !format && (cols[0] || cols[1] || cols[2] || cols[3] || cols[4]))
+        rc = pb_cli_fail(&CLI, "--input-column, --output-column, --arrival-column, --conversation-column and "
+                               "--turn-column map the columns of --from FILE");
+    for (int i = 0; i < nopt && rc == PB_EXIT_OK; i++)
+        if (codes[i] == O_HISTORY && strcmp(vals[i], "as_given") && strcmp(vals[i], "append"))
+            rc = bad_opt("--history", "expected as_given or append", vals[i]);
     if (rc != PB_EXIT_OK) {
         free(codes);
         free(vals);
@@ -300,7 +330,8 @@ int pb_cmd_trace(int argc, char **argv) {
         return rc2;
     }
     if (from || format) {
-        pb_trace_from_opts fo = {format, 0, 0, 0, {0}, tokenizer, bos, cols[0], cols[1], cols[2]};
+        pb_trace_from_opts fo = {format, 0, 0, 0, {0}, tokenizer, bos, cols[0], cols[1], cols[2], cols[3], cols[4]};
+        bool append = false;
         pb_filter_by_name("none", &fo.filter);
         if (!from || !format) rc = bad_opt(from ? "--from" : "--format", "--from FILE needs --format " PB_FROM_FORMATS, NULL);
         for (int i = 0; i < nopt && rc == PB_EXIT_OK; i++) {
@@ -316,14 +347,15 @@ int pb_cmd_trace(int argc, char **argv) {
             case O_FILTER:
                 if (pb_filter_by_name(v, &fo.filter)) rc = bad_opt("--filter", "expected " PB_FILTER_NAMES, v);
                 break;
+            case O_HISTORY: append = !strcmp(v, "append"); break;
             default:
                 rc = pb_cli_fail(&CLI, "--from takes --rate, --num, --seed, --filter, --tokenizer, --no-bos, the "
-                                       "--*-column mapping and -o only");
+                                       "--*-column mapping, --history and -o only");
             }
         }
         free(codes);
         free(vals);
-        return rc ? rc : trace_from(from, &fo, model, output);
+        return rc ? rc : trace_from(from, &fo, append, model, output);
     }
     if (model) {
         free(codes);
@@ -385,6 +417,7 @@ int pb_cmd_trace(int argc, char **argv) {
         case O_REPLAY: rc = copy_opt("--replay-file", v, c.replay_file, sizeof c.replay_file); break;
         case O_N: if (!(rc = parse_int_opt("--n", v, 1, 4096, &x))) c.n = (int32_t)x; break;
         case O_BEAM: if (!(rc = parse_int_opt("--beam", v, 1, 4096, &x))) c.beam_width = (int32_t)x; break;
+        case O_HISTORY: c.history_append = !strcmp(v, "append"); break;
         case O_PREFIX:
             if (!strcmp(v, "1shot")) c.shots = 1;
             else if (!strcmp(v, "5shot")) c.shots = 5;
@@ -413,6 +446,10 @@ int pb_cmd_trace(int argc, char **argv) {
     if (c.n > 1 && c.beam_width > 1) {
         return pb_cli_fail(&CLI, "--n and --beam are exclusive (beam search sets n = beam width)");
     }
+    if (c.history_append && !c.trace[0])
+        return pb_cli_fail(&CLI, "--history append needs conversations whose prompts hold only their own tokens: "
+                                 "--from csv with a conversation_id column, or --config with a `trace:` (the chatbot "
+                                 "dataset's prompts hold their history already)");
     pb_trace t = {0};
     char err[1024];
     pb_status st = pb_workload_generate(&c, seed, &t, err, sizeof err);

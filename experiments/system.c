@@ -9,6 +9,7 @@
 
 #include "baselines.h"       /* pb_policy_orca_create, pb_policy_ft_create, pb_policy_finalize */
 #include "block_manager.h"   /* pb_paged_kv_create */
+#include "client.h"          /* pb_client: closed loop, concurrency limit */
 #include "engine.h"          /* pb_engine_* */
 #include "executor_real.h"   /* pb_executor_cpu_create, pb_executor_cuda_create */
 #include "executor_sim.h"    /* pb_executor_sim_create */
@@ -547,11 +548,13 @@ typedef struct {
     pb_executor *ex;
     pb_engine *eng;
     pb_metrics *m;
+    pb_client *client;          /* closed loop / concurrency limit: it sends the trace  */
     int64_t dropped;            /* requests dropped before the run (prompt > context)  */
 } point_run;
 
 static void point_free(point_run *R) {
     pb_engine_destroy(R->eng);
+    pb_client_destroy(R->client);
     pb_metrics_destroy(R->m);
     pb_executor_destroy(R->ex);
     pb_policy_destroy(R->policy);
@@ -660,8 +663,19 @@ static pb_status run_engine(point_run *R, const pb_point_ctx *pt, pb_point_metri
     engine_params(&R->P, &ep);
     pb_measure w = pb_measure_from_root(pt->root);
     R->m = pb_metrics_create(pt->timeline_path != NULL || pb_measure_needs_steps(&w));
+    pb_trace none = {NULL, 0};
+    const pb_trace *t = &R->trace;   /* the engine's arrivals, or the client's (client.h) */
+    if (pb_client_active(&R->P.wc.client)) {
+        if (!(R->client = pb_client_create(&R->trace, &R->P.wc.client, R->P.seed))) {
+            snprintf(err, err_n, "workload: the client's settings are invalid");
+            return PB_ERR_INVALID;
+        }
+        ep.source = pb_client_source(R->client);
+        t = &none;
+    }
     pb_status st = pb_engine_create(&ep, R->kv, R->policy, R->ex, &R->eng);
-    if (!st) st = pb_engine_run(R->eng, &R->trace, R->m);
+    if (!st) st = pb_engine_run(R->eng, t, R->m);
+    if (!st && R->client) st = pb_client_check(R->client);
     if (st) {
         snprintf(err, err_n, "engine run failed: %s", pb_status_str(st));
         return st;

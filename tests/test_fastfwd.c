@@ -50,6 +50,7 @@
 #include <string.h>
 
 #include "block_manager.h"
+#include "client.h"
 #include "kv_contiguous.h"
 #include "engine.h"
 #include "executor_sim.h"
@@ -94,6 +95,8 @@ typedef struct {
     int64_t max_steps;           /* 0 = none                                            */
     double max_clock_s;          /* 0 = none                                            */
     bool check_every_step;
+    pb_client_cfg client;        /* closed loop / concurrency limit: the client sends   */
+    int32_t turns_max;           /* closed loop: conversations of 1..turns_max rows     */
 } ff_cfg;
 
 static void ff_describe(const ff_cfg *c, char *buf, size_t n) {
@@ -107,6 +110,11 @@ static void ff_describe(const ff_cfg *c, char *buf, size_t n) {
              c->max_num_seqs, c->max_num_batched_tokens, pb_preempt_mode_str(c->preemption), (long long)c->max_steps,
              c->max_clock_s,
              c->check_every_step ? " check_every_step" : "");
+    size_t len = strlen(buf);
+    if (pb_client_active(&c->client) && len < n)
+        snprintf(buf + len, n - len, " client: closed %d (turns <= %d) think %g %s, max concurrency %d",
+                 c->client.closed_loop, c->turns_max, c->client.think_time_s, pb_think_kind_name(c->client.think),
+                 c->client.max_concurrency);
 }
 
 static double uniform(pb_rng *r, double lo, double hi) { return lo + (hi - lo) * pb_rng_uniform(r); }
@@ -181,6 +189,13 @@ static bool ff_trace(const ff_cfg *c, pb_trace *t) {
         t->reqs[i].n = k;
         if (c->beam) t->reqs[i].beam_width = k;
     }
+    for (int64_t i = 0, conv = 0; c->turns_max > 0 && i < t->n; conv++) {   /* rows in conversations */
+        int32_t turns = 1 + (int32_t)pb_rng_below(&r, (uint64_t)c->turns_max);
+        for (int32_t k = 0; k < turns && i < t->n; k++, i++) {
+            t->reqs[i].conversation_id = (int32_t)conv;
+            t->reqs[i].turn = k;
+        }
+    }
     return true;
 }
 
@@ -205,6 +220,8 @@ typedef struct {
     int64_t fast_steps;          /* of the steps, replayed by the fast loop     */
     int64_t fast_mixed;          /* of those, mixed steps (admitted mid-replay) */
     int64_t kv_used;             /* GPU blocks still used after the run         */
+    int64_t held;                /* a client's requests sent at another time than
+                                    their rows' arrival_s                         */
     char *req_csv, *step_csv;
     size_t req_len, step_len;
 } ff_out;
@@ -249,6 +266,13 @@ static void ff_run(const specs *sp, const ff_cfg *c, const pb_trace *t, ff_mode 
     ep.check_every_step = c->check_every_step;
     ep.kv_bytes_per_token = pb_kv_bytes_per_token(&sp->m, 1);
     ep.fast_forward = mode != FF_OFF;
+    pb_client *cl = NULL;
+    pb_trace none = {NULL, 0};
+    if (pb_client_active(&c->client)) {   /* the client sends t: the engine's own trace is empty */
+        PB_ASSERT((cl = pb_client_create(t, &c->client, c->seed)) != NULL);
+        ep.source = pb_client_source(cl);
+        t = &none;
+    }
     PB_ASSERT(pb_engine_create(&ep, kv, pol, ex, &e) == PB_OK);
     pb_metrics *m = pb_metrics_create(true);
 
@@ -278,7 +302,11 @@ static void ff_run(const specs *sp, const ff_cfg *c, const pb_trace *t, ff_mode 
     pb_metrics_write_steps(m, f, "x,");
     fclose(f);
     if (o->st == PB_OK) PB_CHECK(pb_metrics_check(m) == PB_OK);
+    if (cl && o->st == PB_OK) PB_CHECK(pb_client_check(cl) == PB_OK);
+    for (int64_t k = 0; cl && k < pb_client_sent(cl); k++)
+        o->held += rows[k].arrival_s != pb_client_trace(cl)->reqs[pb_client_row_of(cl, k)].arrival_s;
 
+    pb_client_destroy(cl);
     pb_metrics_destroy(m);
     pb_engine_destroy(e);
     pb_executor_destroy(ex);
@@ -519,6 +547,51 @@ PB_TEST(fast_forward_equals_step_by_step_in_other_waiting_orders) {
             (long long)steps, (long long)fast_total);
     PB_CHECK_EQ_INT(failed, 0);
     PB_CHECK(fast_total > steps / 4);
+}
+
+/* A client that waits for answers (workloads/client.h: closed-loop conversations with
+ * think times, a concurrency limit) sends the requests through the engine's door as
+ * the run goes: its arrivals depend on the finishes, the replayed steps' included.
+ * Configurations of the random sweep's kind (beams and parallel samples among them)
+ * under clients of every kind: the fast path changes nothing, replays steps in most
+ * of them, and the clients did hold requests back (sent later than their rows'
+ * arrival_s). */
+#define FF_CLIENT_CONFIGS 48
+
+PB_TEST(closed_loop_fast_forward_equals_step_by_step) {
+    specs sp;
+    PB_REQUIRE(specs_load(&sp));
+    int64_t steps = 0, fast_total = 0, held = 0;
+    int failed = 0, replayed = 0;
+    static const int32_t LIMIT[] = {0, 1, 3, 8, 32};
+    for (uint64_t i = 0; i < FF_CLIENT_CONFIGS; i++) {
+        ff_cfg c = ff_random_cfg(3000 + i);
+        pb_rng r;
+        pb_rng_seed(&r, 0xc1 + i, 0);
+        c.client.closed_loop = i % 4 != 3;
+        c.turns_max = c.client.closed_loop ? 2 + (int32_t)pb_rng_below(&r, 5) : 0;
+        c.client.think = i % 2 ? PB_THINK_EXPONENTIAL : PB_THINK_FIXED;
+        c.client.think_time_s = i % 5 == 0 ? 0 : uniform(&r, 0.05, 20);
+        c.client.max_concurrency = i % 4 == 3 ? pick(&r, LIMIT + 1, 4) : pick(&r, LIMIT, 5);
+        pb_trace t = {0};
+        PB_REQUIRE(ff_trace(&c, &t));
+        ff_out ref;
+        int64_t fast = 0;
+        failed += !ff_check(&sp, &c, &t, i % 3 == 0, &ref, &fast);
+        held += ref.held;
+        replayed += fast > 0;
+        fast_total += fast;
+        steps += ref.n_steps;
+        ff_out_free(&ref);
+        pb_trace_free(&t);
+    }
+    fprintf(stderr, "  %d client configurations, %lld steps, %lld replayed fast (%d runs), %lld requests sent "
+            "after their row's arrival\n", FF_CLIENT_CONFIGS, (long long)steps, (long long)fast_total, replayed,
+            (long long)held);
+    PB_CHECK_EQ_INT(failed, 0);
+    PB_CHECK(replayed > FF_CLIENT_CONFIGS / 2);
+    PB_CHECK(fast_total > steps / 4);
+    PB_CHECK(held > 0);
 }
 
 /* What the fast path claims is what the tests above run: the policies with steady

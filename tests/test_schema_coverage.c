@@ -125,6 +125,21 @@ static const variant VARIANTS[] = {
     {"gamma", "name: cov\nfigure: cov\nmodel: opt-13b\nhardware: a100-40gb\n"
               "workload: {dataset: alpaca, arrivals: gamma, burstiness: 1, rate: 20, num_requests: 60}\n"
               "systems:\n  - {name: s, type: vllm, kv_slots: 4096}\n"},
+    {"gamma0", "name: cov\nfigure: cov\nmodel: opt-13b\nhardware: a100-40gb\n"
+               "workload: {dataset: alpaca, arrivals: gamma, rate: 20, num_requests: 60}\n"
+               "systems:\n  - {name: s, type: vllm, kv_slots: 4096}\n"},
+    /* closed-loop conversations (the chatbot's, a trace's) and a concurrency limit */
+    {"closed", "name: cov\nfigure: cov\nmodel: opt-13b\nhardware: a100-40gb\n"
+               "workload: {dataset: chatbot, arrivals: poisson, rate: 20, num_requests: 60,\n"
+               "           conversation: {think_time_s: 1}}\n"
+               "systems:\n  - {name: s, type: vllm}\n"},
+    {"closed0", "name: cov\nfigure: cov\nmodel: opt-13b\nhardware: a100-40gb\n"
+                "workload: {dataset: chatbot, arrivals: poisson, rate: 20, num_requests: 60,\n"
+                "           conversation: {think: fixed}}\n"
+                "systems:\n  - {name: s, type: vllm}\n"},
+    {"convtrace", "name: cov\nfigure: cov\nmodel: opt-13b\nhardware: a100-40gb\n"
+                  "workload: {trace: TRACE, conversation: {think_time_s: 0.5}}\n"
+                  "systems:\n  - {name: s, type: vllm}\n"},
     {"ramp", "name: cov\nfigure: cov\nmodel: opt-13b\nhardware: a100-40gb\n"
              "workload: {dataset: alpaca, arrivals: exponential, num_requests: 60,\n"
              "           ramp: {shape: linear, start_rate: 2, end_rate: 40}}\n"
@@ -265,6 +280,11 @@ static const kcase CASES[] = {
     E("workload.chat.mean_turns", "chat", "workload.chat.mean_turns=10"),
     E("workload.chat.new_conversation_prob", "chat", "workload.chat.new_conversation_prob=0.9"),
     E("workload.trace", "sim", "workload={trace: TRACE}"),   /* alone: with it, the generation keys are errors */
+    E("workload.conversation", "chat", "workload.conversation={think_time_s: 2}"),
+    E("workload.conversation.think_time_s", "closed", "workload.conversation.think_time_s=9"),
+    E("workload.conversation.think", "closed", "workload.conversation.think=exponential"),
+    E("workload.conversation.history", "convtrace", "workload.conversation.history=append"),
+    E("workload.max_concurrency", "chat", "workload.max_concurrency=2"),
     /* model spec */
     {"model.name", "sim", NULL, NULL, LABEL, "the model's display name (--set model.name is refused: it would relabel)"},
     E("model.arch", "sim", "model.arch=llama"),
@@ -406,7 +426,11 @@ static pb_status run_case(const char *vid, const char *set1, const char *set2, b
     PB_ASSERT(v);
     char fname[64];
     snprintf(fname, sizeof fname, "%s.yaml", vid);
-    const char *path = write_file(fname, v->yaml);
+    char yaml[4096];   /* TRACE in a variant's YAML: the trace file the test writes */
+    const char *tr = strstr(v->yaml, "TRACE");
+    if (tr) snprintf(yaml, sizeof yaml, "%.*s%s/TRACE.csv%s", (int)(tr - v->yaml), v->yaml, g_dir, tr + 5);
+    else snprintf(yaml, sizeof yaml, "%s", v->yaml);
+    const char *path = write_file(fname, yaml);
     char s1[512] = "", s2[512] = "";
     const char *sets[2];
     int ns = 0;
@@ -540,7 +564,8 @@ static void setup(void) {
     atexit(remove_dir);
     g_have_data = pb_workload_data_dir() != NULL;
     if (!g_have_data) g_have_data = synthetic_data();
-    write_file("TRACE.csv", "arrival_s,prompt_len,output_len\n0,100,200\n0.1,300,50\n0.2,30,500\n");
+    write_file("TRACE.csv", "arrival_s,prompt_len,output_len,conversation_id,turn\n0,100,200,0,0\n0.1,300,50,-1,0\n"
+                            "0.2,30,500,0,1\n");
     /* a step profile 3x slower than the analytic model's order of magnitude */
     write_file("PROFILE.csv", "phase,batch,tokens,context,latency_us\n"
                               "decode,1,1,16,90000\ndecode,1,1,2048,95000\ndecode,64,64,16,120000\ndecode,64,64,2048,180000\n"
@@ -676,6 +701,8 @@ static const default_case DEFAULT_VARIANTS[] = {
     {"executor.kv_slots", "cpumib", NULL},
     {"workload.num_requests", "dur", NULL},
     {"workload.arrivals", "dur", NULL},
+    {"workload.burstiness", "gamma0", NULL},
+    {"workload.conversation.think_time_s", "closed0", NULL},
     {"slo.ttft_ms", "sloany", NULL},
     {"slo.tpot_ms", "sloany", NULL},
     {"quick.thin", "sweep", NULL},

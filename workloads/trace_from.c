@@ -13,12 +13,13 @@
 #include "csv_reader.h"
 #include "rng.h"
 
-/* the records as read: lengths and (when the file has them) timestamps */
+/* the records as read: lengths, (when the file has them) timestamps and conversations */
 typedef struct {
     int64_t n, cap;
     int64_t *in, *out;
     double *ts;
-    bool has_ts;
+    int32_t *conv, *turn;   /* -1 / 0: none */
+    bool has_ts, has_turn;
 } records;
 
 static void rec_push(records *r, int64_t in, int64_t out, double ts) {
@@ -27,9 +28,13 @@ static void rec_push(records *r, int64_t in, int64_t out, double ts) {
         r->in = pb_xrealloc(r->in, (size_t)r->cap * sizeof *r->in);
         r->out = pb_xrealloc(r->out, (size_t)r->cap * sizeof *r->out);
         r->ts = pb_xrealloc(r->ts, (size_t)r->cap * sizeof *r->ts);
+        r->conv = pb_xrealloc(r->conv, (size_t)r->cap * sizeof *r->conv);
+        r->turn = pb_xrealloc(r->turn, (size_t)r->cap * sizeof *r->turn);
     }
     r->in[r->n] = in;
     r->out[r->n] = out;
+    r->conv[r->n] = -1;
+    r->turn[r->n] = 0;
     r->ts[r->n++] = ts;
 }
 
@@ -37,6 +42,8 @@ static void rec_free(records *r) {
     free(r->in);
     free(r->out);
     free(r->ts);
+    free(r->conv);
+    free(r->turn);
     memset(r, 0, sizeof *r);
 }
 
@@ -48,6 +55,11 @@ static int find_any(const pb_csv *c, const char *const *names) {
     return -1;
 }
 
+static int cmp_i64(const void *a, const void *b) {
+    int64_t x = *(const int64_t *)a, y = *(const int64_t *)b;
+    return (x > y) - (x < y);
+}
+
 static bool parse_len(const char *s, int64_t *v) {
     char *end;
     errno = 0;
@@ -57,34 +69,51 @@ static bool parse_len(const char *s, int64_t *v) {
     return true;
 }
 
+/* Without a turn column, a conversation's rows are its turns in row order. */
+static void number_turns(pb_trace *t) {
+    int64_t *ix = pb_xmalloc((size_t)(t->n ? t->n : 1) * sizeof *ix), n = 0;
+    for (int64_t i = 0; i < t->n; i++)
+        if (t->reqs[i].conversation_id >= 0) ix[n++] = ((int64_t)t->reqs[i].conversation_id << 32) | i;
+    qsort(ix, (size_t)n, sizeof *ix, cmp_i64);   /* by conversation, then row (rows < 2^31) */
+    for (int64_t k = 0, turn = 0; k < n; k++) {
+        turn = k > 0 && ix[k] >> 32 == ix[k - 1] >> 32 ? turn + 1 : 0;
+        t->reqs[ix[k] & 0xffffffff].turn = (int32_t)turn;
+    }
+    free(ix);
+}
+
 /* csv (and the tokenizer's output): named columns; o (NULL: the defaults) may map them */
 static pb_status read_csv(pb_csv *c, const pb_trace_from_opts *o, records *r, char *err, size_t errlen) {
     static const char *const IN[] = {"prompt_len", "input_len", "ContextTokens", NULL};
     static const char *const OUT[] = {"output_len", "GeneratedTokens", NULL};
     static const char *const TS[] = {"arrival_s", "timestamp", NULL};
+    static const char *const CONV[] = {"conversation_id", NULL}, *const TURN[] = {"turn", NULL};
     if (!pb_csv_next(c)) {
         snprintf(err, errlen, "%s: empty file", c->path);
         return PB_ERR_INVALID;
     }
-    const char *want[3] = {o ? o->input_column : NULL, o ? o->output_column : NULL, o ? o->arrival_column : NULL};
-    int col[3] = {find_any(c, IN), find_any(c, OUT), find_any(c, TS)};
-    for (int k = 0; k < 3; k++) {
+    static const char *const OPT[5] = {"input", "output", "arrival", "conversation", "turn"};
+    const char *want[5] = {o ? o->input_column : NULL, o ? o->output_column : NULL, o ? o->arrival_column : NULL,
+                           o ? o->conversation_column : NULL, o ? o->turn_column : NULL};
+    int col[5] = {find_any(c, IN), find_any(c, OUT), find_any(c, TS), find_any(c, CONV), find_any(c, TURN)};
+    for (int k = 0; k < 5; k++) {
         if (!want[k]) continue;
         col[k] = pb_csv_find(c, want[k]);
         if (col[k] < 0) {
             snprintf(err, errlen, "%s:%d: no column '%s' (--%s-column) in the header", c->path, c->line, want[k],
-                     k == 0 ? "input" : k == 1 ? "output" : "arrival");
+                     OPT[k]);
             return PB_ERR_INVALID;
         }
     }
-    int ci = col[0], co = col[1], ct = col[2];
+    int ci = col[0], co = col[1], ct = col[2], cc = col[3], cn = cc >= 0 ? col[4] : -1;
     if (ci < 0 || co < 0) {
         snprintf(err, errlen, "%s:%d: needs a prompt_len (or input_len, ContextTokens) and an output_len (or "
                  "GeneratedTokens) column, or --input-column / --output-column", c->path, c->line);
         return PB_ERR_INVALID;
     }
-    int need = PB_MAX(ci, PB_MAX(co, ct)) + 1;
+    int need = PB_MAX(PB_MAX(ci, PB_MAX(co, ct)), PB_MAX(cc, cn)) + 1;
     r->has_ts = ct >= 0;
+    r->has_turn = cn >= 0;
     while (pb_csv_next(c)) {
         int64_t in, out;
         double ts = 0;
@@ -107,6 +136,15 @@ static pb_status read_csv(pb_csv *c, const pb_trace_from_opts *o, records *r, ch
             }
         }
         rec_push(r, in, out, ts);
+        int64_t cv = -1, tn = 0;
+        if (cc >= 0 && (!parse_len(c->fields[cc], &cv) || cv < -1 || cv > INT32_MAX ||
+                        (cn >= 0 && (!parse_len(c->fields[cn], &tn) || tn < 0 || tn > INT32_MAX)))) {
+            snprintf(err, errlen, "%s:%d: conversation '%s' / turn '%s': integers (a conversation >= 0, -1 = none; "
+                     "a turn >= 0)", c->path, c->line, c->fields[cc], cn >= 0 ? c->fields[cn] : "");
+            return PB_ERR_INVALID;
+        }
+        r->conv[r->n - 1] = (int32_t)cv;
+        r->turn[r->n - 1] = (int32_t)tn;
     }
     return PB_OK;
 }
@@ -310,6 +348,8 @@ pb_status pb_trace_from_file(const char *path, const pb_trace_from_opts *o, pb_t
         if (o->num > 0 && k >= o->num) continue;
         r.in[k] = r.in[i];
         r.out[k] = r.out[i];
+        r.conv[k] = r.conv[i];
+        r.turn[k] = r.turn[i];
         r.ts[k++] = r.ts[i];
     }
     if (!st && k == 0) {
@@ -339,8 +379,11 @@ pb_status pb_trace_from_file(const char *path, const pb_trace_from_opts *o, pb_t
     int64_t cap = 0;
     for (int64_t i = 0; !st && i < k; i++) {
         pb_request q = pb_request_make(times[i], (int32_t)r.in[i], (int32_t)r.out[i]);
+        q.conversation_id = r.conv[i];
+        q.turn = r.turn[i];
         pb_trace_push(out, &cap, &q);
     }
+    if (!st && !r.has_turn) number_turns(out);
     free(times);
     rec_free(&r);
     if (!st) st = pb_trace_check(out, err, errlen);

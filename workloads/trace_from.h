@@ -18,11 +18,16 @@
  * arrival_column name the prompt length, output length and arrival (seconds) columns or
  * keys instead of the defaults above, as the YAML's workload.input_column / output_column
  * do for a dataset file; a named column must exist.
+ * Conversations (csv): a conversation_id column (or conversation_column), an integer per
+ * row (-1 = none), and optionally turn (or turn_column; without one, a conversation's
+ * rows are its turns in row order) are kept: a closed-loop run (workload.conversation,
+ * client.h) sends a conversation's next turn after the previous one's answer.  Our own
+ * trace CSVs read back with their conversations.
  * Then: records with a length < 1 or failing the filter are dropped; num > 0 keeps the
  * first num; arrivals: the file's timestamps shifted to start at 0 (with rate > 0
  * scaled so the mean rate is `rate`, arrivals.h replay), or, when the file has none,
  * Poisson arrivals at `rate` (required) in 10 ms quanta from seed (stream 1, as
- * workload.h).  Every request: n = beam_width = 1, no prefix, no conversation.
+ * workload.h).  Every request: n = beam_width = 1, no prefix; no conversation but the csv's.
  * Same file + options -> byte-identical trace. */
 #ifndef PB_TRACE_FROM_H
 #define PB_TRACE_FROM_H
@@ -44,6 +49,7 @@ typedef struct {
     const char *tokenizer;    /* the tokenizer program (default: python3 <source>/tools/tokenize/pb_tokenize.py) */
     bool bos;                 /* count OPT's </s> (sharegpt-json; default true)           */
     const char *input_column, *output_column, *arrival_column;   /* NULL: the defaults     */
+    const char *conversation_column, *turn_column;                /* csv; NULL: the defaults */
 } pb_trace_from_opts;
 
 /* Read path in o->format into *out (start from {0}).  Errors: PB_ERR_IO (unreadable,

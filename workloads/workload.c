@@ -65,6 +65,16 @@ static const pb_key ramp_schema[] = {
     {.name = "end_rate", .type = PB_T_NUM, .required = true, .lo = 0, .hi = 1e9, .doc = "requests per second at the end"},
     {0}};
 
+static const pb_key conversation_schema[] = {
+    {.name = "think_time_s", .type = PB_T_NUM, .lo = 0, .hi = 1e9, .dflt = "0",
+     .doc = "wait after a turn's answer before its conversation's next turn is sent, s"},
+    {.name = "think", .type = PB_T_ENUM, .choices = PB_THINK_NAMES, .dflt = "fixed",
+     .doc = "fixed: think_time_s; exponential: its mean (drawn per turn from the seed)"},
+    {.name = "history", .type = PB_T_ENUM, .choices = "as_given|append", .dflt = "as_given",
+     .doc = "as_given: a turn's prompt holds the conversation so far (the chatbot dataset's); append: the "
+            "previous turn's prompt + output are added to it"},
+    {0}};
+
 const pb_key pb_workload_schema[] = {
     {.name = "dataset", .type = PB_T_ENUM, .choices = PB_DATASET_NAMES, .dflt_rule = "none (then `trace:` is required)",
      .doc = "which lengths"},
@@ -97,6 +107,10 @@ const pb_key pb_workload_schema[] = {
      .doc = "synthetic shared prefix tokens (not translation)"},
     {.name = "chat", .type = PB_T_MAP, .sub = chat_schema, .doc = "chatbot conversation model"},
     {.name = "trace", .type = PB_T_STR, .dflt = "", .doc = "replay this trace CSV instead of generating ('' = generate)"},
+    {.name = "conversation", .type = PB_T_MAP, .sub = conversation_schema,
+     .doc = "closed-loop conversations: a turn is sent think_time_s after the previous turn's answer (client.h)"},
+    {.name = "max_concurrency", .type = PB_T_INT, .lo = 0, .hi = 1e6, .dflt = "0",
+     .doc = "at most this many requests outstanding, the next sent at a finish (vLLM's --max-concurrency; 0 = none)"},
     {0}};
 
 /* A string key into dst: its value, else its declared default (derived: ""). */
@@ -140,6 +154,11 @@ static pb_status read_keys(const pb_node *n, pb_workload_cfg *c, pb_cfg_err *err
     c->chat_max_output = (int32_t)pb_schema_int(S, n, "chat.max_output");
     c->chat_mean_turns = pb_schema_num(S, n, "chat.mean_turns");
     c->chat_new_prob = pb_schema_num(S, n, "chat.new_conversation_prob");
+    c->client.closed_loop = pb_node_has(n, "conversation");
+    c->client.think_time_s = pb_schema_num(S, n, "conversation.think_time_s");
+    pb_think_kind_by_name(pb_schema_str(S, n, "conversation.think"), &c->client.think);   /* validated */
+    c->history_append = !strcmp(pb_schema_str(S, n, "conversation.history"), "append");
+    c->client.max_concurrency = (int32_t)pb_schema_int(S, n, "max_concurrency");
     return s ? PB_ERR_INVALID : PB_OK;
 }
 
@@ -158,7 +177,8 @@ pb_status pb_workload_from_node(const pb_node *n, pb_workload_cfg *out, pb_cfg_e
         s |= pb_cfg_fail(err, n, true, "workload: needs `dataset:` (%s) or `trace:`", PB_DATASET_NAMES);
     if (out->trace[0])   /* the trace file gives every request: a generation key would change nothing */
         for (int i = 0; i < n->n_kids; i++)
-            if (strcmp(n->kids[i]->key, "trace"))
+            if (strcmp(n->kids[i]->key, "trace") && strcmp(n->kids[i]->key, "conversation") &&
+                strcmp(n->kids[i]->key, "max_concurrency"))
                 s |= pb_cfg_fail(err, n->kids[i], true,
                                  "workload.%s: not read with `trace:` (the trace file gives every request, its "
                                  "arrivals and lengths); remove one of them", n->kids[i]->key);
@@ -204,6 +224,14 @@ pb_status pb_workload_from_node(const pb_node *n, pb_workload_cfg *out, pb_cfg_e
             s |= pb_cfg_fail(err, rn, true, "workload.ramp: a linear ramp over num_requests needs rates > 0 (a rate of "
                                             "0 has no next arrival); set duration_s");
     }
+    if (out->client.closed_loop && !out->trace[0] && strcmp(out->dataset, "chatbot"))
+        s |= pb_cfg_fail(err, pb_node_get(n, "conversation"), true,
+                         "workload.conversation: needs rows with a conversation_id: dataset chatbot or a `trace:` file "
+                         "(dataset %s has none)", out->dataset);
+    if (out->history_append && !strcmp(out->dataset, "chatbot"))
+        s |= pb_cfg_fail(err, pb_node_get(n, "conversation.history"), true,
+                         "workload.conversation.history: append would add the history twice: the chatbot dataset's "
+                         "prompts hold it already (as_given)");
     if (pb_node_has(n, "replay_file") && out->arrivals.kind != PB_ARRIVALS_REPLAY)
         s |= pb_cfg_fail(err, pb_node_get(n, "replay_file"), true,
                          "workload.replay_file: only with arrivals: replay");
@@ -392,7 +420,11 @@ pb_status pb_workload_generate(const pb_workload_cfg *cfg, uint64_t seed, pb_tra
                                size_t errlen) {
     out->reqs = NULL;
     out->n = 0;
-    if (cfg->trace[0]) return pb_trace_read_csv(cfg->trace, out, err, errlen);
+    if (cfg->trace[0]) {
+        pb_status st = pb_trace_read_csv(cfg->trace, out, err, errlen);
+        if (st == PB_OK && cfg->history_append) pb_trace_append_history(out);
+        return st;
+    }
 
     pb_status st = PB_OK;
     pb_dataset *d = NULL;
@@ -523,9 +555,22 @@ done:
     return st;
 }
 
+/* ", closed loop (think 5 s fixed, history append), max concurrency 8" or "". */
+static void describe_client(const pb_workload_cfg *c, char *buf, size_t n) {
+    const pb_client_cfg *k = &c->client;
+    size_t len = 0;
+    buf[0] = 0;
+    if (k->closed_loop)
+        len = (size_t)snprintf(buf, n, ", closed loop (think %g s %s, history %s)", k->think_time_s,
+                               pb_think_kind_name(k->think), c->history_append ? "append" : "as given");
+    if (k->max_concurrency > 0 && len < n) snprintf(buf + len, n - len, ", max concurrency %d", k->max_concurrency);
+}
+
 void pb_workload_describe(const pb_workload_cfg *c, char *buf, size_t n) {
+    char client[160];
+    describe_client(c, client, sizeof client);
     if (c->trace[0]) {
-        snprintf(buf, n, "trace %s", c->trace);
+        snprintf(buf, n, "trace %s%s", c->trace, client);
         return;
     }
     const ds_spec *sp = find_spec(c->dataset);
@@ -538,9 +583,9 @@ void pb_workload_describe(const pb_workload_cfg *c, char *buf, size_t n) {
     else snprintf(rate, sizeof rate, "rate %g", a->rate);
     if (a->kind == PB_ARRIVALS_GAMMA) snprintf(kind, sizeof kind, "gamma (burstiness %g)", a->burstiness);
     else snprintf(kind, sizeof kind, "%s", pb_arrival_kind_name(a->kind));
-    snprintf(buf, n, "%s (%s) filter %s, %s arrivals %s duration %g s num %lld, n %d beam %d%s%s",
+    snprintf(buf, n, "%s (%s) filter %s, %s arrivals %s duration %g s num %lld, n %d beam %d%s%s%s",
              c->dataset, file ? file : "built-in", c->filter[0] ? c->filter : sp ? sp->filter : "?",
              kind, rate, a->duration_s, (long long)a->num, c->n, c->beam_width,
              !strcmp(c->dataset, "translation") ? (c->shots == 5 ? ", 5-shot prefix" : ", 1-shot prefix") : "",
-             c->prefix_len > 0 ? ", shared prefix" : "");
+             c->prefix_len > 0 ? ", shared prefix" : "", client);
 }

@@ -27,6 +27,14 @@
  *     prefix_len: 0            # other datasets: a synthetic shared prefix of this many tokens
  *     chat: {max_prompt: 1024, max_output: 1016, mean_turns: 3.51, new_conversation_prob: 0.1}
  *     trace: path.csv          # replay this trace file instead of generating one
+ *     conversation:            # closed loop (client.h): a conversation's next turn is sent
+ *       think_time_s: 5        # this long after its previous turn's answer (fixed, or the
+ *       think: fixed           # mean of an exponential); history: append makes a turn's
+ *       history: as_given      # prompt re-send the conversation so far (as_given: it does)
+ *     max_concurrency: 0       # at most this many requests outstanding (0 = no limit)
+ * conversation and max_concurrency shape the client that sends the trace, not the trace:
+ * they may stand beside `trace:`.  The rows' conversation_id / turn say which turns
+ * follow which (the chatbot dataset's, or a trace file's).
  *
  * Datasets:
  *   sharegpt, alpaca  lengths as in dataset.h (OPT tokens).
@@ -68,6 +76,7 @@
 #include <stdint.h>
 
 #include "arrivals.h"
+#include "client.h"
 #include "config.h"
 #include "dataset.h"
 #include "trace.h"
@@ -90,6 +99,8 @@ typedef struct {
     int32_t chat_max_prompt, chat_max_output;
     double chat_mean_turns, chat_new_prob;
     char trace[PB_WL_PATH];     /* replay this trace CSV ("" = generate)                 */
+    pb_client_cfg client;       /* conversation: (closed loop), max_concurrency           */
+    bool history_append;        /* conversation.history: append (pb_trace_append_history) */
 } pb_workload_cfg;
 
 extern const pb_key pb_workload_schema[];
@@ -104,7 +115,8 @@ void pb_workload_defaults(pb_workload_cfg *c);
  * `n` may be NULL (all defaults).  PB_OK or PB_ERR_INVALID. */
 pb_status pb_workload_from_node(const pb_node *n, pb_workload_cfg *out, pb_cfg_err *err);
 
-/* Generate (or, with cfg->trace, read) the trace.  *out must be empty ({0}); the caller
+/* Generate (or, with cfg->trace, read) the trace; with conversation.history: append,
+ * the later turns' prompts then re-send the conversation (pb_trace_append_history).  *out must be empty ({0}); the caller
  * frees it with pb_trace_free.  Errors: PB_ERR_INVALID (bad setting, malformed file:
  * "file:line: message"), PB_ERR_IO (unreadable file); the message is in err. */
 pb_status pb_workload_generate(const pb_workload_cfg *cfg, uint64_t seed, pb_trace *out,
