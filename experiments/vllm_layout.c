@@ -162,7 +162,8 @@ pb_status pb_vllm_write_point(const pb_experiment *e, int sys, int point, const 
                (a->kind == PB_ARRIVALS_REPLAY && !(a->rate > 0));
     json_object_set_new(o, "request_rate", inf ? json_string("inf") : json_real(a->rate));
     json_object_set_new(o, "burstiness", json_real(a->kind == PB_ARRIVALS_GAMMA ? a->burstiness : 1.0));
-    json_object_set_new(o, "max_concurrency", json_null());
+    int32_t mc = wc.client.max_concurrency;   /* vLLM's --max-concurrency: null = none */
+    json_object_set_new(o, "max_concurrency", mc > 0 ? json_integer(mc) : json_null());
     if (a->ramp != PB_RAMP_NONE) {
         json_object_set_new(o, "ramp_up_strategy", json_string(pb_ramp_kind_name(a->ramp)));
         json_object_set_new(o, "ramp_up_start_rps", json_real(a->ramp_start));

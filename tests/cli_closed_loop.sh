@@ -6,7 +6,8 @@
 #   - `run` of a YAML with `trace:` + `conversation: {think_time_s: 2}` +
 #     `max_concurrency: 2` sends each later turn exactly 2 s after the previous turn's
 #     finish (its row's arrival_s ignored), never has more than 2 requests outstanding,
-#     and the same YAML without the client replays the rows' times;
+#     and the same YAML without the client replays the rows' times; the vLLM-layout
+#     JSON says max_concurrency 2 (vLLM's field);
 #   - `trace --config` names the client settings; a conversation on a dataset without
 #     conversation ids is an error at its line (exit 2, nothing written).
 #   bash tests/cli_closed_loop.sh build/cpu/pagedbench
@@ -19,20 +20,9 @@ pass=0; fail=0
 ok()  { pass=$((pass + 1)); echo "[ok] $1" >&2; }
 bad() { fail=$((fail + 1)); echo "[FAIL] $1" >&2; }
 
-# a log of 3 conversations (session ids) and 2 loose rows; each row's own tokens only
-cat >"$T/log.csv" <<'EOF'
-session,prompt_len,output_len,arrival_s
-1,100,50,0
-2,110,60,0.1
--1,120,40,0.2
-1,30,20,0.3
-3,130,30,0.4
-2,40,25,5
-1,20,10,6
--1,140,10,7
-3,55,15,8
-2,10,5,9
-EOF
+# a log of 3 conversations (session ids) and 2 loose rows, each row's own tokens only:
+# the README's example (tests/data/conversation_log.csv)
+cp "$(dirname "$0")/data/conversation_log.csv" "$T/log.csv"
 if "$PB" trace --from "$T/log.csv" --format csv --conversation-column session --history append \
         -o "$T/conv.csv" 2>"$T/e"; then
     # appended prompts: 100, 100+50+30 = 180, 180+20+20 = 220; 110, 210, 245; 130, 215
@@ -80,6 +70,8 @@ if (cd "$T" && "$PB" run closed.yaml --results r --requests --quiet >/dev/null 2
     # a first turn or loose row is never sent before its row's time
     awk '$1 == 100 && $2 < 0 || $1 == 110 && $2 < 0.1 - 1e-9 || $1 == 120 && $2 < 0.2 - 1e-9 || $1 == 130 && $2 < 0.4 - 1e-9 ||
          $1 == 140 && $2 < 7 - 1e-9 { bad = 1 } END { exit bad }' "$T/rows" && ok "open rows not sent early" || bad "open rows early"
+    grep -q '"max_concurrency": 2' "$T"/r/vllm/closed/*.json && ok "vLLM-layout JSON: max_concurrency 2" ||
+        bad "vllm JSON: $(grep -o '"max_concurrency": [^,]*' "$T"/r/vllm/closed/*.json)"
 else bad "run closed.yaml: $(cat "$T/e")"; fi
 if (cd "$T" && "$PB" run open.yaml --results o --requests --quiet >/dev/null 2>"$T/e"); then
     rows "$T/o/closed.requests.csv" | awk '$1 == 245 { exit !($2 > 8.999 && $2 < 9.001) }' &&
