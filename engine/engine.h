@@ -48,8 +48,8 @@ extern "C" {
  * by a concurrency limit until another finishes.  At the start of every step the
  * engine adds, through pb_engine_add_request, the trace's rows and the source's
  * requests due by the clock, in arrival order (a trace row first on a tie): while
- * next_s() <= the clock, the request take() returns (its arrival_s = next_s(); it
- * stays valid until pb_engine_end).  With nothing queued, running or swapped the clock
+ * next_s() <= the clock, the request take() returns (its arrival_s = next_s(); a row
+ * pb_engine_begin would accept in a trace; it stays valid until pb_engine_end).  With nothing queued, running or swapped the clock
  * jumps to the earlier of the trace's next row and next_s(); the run is not over while
  * next_s() is finite.  done() is called when a request (g->id, the engine's id)
  * finishes (t: its finish time) or is rejected (t: the clock of the step that
