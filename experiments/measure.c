@@ -41,66 +41,31 @@ bool pb_measure_needs_steps(const pb_measure *w) {
 
 bool pb_measure_is_default(const pb_measure *w) { return w->cooldown_s == 0 && !pb_measure_needs_steps(w); }
 
-/* mean, p50, p90, p99 of v[0..n) (sorts v); NaN when n == 0 */
-static void stats4(double *v, int64_t n, double out[4]) {
-    double sum = 0;
-    for (int64_t i = 0; i < n; i++) sum += v[i];
-    if (n == 0) {
-        out[0] = out[1] = out[2] = out[3] = NAN;
-        return;
-    }
-    out[0] = sum / (double)n;
-    out[1] = pb_percentile(v, n, 50);
-    out[2] = pb_percentile(v, n, 90);
-    out[3] = pb_percentile(v, n, 99);
-}
-
-static void set4(pb_point_metrics *out, const char *prefix, const char *unit, const double s[4]) {
-    static const char *const Q[4] = {"mean", "p50", "p90", "p99"};
-    for (int i = 0; i < 4; i++) {
-        char name[40];
-        snprintf(name, sizeof name, "%s_%s%s", prefix, Q[i], unit);
-        pb_pm_set(out, name, s[i]);
-    }
-}
-
-/* The request metrics over the requests arriving in [from, to]. */
+/* The normalized latency over the requests arriving in [from, to] (per sequence); the
+   other latencies over the same requests are point_out.c's (pb_point_latencies). */
 static void apply_requests(double from, double to, pb_metrics *m, pb_point_metrics *out) {
     int64_t n = 0;
     const pb_req_metrics *rows = pb_metrics_requests(m, &n);
     int64_t n_seq = 0;
     for (int64_t i = 0; i < n; i++) n_seq += rows[i].n_seqs > 1 ? rows[i].n_seqs : 1;
-    double *nl = pb_xmalloc((size_t)(n_seq + 1) * sizeof *nl), *ttft = pb_xmalloc((size_t)(n + 1) * sizeof *ttft);
-    double *tpot = pb_xmalloc((size_t)(n + 1) * sizeof *tpot), *e2e = pb_xmalloc((size_t)(n + 1) * sizeof *e2e);
-    int64_t k_nl = 0, k = 0, k_tpot = 0;
+    double *nl = pb_xmalloc((size_t)(n_seq + 1) * sizeof *nl);
+    int64_t k_nl = 0, k = 0;
     for (int64_t i = 0; i < n; i++) {
         const pb_req_metrics *r = &rows[i];
         if (!r->finished || r->arrival_s < from || r->arrival_s > to) continue;
         pb_req_latency l = pb_req_latency_of(r);
         for (int32_t j = 0; j < (r->n_seqs > 1 ? r->n_seqs : 1); j++) nl[k_nl++] = l.norm_latency_s_per_token;
-        ttft[k] = l.ttft_ms;
-        e2e[k++] = l.e2e_s;
-        if (!isnan(l.tpot_ms)) tpot[k_tpot++] = l.tpot_ms;
+        k++;
     }
-    double s[4];
-    stats4(nl, k_nl, s);
-    if (k == 0) s[0] = s[1] = s[2] = s[3] = NAN;   /* undefined, as point_out.c's IF_FINISHED */
-    pb_pm_set(out, "normalized_latency", s[0]);
-    pb_pm_set(out, "normalized_latency_p50", s[1]);
-    pb_pm_set(out, "normalized_latency_p90", s[2]);
-    pb_pm_set(out, "normalized_latency_p99", s[3]);
-    stats4(ttft, k, s);
-    set4(out, "ttft", "_ms", s);
-    stats4(tpot, k_tpot, s);
-    if (k == 0) s[0] = s[1] = s[2] = s[3] = NAN;
-    set4(out, "tpot", "_ms", s);
-    stats4(e2e, k, s);
-    set4(out, "e2e", "_s", s);
+    double sum = 0;
+    for (int64_t i = 0; i < k_nl; i++) sum += nl[i];
+    bool any = k > 0;   /* none: undefined, as point_out.c's IF_FINISHED */
+    pb_pm_set(out, "normalized_latency", any ? sum / (double)k_nl : NAN);
+    pb_pm_set(out, "normalized_latency_p50", any ? pb_percentile(nl, k_nl, 50) : NAN);
+    pb_pm_set(out, "normalized_latency_p90", any ? pb_percentile(nl, k_nl, 90) : NAN);
+    pb_pm_set(out, "normalized_latency_p99", any ? pb_percentile(nl, k_nl, 99) : NAN);
     pb_pm_set(out, "measured_requests", (double)k);
     free(nl);
-    free(ttft);
-    free(tpot);
-    free(e2e);
 }
 
 /* The step averages over the steps starting in [from, to]. */
@@ -154,7 +119,10 @@ static void apply_steps(const pb_measure *w, double from, double to, const pb_me
     }
 }
 
-void pb_measure_apply(const pb_measure *w, double trace_end, pb_metrics *m, pb_point_metrics *out) {
+void pb_measure_request_window(const pb_measure *w, double trace_end, pb_metrics *m, double *from,
+                               double *to) {
+    *from = -INFINITY;
+    *to = INFINITY;
     if (pb_measure_is_default(w)) return;
     if (!(trace_end > 0)) {   /* no declared duration: the latest arrival */
         int64_t n = 0;
@@ -162,7 +130,14 @@ void pb_measure_apply(const pb_measure *w, double trace_end, pb_metrics *m, pb_p
         for (int64_t i = 0; i < n; i++)
             if (rows[i].arrival_s > trace_end) trace_end = rows[i].arrival_s;
     }
-    double to = trace_end - w->cooldown_s;
-    apply_requests(w->warmup_s, to, m, out);
-    if (pb_measure_needs_steps(w)) apply_steps(w, w->warmup_s, w->steps == PB_STEPS_WINDOW ? to : INFINITY, m, out);
+    *from = w->warmup_s;
+    *to = trace_end - w->cooldown_s;
+}
+
+void pb_measure_apply(const pb_measure *w, double trace_end, pb_metrics *m, pb_point_metrics *out) {
+    if (pb_measure_is_default(w)) return;
+    double from, to;
+    pb_measure_request_window(w, trace_end, m, &from, &to);
+    apply_requests(from, to, m, out);
+    if (pb_measure_needs_steps(w)) apply_steps(w, from, w->steps == PB_STEPS_WINDOW ? to : INFINITY, m, out);
 }

@@ -23,7 +23,9 @@
  * With every key at its default the engine's summary stands unchanged (metrics.h).
  * Otherwise pb_measure_apply recomputes, over the window:
  *   from the request rows (by arrival): normalized_latency (mean, p50, p90, p99; per
- *     sequence), ttft_*_ms, tpot_*_ms, e2e_*_s, and sets measured_requests;
+ *     sequence), and sets measured_requests; the TTFT, TPOT and E2EL statistics of the
+ *     same requests are point_out.c's (pb_point_latencies over
+ *     pb_measure_request_window), the one place that computes them;
  *   from the recorded steps (by start time): batched_requests, batched_seqs, the four
  *     memory classes (plain means over steps, as metrics.h), saving_pct, and sets
  *     measured_steps.
@@ -68,6 +70,10 @@ bool pb_measure_needs_steps(const pb_measure *w);   /* a step average differs fr
  * metrics undefined (NaN, an empty cell: point_out.h) with measured_requests 0; the same
  * for steps. */
 void pb_measure_apply(const pb_measure *w, double trace_end, pb_metrics *m, pb_point_metrics *out);
+/* The arrival times [*from, *to] of the requests the window averages (trace_end as
+ * above); the whole run (-inf, inf) with the defaults. */
+void pb_measure_request_window(const pb_measure *w, double trace_end, pb_metrics *m, double *from,
+                               double *to);
 
 #ifdef __cplusplus
 }

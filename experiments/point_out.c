@@ -163,11 +163,12 @@ typedef struct {
     lat_kind k;
     double *v;
     int64_t n;
+    double from, to;   /* the arrivals counted */
 } lat_pass;
 
 static void collect_latency(const pb_req_metrics *r, void *user) {
     lat_pass *lp = user;
-    if (!r->finished) return;
+    if (!r->finished || r->arrival_s < lp->from || r->arrival_s > lp->to) return;
     pb_req_latency l = pb_req_latency_of(r);
     double x = lp->k == LAT_TTFT ? l.ttft_ms : lp->k == LAT_TPOT ? l.tpot_ms : l.e2e_s * 1e3;
     if (!isnan(x)) lp->v[lp->n++] = x;
@@ -228,11 +229,13 @@ static void set_latency(pb_point_metrics *out, const char *what, double mean, do
     }
 }
 
-/* The requests' TTFT, TPOT and E2EL statistics, then the pooled ITLs'.  p99[] gets the
- * 99th percentiles of TTFT, TPOT, E2EL (the SLO check). */
-static void latency_metrics(const pb_metrics *m, const pb_run_summary *s, const double *p, int np,
-                            pb_point_metrics *out, double p99[3]) {
+void pb_point_latencies(pb_metrics *m, const pb_node *root, double from, double to, pb_point_metrics *out,
+                        double p99[3]) {
     static const char *const NAMES[] = {"ttft", "tpot", "e2el"};
+    double p[PB_POINT_MAX_PCTS + 1];
+    int np = pb_point_percentiles(root, p);
+    int64_t n_rows;
+    pb_metrics_requests(m, &n_rows);
     double q[PB_POINT_MAX_PCTS + 2], v[PB_POINT_MAX_PCTS + 2];
     int nq = 0;
     bool has99 = false;
@@ -242,7 +245,7 @@ static void latency_metrics(const pb_metrics *m, const pb_run_summary *s, const 
         q[nq++] = p[k];
     }
     if (!has99 && (nq == 0 || q[nq - 1] < 99)) q[nq++] = 99;
-    lat_pass lp = {LAT_TTFT, pb_xmalloc((size_t)(s->n_finished + 1) * sizeof(double)), 0};
+    lat_pass lp = {LAT_TTFT, pb_xmalloc((size_t)(n_rows + 1) * sizeof(double)), 0, from, to};
     for (int k = 0; k < 3; k++) {
         lp.k = (lat_kind)k;
         lp.n = 0;
@@ -434,14 +437,16 @@ pb_status pb_point_out_fill(const pb_point_ctx *pt, pb_metrics *m, const char *t
     pb_run_summary s;
     pb_metrics_summary(m, &s);
     set_metrics(out, &s, true);
-    double p[PB_POINT_MAX_PCTS + 1], p99[3] = {0, 0, 0};
-    int np = pb_point_percentiles(pt->root, p);
-    latency_metrics(m, &s, p, np, out, p99);
-    set_metrics(out, &s, false);
-    pb_pm_set(out, "max_concurrent_requests", max_concurrent(m, s.n_finished));
     pb_measure w = pb_measure_from_root(pt->root);   /* the declared window's averages replace the run's */
     /* the trace's end: workload.duration_s as given, else 0 (measure.h: the last arrival) */
     double trace_end = pb_schema_num_or(pb_workload_schema, pb_node_get(pt->root, "workload"), "duration_s", 0);
+    double from, to, p99[3] = {0, 0, 0};
+    pb_measure_request_window(&w, trace_end, m, &from, &to);
+    pb_point_latencies(m, pt->root, from, to, out, p99);
+    double p[PB_POINT_MAX_PCTS + 1];   /* the percentiles the summary block shows */
+    int np = pb_point_percentiles(pt->root, p);
+    set_metrics(out, &s, false);
+    pb_pm_set(out, "max_concurrent_requests", max_concurrent(m, s.n_finished));
     pb_measure_apply(&w, trace_end, m, out);
     bool complete = s.n_unfinished == 0 && s.n_rejected == 0 && s.n_finished == s.n_requests;
     pb_pm_set(out, "complete", complete ? 1 : 0);

@@ -74,6 +74,14 @@ int pb_point_percentiles(const pb_node *root, double *p);
 /* The metric name of latency `what` ("ttft") at percentile p: "ttft_p99_ms", "ttft_p99.9_ms". */
 void pb_point_pct_name(const char *what, double p, char *buf, size_t n);
 
+/* The TTFT, TPOT and E2EL statistics ({ttft,tpot,e2el}_{mean,std,p<P>}_ms: mean, population
+ * std, the experiment root's percentiles) of the finished requests arriving in [from, to]
+ * (the measurement window's, measure.h; -inf, inf: all), then the ITLs' over the whole
+ * run, into out; p99[] gets the TTFT, TPOT and E2EL 99th percentiles (the SLO check).
+ * No such request: every one of them NaN (an empty cell). */
+void pb_point_latencies(pb_metrics *m, const pb_node *root, double from, double to, pb_point_metrics *out,
+                        double p99[3]);
+
 /* Fill out from the finished run m (title heads the summary block; the experiment's
  * `measure:` window, measure.h, sets the averages: m must have recorded its steps when
  * pb_measure_needs_steps says so, and its request rows are made), then write

@@ -14,7 +14,7 @@ typedef struct {
 
 static const banded BANDED[] = {
     {"normalized_latency", SCALE_TIME}, {"ttft_mean_ms", SCALE_TIME},        {"tpot_mean_ms", SCALE_TIME},
-    {"e2e_mean_s", SCALE_TIME},         {"request_throughput_per_s", SCALE_RATE},
+    {"e2el_mean_ms", SCALE_TIME},         {"request_throughput_per_s", SCALE_RATE},
     {"output_token_throughput_per_s", SCALE_RATE},                           {"batched_requests", SCALE_NONE},
 };
 static const char *const REPLICA_ONLY[] = {"saving_pct", "token_states_pct"};

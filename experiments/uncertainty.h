@@ -19,7 +19,7 @@
  *              step_factor_lo and step_factor_hi (pb_sim_params.time_scale): 3x its cost;
  *   off        no intervals.
  * _lo / _hi are the smallest and largest of the nominal value and the two scaled ones.
- * Banded metrics: normalized_latency, ttft_mean_ms, tpot_mean_ms, e2e_mean_s,
+ * Banded metrics: normalized_latency, ttft_mean_ms, tpot_mean_ms, e2el_mean_ms,
  * request_throughput_per_s, output_token_throughput_per_s, batched_requests; replicas
  * add saving_pct and token_states_pct.  The interval covers the calibration's error on
  * step time, not the trace's sampling noise; a real executor (cpu, cuda) gets none. */

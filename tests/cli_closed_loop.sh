@@ -8,6 +8,8 @@
 #     finish (its row's arrival_s ignored), never has more than 2 requests outstanding,
 #     and the same YAML without the client replays the rows' times; the vLLM-layout
 #     JSON says max_concurrency 2 (vLLM's field);
+#   - a `measure: {warmup_s: 1}` window under the client averages the requests sent
+#     from 1 s on (measured_requests, their mean TTFT);
 #   - `trace --config` names the client settings; a conversation on a dataset without
 #     conversation ids is an error at its line (exit 2, nothing written).
 #   bash tests/cli_closed_loop.sh build/cpu/pagedbench
@@ -36,7 +38,7 @@ else bad "trace --from: $(cat "$T/e")"; fi
 [ $rc = 2 ] && grep -q "has no conversations" "$T/e" && ok "--history append without conversations: exit 2" ||
     bad "rc $rc: $(cat "$T/e")"
 
-yaml() {   # $1: file, $2: extra workload keys
+yaml() {   # $1: file, $2: extra workload keys, $3: an extra top-level line
     cat >"$1" <<EOF
 name: closed
 figure: closed
@@ -46,9 +48,11 @@ workload: {trace: $T/conv.csv$2}
 systems:
   - {name: vllm, label: vLLM, type: vllm}
 EOF
+    if [ -n "${3:-}" ]; then echo "$3" >>"$1"; fi
 }
 yaml "$T/closed.yaml" ", conversation: {think_time_s: 2}, max_concurrency: 2"
 yaml "$T/open.yaml" ""
+yaml "$T/window.yaml" ", conversation: {think_time_s: 2}, max_concurrency: 2" "measure: {warmup_s: 1}"
 
 # one line per request: prompt_len arrival_s finish_s (the prompts are unique)
 rows() { awk -F, 'NR == 1 { for (i = 1; i <= NF; i++) c[$i] = i; next }
@@ -77,6 +81,17 @@ if (cd "$T" && "$PB" run open.yaml --results o --requests --quiet >/dev/null 2>"
     rows "$T/o/closed.requests.csv" | awk '$1 == 245 { exit !($2 > 8.999 && $2 < 9.001) }' &&
         ok "without the client the rows' times are replayed" || bad "open replay: $(rows "$T/o/closed.requests.csv" | tr '\n' ' ')"
 else bad "run open.yaml: $(cat "$T/e")"; fi
+
+# a warm-up window (measure.h) under the client: the requests sent from 1 s on are averaged
+if (cd "$T" && "$PB" run window.yaml --results w --requests --quiet >/dev/null 2>"$T/e"); then
+    awk -F, 'FNR == NR && FNR == 1 { for (i = 1; i <= NF; i++) c[$i] = i; next }
+             FNR == NR { if ($c["arrival_s"] >= 1) { n++; s += $c["ttft_ms"] }; next }
+             FNR == 1 { for (i = 1; i <= NF; i++) d[$i] = i; next }
+             { m = $d["measured_requests"]; t = $d["ttft_mean_ms"] }
+             END { if (m != n || n == 0 || (t - s / n) * (t - s / n) > 1e-12 * t * t) { print m, n, t, s / n; exit 1 } }' \
+        "$T/w/closed.requests.csv" "$T/w/closed.csv" >"$T/why" &&
+        ok "measure.warmup_s under a client: the requests sent from 1 s on, their mean TTFT" || bad "window: $(cat "$T/why")"
+else bad "run window.yaml: $(cat "$T/e")"; fi
 
 "$PB" trace --config "$T/closed.yaml" >/dev/null 2>"$T/e" &&
     grep -q "closed loop (think 2 s fixed, history as given), max concurrency 2" "$T/e" &&

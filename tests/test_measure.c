@@ -8,6 +8,7 @@
 #include "measure.h"
 #include "metrics.h"
 #include "pbtest.h"
+#include "point_out.h"   /* pb_point_latencies: the window's TTFT, TPOT, E2EL */
 
 /* request i: arrival i s, output 10 tokens, first token 0.5 s later, finish 2 + 2i s
    after arrival, so normalized latency (2 + 2i) / 10; request 1 has two sequences */
@@ -55,6 +56,9 @@ PB_TEST(defaults_change_nothing) {
     memset(&out, 0, sizeof out);
     pb_measure_apply(&w, 4, m, &out);
     PB_CHECK(out.n == 0);
+    double from, to;
+    pb_measure_request_window(&w, 4, m, &from, &to);
+    PB_CHECK(from == -INFINITY && to == INFINITY);
     pb_metrics_destroy(m);
     pb_trace_free(&t);
 }
@@ -70,12 +74,18 @@ PB_TEST(requests_by_arrival) {
     pb_point_metrics out;
     memset(&out, 0, sizeof out);
     pb_measure_apply(&w, 4, m, &out);
+    double from, to, p99[3];
+    pb_measure_request_window(&w, 4, m, &from, &to);
+    PB_CHECK(from == 1 && to == 2.5);
+    pb_point_latencies(m, NULL, from, to, &out, p99);
     PB_CHECK_NEAR(pb_pm_get(&out, "measured_requests", -1), 2, 0);
     /* per sequence: request 1 (0.4 s/token) twice, request 2 (0.6) once */
     PB_CHECK_NEAR(pb_pm_get(&out, "normalized_latency", -1), (0.4 + 0.4 + 0.6) / 3, 1e-12);
     PB_CHECK_NEAR(pb_pm_get(&out, "normalized_latency_p50", -1), 0.4, 1e-12);
     PB_CHECK_NEAR(pb_pm_get(&out, "ttft_mean_ms", -1), 500, 1e-9);
-    PB_CHECK_NEAR(pb_pm_get(&out, "e2e_mean_s", -1), (4 + 6) / 2.0, 1e-12);
+    PB_CHECK_NEAR(pb_pm_get(&out, "e2el_mean_ms", -1), (4 + 6) / 2.0 * 1e3, 1e-9);
+    PB_CHECK_NEAR(pb_pm_get(&out, "e2el_std_ms", -1), 1e3, 1e-9);
+    PB_CHECK_NEAR(p99[2], (4 + 0.99 * 2) * 1e3, 1e-9);
     PB_CHECK_NEAR(pb_pm_get(&out, "tpot_p50_ms", -1), ((3.5 / 9) + (5.5 / 9)) / 2 * 1e3, 1e-9);
     pb_metrics_destroy(m);
     pb_trace_free(&t);
@@ -122,11 +132,14 @@ PB_TEST(empty_window) {
     pb_point_metrics out;
     memset(&out, 0, sizeof out);
     pb_measure_apply(&w, 4, m, &out);
+    double from, to, p99[3];
+    pb_measure_request_window(&w, 4, m, &from, &to);
+    pb_point_latencies(m, NULL, from, to, &out, p99);
     PB_CHECK_NEAR(pb_pm_get(&out, "measured_requests", -1), 0, 0);
     PB_CHECK_NEAR(pb_pm_get(&out, "measured_steps", -1), 0, 0);
     /* nothing to average: undefined (an empty cell), never a zero (point_out.h) */
     static const char *const UNDEFINED[] = {"normalized_latency", "normalized_latency_p99", "ttft_mean_ms",
-                                            "tpot_p50_ms", "e2e_mean_s", "batched_requests", "batched_seqs",
+                                            "tpot_p50_ms", "e2el_mean_ms", "batched_requests", "batched_seqs",
                                             "token_states_pct", "external_frag_pct", "saving_pct"};
     for (size_t i = 0; i < PB_ARRAY_LEN(UNDEFINED); i++) PB_CHECK(isnan(pb_pm_get(&out, UNDEFINED[i], 0)));
     pb_metrics_destroy(m);

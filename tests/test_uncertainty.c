@@ -163,8 +163,8 @@ PB_TEST(every_metric_set_is_known) {
     PB_REQUIRE(pb_system_run_point(&pt, m, msg, sizeof msg, NULL) == PB_OK);
     PB_CHECK(pb_pm_get(m, "saving_pct_hi", NAN) >= 0 && pb_pm_get(m, "measured_steps", 0) > 0);
     for (int i = 0; i < m->n; i++) {
-        if (!pb_point_metric_known(m->name[i])) fprintf(stderr, "  %s: not in point_out.c's tables\n", m->name[i]);
-        PB_CHECK(pb_point_metric_known(m->name[i]));
+        if (!pb_point_metric_known(pt.root, m->name[i])) fprintf(stderr, "  %s: not in point_out.c's tables\n", m->name[i]);
+        PB_CHECK(pb_point_metric_known(pt.root, m->name[i]));
     }
     free(m);
     pb_experiment_destroy(e);
