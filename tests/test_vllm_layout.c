@@ -109,7 +109,6 @@ static const char *cellv(const pb_csv_table *t, int r, const char *col) {
 PB_TEST(a_points_json_holds_every_field_that_applies) {
     const char *bin = getenv("PAGEDBENCH_BIN");
     if (!bin || !*bin) PB_SKIP("PAGEDBENCH_BIN not set (run through ctest)");
-    if (!pb_test_shared_data()) PB_SKIP("../shared/data absent (alpaca lengths)");
     char dir[] = "/tmp/pb_vllm_XXXXXX";
     PB_REQUIRE(mkdtemp(dir));
     char path[512], cmd[2048];
