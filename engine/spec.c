@@ -21,6 +21,9 @@ const pb_key pb_model_schema[] = {
     {.name = "max_len", .type = PB_T_INT, .required = true, .lo = 1, .hi = 1 << 24, .doc = "maximum sequence length"},
     {.name = "n_params", .type = PB_T_NUM, .required = true, .lo = 1, .hi = 1e15, .doc = "parameter count"},
     {.name = "dtype", .type = PB_T_ENUM, .choices = "fp16|bf16|fp32", .dflt = "fp16", .doc = "weight and KV dtype"},
+    {.name = "n_experts", .type = PB_T_INT, .lo = 1, .hi = 1 << 16, .dflt = "1",
+     .doc = "FFN experts a layer (HF num_local_experts); the cost model prices dense FFNs only, so a "
+            "mixture of experts (above 1) is refused"},
     {.name = "sources", .type = PB_T_MAP, .doc = "key -> where the number comes from"},
     {0},
 };
@@ -83,6 +86,13 @@ pb_status pb_model_from_node(const pb_node *n, pb_model *m, pb_cfg_err *err) {
     m->max_len = (int32_t)pb_schema_int(S, n, "max_len");
     m->n_params = pb_schema_num(S, n, "n_params");
     m->dtype_bytes = strcmp(pb_schema_str(S, n, "dtype"), "fp32") == 0 ? 4 : 2;
+    int64_t experts = pb_schema_int(S, n, "n_experts");
+    if (experts > 1)
+        return pb_cfg_fail(err, pb_node_get(n, "n_experts"), false,
+                           "model.n_experts: %lld experts a layer: a mixture-of-experts model cannot be priced "
+                           "(the cost model knows dense FFN layers only: no router, no per-expert GEMMs of the "
+                           "tokens routed to them, no expert parallelism); refused rather than approximated",
+                           (long long)experts);
     if (m->n_heads % m->n_kv_heads)
         return pb_cfg_fail(err, pb_node_get(n, "n_kv_heads"), false,
                            "model.n_kv_heads: %d does not divide n_heads %d", m->n_kv_heads, m->n_heads);

@@ -59,7 +59,8 @@ extern const pb_key pb_model_schema[];
 extern const pb_key pb_hardware_schema[];
 
 /* Fill a spec from a validated map node.  A hardware map must have a source for
- * every number it sets (errors name the key).  Returns PB_OK or PB_ERR_INVALID. */
+ * every number it sets (errors name the key).  A model map with n_experts > 1 (a
+ * mixture of experts) is refused: the cost model prices dense FFN layers only.  Returns PB_OK or PB_ERR_INVALID. */
 pb_status pb_model_from_node(const pb_node *n, pb_model *out, pb_cfg_err *err);
 pb_status pb_hw_from_node(const pb_node *n, pb_hw *out, pb_cfg_err *err);
 /* Load a spec by name from spec_dir/{models,hardware}/<name>.yaml. */

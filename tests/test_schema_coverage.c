@@ -298,6 +298,8 @@ static const kcase CASES[] = {
     E("model.max_len", "long", "model.max_len=1024"),
     E("model.n_params", "spec", "model.n_params=6.5e9"),
     E("model.dtype", "sim", "model.dtype=fp32"),
+    {"model.n_experts", "sim", "model.n_experts=1", NULL, LABEL,
+     "1 (dense, the default) is the only value priced: any other is refused (tests/hostile/38-model-mixture-of-experts)"},
     L("model.sources", "provenance of each number"),
     /* hardware spec */
     {"hardware.name", "sim", NULL, NULL, LABEL, "the GPU's display name"},
