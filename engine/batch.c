@@ -125,6 +125,7 @@ void pb_batch_set_padded(pb_batch_builder *bb, int32_t max_paddings) {
 
 void pb_batch_take_slot_copies(pb_batch_builder *bb, pb_kv_manager *kv) {
     bb->b.n_slot_copies = pb_kv_take_slot_copies(kv, &bb->b.slot_copies);
+    pb_kv_take_tier_moves(kv, &bb->swap_out, &bb->swap_in);
 }
 
 bool pb_batch_runs(const pb_batch_builder *bb) {

@@ -101,7 +101,8 @@ static inline int64_t pb_batch_tokens(const pb_batch_builder *bb) { return bb->b
 /* Groups in the step (with entries or by sums). */
 static inline int32_t pb_batch_groups(const pb_batch_builder *bb) { return bb->n_groups + bb->sum_groups; }
 /* The range copies the manager queued for this step (a contiguous manager's forks,
-   kv_manager.h take_slot_copies), after the scheduler is done. */
+   kv_manager.h take_slot_copies) and its CPU tier's moves (take_tier_moves, onto the
+   swap maps), after the scheduler is done. */
 void pb_batch_take_slot_copies(pb_batch_builder *bb, pb_kv_manager *kv);
 /* Does the step run anything (entries, decodes or memory operations)? */
 bool pb_batch_runs(const pb_batch_builder *bb);

@@ -46,7 +46,24 @@
  *       a cached block uses one of them).
  * A published block is full, so no append ever writes it: copy on write only ever
  * copies a partial last block.  usage() counts cached blocks as free slots
- * (gpu_blocks_free includes them; gpu_blocks_cached tells them). */
+ * (gpu_blocks_free includes them; gpu_blocks_cached tells them).
+ *
+ * The CPU tier (n_tier_blocks > 0, with prefix caching; vLLM's CPU offloading
+ * connector, LMCache): a cached block evicted from the GPU SPILLS to a CPU block of
+ * the tier (its content copied GPU -> CPU), unless the tier holds that hash already;
+ * a full tier first drops its least recently spilled block.  Lookups that miss on the
+ * GPU look in the tier: a hit there RELOADS the block into a new GPU block (CPU -> GPU)
+ * and publishes it on the GPU again; the tier's copy is released (the tiers are
+ * exclusive).  Spills and reloads are (gpu, cpu) / (cpu, gpu) pairs the manager queues
+ * and take_tier_moves hands to the engine, which adds them to the step's swap-out and
+ * swap-in maps: the executors run and price them as swaps (swap-outs before swap-ins,
+ * then the model), so a spill's source is read before its GPU block is reused and a
+ * reload lands before attention reads it.  A reloaded block's CPU copy stays held
+ * until the next take (no spill of the same step can overwrite it before it is read).
+ * Tier blocks live in the CPU pool beside the swap space (the pool has both); swapping
+ * never uses the tier's share, and never swaps out a block whose reload is still
+ * queued (a group is swapped out in a later step than the one that admitted it).  Admission counts a tier hit like a miss (one GPU
+ * block); cached_tokens counts its tokens as cached (no prefill). */
 #ifndef PB_BLOCK_MANAGER_H
 #define PB_BLOCK_MANAGER_H
 
@@ -69,9 +86,10 @@ typedef struct {
     int32_t n_cpu_blocks;    /* swap-space blocks (clamped to n_gpu_blocks)          */
     double watermark;        /* fraction of GPU blocks kept free at admission         */
     bool prefix_caching;     /* automatic prefix caching (above); false               */
+    int32_t n_tier_blocks;   /* the CPU tier (below; needs prefix_caching); 0 = none  */
 } pb_paged_params;
 
-/* PB_PAGED_BLOCK_SIZE, 0, 0, PB_PAGED_WATERMARK, false */
+/* PB_PAGED_BLOCK_SIZE, 0, 0, PB_PAGED_WATERMARK, false, 0 */
 void pb_paged_params_default(pb_paged_params *p);
 
 /* Create a paged manager (n_gpu_blocks >= 1, block_size >= 1). */
@@ -93,6 +111,10 @@ typedef struct {
     int64_t evictions;           /* cached blocks given up for new ones              */
     int32_t cached_blocks;       /* evictable: published, ref 0                       */
     int32_t published_blocks;    /* in the hash table (in use or cached)              */
+    /* the CPU tier: tokens of hit_tokens found there, blocks spilled to it, reloaded
+       from it and dropped from it (full), blocks it holds now */
+    int64_t tier_hit_tokens, tier_spills, tier_reloads, tier_drops;
+    int32_t tier_blocks;
 } pb_paged_cache_stats;
 void pb_paged_cache_stats_get(const pb_kv_manager *m, pb_paged_cache_stats *out);
 /* The cached block evicted next (-1: none) and whether GPU block blk is published. */

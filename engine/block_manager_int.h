@@ -77,10 +77,41 @@ typedef struct {
     int32_t *hit_scratch;    /* allocate(): pinned hits of all sequences             */
     int32_t hit_cap;
     int64_t hit_tokens, query_tokens, evictions;
+    /* the CPU tier (block_manager.h; all empty when n_tier is 0): blocks of the cpu
+       pool holding spilled cached KV.  tier[c]: TIER_NONE, TIER_IDLE (in the tier's
+       hash table and LRU), TIER_CLAIMED (hit by the allocation in progress: in the
+       hash table, off the LRU), TIER_RELEASING (reloaded; its CPU block held until
+       the next take_tier_moves) */
+    int32_t n_tier, tier_used;            /* capacity; blocks in any state but NONE  */
+    uint8_t *tier;                        /* [cpu blocks]                            */
+    uint64_t *tier_hash;                  /* [cpu blocks]                            */
+    int32_t *tier_ht_head, *tier_ht_next; /* [tier_ht_mask + 1], [cpu blocks]        */
+    uint32_t tier_ht_mask;
+    int32_t *tier_prev, *tier_next;       /* [cpu blocks] IDLE blocks, LRU first     */
+    int32_t tier_head, tier_tail, n_tier_idle;
+    int32_t *tier_gpu;                    /* [cpu blocks] CLAIMED: its GPU block or -1 */
+    pb_pair_vec tier_out, tier_in;        /* queued spills (gpu, cpu), reloads (cpu, gpu) */
+    int32_t *releasing;                   /* RELEASING blocks, n_releasing of them    */
+    int32_t n_releasing;
+    int64_t tier_hit_tokens, tier_spills, tier_reloads, tier_drops;
     struct bm_replay *rp;    /* bm_replay.c's state; NULL before its first replay   */
 } bm;
 
 static inline bm *BM(pb_kv_manager *m) { return (bm *)m->impl; }
+
+enum { TIER_NONE = 0, TIER_IDLE, TIER_CLAIMED, TIER_RELEASING };
+
+/* CPU blocks swapping may still take: the pool's free blocks less the tier's room. */
+static inline int32_t bm_swap_free(const bm *b) {
+    return pb_block_alloc_free_count(b->cpu) - (b->n_tier - b->tier_used);
+}
+
+/* Is a reload into GPU block g queued (not yet taken by the engine)? */
+static inline bool bm_reload_queued(const bm *b, int32_t g) {
+    for (int32_t i = 0; i < b->tier_in.n; i++)
+        if (b->tier_in.v[i].dst == g) return true;
+    return false;
+}
 
 /* GPU blocks an allocation can take: free, then evictable cached ones. */
 static inline int32_t bm_gpu_avail(const bm *b) { return pb_block_alloc_free_count(b->gpu) + b->n_lru; }
@@ -172,8 +203,14 @@ pb_status bm_cache_allocate(bm *b, pb_group *g, pb_pair_vec *copies);
 int32_t bm_cached_tokens(pb_kv_manager *m, const pb_group *g);   /* kv_manager.h */
 void bm_computed(pb_kv_manager *m, pb_seq *s, int32_t n);        /* kv_manager.h */
 /* The cache's invariants (the hash table, the LRU list and the tables' hash chains
-   agree); PB_OK without caching when nothing of it is in use. */
+   agree; the CPU tier's table, LRU, states and queued moves agree); PB_OK without
+   caching when nothing of it is in use. */
 pb_status bm_cache_check(bm *b);
+/* The CPU tier's arrays for a cpu pool of n_cpu blocks (n_tier of them the tier's), its
+   take_tier_moves (kv_manager.h) and its release. */
+void bm_tier_init(bm *b, int32_t n_tier, int32_t n_cpu);
+void bm_take_tier_moves(pb_kv_manager *m, pb_pair_vec *swap_out, pb_pair_vec *swap_in);
+void bm_tier_free(bm *b);
 
 /* bm_replay.c */
 extern const pb_kv_replay_i bm_replay_ops;

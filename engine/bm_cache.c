@@ -1,8 +1,9 @@
 /* bm_cache.c -- the paged manager's automatic prefix caching (block_manager.h):
  * chain hashes of full blocks, the hash table of published blocks, the LRU list of
  * cached ones (published, at ref 0), lookups and the allocation that maps hits, the
- * publication of computed blocks, and the GPU pool's block source with eviction
- * (bm_gpu_get / bm_gpu_release, every GPU block of the manager passes through them). */
+ * publication of computed blocks, the GPU pool's block source with eviction
+ * (bm_gpu_get / bm_gpu_release, every GPU block of the manager passes through them),
+ * and the CPU tier that evicted blocks spill to and hits reload from. */
 #include "block_manager_int.h"
 
 #include <stdlib.h>
@@ -81,12 +82,175 @@ static void lru_remove(bm *b, int32_t blk) {
     b->n_lru--;
 }
 
+/* ---- the CPU tier (block_manager.h) ---- */
+
+void bm_tier_init(bm *b, int32_t n_tier, int32_t n_cpu) {
+    b->n_tier = n_tier;
+    b->tier_head = b->tier_tail = -1;
+    if (n_tier == 0) return;
+    size_t n = (size_t)n_cpu + 1;
+    uint32_t buckets = 16;
+    while (buckets < 2u * (uint32_t)n_tier && buckets < (1u << 30)) buckets *= 2;
+    b->tier_ht_mask = buckets - 1;
+    b->tier_ht_head = pb_xmalloc((size_t)buckets * sizeof(int32_t));
+    for (uint32_t i = 0; i < buckets; i++) b->tier_ht_head[i] = -1;
+    b->tier_ht_next = pb_xcalloc(n, sizeof(int32_t));
+    b->tier = pb_xcalloc(n, 1);
+    b->tier_hash = pb_xcalloc(n, sizeof(uint64_t));
+    b->tier_prev = pb_xcalloc(n, sizeof(int32_t));
+    b->tier_next = pb_xcalloc(n, sizeof(int32_t));
+    b->tier_gpu = pb_xcalloc(n, sizeof(int32_t));
+    b->releasing = pb_xcalloc(n, sizeof(int32_t));
+}
+
+void bm_tier_free(bm *b) {
+    free(b->tier_ht_head);
+    free(b->tier_ht_next);
+    free(b->tier);
+    free(b->tier_hash);
+    free(b->tier_prev);
+    free(b->tier_next);
+    free(b->tier_gpu);
+    free(b->releasing);
+    pb_pair_vec_free(&b->tier_out);
+    pb_pair_vec_free(&b->tier_in);
+}
+
+static int32_t tier_find(const bm *b, uint64_t h) {
+    if (b->n_tier == 0) return -1;
+    for (int32_t c = b->tier_ht_head[h & b->tier_ht_mask]; c >= 0; c = b->tier_ht_next[c])
+        if (b->tier_hash[c] == h) return c;
+    return -1;
+}
+
+static void tier_unlink(bm *b, int32_t c) {   /* out of the tier's hash table */
+    int32_t *p = &b->tier_ht_head[b->tier_hash[c] & b->tier_ht_mask];
+    while (*p != c) p = &b->tier_ht_next[*p];
+    *p = b->tier_ht_next[c];
+}
+
+static void tier_lru_push(bm *b, int32_t c) {
+    b->tier_prev[c] = b->tier_tail;
+    b->tier_next[c] = -1;
+    if (b->tier_tail >= 0) b->tier_next[b->tier_tail] = c;
+    else b->tier_head = c;
+    b->tier_tail = c;
+    b->n_tier_idle++;
+}
+
+static void tier_lru_remove(bm *b, int32_t c) {
+    int32_t p = b->tier_prev[c], n = b->tier_next[c];
+    if (p >= 0) b->tier_next[p] = n;
+    else b->tier_head = n;
+    if (n >= 0) b->tier_prev[n] = p;
+    else b->tier_tail = p;
+    b->n_tier_idle--;
+}
+
+/* The queued move of vec whose block (its src when src_side, else its dst) is blk,
+ * removed (the others keep their order); false when there is none. */
+static bool unqueue(pb_pair_vec *vec, int32_t blk, bool src_side) {
+    for (int32_t i = 0; i < vec->n; i++)
+        if ((src_side ? vec->v[i].src : vec->v[i].dst) == blk) {
+            memmove(vec->v + i, vec->v + i + 1, (size_t)(vec->n - i - 1) * sizeof *vec->v);
+            vec->n--;
+            return true;
+        }
+    return false;
+}
+
+static void tier_link(bm *b, int32_t c) {   /* into the tier's hash table and LRU, IDLE */
+    uint32_t i = (uint32_t)(b->tier_hash[c] & b->tier_ht_mask);
+    b->tier[c] = TIER_IDLE;
+    b->tier_ht_next[c] = b->tier_ht_head[i];
+    b->tier_ht_head[i] = c;
+    tier_lru_push(b, c);
+}
+
+/* Published GPU block v (ref 0), about to be evicted, spills to the tier: a CPU block
+ * of the tier gets a copy (a queued (v, c) move), unless the tier holds its hash
+ * already.  A full tier first drops its least recently spilled idle block (and a
+ * spill into it queued this step); with none idle the content is lost as without a
+ * tier.  A v whose reload from c is queued this step (its KV not there yet) puts c
+ * back into the tier instead, the reload unqueued. */
+static void tier_spill(bm *b, int32_t v) {
+    uint64_t h = b->blk_hash[v];
+    for (int32_t i = 0; i < b->n_releasing; i++) {
+        int32_t c = b->releasing[i];
+        if (b->tier_gpu[c] != v || !unqueue(&b->tier_in, c, true)) continue;
+        b->releasing[i] = b->releasing[--b->n_releasing];
+        b->tier_gpu[c] = -1;
+        b->tier_reloads--;
+        tier_link(b, c);
+        return;
+    }
+    if (tier_find(b, h) >= 0) return;
+    if (b->tier_used == b->n_tier) {
+        int32_t d = b->tier_head;
+        if (d < 0) return;
+        tier_lru_remove(b, d);
+        tier_unlink(b, d);
+        b->tier[d] = TIER_NONE;
+        pb_block_alloc_decref(b->cpu, d);
+        b->tier_used--;
+        b->tier_drops++;
+        if (unqueue(&b->tier_out, d, false)) b->tier_spills--;   /* never read: not copied */
+    }
+    int32_t c = pb_block_alloc_get(b->cpu);
+    PB_ASSERT(c >= 0);   /* swapping never takes the tier's room (bm_swap_free) */
+    pb_block_alloc_set_fill(b->cpu, c, b->bs);
+    b->tier_hash[c] = h;
+    tier_link(b, c);
+    b->tier_used++;
+    b->tier_spills++;
+    pb_pair_vec_push(&b->tier_out, v, c);
+}
+
+/* The GPU block of claimed tier block c for this allocation: the first time a new
+ * GPU block (ref 1), its content reloaded from c (a queued (c, g) move) and published
+ * under c's hash, c leaving the tier; afterwards one more reference to it. */
+static int32_t tier_reload(bm *b, int32_t c) {
+    int32_t g = b->tier_gpu[c];
+    if (g >= 0) {
+        pb_block_alloc_incref(b->gpu, g);
+        return g;
+    }
+    PB_ASSERT(b->tier[c] == TIER_CLAIMED);
+    g = bm_gpu_get(b);
+    PB_ASSERT(g >= 0);
+    pb_block_alloc_set_fill(b->gpu, g, b->bs);
+    publish(b, g, b->tier_hash[c]);
+    tier_unlink(b, c);
+    b->tier[c] = TIER_RELEASING;
+    b->releasing[b->n_releasing++] = c;
+    b->tier_gpu[c] = g;
+    b->tier_reloads++;
+    pb_pair_vec_push(&b->tier_in, c, g);
+    return g;
+}
+
+void bm_take_tier_moves(pb_kv_manager *m, pb_pair_vec *swap_out, pb_pair_vec *swap_in) {
+    bm *b = BM(m);
+    for (int32_t i = 0; i < b->tier_out.n; i++) pb_pair_vec_push(swap_out, b->tier_out.v[i].src, b->tier_out.v[i].dst);
+    for (int32_t i = 0; i < b->tier_in.n; i++) pb_pair_vec_push(swap_in, b->tier_in.v[i].src, b->tier_in.v[i].dst);
+    pb_pair_vec_clear(&b->tier_out);
+    pb_pair_vec_clear(&b->tier_in);
+    for (int32_t i = 0; i < b->n_releasing; i++) {   /* their reloads are queued now: free */
+        int32_t c = b->releasing[i];
+        b->tier[c] = TIER_NONE;
+        pb_block_alloc_decref(b->cpu, c);
+        b->tier_used--;
+    }
+    b->n_releasing = 0;
+}
+
 /* A GPU block (ref 1, fill 0): a free one, else the least recently used cached one is
- * evicted for it; -1 when neither exists. */
+ * evicted for it (spilling to the CPU tier when there is one); -1 when neither exists. */
 int32_t bm_gpu_get(bm *b) {
     if (pb_block_alloc_free_count(b->gpu) == 0 && b->lru_head >= 0) {
         int32_t v = b->lru_head;
         b->evictions++;
+        if (b->n_tier) tier_spill(b, v);
         lru_remove(b, v);
         unpublish(b, v);
         pb_block_alloc_evict(b->gpu, v);
@@ -117,9 +281,9 @@ static void cache_hit(bm *b, int32_t blk) {
 /* Cache lookup for WAITING s (len tokens): the chain hashes of its full blocks, and
  * the published blocks that hold blocks j0, j0 + 1, ... up to the first miss, only
  * among the known blocks of its first len - 1 tokens (the last token is always
- * computed).  Writes
- * the hashes of blocks [0, j0 + hits) to hashes and the hit blocks to blks (either
- * may be NULL).  Returns the hits. */
+ * computed); a block not on the GPU is looked up in the CPU tier (hit c: ~c, < 0).
+ * Writes the hashes of blocks [0, j0 + hits) to hashes and the hit blocks to blks
+ * (either may be NULL).  Returns the hits. */
 static int32_t lookup(const bm *b, const pb_seq *s, int32_t j0, uint64_t *hashes, int32_t *blks) {
     int32_t max = known_blocks(b, s, s->len - 1), k = 0;
     if (hashes) PB_ASSERT(j0 <= max);
@@ -128,7 +292,11 @@ static int32_t lookup(const bm *b, const pb_seq *s, int32_t j0, uint64_t *hashes
         h = block_hash(b, s, h, j);
         if (j >= j0) {
             int32_t blk = ht_find(b, h);
-            if (blk < 0) break;
+            if (blk < 0) {
+                int32_t c = tier_find(b, h);
+                if (c < 0) break;
+                blk = ~c;
+            }
             if (blks) blks[k] = blk;
             k++;
         }
@@ -150,8 +318,9 @@ static void hit_scratch_reserve(bm *b, int32_t n) {
 }
 
 /* Blocks allocate(g) takes from the available ones (free + evictable): new blocks,
- * plus the distinct evictable blocks its hits take off the LRU.  *mapped: distinct
- * blocks g maps (new or hit), what an empty cache would need. */
+ * plus the distinct evictable blocks its hits take off the LRU and a block for each
+ * distinct CPU-tier hit.  *mapped: distinct blocks g maps (new or hit), what an
+ * empty cache would need. */
 static int32_t cache_need(bm *b, const pb_group *g, int32_t *mapped) {
     int32_t bs = b->bs, per_seq = PB_CDIV(g->len, bs), shared = sibling_shared(b, g);
     hit_scratch_reserve(b, per_seq);
@@ -163,7 +332,12 @@ static int32_t cache_need(bm *b, const pb_group *g, int32_t *mapped) {
         need += per_seq - j0 - k;
         for (int32_t x = 0; x < k; x++) {
             int32_t blk = b->hit_scratch[x];
-            if (pb_block_alloc_ref(b->gpu, blk) == 0 && b->stamp_gpu[blk] != ep) {
+            if (blk < 0) {
+                if (b->stamp_cpu[~blk] != ep) {
+                    b->stamp_cpu[~blk] = ep;
+                    need++;
+                }
+            } else if (pb_block_alloc_ref(b->gpu, blk) == 0 && b->stamp_gpu[blk] != ep) {
                 b->stamp_gpu[blk] = ep;
                 need++;
             }
@@ -181,7 +355,8 @@ pb_alloc_status bm_cache_can_allocate(bm *b, const pb_group *g) {
 }
 
 /* allocate() with the cache: every sequence first takes its hits (pinned, so that no
- * eviction for another sequence's new blocks can take them), then its new blocks. */
+ * eviction for another sequence's new blocks can take them; a CPU-tier hit is claimed:
+ * off the tier's LRU, so that no spill drops it), then its reloads and new blocks. */
 pb_status bm_cache_allocate(bm *b, pb_group *g, pb_pair_vec *copies) {
     int32_t mapped;
     if (cache_need(b, g, &mapped) > bm_gpu_avail(b)) return PB_ERR_NO_SPACE;
@@ -198,7 +373,16 @@ pb_status bm_cache_allocate(bm *b, pb_group *g, pb_pair_vec *copies) {
         int32_t j0 = i == 0 ? 0 : shared;
         int32_t k = j0 <= known_blocks(b, s, s->len - 1) ? lookup(b, s, j0, t->hashes, hits + i * per_seq) : 0;
         t->n_hashed = k > 0 ? j0 + k : 0;   /* what the loop below reads back */
-        for (int32_t x = 0; x < k; x++) cache_hit(b, hits[i * per_seq + x]);
+        for (int32_t x = 0; x < k; x++) {
+            int32_t blk = hits[i * per_seq + x];
+            if (blk >= 0) {
+                cache_hit(b, blk);
+            } else if (b->tier[~blk] == TIER_IDLE) {
+                tier_lru_remove(b, ~blk);
+                b->tier[~blk] = TIER_CLAIMED;
+                b->tier_gpu[~blk] = -1;
+            }
+        }
     }
     bm_table *t0 = g->seqs[0]->kv;
     for (int32_t i = 0; i < g->n_seqs; i++) {
@@ -209,11 +393,20 @@ pb_status bm_cache_allocate(bm *b, pb_group *g, pb_pair_vec *copies) {
             pb_block_alloc_incref(b->gpu, t0->blocks[x]);
             bm_table_push(b, t, t0->blocks[x]);
         }
-        for (int32_t x = 0; x < k; x++) bm_table_push(b, t, hits[i * per_seq + x]);
+        int32_t from_tier = 0;
+        for (int32_t x = 0; x < k; x++) {
+            int32_t blk = hits[i * per_seq + x];
+            if (blk < 0) {
+                blk = tier_reload(b, ~blk);
+                from_tier++;
+            }
+            bm_table_push(b, t, blk);
+        }
         int32_t kv = (j0 + k) * bs;
         if (i == 0) {
             b->query_tokens += g->len;
             b->hit_tokens += kv;
+            b->tier_hit_tokens += (int64_t)from_tier * bs;
         }
         s->n_cached = kv;
         bm_extend(b, t, &kv, s->len, copies);
@@ -250,15 +443,104 @@ void bm_computed(pb_kv_manager *m, pb_seq *s, int32_t n) {
     }
 }
 
+/* The CPU tier's invariants (bm_cache_check): tier_used == blocks in a tier state <=
+ * n_tier, each a CPU block of ref 1 and fill bs; its hash table == IDLE blocks (no
+ * CLAIMED one outlives an allocation), each under its hash, no two with one hash; its
+ * LRU == IDLE blocks, linked both ways; RELEASING blocks == the release list; queued
+ * spills go from a GPU block to a tier block, reloads from a RELEASING block to a
+ * published GPU block holding its hash; the swap space (the pool less the tier) never
+ * exceeds the GPU's block count. */
+static pb_status tier_check(bm *b) {
+    if (b->n_tier == 0) {
+        if (b->tier_used || b->tier_out.n || b->tier_in.n || b->n_releasing) {
+            pb_log_error("paged: CPU tier state without a tier");
+            return PB_ERR_INVALID;
+        }
+        return PB_OK;
+    }
+    int32_t n = b->cpu->n_blocks, used = 0, idle = 0, releasing = 0, in_ht = 0;
+    for (int32_t c = 0; c < n; c++) {
+        if (b->tier[c] == TIER_NONE) continue;
+        used++;
+        if (pb_block_alloc_ref(b->cpu, c) != 1 || pb_block_alloc_fill(b->cpu, c) != b->bs) {
+            pb_log_error("paged: tier block %d has ref %d fill %d", c, pb_block_alloc_ref(b->cpu, c),
+                         pb_block_alloc_fill(b->cpu, c));
+            return PB_ERR_INVALID;
+        }
+        if (b->tier[c] == TIER_IDLE) {
+            idle++;
+            if (tier_find(b, b->tier_hash[c]) != c) {
+                pb_log_error("paged: tier block %d not found under its hash", c);
+                return PB_ERR_INVALID;
+            }
+        } else if (b->tier[c] == TIER_RELEASING) {
+            releasing++;
+        } else {
+            pb_log_error("paged: tier block %d in state %d between allocations", c, b->tier[c]);
+            return PB_ERR_INVALID;
+        }
+    }
+    for (uint32_t i = 0; i <= b->tier_ht_mask; i++)
+        for (int32_t c = b->tier_ht_head[i]; c >= 0 && in_ht <= n; c = b->tier_ht_next[c]) {
+            in_ht++;
+            if (b->tier[c] != TIER_IDLE || (b->tier_hash[c] & b->tier_ht_mask) != i) {
+                pb_log_error("paged: tier bucket %u holds block %d (state %d)", i, c, b->tier[c]);
+                return PB_ERR_INVALID;
+            }
+        }
+    int32_t walked = 0, prev = -1;
+    for (int32_t c = b->tier_head; c >= 0 && walked <= n; prev = c, c = b->tier_next[c]) {
+        walked++;
+        if (b->tier[c] != TIER_IDLE || b->tier_prev[c] != prev) {
+            pb_log_error("paged: tier LRU block %d (state %d) or its links wrong", c, b->tier[c]);
+            return PB_ERR_INVALID;
+        }
+    }
+    if (used != b->tier_used || used > b->n_tier || in_ht != idle || walked != idle || idle != b->n_tier_idle ||
+        prev != b->tier_tail || releasing != b->n_releasing) {
+        pb_log_error("paged: tier %d used (counted %d of %d), %d idle: %d hashed, %d walked, %d counted; %d releasing "
+                     "(listed %d)", used, b->tier_used, b->n_tier, idle, in_ht, walked, b->n_tier_idle, releasing,
+                     b->n_releasing);
+        return PB_ERR_INVALID;
+    }
+    for (int32_t i = 0; i < b->n_releasing; i++)
+        if (b->tier[b->releasing[i]] != TIER_RELEASING) {
+            pb_log_error("paged: release list holds tier block %d in state %d", b->releasing[i], b->tier[b->releasing[i]]);
+            return PB_ERR_INVALID;
+        }
+    for (int32_t i = 0; i < b->tier_out.n; i++) {
+        const pb_block_pair *p = &b->tier_out.v[i];
+        if (p->src < 0 || p->src >= b->gpu->n_blocks || p->dst < 0 || p->dst >= n || b->tier[p->dst] == TIER_NONE) {
+            pb_log_error("paged: queued spill %d -> %d not into the tier", p->src, p->dst);
+            return PB_ERR_INVALID;
+        }
+    }
+    for (int32_t i = 0; i < b->tier_in.n; i++) {
+        const pb_block_pair *p = &b->tier_in.v[i];
+        if (p->src < 0 || p->src >= n || b->tier[p->src] != TIER_RELEASING || p->dst < 0 || p->dst >= b->gpu->n_blocks ||
+            !b->pub[p->dst] || b->blk_hash[p->dst] != b->tier_hash[p->src]) {
+            pb_log_error("paged: queued reload %d -> %d not from a released tier block into its GPU copy", p->src,
+                         p->dst);
+            return PB_ERR_INVALID;
+        }
+    }
+    if (pb_block_alloc_used(b->cpu) - b->tier_used > b->gpu->n_blocks) {
+        pb_log_error("paged: swap space %d blocks > GPU %d", pb_block_alloc_used(b->cpu) - b->tier_used, b->gpu->n_blocks);
+        return PB_ERR_INVALID;
+    }
+    return PB_OK;
+}
+
 /* ---- invariants ----
  * The prefix cache: hash table == published blocks (each found under its hash, no
  * two with one hash); LRU list == published blocks at ref 0 == the allocator's cached
  * blocks, linked both ways; per table n_pub <= n_hashed <= full blocks, its hashes
  * the chain of its tokens, and a published block it maps at j < n_hashed carries
- * hashes[j]. */
+ * hashes[j]; the CPU tier's (tier_check). */
 pb_status bm_cache_check(bm *b) {
     if (!b->caching) {
-        if (b->n_lru != 0 || b->lru_head != -1 || b->n_published != 0 || pb_block_alloc_cached(b->gpu) != 0) {
+        if (b->n_lru != 0 || b->lru_head != -1 || b->n_published != 0 || pb_block_alloc_cached(b->gpu) != 0 ||
+            b->n_tier != 0) {
             pb_log_error("paged: cache state without prefix caching");
             return PB_ERR_INVALID;
         }
@@ -322,6 +604,6 @@ pb_status bm_cache_check(bm *b) {
             }
         }
     }
-    return PB_OK;
+    return tier_check(b);
 }
 

@@ -139,6 +139,11 @@ typedef struct {
        for each sequence of the batch, n its context_len (a caching manager publishes
        the blocks that became full).  NULL: nothing to do. */
     void (*computed)(pb_kv_manager *m, pb_seq *s, int32_t n);
+    /* (optional) Block moves queued since the last call by a manager with a CPU tier
+       (block_manager.h): appends (gpu, cpu) spills to swap_out and (cpu, gpu) reloads
+       to swap_in; the engine calls it once per step, after the scheduler, and runs
+       them with the step.  NULL: none. */
+    void (*take_tier_moves)(pb_kv_manager *m, pb_pair_vec *swap_out, pb_pair_vec *swap_in);
     /* Memory breakdown now (O(live sequences) at most). */
     void (*usage)(pb_kv_manager *m, pb_kv_usage *out);
     /* Full invariant check (may be O(everything)); PB_OK or PB_ERR_INVALID with the
@@ -202,6 +207,9 @@ static inline int32_t pb_kv_cached_tokens(pb_kv_manager *m, const pb_group *g) {
 }
 static inline void pb_kv_computed(pb_kv_manager *m, pb_seq *s, int32_t n) {
     if (m->iface->computed) m->iface->computed(m, s, n);
+}
+static inline void pb_kv_take_tier_moves(pb_kv_manager *m, pb_pair_vec *out, pb_pair_vec *in) {
+    if (m->iface->take_tier_moves) m->iface->take_tier_moves(m, out, in);
 }
 static inline void pb_kv_usage_get(pb_kv_manager *m, pb_kv_usage *u) { m->iface->usage(m, u); }
 static inline pb_status pb_kv_check(pb_kv_manager *m) { return m->iface->check(m); }

@@ -76,12 +76,15 @@ static const metric_def METRICS[] = {
     MI("steps", n_steps),
 };
 /* set outside the table: the latencies (latency_metrics, over the requests), the
-   checks and SLO (below), the prefix cache's hit rate, the KV space and the dropped
-   requests (system.c), the measurement window's counts (measure.h), the error bars:
-   the step-time factor interval and the banded metrics' 80% intervals (uncertainty.h) */
+   checks and SLO (below), the prefix cache's hit rate, the KV space, the dropped
+   requests and, with a CPU tier, the hits per tier and the tier's spills, reloads and
+   size in blocks (system.c), the measurement window's counts (measure.h), the error
+   bars: the step-time factor interval and the banded metrics' 80% intervals
+   (uncertainty.h) */
 static const char *const OTHER_METRICS[] = {
     "max_concurrent_requests", "complete", "slo_ttft_ms", "slo_tpot_ms", "slo_e2el_ms", "goodput_fraction",
-    "goodput_per_s", "slo_met", "prefix_hit_pct", "kv_slots", "kv_blocks", "n_dropped", "measured_requests",
+    "goodput_per_s", "slo_met", "prefix_hit_pct", "kv_slots", "kv_blocks", "n_dropped", "prefix_hit_pct_gpu",
+    "prefix_hit_pct_cpu", "kv_tier_spills", "kv_tier_reloads", "kv_tier_blocks", "measured_requests",
     "measured_steps", "step_factor_lo", "step_factor_hi", "normalized_latency_lo", "normalized_latency_hi",
     "ttft_mean_ms_lo", "ttft_mean_ms_hi", "tpot_mean_ms_lo", "tpot_mean_ms_hi", "e2el_mean_ms_lo", "e2el_mean_ms_hi",
     "request_throughput_per_s_lo", "request_throughput_per_s_hi", "output_token_throughput_per_s_lo",

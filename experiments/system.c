@@ -149,6 +149,7 @@ typedef struct {
     const char *executor;
     double fixed_latency_s;
     int64_t n_gpu_blocks, n_cpu_blocks, slots;
+    int64_t n_tier_blocks;      /* the prefix cache's CPU tier (block_manager.h); 0: none */
     const char *policy;
     pb_node *policy_opts;       /* the policy's options (a map, maybe empty)             */
     pb_workload_cfg wc;
@@ -280,6 +281,30 @@ static pb_status plan_executor(plan *P, const pb_node *root, pb_cfg_err *ce) {
     return PB_OK;
 }
 
+/* The prefix cache's CPU tier: kv_cpu_tier_gib of blocks beside the swap space, for a
+   policy that caches blocks by content (its constructor says; made here and dropped). */
+static pb_status plan_cpu_tier(plan *P, const pb_node *sys, double bytes_per_token, const char *kp, pb_cfg_err *ce) {
+    double gib = pb_schema_num(SYS, sys, "kv_cpu_tier_gib");
+    P->n_tier_blocks = 0;
+    if (!(gib > 0)) return PB_OK;
+    const pb_node *at = pb_node_get(sys, "kv_cpu_tier_gib");
+    pb_policy *pol = NULL;
+    pb_status st = pb_policy_create(P->policy, P->policy_opts->n_kids ? P->policy_opts : NULL, &pol, ce);
+    if (st) return st;
+    bool caching = pol->iface->prefix_caching;
+    pb_policy_destroy(pol);
+    if (!caching || !P->type->paged)
+        return pb_cfg_fail(ce, at, false,
+                           "%s.kv_cpu_tier_gib: the CPU tier holds prefix-cached blocks: it needs a paged system "
+                           "whose policy caches by content (policy: prefix_cache), not %s", kp, P->policy);
+    double blocks = floor(gib * GIB / (bytes_per_token * P->block_size));
+    if (blocks < 1 || blocks + (double)PB_MIN(P->n_cpu_blocks, P->n_gpu_blocks) > INT32_MAX - 1)
+        return pb_cfg_fail(ce, at, false, "%s.kv_cpu_tier_gib: %g GiB is %.0f blocks of %d tokens (want 1 to %d)", kp,
+                           gib, blocks, P->block_size, INT32_MAX - 1 - (int32_t)PB_MIN(P->n_cpu_blocks, P->n_gpu_blocks));
+    P->n_tier_blocks = (int64_t)blocks;
+    return PB_OK;
+}
+
 /* The KV space given in token slots: the system's kv_slots, else the executor's; <= 0: none. */
 static int64_t kv_slots_given(const pb_node *root, const pb_node *sys) {
     int64_t kv_slots = pb_schema_int(SYS, sys, "kv_slots");
@@ -290,7 +315,7 @@ static int64_t kv_slots_given(const pb_node *root, const pb_node *sys) {
    the system's kv_slots, else the executor's; real executors cap it at kv_mib.  Sets
    n_gpu_blocks, slots and n_cpu_blocks (the swap pool; paged managers only).  Fails
    when the hardware has no memory left for the KV cache and no kv_slots is given. */
-static pb_status plan_kv_space(plan *P, const pb_node *root, const pb_node *sys, pb_cfg_err *ce) {
+static pb_status plan_kv_space(plan *P, const pb_node *root, const pb_node *sys, const char *kp, pb_cfg_err *ce) {
     const pb_node *exn = executor_map(root);
     bool paged = P->type->paged;
     int32_t unit = paged ? P->block_size : 1;
@@ -322,7 +347,7 @@ static pb_status plan_kv_space(plan *P, const pb_node *root, const pb_node *sys,
     P->n_gpu_blocks = n_gpu_blocks;
     P->n_cpu_blocks = paged ? n_cpu_blocks : 0;
     P->slots = n_gpu_blocks * unit;
-    return PB_OK;
+    return plan_cpu_tier(P, sys, bytes_per_token, kp, ce);
 }
 
 /* This machine's physical memory in bytes (64 GiB when the system does not say). */
@@ -454,7 +479,7 @@ static pb_status plan_point(const pb_experiment *e, int si, const pb_node *root,
         st = plan_kv_manager(P, sys, kp, ce);
     }
     if (!st) st = plan_executor(P, root, ce);
-    if (!st) st = plan_kv_space(P, root, sys, ce);
+    if (!st) st = plan_kv_space(P, root, sys, kp, ce);
     if (!st) st = check_kv_space(P, spec->id, root, sys, kp, ce);
     if (!st) st = plan_workload(P, root, ce);
     if (!st) st = plan_sim(P, root, sys, kp, ce);
@@ -603,6 +628,7 @@ static pb_status make_kv(point_run *R, const pb_point_ctx *pt, char *err, size_t
         pp.n_cpu_blocks = (int32_t)PB_MIN(P->n_cpu_blocks, (int64_t)INT32_MAX);
         pp.watermark = P->watermark;
         pp.prefix_caching = R->policy->iface->prefix_caching;
+        pp.n_tier_blocks = (int32_t)P->n_tier_blocks;
         st = pb_paged_kv_create(&pp, &R->kv);
     } else {
         pb_kv_contiguous_params cp;
@@ -626,7 +652,7 @@ static pb_status make_executor(point_run *R, pb_cfg_err *ce) {
     rp.block_size = paged ? P->block_size : 0;
     rp.num_gpu_blocks = paged ? (int32_t)P->n_gpu_blocks : 0;
     rp.num_slots = paged ? 0 : P->slots;
-    rp.num_cpu_blocks = (int32_t)PB_MIN(P->n_cpu_blocks, (int64_t)INT32_MAX);   /* = the manager's */
+    rp.num_cpu_blocks = (int32_t)PB_MIN(P->n_cpu_blocks + P->n_tier_blocks, (int64_t)INT32_MAX);   /* the manager's */
     rp.fixed_latency_s = P->fixed_latency_s;
     rp.weight_seed = P->seed;
     rp.sample_seed = P->seed;
@@ -685,6 +711,14 @@ static pb_status run_engine(point_run *R, const pb_point_ctx *pt, pb_point_metri
         pb_paged_cache_stats cs;
         pb_paged_cache_stats_get(R->kv, &cs);
         pb_metrics_set_prefix_cache(R->m, cs.hit_tokens, cs.query_tokens);
+        if (R->P.n_tier_blocks > 0) {   /* hits per tier: the tokens found on the GPU and in the CPU tier */
+            double q = (double)cs.query_tokens;
+            pb_pm_set(out, "prefix_hit_pct_gpu", q > 0 ? 100.0 * (double)(cs.hit_tokens - cs.tier_hit_tokens) / q : NAN);
+            pb_pm_set(out, "prefix_hit_pct_cpu", q > 0 ? 100.0 * (double)cs.tier_hit_tokens / q : NAN);
+            pb_pm_set(out, "kv_tier_spills", (double)cs.tier_spills);
+            pb_pm_set(out, "kv_tier_reloads", (double)cs.tier_reloads);
+            pb_pm_set(out, "kv_tier_blocks", (double)R->P.n_tier_blocks);
+        }
     }
     char title[256];
     snprintf(title, sizeof title, "%s (%s)", spec->label, pt->exp->name);

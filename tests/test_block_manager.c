@@ -22,7 +22,7 @@ typedef struct {
     pb_pair_vec copies, map;
 } rig;
 
-static void rig_init_with(rig *r, int32_t bs, int32_t gpu, int32_t cpu, double wm, bool caching) {
+static void rig_init_tier(rig *r, int32_t bs, int32_t gpu, int32_t cpu, double wm, bool caching, int32_t tier) {
     memset(r, 0, sizeof *r);
     pb_paged_params p;
     pb_paged_params_default(&p);
@@ -31,8 +31,12 @@ static void rig_init_with(rig *r, int32_t bs, int32_t gpu, int32_t cpu, double w
     p.n_cpu_blocks = cpu;
     p.watermark = wm;
     p.prefix_caching = caching;
+    p.n_tier_blocks = tier;
     PB_ASSERT(pb_paged_kv_create(&p, &r->kv) == PB_OK);
     r->pool = pb_seq_pool_create(false);
+}
+static void rig_init_with(rig *r, int32_t bs, int32_t gpu, int32_t cpu, double wm, bool caching) {
+    rig_init_tier(r, bs, gpu, cpu, wm, caching, 0);
 }
 static void rig_init(rig *r, int32_t bs, int32_t gpu, int32_t cpu, double wm) {
     rig_init_with(r, bs, gpu, cpu, wm, false);
@@ -599,10 +603,31 @@ PB_TEST(apc_swap_and_recompute_hit_their_own_blocks) {
 /* 100k random operations, pb_kv_check after each.  caching: the manager caches
  * prefixes; every operation that runs a step reports its KV computed, and a
  * recompute op frees a group and allocates it again (its own blocks are hits). */
-static void random_ops(bool caching) {
+/* The CPU tier's moves queued since the last step (what the engine adds to a step's
+   swap maps): each spill into a distinct CPU block, each reload into a distinct GPU
+   block, no CPU block both written and read (a spill of the step read back by a
+   reload is fine: swap-outs run first, but then the spill's source must not be a
+   reload's target).  Counts them. */
+static bool take_moves(rig *r, long *spills, long *reloads) {
+    pb_pair_vec out = {0}, in = {0};
+    pb_kv_take_tier_moves(r->kv, &out, &in);
+    bool ok = true;
+    for (int32_t i = 0; i < out.n; i++)
+        for (int32_t j = i + 1; j < out.n; j++) ok &= out.v[i].dst != out.v[j].dst;
+    for (int32_t i = 0; i < in.n; i++)
+        for (int32_t j = i + 1; j < in.n; j++) ok &= in.v[i].dst != in.v[j].dst && in.v[i].src != in.v[j].src;
+    *spills += out.n;
+    *reloads += in.n;
+    pb_pair_vec_free(&out);
+    pb_pair_vec_free(&in);
+    return ok;
+}
+
+static void random_ops(bool caching, int32_t tier) {
     rig r;
-    if (caching) rig_init_apc(&r, 4, 48, 24, 0.02);
+    if (caching) rig_init_tier(&r, 4, 48, 24, 0.02, true, tier);
     else rig_init(&r, 4, 48, 24, 0.02);
+    long spills = 0, reloads = 0;
     pb_rng rng;
     pb_rng_seed(&rng, 12345, 1);
     enum { MAXG = 200 };
@@ -713,8 +738,9 @@ static void random_ops(bool caching) {
                 live[gi] = live[--n_live];
             }
             frees++;
-        } else if (op < 93 && n_live) {   /* swap out */
+        } else if (op < 93 && n_live) {   /* swap out, in a later step than its admission */
             pb_group *g = live[pb_rng_below(&rng, (uint64_t)n_live)];
+            if (!take_moves(&r, &spills, &reloads)) { ok = false; break; }
             if (g->state == PB_GROUP_RUNNING && pb_kv_can_swap_out(r.kv, g)) {
                 pb_pair_vec_clear(&r.map);
                 if (pb_kv_swap_out(r.kv, g, &r.map) != PB_OK) { ok = false; break; }
@@ -754,7 +780,11 @@ static void random_ops(bool caching) {
             fprintf(stderr, "  check failed after op %ld (kind %d)\n", it, op);
             ok = false;
         }
-        PB_CHECK(pb_paged_cpu(r.kv)->n_blocks <= pb_paged_gpu(r.kv)->n_blocks);
+        if (pb_rng_below(&rng, 3) == 0 && !take_moves(&r, &spills, &reloads)) {   /* a step's end */
+            fprintf(stderr, "  tier moves wrong after op %ld\n", it);
+            ok = false;
+        }
+        PB_CHECK(pb_paged_cpu(r.kv)->n_blocks <= pb_paged_gpu(r.kv)->n_blocks + tier);
     }
     PB_CHECK(ok);
     PB_CHECK_EQ_INT(ops, 100000);
@@ -767,6 +797,16 @@ static void random_ops(bool caching) {
                 (long long)cs.hit_tokens, (long long)cs.query_tokens, (long long)cs.evictions, recompute_hits);
     } else {
         PB_CHECK(cs.hit_tokens == 0 && cs.published_blocks == 0);
+    }
+    if (tier) {   /* the tier took evicted blocks and served hits; the moves say so */
+        PB_CHECK(cs.tier_spills > 100 && cs.tier_reloads > 100 && cs.tier_drops > 10 && cs.tier_hit_tokens > 100);
+        PB_CHECK(take_moves(&r, &spills, &reloads));
+        PB_CHECK_EQ_INT(spills, cs.tier_spills);
+        PB_CHECK_EQ_INT(reloads, cs.tier_reloads);
+        fprintf(stderr, "  tier: %lld spills, %lld reloads, %lld drops, %lld hit tokens\n", (long long)cs.tier_spills,
+                (long long)cs.tier_reloads, (long long)cs.tier_drops, (long long)cs.tier_hit_tokens);
+    } else {
+        PB_CHECK(cs.tier_spills == 0 && cs.tier_reloads == 0);
     }
     /* free everything: only the prefix pins remain, nothing leaked */
     for (int i = 0; i < n_live; i++) {
@@ -786,7 +826,9 @@ static void random_ops(bool caching) {
         PB_CHECK_EQ_INT(cs.cached_blocks, cs.published_blocks);
         PB_CHECK_EQ_INT(pb_block_alloc_free_count(pb_paged_gpu(r.kv)) + cs.cached_blocks, 48);
     }
-    PB_CHECK_EQ_INT(pb_block_alloc_used(pb_paged_cpu(r.kv)), 0);
+    pb_paged_cache_stats_get(r.kv, &cs);
+    PB_CHECK_EQ_INT(pb_block_alloc_used(pb_paged_cpu(r.kv)), cs.tier_blocks);   /* the tier keeps its blocks */
+    PB_CHECK(cs.tier_blocks <= tier);
     PB_CHECK_EQ_INT(pb_seq_pool_live(r.pool), 0);
     PB_CHECK(pb_kv_check(r.kv) == PB_OK);
     fprintf(stderr, "  ops %ld allocs %ld cows %ld forks %ld reforks %ld frees %ld swaps %ld\n", ops, allocs,
@@ -1079,7 +1121,8 @@ PB_TEST(beam_replay_admits_into_blocks_its_beams_freed) {
     for (int m = 0; m < 2; m++) rig_free(&r[m]);
 }
 
-PB_TEST(random_ops_100k_with_check) { random_ops(false); }
-PB_TEST(random_ops_100k_with_prefix_caching_and_check) { random_ops(true); }
+PB_TEST(random_ops_100k_with_check) { random_ops(false, 0); }
+PB_TEST(random_ops_100k_with_prefix_caching_and_check) { random_ops(true, 0); }
+PB_TEST(random_ops_100k_with_a_cpu_tier_and_check) { random_ops(true, 12); }
 
 PB_TEST_MAIN()
