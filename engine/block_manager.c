@@ -330,7 +330,7 @@ static int32_t distinct_blocks(bm *b, const pb_group *g, bool on_cpu) {
 
 static bool bm_can_swap_out(pb_kv_manager *m, const pb_group *g) {
     bm *b = BM(m);
-    return distinct_blocks(b, g, false) <= bm_swap_free(b);
+    return distinct_blocks(b, g, false) <= pb_block_alloc_free_count(b->cpu);
 }
 
 /* Move every table of g from one pool to the other, each shared block once. */
@@ -339,7 +339,7 @@ static pb_status move_group(bm *b, pb_group *g, bool to_cpu, pb_pair_vec *map) {
     uint32_t *stamp = to_cpu ? b->stamp_gpu : b->stamp_cpu;
     int32_t *mp = to_cpu ? b->map_gpu : b->map_cpu;
     int32_t need = distinct_blocks(b, g, !to_cpu);
-    if (need > (to_cpu ? bm_swap_free(b) : bm_gpu_avail(b))) return PB_ERR_NO_SPACE;
+    if (need > (to_cpu ? pb_block_alloc_free_count(dst) : bm_gpu_avail(b))) return PB_ERR_NO_SPACE;
     if (to_cpu)
         for (int32_t i = 0; i < g->n_seqs; i++) bm_last_leave(b, g->seqs[i]->kv);
     uint32_t ep = bm_next_epoch(b);
@@ -425,7 +425,6 @@ static pb_status bm_check(pb_kv_manager *m) {
         return PB_ERR_INVALID;
     int32_t *rg = pb_xcalloc((size_t)b->gpu->n_blocks + 1, sizeof(int32_t));
     int32_t *rc = pb_xcalloc((size_t)b->cpu->n_blocks + 1, sizeof(int32_t));
-    for (int32_t c = 0; c < b->cpu->n_blocks && b->n_tier; c++) rc[c] += b->tier[c] != TIER_NONE;   /* the tier's */
     int32_t *rl = pb_xcalloc((size_t)b->gpu->n_blocks + 1, sizeof(int32_t));   /* last-block refs */
     pb_status st = PB_OK;
     int64_t logical = 0;
@@ -516,8 +515,8 @@ static pb_status bm_check(pb_kv_manager *m) {
             pb_log_error("paged: CPU block %d ref %d but %d references", k, pb_block_alloc_ref(b->cpu, k), rc[k]);
             st = PB_ERR_INVALID;
         }
-    if (st == PB_OK && b->cpu->n_blocks - b->n_tier > b->gpu->n_blocks) {
-        pb_log_error("paged: swap space %d blocks > GPU %d", b->cpu->n_blocks - b->n_tier, b->gpu->n_blocks);
+    if (st == PB_OK && b->cpu->n_blocks > b->gpu->n_blocks) {
+        pb_log_error("paged: swap space %d blocks > GPU %d", b->cpu->n_blocks, b->gpu->n_blocks);
         st = PB_ERR_INVALID;
     }
     if (st == PB_OK) st = bm_cache_check(b);
@@ -579,7 +578,7 @@ pb_status pb_paged_kv_create(const pb_paged_params *p, pb_kv_manager **out) {
     *out = NULL;
     if (!p || p->block_size < 1 || p->n_gpu_blocks < 1 || p->n_cpu_blocks < 0 ||
         p->watermark < 0 || p->watermark >= 1 || p->n_tier_blocks < 0 || (p->n_tier_blocks > 0 && !p->prefix_caching) ||
-        (int64_t)PB_MIN(p->n_cpu_blocks, p->n_gpu_blocks) + p->n_tier_blocks > INT32_MAX - 1) {
+        (int64_t)PB_MIN(p->n_cpu_blocks, p->n_gpu_blocks) + p->n_tier_blocks > INT32_MAX) {
         pb_log_error("paged: invalid parameters");
         return PB_ERR_INVALID;
     }
@@ -588,9 +587,8 @@ pb_status pb_paged_kv_create(const pb_paged_params *p, pb_kv_manager **out) {
     b->bs_mask = (p->block_size & (p->block_size - 1)) == 0 ? p->block_size - 1 : -1;
     b->watermark_blocks = (int32_t)(p->watermark * p->n_gpu_blocks);   /* vLLM int() */
     b->gpu = pb_block_alloc_create(p->n_gpu_blocks, p->block_size);
-    /* paper §4.5: swapped blocks never exceed the GPU's block count; the CPU tier's
-       blocks come on top */
-    b->cpu = pb_block_alloc_create(PB_MIN(p->n_cpu_blocks, p->n_gpu_blocks) + p->n_tier_blocks, p->block_size);
+    /* paper §4.5: swapped blocks never exceed the GPU's block count */
+    b->cpu = pb_block_alloc_create(PB_MIN(p->n_cpu_blocks, p->n_gpu_blocks), p->block_size);
     b->stamp_gpu = pb_xcalloc((size_t)p->n_gpu_blocks + 1, sizeof(uint32_t));
     b->stamp_cpu = pb_xcalloc((size_t)b->cpu->n_blocks + 1, sizeof(uint32_t));
     b->map_gpu = pb_xcalloc((size_t)p->n_gpu_blocks + 1, sizeof(int32_t));
@@ -598,7 +596,7 @@ pb_status pb_paged_kv_create(const pb_paged_params *p, pb_kv_manager **out) {
     b->last_refs = pb_xcalloc((size_t)p->n_gpu_blocks + 1, sizeof(int32_t));
     b->lru_head = b->lru_tail = -1;
     b->caching = p->prefix_caching;
-    bm_tier_init(b, p->n_tier_blocks, b->cpu->n_blocks);
+    bm_tier_init(b, p->n_tier_blocks);
     if (b->caching) {
         size_t n = (size_t)p->n_gpu_blocks + 1;
         uint32_t buckets = 16;

@@ -60,9 +60,11 @@
  * then the model), so a spill's source is read before its GPU block is reused and a
  * reload lands before attention reads it.  A reloaded block's CPU copy stays held
  * until the next take (no spill of the same step can overwrite it before it is read).
- * Tier blocks live in the CPU pool beside the swap space (the pool has both); swapping
- * never uses the tier's share, and never swaps out a block whose reload is still
- * queued (a group is swapped out in a later step than the one that admitted it).  Admission counts a tier hit like a miss (one GPU
+ * The tier's blocks are a pool of their own, numbered after the swap space's in the
+ * moves (an executor's CPU pool holds both: swap blocks, then n_tier_blocks), so no
+ * swap-in of the step frees a CPU block that a spill then overwrites first; a group
+ * is never swapped out while a reload into its blocks is still queued (it is swapped
+ * out in a later step than the one that admitted it).  Admission counts a tier hit like a miss (one GPU
  * block); cached_tokens counts its tokens as cached (no prefill). */
 #ifndef PB_BLOCK_MANAGER_H
 #define PB_BLOCK_MANAGER_H

@@ -77,19 +77,22 @@ typedef struct {
     int32_t *hit_scratch;    /* allocate(): pinned hits of all sequences             */
     int32_t hit_cap;
     int64_t hit_tokens, query_tokens, evictions;
-    /* the CPU tier (block_manager.h; all empty when n_tier is 0): blocks of the cpu
-       pool holding spilled cached KV.  tier[c]: TIER_NONE, TIER_IDLE (in the tier's
-       hash table and LRU), TIER_CLAIMED (hit by the allocation in progress: in the
-       hash table, off the LRU), TIER_RELEASING (reloaded; its CPU block held until
-       the next take_tier_moves) */
+    /* the CPU tier (block_manager.h; all empty when n_tier is 0): its own pool of
+       blocks holding spilled cached KV, numbered after the swap space's in the moves
+       (executor CPU block = cpu->n_blocks + tier block).  tier[c]: TIER_NONE,
+       TIER_IDLE (in the tier's hash table and LRU), TIER_CLAIMED (hit by the
+       allocation in progress: in the hash table, off the LRU), TIER_RELEASING
+       (reloaded; its block held until the next take_tier_moves) */
     int32_t n_tier, tier_used;            /* capacity; blocks in any state but NONE  */
-    uint8_t *tier;                        /* [cpu blocks]                            */
-    uint64_t *tier_hash;                  /* [cpu blocks]                            */
-    int32_t *tier_ht_head, *tier_ht_next; /* [tier_ht_mask + 1], [cpu blocks]        */
+    pb_block_alloc *tier_pool;            /* n_tier blocks                          */
+    uint8_t *tier;                        /* [n_tier]                                */
+    uint64_t *tier_hash;                  /* [n_tier]                                */
+    int32_t *tier_ht_head, *tier_ht_next; /* [tier_ht_mask + 1], [n_tier]            */
     uint32_t tier_ht_mask;
-    int32_t *tier_prev, *tier_next;       /* [cpu blocks] IDLE blocks, LRU first     */
+    int32_t *tier_prev, *tier_next;       /* [n_tier] IDLE blocks, LRU first         */
     int32_t tier_head, tier_tail, n_tier_idle;
-    int32_t *tier_gpu;                    /* [cpu blocks] CLAIMED: its GPU block or -1 */
+    int32_t *tier_gpu;                    /* [n_tier] CLAIMED: its GPU block or -1   */
+    uint32_t *tier_stamp;                 /* [n_tier] distinct counting              */
     pb_pair_vec tier_out, tier_in;        /* queued spills (gpu, cpu), reloads (cpu, gpu) */
     int32_t *releasing;                   /* RELEASING blocks, n_releasing of them    */
     int32_t n_releasing;
@@ -100,11 +103,6 @@ typedef struct {
 static inline bm *BM(pb_kv_manager *m) { return (bm *)m->impl; }
 
 enum { TIER_NONE = 0, TIER_IDLE, TIER_CLAIMED, TIER_RELEASING };
-
-/* CPU blocks swapping may still take: the pool's free blocks less the tier's room. */
-static inline int32_t bm_swap_free(const bm *b) {
-    return pb_block_alloc_free_count(b->cpu) - (b->n_tier - b->tier_used);
-}
 
 /* Is a reload into GPU block g queued (not yet taken by the engine)? */
 static inline bool bm_reload_queued(const bm *b, int32_t g) {
@@ -206,9 +204,8 @@ void bm_computed(pb_kv_manager *m, pb_seq *s, int32_t n);        /* kv_manager.h
    agree; the CPU tier's table, LRU, states and queued moves agree); PB_OK without
    caching when nothing of it is in use. */
 pb_status bm_cache_check(bm *b);
-/* The CPU tier's arrays for a cpu pool of n_cpu blocks (n_tier of them the tier's), its
-   take_tier_moves (kv_manager.h) and its release. */
-void bm_tier_init(bm *b, int32_t n_tier, int32_t n_cpu);
+/* The CPU tier's pool and arrays, its take_tier_moves (kv_manager.h) and its release. */
+void bm_tier_init(bm *b, int32_t n_tier);
 void bm_take_tier_moves(pb_kv_manager *m, pb_pair_vec *swap_out, pb_pair_vec *swap_in);
 void bm_tier_free(bm *b);
 

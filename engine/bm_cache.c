@@ -84,11 +84,12 @@ static void lru_remove(bm *b, int32_t blk) {
 
 /* ---- the CPU tier (block_manager.h) ---- */
 
-void bm_tier_init(bm *b, int32_t n_tier, int32_t n_cpu) {
+void bm_tier_init(bm *b, int32_t n_tier) {
     b->n_tier = n_tier;
     b->tier_head = b->tier_tail = -1;
     if (n_tier == 0) return;
-    size_t n = (size_t)n_cpu + 1;
+    b->tier_pool = pb_block_alloc_create(n_tier, b->bs);
+    size_t n = (size_t)n_tier + 1;
     uint32_t buckets = 16;
     while (buckets < 2u * (uint32_t)n_tier && buckets < (1u << 30)) buckets *= 2;
     b->tier_ht_mask = buckets - 1;
@@ -100,6 +101,7 @@ void bm_tier_init(bm *b, int32_t n_tier, int32_t n_cpu) {
     b->tier_prev = pb_xcalloc(n, sizeof(int32_t));
     b->tier_next = pb_xcalloc(n, sizeof(int32_t));
     b->tier_gpu = pb_xcalloc(n, sizeof(int32_t));
+    b->tier_stamp = pb_xcalloc(n, sizeof(uint32_t));
     b->releasing = pb_xcalloc(n, sizeof(int32_t));
 }
 
@@ -111,7 +113,9 @@ void bm_tier_free(bm *b) {
     free(b->tier_prev);
     free(b->tier_next);
     free(b->tier_gpu);
+    free(b->tier_stamp);
     free(b->releasing);
+    pb_block_alloc_destroy(b->tier_pool);
     pb_pair_vec_free(&b->tier_out);
     pb_pair_vec_free(&b->tier_in);
 }
@@ -177,7 +181,7 @@ static void tier_spill(bm *b, int32_t v) {
     uint64_t h = b->blk_hash[v];
     for (int32_t i = 0; i < b->n_releasing; i++) {
         int32_t c = b->releasing[i];
-        if (b->tier_gpu[c] != v || !unqueue(&b->tier_in, c, true)) continue;
+        if (b->tier_gpu[c] != v || !unqueue(&b->tier_in, b->cpu->n_blocks + c, true)) continue;
         b->releasing[i] = b->releasing[--b->n_releasing];
         b->tier_gpu[c] = -1;
         b->tier_reloads--;
@@ -191,19 +195,19 @@ static void tier_spill(bm *b, int32_t v) {
         tier_lru_remove(b, d);
         tier_unlink(b, d);
         b->tier[d] = TIER_NONE;
-        pb_block_alloc_decref(b->cpu, d);
+        pb_block_alloc_decref(b->tier_pool, d);
         b->tier_used--;
         b->tier_drops++;
-        if (unqueue(&b->tier_out, d, false)) b->tier_spills--;   /* never read: not copied */
+        if (unqueue(&b->tier_out, b->cpu->n_blocks + d, false)) b->tier_spills--;   /* never read: not copied */
     }
-    int32_t c = pb_block_alloc_get(b->cpu);
-    PB_ASSERT(c >= 0);   /* swapping never takes the tier's room (bm_swap_free) */
-    pb_block_alloc_set_fill(b->cpu, c, b->bs);
+    int32_t c = pb_block_alloc_get(b->tier_pool);
+    PB_ASSERT(c >= 0);
+    pb_block_alloc_set_fill(b->tier_pool, c, b->bs);
     b->tier_hash[c] = h;
     tier_link(b, c);
     b->tier_used++;
     b->tier_spills++;
-    pb_pair_vec_push(&b->tier_out, v, c);
+    pb_pair_vec_push(&b->tier_out, v, b->cpu->n_blocks + c);
 }
 
 /* The GPU block of claimed tier block c for this allocation: the first time a new
@@ -225,7 +229,7 @@ static int32_t tier_reload(bm *b, int32_t c) {
     b->releasing[b->n_releasing++] = c;
     b->tier_gpu[c] = g;
     b->tier_reloads++;
-    pb_pair_vec_push(&b->tier_in, c, g);
+    pb_pair_vec_push(&b->tier_in, b->cpu->n_blocks + c, g);
     return g;
 }
 
@@ -238,7 +242,7 @@ void bm_take_tier_moves(pb_kv_manager *m, pb_pair_vec *swap_out, pb_pair_vec *sw
     for (int32_t i = 0; i < b->n_releasing; i++) {   /* their reloads are queued now: free */
         int32_t c = b->releasing[i];
         b->tier[c] = TIER_NONE;
-        pb_block_alloc_decref(b->cpu, c);
+        pb_block_alloc_decref(b->tier_pool, c);
         b->tier_used--;
     }
     b->n_releasing = 0;
@@ -333,8 +337,8 @@ static int32_t cache_need(bm *b, const pb_group *g, int32_t *mapped) {
         for (int32_t x = 0; x < k; x++) {
             int32_t blk = b->hit_scratch[x];
             if (blk < 0) {
-                if (b->stamp_cpu[~blk] != ep) {
-                    b->stamp_cpu[~blk] = ep;
+                if (b->tier_stamp[~blk] != ep) {
+                    b->tier_stamp[~blk] = ep;
                     need++;
                 }
             } else if (pb_block_alloc_ref(b->gpu, blk) == 0 && b->stamp_gpu[blk] != ep) {
@@ -443,13 +447,12 @@ void bm_computed(pb_kv_manager *m, pb_seq *s, int32_t n) {
     }
 }
 
-/* The CPU tier's invariants (bm_cache_check): tier_used == blocks in a tier state <=
- * n_tier, each a CPU block of ref 1 and fill bs; its hash table == IDLE blocks (no
- * CLAIMED one outlives an allocation), each under its hash, no two with one hash; its
- * LRU == IDLE blocks, linked both ways; RELEASING blocks == the release list; queued
+/* The CPU tier's invariants (bm_cache_check): tier_used == blocks in a tier state ==
+ * its pool's used blocks, each of ref 1 and fill bs, the rest free; its hash table ==
+ * IDLE blocks (no CLAIMED one outlives an allocation), each under its hash; its LRU
+ * == IDLE blocks, linked both ways; RELEASING blocks == the release list; queued
  * spills go from a GPU block to a tier block, reloads from a RELEASING block to a
- * published GPU block holding its hash; the swap space (the pool less the tier) never
- * exceeds the GPU's block count. */
+ * published GPU block holding its hash. */
 static pb_status tier_check(bm *b) {
     if (b->n_tier == 0) {
         if (b->tier_used || b->tier_out.n || b->tier_in.n || b->n_releasing) {
@@ -458,15 +461,18 @@ static pb_status tier_check(bm *b) {
         }
         return PB_OK;
     }
-    int32_t n = b->cpu->n_blocks, used = 0, idle = 0, releasing = 0, in_ht = 0;
+    if (pb_block_alloc_check(b->tier_pool) != PB_OK) return PB_ERR_INVALID;
+    int32_t n = b->n_tier, off = b->cpu->n_blocks, used = 0, idle = 0, releasing = 0, in_ht = 0;
     for (int32_t c = 0; c < n; c++) {
-        if (b->tier[c] == TIER_NONE) continue;
-        used++;
-        if (pb_block_alloc_ref(b->cpu, c) != 1 || pb_block_alloc_fill(b->cpu, c) != b->bs) {
-            pb_log_error("paged: tier block %d has ref %d fill %d", c, pb_block_alloc_ref(b->cpu, c),
-                         pb_block_alloc_fill(b->cpu, c));
+        int32_t want_ref = b->tier[c] == TIER_NONE ? 0 : 1;
+        if (pb_block_alloc_ref(b->tier_pool, c) != want_ref ||
+            (want_ref && pb_block_alloc_fill(b->tier_pool, c) != b->bs)) {
+            pb_log_error("paged: tier block %d (state %d) has ref %d fill %d", c, b->tier[c],
+                         pb_block_alloc_ref(b->tier_pool, c), pb_block_alloc_fill(b->tier_pool, c));
             return PB_ERR_INVALID;
         }
+        if (b->tier[c] == TIER_NONE) continue;
+        used++;
         if (b->tier[c] == TIER_IDLE) {
             idle++;
             if (tier_find(b, b->tier_hash[c]) != c) {
@@ -496,7 +502,7 @@ static pb_status tier_check(bm *b) {
             return PB_ERR_INVALID;
         }
     }
-    if (used != b->tier_used || used > b->n_tier || in_ht != idle || walked != idle || idle != b->n_tier_idle ||
+    if (used != b->tier_used || used != pb_block_alloc_used(b->tier_pool) || in_ht != idle || walked != idle || idle != b->n_tier_idle ||
         prev != b->tier_tail || releasing != b->n_releasing) {
         pb_log_error("paged: tier %d used (counted %d of %d), %d idle: %d hashed, %d walked, %d counted; %d releasing "
                      "(listed %d)", used, b->tier_used, b->n_tier, idle, in_ht, walked, b->n_tier_idle, releasing,
@@ -510,23 +516,20 @@ static pb_status tier_check(bm *b) {
         }
     for (int32_t i = 0; i < b->tier_out.n; i++) {
         const pb_block_pair *p = &b->tier_out.v[i];
-        if (p->src < 0 || p->src >= b->gpu->n_blocks || p->dst < 0 || p->dst >= n || b->tier[p->dst] == TIER_NONE) {
+        if (p->src < 0 || p->src >= b->gpu->n_blocks || p->dst < off || p->dst >= off + n ||
+            b->tier[p->dst - off] == TIER_NONE) {
             pb_log_error("paged: queued spill %d -> %d not into the tier", p->src, p->dst);
             return PB_ERR_INVALID;
         }
     }
     for (int32_t i = 0; i < b->tier_in.n; i++) {
         const pb_block_pair *p = &b->tier_in.v[i];
-        if (p->src < 0 || p->src >= n || b->tier[p->src] != TIER_RELEASING || p->dst < 0 || p->dst >= b->gpu->n_blocks ||
-            !b->pub[p->dst] || b->blk_hash[p->dst] != b->tier_hash[p->src]) {
+        if (p->src < off || p->src >= off + n || b->tier[p->src - off] != TIER_RELEASING || p->dst < 0 ||
+            p->dst >= b->gpu->n_blocks || !b->pub[p->dst] || b->blk_hash[p->dst] != b->tier_hash[p->src - off]) {
             pb_log_error("paged: queued reload %d -> %d not from a released tier block into its GPU copy", p->src,
                          p->dst);
             return PB_ERR_INVALID;
         }
-    }
-    if (pb_block_alloc_used(b->cpu) - b->tier_used > b->gpu->n_blocks) {
-        pb_log_error("paged: swap space %d blocks > GPU %d", pb_block_alloc_used(b->cpu) - b->tier_used, b->gpu->n_blocks);
-        return PB_ERR_INVALID;
     }
     return PB_OK;
 }

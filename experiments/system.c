@@ -296,7 +296,7 @@ static pb_status plan_cpu_tier(plan *P, const pb_node *sys, double bytes_per_tok
     if (!caching || !P->type->paged)
         return pb_cfg_fail(ce, at, false,
                            "%s.kv_cpu_tier_gib: the CPU tier holds prefix-cached blocks: it needs a paged system "
-                           "whose policy caches by content (policy: prefix_cache), not %s", kp, P->policy);
+                           "whose policy caches by content (policy: prefix-cache), not %s", kp, P->policy);
     double blocks = floor(gib * GIB / (bytes_per_token * P->block_size));
     if (blocks < 1 || blocks + (double)PB_MIN(P->n_cpu_blocks, P->n_gpu_blocks) > INT32_MAX - 1)
         return pb_cfg_fail(ce, at, false, "%s.kv_cpu_tier_gib: %g GiB is %.0f blocks of %d tokens (want 1 to %d)", kp,

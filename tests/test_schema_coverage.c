@@ -119,6 +119,10 @@ static const variant VARIANTS[] = {
     {"chat", "name: cov\nfigure: cov\nmodel: opt-13b\nhardware: a100-40gb\n"
              "workload: {dataset: chatbot, arrivals: poisson, rate: 20, num_requests: 60}\n"
              "systems:\n  - {name: s, type: vllm}\n"},
+    /* chat turns under the prefix cache in a KV space that cannot keep their histories */
+    {"tier", "name: cov\nfigure: cov\nmodel: opt-13b\nhardware: a100-40gb\n"
+             "workload: {dataset: chatbot, arrivals: poisson, rate: 2, num_requests: 80}\n"
+             "systems:\n  - {name: s, type: vllm, policy: prefix-cache, kv_slots: 2048}\n"},
     {"file", "name: cov\nfigure: cov\nmodel: opt-13b\nhardware: a100-40gb\n"
              "workload: {dataset: sharegpt, file: auto, arrivals: poisson, rate: 20, num_requests: 40}\n"
              "systems:\n  - {name: s, type: vllm}\n"},
@@ -240,6 +244,7 @@ static const kcase CASES[] = {
     E("measure.saving", "sim", "measure.saving=ref_count"),
     E("systems[].gpu_mem_util", "spec", "systems.0.gpu_mem_util=0.8"),
     E("systems[].swap_space_gib", "sim", "systems.0.swap_space_gib=0.01"),
+    E("systems[].kv_cpu_tier_gib", "tier", "systems.0.kv_cpu_tier_gib=16"),
     E("systems[].sim", "sim", "systems.0.sim={attention_kernel: contiguous}"),
     E("systems[].policy", "sim", "systems.0.policy=spf"),
     E("systems[].kv_slots", "sim", "systems.0.kv_slots=8192"),

@@ -19,7 +19,10 @@
  *     tokens of vLLM v0.1, with parallel samples, beams, swap and recompute;
  *   - automatic prefix caching (policy prefix-cache) gives vLLM's tokens on shared
  *     prefixes and chatbot turns, with beam search and parallel sampling over cached
- *     blocks, and under swap and recompute preemption (small KV pools).
+ *     blocks, and under swap and recompute preemption (small KV pools);
+ *   - the prefix cache's CPU tier: cached blocks evicted from a small GPU pool spill
+ *     to the CPU and later hits reload them, with the tokens of no tier (and of vLLM
+ *     without caching), under recompute and swap preemption.
  * Paged vs contiguous equality is bit for bit: the cpu model computes every token
  * row as one query over the cache (model.h), and tokens AND log-probabilities are
  * compared exactly.
@@ -90,12 +93,14 @@ typedef struct {
     int64_t slots;              /* contiguous                                       */
     pb_preempt_mode preempt;
     float temperature;
+    int32_t tier_blocks;        /* the prefix cache's CPU tier (SYS_APC); 0: none   */
 } sys_cfg;
 
 typedef struct {
     int64_t n_recompute, n_swap, n_finished, n_steps;
     int64_t n_partial;          /* batch entries of a prefill chunk that did not sample */
     int64_t hit_tokens;         /* prefix-cache hits (SYS_APC)                      */
+    pb_paged_cache_stats cache; /* the manager's counters (SYS_APC)                 */
     pb_real_exec_stats ex;      /* the executor's counters */
 } run_info;
 
@@ -157,6 +162,7 @@ static pb_status run_steps_(const pb_model *m, const sys_cfg *c, const pb_trace 
         pp.n_gpu_blocks = c->gpu_blocks;
         pp.n_cpu_blocks = c->cpu_blocks;
         pp.prefix_caching = c->kind == SYS_APC;
+        pp.n_tier_blocks = c->tier_blocks;
         st = pb_paged_kv_create(&pp, &kv);
         const char *pname = sc->policy ? sc->policy : c->kind == SYS_APC ? "prefix-cache" : "vllm";
         if (st == PB_OK && sc->options) st = pb_config_load_string("options", sc->options, &opts, &err);
@@ -164,7 +170,7 @@ static pb_status run_steps_(const pb_model *m, const sys_cfg *c, const pb_trace 
         if (st == PB_OK) PB_ASSERT(pol->iface->prefix_caching == (c->kind == SYS_APC));
         xp.block_size = c->block_size;
         xp.num_gpu_blocks = c->gpu_blocks;
-        xp.num_cpu_blocks = c->cpu_blocks;
+        xp.num_cpu_blocks = PB_MIN(c->cpu_blocks, c->gpu_blocks) + c->tier_blocks;
     } else {
         pb_kv_contiguous_params cp;
         memset(&cp, 0, sizeof cp);
@@ -218,6 +224,7 @@ static pb_status run_steps_(const pb_model *m, const sys_cfg *c, const pb_trace 
             pb_paged_cache_stats cs;
             pb_paged_cache_stats_get(kv, &cs);
             info->hit_tokens = cs.hit_tokens;
+            info->cache = cs;
         }
     }
     pb_real_exec_get_stats(ex, &info->ex);
@@ -321,13 +328,13 @@ PB_TEST(vllm_orca_and_ft_produce_identical_tokens) {
         pb_trace t = trace_(1, 12, 0.02, 1, 1);
         outputs ref, o;
         run_info ri, oi;
-        sys_cfg v = {SYS_VLLM, 16, 256, 64, 0, PB_PREEMPT_AUTO, 0.0f};
+        sys_cfg v = {SYS_VLLM, 16, 256, 64, 0, PB_PREEMPT_AUTO, 0.0f, 0};
         PB_REQUIRE(run_(&m, &v, &t, &ref, &ri) == PB_OK);
         PB_CHECK_EQ_INT(ri.n_finished, t.n);
         static const sys_kind others[] = {SYS_ORCA_ORACLE, SYS_ORCA_POW2, SYS_ORCA_MAX, SYS_FT};
         static const char *names[] = {"orca-oracle", "orca-pow2", "orca-max", "ft"};
         for (size_t k = 0; k < PB_ARRAY_LEN(others); k++) {
-            sys_cfg c = {others[k], 0, 0, 0, 4096, PB_PREEMPT_AUTO, 0.0f};
+            sys_cfg c = {others[k], 0, 0, 0, 4096, PB_PREEMPT_AUTO, 0.0f, 0};
             PB_REQUIRE(run_(&m, &c, &t, &o, &oi) == PB_OK);
             PB_CHECK_EQ_INT(oi.n_finished, t.n);
             PB_CHECK(same_(&ref, &o, (int32_t)t.n, names[k]));
@@ -341,11 +348,11 @@ PB_TEST(block_sizes_1_2_16_32_produce_identical_tokens) {
     pb_trace t = trace_(2, 10, 0.02, 1, 1);
     outputs ref, o;
     run_info ri;
-    sys_cfg c0 = {SYS_ORCA_ORACLE, 0, 0, 0, 4096, PB_PREEMPT_AUTO, 0.0f};
+    sys_cfg c0 = {SYS_ORCA_ORACLE, 0, 0, 0, 4096, PB_PREEMPT_AUTO, 0.0f, 0};
     PB_REQUIRE(run_(&m, &c0, &t, &ref, &ri) == PB_OK);
     static const int32_t bss[] = {1, 2, 16, 32};
     for (size_t k = 0; k < PB_ARRAY_LEN(bss); k++) {
-        sys_cfg c = {SYS_VLLM, bss[k], 4096 / bss[k], 0, 0, PB_PREEMPT_AUTO, 0.0f};
+        sys_cfg c = {SYS_VLLM, bss[k], 4096 / bss[k], 0, 0, PB_PREEMPT_AUTO, 0.0f, 0};
         PB_REQUIRE(run_(&m, &c, &t, &o, &ri) == PB_OK);
         char what[32];
         snprintf(what, sizeof what, "block size %d", bss[k]);
@@ -360,16 +367,16 @@ PB_TEST(forced_preemption_by_swap_and_by_recompute_keeps_tokens) {
         pb_trace t = trace_(3, 12, 0.005, 1, 1);     /* arrivals close together */
         outputs ref, o;
         run_info ri, oi;
-        sys_cfg big = {SYS_VLLM, 4, 1024, 0, 0, PB_PREEMPT_AUTO, 0.0f};
+        sys_cfg big = {SYS_VLLM, 4, 1024, 0, 0, PB_PREEMPT_AUTO, 0.0f, 0};
         PB_REQUIRE(run_(&m, &big, &t, &ref, &ri) == PB_OK);
         PB_CHECK_EQ_INT(ri.n_recompute + ri.n_swap, 0);
         /* 40 blocks of 4 tokens: a few requests at a time, preemption every few steps */
-        sys_cfg sw = {SYS_VLLM, 4, 40, 40, 0, PB_PREEMPT_SWAP, 0.0f};
+        sys_cfg sw = {SYS_VLLM, 4, 40, 40, 0, PB_PREEMPT_SWAP, 0.0f, 0};
         PB_REQUIRE(run_(&m, &sw, &t, &o, &oi) == PB_OK);
         fprintf(stderr, "  %s swap: %lld swap preemptions\n", m.name, (long long)oi.n_swap);
         PB_CHECK(oi.n_swap > 0 && oi.ex.swapped_out_blocks > 0 && oi.ex.swapped_in_blocks > 0);
         PB_CHECK(same_(&ref, &o, (int32_t)t.n, "swap"));
-        sys_cfg rc = {SYS_VLLM, 4, 40, 0, 0, PB_PREEMPT_RECOMPUTE, 0.0f};
+        sys_cfg rc = {SYS_VLLM, 4, 40, 0, 0, PB_PREEMPT_RECOMPUTE, 0.0f, 0};
         PB_REQUIRE(run_(&m, &rc, &t, &o, &oi) == PB_OK);
         fprintf(stderr, "  %s recompute: %lld recompute preemptions\n", m.name, (long long)oi.n_recompute);
         PB_CHECK(oi.n_recompute > 0);
@@ -383,7 +390,7 @@ PB_TEST(a_request_alone_equals_the_request_in_a_busy_batch) {
     pb_trace t = trace_(4, 10, 0.01, 1, 1);
     outputs busy, alone;
     run_info ri;
-    sys_cfg c = {SYS_VLLM, 16, 256, 0, 0, PB_PREEMPT_AUTO, 0.0f};
+    sys_cfg c = {SYS_VLLM, 16, 256, 0, 0, PB_PREEMPT_AUTO, 0.0f, 0};
     PB_REQUIRE(run_(&m, &c, &t, &busy, &ri) == PB_OK);
     for (int32_t keep = 0; keep < (int32_t)t.n; keep += 3) {
         pb_trace a = alone_(&t, keep);
@@ -399,7 +406,7 @@ PB_TEST(parallel_samples_with_a_seed_equal_the_same_samples_alone) {
     pb_trace t = trace_(5, 8, 0.01, 3, 1);
     outputs busy, alone, swapped;
     run_info ri;
-    sys_cfg c = {SYS_VLLM, 4, 1024, 0, 0, PB_PREEMPT_AUTO, 0.8f};
+    sys_cfg c = {SYS_VLLM, 4, 1024, 0, 0, PB_PREEMPT_AUTO, 0.8f, 0};
     PB_REQUIRE(run_(&m, &c, &t, &busy, &ri) == PB_OK);
     PB_CHECK_EQ_INT(ri.n_finished, t.n);
     for (int32_t i = 0; i < (int32_t)t.n; i++) {
@@ -414,7 +421,7 @@ PB_TEST(parallel_samples_with_a_seed_equal_the_same_samples_alone) {
         pb_trace_free(&a);
     }
     /* multi-sequence groups are swapped when memory runs out (copy-on-write blocks too) */
-    sys_cfg small = {SYS_VLLM, 4, 60, 60, 0, PB_PREEMPT_AUTO, 0.8f};
+    sys_cfg small = {SYS_VLLM, 4, 60, 60, 0, PB_PREEMPT_AUTO, 0.8f, 0};
     PB_REQUIRE(run_(&m, &small, &t, &swapped, &ri) == PB_OK);
     fprintf(stderr, "  parallel sampling, small pool: %lld swaps, %lld recomputes\n",
             (long long)ri.n_swap, (long long)ri.n_recompute);
@@ -478,7 +485,7 @@ PB_TEST(beam_search_through_the_engine_equals_a_reference_beam_search) {
     for (int64_t i = 0; i < t.n; i++) t.reqs[i].output_len = PB_MIN(t.reqs[i].output_len, 12);
     outputs o;
     run_info ri;
-    sys_cfg c = {SYS_VLLM, 4, 1024, 0, 0, PB_PREEMPT_AUTO, 0.0f};
+    sys_cfg c = {SYS_VLLM, 4, 1024, 0, 0, PB_PREEMPT_AUTO, 0.0f, 0};
     PB_REQUIRE(run_(&m, &c, &t, &o, &ri) == PB_OK);
     for (int64_t i = 0; i < t.n; i++) {
         PB_REQUIRE(o.done[i] && o.n_seqs[i] == 3);
@@ -491,7 +498,7 @@ PB_TEST(beam_search_through_the_engine_equals_a_reference_beam_search) {
     }
     /* and the same beams when the pool is small enough to force swapping */
     outputs sw;
-    sys_cfg small = {SYS_VLLM, 4, 48, 48, 0, PB_PREEMPT_AUTO, 0.0f};
+    sys_cfg small = {SYS_VLLM, 4, 48, 48, 0, PB_PREEMPT_AUTO, 0.0f, 0};
     PB_REQUIRE(run_(&m, &small, &t, &sw, &ri) == PB_OK);
     fprintf(stderr, "  beam search, small pool: %lld swaps\n", (long long)ri.n_swap);
     PB_CHECK(same_(&o, &sw, (int32_t)t.n, "beam search under swapping"));
@@ -510,10 +517,10 @@ PB_TEST(orca_and_ft_forks_copy_kv_parallel_and_beam_equal_vllm) {
         float temp = mode ? 0.0f : 0.8f;
         outputs ref, o;
         run_info ri, oi;
-        sys_cfg v = {SYS_VLLM, 4, 1024, 0, 0, PB_PREEMPT_AUTO, temp};
+        sys_cfg v = {SYS_VLLM, 4, 1024, 0, 0, PB_PREEMPT_AUTO, temp, 0};
         PB_REQUIRE(run_(&m, &v, &t, &ref, &ri) == PB_OK);
         for (size_t k = 0; k < PB_ARRAY_LEN(others); k++) {
-            sys_cfg c = {others[k], 0, 0, 0, 4096, PB_PREEMPT_AUTO, temp};
+            sys_cfg c = {others[k], 0, 0, 0, 4096, PB_PREEMPT_AUTO, temp, 0};
             PB_REQUIRE(run_(&m, &c, &t, &o, &oi) == PB_OK);
             PB_CHECK_EQ_INT(oi.n_finished, t.n);
             PB_CHECK(same_(&ref, &o, (int32_t)t.n, names[k]));
@@ -534,8 +541,8 @@ PB_TEST(shared_prefixes_give_the_same_tokens_shared_or_not) {
     PB_REQUIRE(pb_trace_check(&t, err, sizeof err) == PB_OK);
     outputs a, b;
     run_info ri;
-    sys_cfg v = {SYS_VLLM, 4, 512, 0, 0, PB_PREEMPT_AUTO, 0.0f};
-    sys_cfg o = {SYS_ORCA_ORACLE, 0, 0, 0, 4096, PB_PREEMPT_AUTO, 0.0f};
+    sys_cfg v = {SYS_VLLM, 4, 512, 0, 0, PB_PREEMPT_AUTO, 0.0f, 0};
+    sys_cfg o = {SYS_ORCA_ORACLE, 0, 0, 0, 4096, PB_PREEMPT_AUTO, 0.0f, 0};
     PB_REQUIRE(run_(&m, &v, &t, &a, &ri) == PB_OK);
     fprintf(stderr, "  vLLM: %lld prefill tokens read from shared prefix blocks\n",
             (long long)ri.ex.cached_prefill_tokens);
@@ -545,7 +552,7 @@ PB_TEST(shared_prefixes_give_the_same_tokens_shared_or_not) {
     PB_CHECK(same_(&a, &b, (int32_t)t.n, "shared prefix"));
     /* chunked prefills (a first chunk covers the prefix), also when preempted */
     sarathi_same_(&m, &v, &t, &a, "shared prefix", false);
-    sys_cfg small = {SYS_VLLM, 4, 28, 0, 0, PB_PREEMPT_RECOMPUTE, 0.0f};
+    sys_cfg small = {SYS_VLLM, 4, 28, 0, 0, PB_PREEMPT_RECOMPUTE, 0.0f, 0};
     sarathi_same_(&m, &small, &t, &a, "shared prefix, recompute", true);
     pb_trace_free(&t);
 }
@@ -556,7 +563,7 @@ PB_TEST(vllm_v02_padded_alternate_steps_give_the_tokens_of_v01) {
         pb_trace t = trace_(8, 16, 0.004, 1, 1);   /* prompts 4-63 tokens, close arrivals */
         outputs ref, o;
         run_info ri, oi;
-        sys_cfg v01 = {SYS_VLLM, 16, 256, 0, 0, PB_PREEMPT_AUTO, 0.0f};
+        sys_cfg v01 = {SYS_VLLM, 16, 256, 0, 0, PB_PREEMPT_AUTO, 0.0f, 0};
         PB_REQUIRE(run_(&m, &v01, &t, &ref, &ri) == PB_OK);
         PB_CHECK_EQ_INT(ri.n_finished, t.n);
         const sched_cfg v02 = {NULL, NULL, 8};   /* a tight padding cap */
@@ -564,7 +571,7 @@ PB_TEST(vllm_v02_padded_alternate_steps_give_the_tokens_of_v01) {
         PB_CHECK_EQ_INT(oi.n_finished, t.n);
         PB_CHECK(oi.n_steps != ri.n_steps);   /* a different schedule ... */
         PB_CHECK(same_(&ref, &o, (int32_t)t.n, "v0.2"));   /* ... the same tokens */
-        sys_cfg rc = {SYS_VLLM, 4, 40, 0, 0, PB_PREEMPT_RECOMPUTE, 0.0f};
+        sys_cfg rc = {SYS_VLLM, 4, 40, 0, 0, PB_PREEMPT_RECOMPUTE, 0.0f, 0};
         PB_REQUIRE(run_steps_(&m, &rc, &t, &o, &oi, &v02) == PB_OK);
         fprintf(stderr, "  %s v0.2 recompute: %lld preemptions, %lld steps (v0.1: %lld)\n", m.name,
                 (long long)oi.n_recompute, (long long)oi.n_steps, (long long)ri.n_steps);
@@ -580,7 +587,7 @@ PB_TEST(sarathi_chunked_prefill_gives_the_tokens_of_vllm_v01) {
         pb_trace t = trace_(1, 12, 0.02, 1, 1);
         outputs ref;
         run_info ri;
-        sys_cfg v = {SYS_VLLM, 16, 256, 64, 0, PB_PREEMPT_AUTO, 0.0f};
+        sys_cfg v = {SYS_VLLM, 16, 256, 64, 0, PB_PREEMPT_AUTO, 0.0f, 0};
         PB_REQUIRE(run_(&m, &v, &t, &ref, &ri) == PB_OK);
         PB_CHECK_EQ_INT(ri.n_partial, 0);
         sarathi_same_(&m, &v, &t, &ref, m.name, false);
@@ -596,11 +603,11 @@ PB_TEST(sarathi_parallel_samples_and_beams_equal_vllm_v01) {
         float temp = mode ? 0.0f : 0.8f;
         outputs ref;
         run_info ri;
-        sys_cfg big = {SYS_VLLM, 4, 1024, 0, 0, PB_PREEMPT_AUTO, temp};
+        sys_cfg big = {SYS_VLLM, 4, 1024, 0, 0, PB_PREEMPT_AUTO, temp, 0};
         PB_REQUIRE(run_(&m, &big, &t, &ref, &ri) == PB_OK);
         sarathi_same_(&m, &big, &t, &ref, mode ? "beam 3" : "n = 3", false);
         /* a pool small enough to swap the multi-sequence groups */
-        sys_cfg small = {SYS_VLLM, 4, 36, 36, 0, PB_PREEMPT_AUTO, temp};
+        sys_cfg small = {SYS_VLLM, 4, 36, 36, 0, PB_PREEMPT_AUTO, temp, 0};
         sarathi_same_(&m, &small, &t, &ref, mode ? "beam 3, small pool" : "n = 3, small pool", true);
         pb_trace_free(&t);
     }
@@ -611,11 +618,11 @@ PB_TEST(sarathi_forced_swap_and_recompute_keep_tokens) {
     pb_trace t = trace_(3, 12, 0.005, 1, 1);     /* arrivals close together */
     outputs ref;
     run_info ri;
-    sys_cfg big = {SYS_VLLM, 4, 1024, 0, 0, PB_PREEMPT_AUTO, 0.0f};
+    sys_cfg big = {SYS_VLLM, 4, 1024, 0, 0, PB_PREEMPT_AUTO, 0.0f, 0};
     PB_REQUIRE(run_(&m, &big, &t, &ref, &ri) == PB_OK);
-    sys_cfg sw = {SYS_VLLM, 4, 40, 40, 0, PB_PREEMPT_SWAP, 0.0f};
+    sys_cfg sw = {SYS_VLLM, 4, 40, 40, 0, PB_PREEMPT_SWAP, 0.0f, 0};
     sarathi_same_(&m, &sw, &t, &ref, "swap", true);
-    sys_cfg rc = {SYS_VLLM, 4, 40, 0, 0, PB_PREEMPT_RECOMPUTE, 0.0f};
+    sys_cfg rc = {SYS_VLLM, 4, 40, 0, 0, PB_PREEMPT_RECOMPUTE, 0.0f, 0};
     sarathi_same_(&m, &rc, &t, &ref, "recompute", true);
     pb_trace_free(&t);
 }
@@ -664,8 +671,8 @@ PB_TEST(prefix_cache_gives_vllm_tokens_on_shared_prefixes_and_chat_turns) {
         pb_trace t = kind ? chat_trace_() : prefix_trace_(9, 12, 0.01, 1, 1);
         outputs ref, o;
         run_info ri, oi;
-        sys_cfg v = {SYS_VLLM, 4, 512, 0, 0, PB_PREEMPT_AUTO, 0.0f};
-        sys_cfg a = {SYS_APC, 4, 512, 0, 0, PB_PREEMPT_AUTO, 0.0f};
+        sys_cfg v = {SYS_VLLM, 4, 512, 0, 0, PB_PREEMPT_AUTO, 0.0f, 0};
+        sys_cfg a = {SYS_APC, 4, 512, 0, 0, PB_PREEMPT_AUTO, 0.0f, 0};
         PB_REQUIRE(run_(&m, &v, &t, &ref, &ri) == PB_OK);
         PB_REQUIRE(run_(&m, &a, &t, &o, &oi) == PB_OK);
         fprintf(stderr, "  %s: %lld prefix-cache hit tokens, %lld prefill tokens read from the cache\n",
@@ -686,15 +693,15 @@ PB_TEST(prefix_cache_beam_search_and_parallel_samples_over_cached_prefixes) {
         float temp = mode ? 0.0f : 0.8f;
         outputs ref, o;
         run_info ri, oi;
-        sys_cfg v = {SYS_VLLM, 4, 1024, 0, 0, PB_PREEMPT_AUTO, temp};
-        sys_cfg a = {SYS_APC, 4, 1024, 0, 0, PB_PREEMPT_AUTO, temp};
+        sys_cfg v = {SYS_VLLM, 4, 1024, 0, 0, PB_PREEMPT_AUTO, temp, 0};
+        sys_cfg a = {SYS_APC, 4, 1024, 0, 0, PB_PREEMPT_AUTO, temp, 0};
         PB_REQUIRE(run_(&m, &v, &t, &ref, &ri) == PB_OK);
         PB_REQUIRE(run_(&m, &a, &t, &o, &oi) == PB_OK);
         fprintf(stderr, "  %s: %lld hit tokens\n", mode ? "beam" : "samples", (long long)oi.hit_tokens);
         PB_CHECK(oi.hit_tokens > 0);
         PB_CHECK(same_(&ref, &o, (int32_t)t.n, mode ? "prefix cache, beam" : "prefix cache, samples"));
         /* and in a pool small enough to swap the multi-sequence groups */
-        sys_cfg sm = {SYS_APC, 4, 56, 56, 0, PB_PREEMPT_AUTO, temp};
+        sys_cfg sm = {SYS_APC, 4, 56, 56, 0, PB_PREEMPT_AUTO, temp, 0};
         PB_REQUIRE(run_(&m, &sm, &t, &o, &oi) == PB_OK);
         fprintf(stderr, "  %s, small pool: %lld swaps, %lld hit tokens\n", mode ? "beam" : "samples",
                 (long long)oi.n_swap, (long long)oi.hit_tokens);
@@ -709,16 +716,60 @@ PB_TEST(prefix_cache_under_swap_and_recompute_preemption_keeps_tokens) {
     pb_trace t = prefix_trace_(12, 14, 0.004, 1, 1);
     outputs ref, o;
     run_info ri, oi;
-    sys_cfg big = {SYS_VLLM, 4, 1024, 0, 0, PB_PREEMPT_AUTO, 0.0f};
+    sys_cfg big = {SYS_VLLM, 4, 1024, 0, 0, PB_PREEMPT_AUTO, 0.0f, 0};
     PB_REQUIRE(run_(&m, &big, &t, &ref, &ri) == PB_OK);
     static const pb_preempt_mode modes[] = {PB_PREEMPT_RECOMPUTE, PB_PREEMPT_SWAP};
     for (size_t k = 0; k < PB_ARRAY_LEN(modes); k++) {
-        sys_cfg c = {SYS_APC, 4, 40, 40, 0, modes[k], 0.0f};
+        sys_cfg c = {SYS_APC, 4, 40, 40, 0, modes[k], 0.0f, 0};
         PB_REQUIRE(run_(&m, &c, &t, &o, &oi) == PB_OK);
         fprintf(stderr, "  %s: %lld recomputes, %lld swaps, %lld hit tokens\n", pb_preempt_mode_str(modes[k]),
                 (long long)oi.n_recompute, (long long)oi.n_swap, (long long)oi.hit_tokens);
         PB_CHECK(oi.n_recompute + oi.n_swap > 0 && oi.hit_tokens > 0);
         PB_CHECK(same_(&ref, &o, (int32_t)t.n, pb_preempt_mode_str(modes[k])));
+    }
+    pb_trace_free(&t);
+}
+
+/* 18 requests over 6 shared prefixes of 21-26 tokens, a prefix coming back every 6
+   requests, in a GPU pool of 40 blocks of 4 that cannot keep them all cached */
+static pb_trace six_prefixes_(void) {
+    pb_trace t = trace_(14, 18, 0.06, 1, 1);
+    for (int64_t i = 0; i < t.n; i++) {
+        t.reqs[i].prefix_id = (int32_t)(i % 6);
+        t.reqs[i].prefix_len = 21 + (int32_t)(i % 6);
+        t.reqs[i].prompt_len = t.reqs[i].prefix_len + 1 + (int32_t)(i * 5 % 7);
+        t.reqs[i].output_len = PB_MIN(t.reqs[i].output_len, 10);
+    }
+    return t;
+}
+
+PB_TEST(prefix_cache_cpu_tier_reloads_evicted_blocks_with_the_same_tokens) {
+    pb_model m = model_("tiny-llama");
+    pb_trace t = six_prefixes_();
+    outputs ref, o, nt;
+    run_info ri, oi, ni;
+    sys_cfg big = {SYS_VLLM, 4, 1024, 0, 0, PB_PREEMPT_AUTO, 0.0f, 0};
+    PB_REQUIRE(run_(&m, &big, &t, &ref, &ri) == PB_OK);
+    static const pb_preempt_mode modes[] = {PB_PREEMPT_RECOMPUTE, PB_PREEMPT_SWAP};
+    for (size_t k = 0; k < PB_ARRAY_LEN(modes); k++) {
+        sys_cfg none = {SYS_APC, 4, 24, 24, 0, modes[k], 0.0f, 0};
+        sys_cfg tier = {SYS_APC, 4, 24, 24, 0, modes[k], 0.0f, 64};
+        PB_REQUIRE(run_(&m, &none, &t, &nt, &ni) == PB_OK);
+        PB_REQUIRE(run_(&m, &tier, &t, &o, &oi) == PB_OK);
+        const pb_paged_cache_stats *cs = &oi.cache;
+        fprintf(stderr, "  %s (%lld recomputes, %lld swaps): hit tokens %lld without the tier, %lld with it (%lld from "
+                "the CPU); %lld spills, %lld reloads; executor swapped %lld out, %lld in\n", pb_preempt_mode_str(modes[k]),
+                (long long)oi.n_recompute, (long long)oi.n_swap,
+                (long long)ni.hit_tokens, (long long)oi.hit_tokens, (long long)cs->tier_hit_tokens,
+                (long long)cs->tier_spills, (long long)cs->tier_reloads, (long long)oi.ex.swapped_out_blocks,
+                (long long)oi.ex.swapped_in_blocks);
+        PB_CHECK_EQ_INT(oi.n_finished, t.n);
+        /* the tier served hits the GPU had lost, read back by the executor */
+        PB_CHECK(cs->tier_reloads > 0 && cs->tier_hit_tokens > 0 && oi.hit_tokens > ni.hit_tokens);
+        PB_CHECK(oi.ex.swapped_in_blocks >= cs->tier_reloads && oi.ex.swapped_out_blocks >= cs->tier_spills);
+        PB_CHECK(oi.ex.cached_prefill_tokens >= oi.hit_tokens);
+        PB_CHECK(same_(&ref, &nt, (int32_t)t.n, "prefix cache, no tier"));
+        PB_CHECK(same_(&ref, &o, (int32_t)t.n, "prefix cache, CPU tier"));
     }
     pb_trace_free(&t);
 }
