@@ -41,7 +41,7 @@
 
 /* every figure `--all` runs, in order (fig1, fig11, fig18a, fig19a come from other modules) */
 static const char *const ALL_FIGURES[] = {"fig1", "fig2", "fig11", "fig12", "fig13", "fig14", "fig15",
-                                          "fig16", "fig17", "fig18a", "fig18b", "fig19a", "fig19b", "v02", "study"};
+                                          "fig16", "fig17", "fig18a", "fig18b", "fig19a", "fig19b", "v02", "study", "tier"};
 
 enum { O_FIGURE = 256, O_SET, O_RESULTS, O_ALL, O_QUICK, O_FRESH, O_SUMMARY, O_QUIET, O_CHECK, O_NO_REPORT,
        O_REPORT_ONLY, O_REQUESTS, O_TIMELINE, O_LIST_POINTS, O_SHARD, O_ALLOW_REJECTED };
