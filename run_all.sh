@@ -94,8 +94,10 @@ need_pkgs() {   # need_pkgs <verb>: list the Debian packages missing for this ve
     have_dev yaml.h || missing+=(libyaml-dev)
     have_dev jansson.h || missing+=(libjansson-dev)
     have_dev csv.h || missing+=(libcsv-dev)
-    have_dev microhttpd.h || missing+=(libmicrohttpd-dev)
-    have_dev curl/curl.h || have_dev x86_64-linux-gnu/curl/curl.h || missing+=(libcurl4-openssl-dev)
+    if [ "$1" != gpu ]; then   # the GPU run builds with -DPB_NET=OFF (no serve, no loadgen)
+        have_dev microhttpd.h || missing+=(libmicrohttpd-dev)
+        have_dev curl/curl.h || have_dev x86_64-linux-gnu/curl/curl.h || missing+=(libcurl4-openssl-dev)
+    fi
     case "$1" in
         test) if [ "$(id -u)" = 0 ]; then   # optional: the tests that need them skip (77) without
                   command -v slurmd >/dev/null || missing+=(slurm-wlm)       # cli_slurm

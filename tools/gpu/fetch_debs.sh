@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # fetch_debs.sh -- where apt works, put what a GPU machine without a package registry needs
 # to build pagedbench into .gpu/ (ignored by git; it travels with the checkout):
-#   .gpu/debs/*.deb   the Debian packages of libyaml, jansson, libcsv, libmicrohttpd and libcurl (and their -dev),
+#   .gpu/debs/*.deb   the Debian packages of libyaml, jansson and libcsv (and their -dev; the GPU
+#                     build is configured -DPB_NET=OFF: no serve or loadgen there),
 #                     downloaded with `apt-get download` (no root needed, nothing installed)
 #   .gpu/rev          `git describe --always --dirty` of this checkout (the GPU machine's
 #                     copy has no .git: the build and the calibration CSVs name this)
@@ -10,7 +11,7 @@
 # distribution's (amd64; the GPU machines are x86-64).
 set -euo pipefail
 cd "$(dirname "$0")/../.."
-PKGS="libyaml-0-2 libyaml-dev libjansson4 libjansson-dev libcsv3 libcsv-dev libmicrohttpd12 libmicrohttpd-dev libcurl4 libcurl4-openssl-dev"
+PKGS="libyaml-0-2 libyaml-dev libjansson4 libjansson-dev libcsv3 libcsv-dev"
 command -v apt-get >/dev/null || { echo "fetch_debs.sh: needs apt-get (run it on a Debian/Ubuntu machine)" >&2; exit 1; }
 arch=$(dpkg --print-architecture 2>/dev/null || echo unknown)
 [ "$arch" = amd64 ] || { echo "fetch_debs.sh: this machine is $arch; the GPU machines need amd64 packages" >&2; exit 1; }
