@@ -113,6 +113,7 @@ typedef struct {
     int device, rank, tp;
     cudaStream_t stream;
     cublasHandle_t cublas;
+    void *cublas_ws;            /* its workspace (pb_cublas_setup) */
     const nccl_api *nccl;
     ncclComm_t comm;
     bool nvtx;
@@ -431,6 +432,8 @@ static pb_status rank_init_(rank_t *r, int rank) {
         pb_log_error("executor cuda: cublasCreate failed on device %d", c->device);
         return PB_ERR_CUDA;
     }
+    pb_status cs = pb_cublas_setup(c->cublas, c->stream, &c->cublas_ws);
+    if (cs != PB_OK) return cs;
     for (int i = 0; i < 4; i++) TRY_CUDA(cudaEventCreate(&r->ev[i]));
     if (e->tp > 1) {
         ncclResult_t nr = e->nccl.comm_init_rank(&c->comm, e->tp, e->nccl_id, rank);
@@ -497,6 +500,8 @@ static void rank_fini_(rank_t *r) {
     cudaFree(c->d_tok); cudaFree(c->d_lp); cudaFree(c->d_nout);
     cudaFreeHost(c->h_tok); cudaFreeHost(c->h_lp); cudaFreeHost(c->h_nout);
     if (c->cublas) cublasDestroy(c->cublas);
+    if (c->cublas_ws) cudaFree(c->cublas_ws);
+    c->cublas_ws = NULL;
     cudaStreamDestroy(c->stream);
     c->stream = NULL;
 }

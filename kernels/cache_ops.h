@@ -55,7 +55,10 @@ pb_status pb_kv_cache_shape_check(const pb_kv_cache_shape *c);
  * key, value       [num_tokens, key_stride] / [num_tokens, value_stride]
  *                  (token i, head h, dim d at i*stride + h*D + d; stride 0 = Hkv*D)
  * slot_mapping     [num_tokens]  (slot < 0: skipped; slot >= num_blocks*block_size:
- *                  PB_ERR_INVALID before anything is written) */
+ *                  PB_ERR_INVALID before anything is written).  The slots >= 0 must be
+ *                  distinct, as the block manager makes them: the CUDA kernel writes the
+ *                  tokens in parallel, so two tokens for one slot leave either (the
+ *                  reference's last-wins order is not a contract). */
 pb_status pb_reshape_and_cache_ref(const pb_kv_cache_shape *c, void *k_cache, void *v_cache,
                                    const void *key, const void *value, int32_t key_stride,
                                    int32_t value_stride, const int64_t *slot_mapping,

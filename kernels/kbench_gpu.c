@@ -713,6 +713,11 @@ static pb_status bench_calib_gemm(gctx *g) {
         pb_log_error("kernels: cublasCreate failed");
         return PB_ERR_CUDA;
     }
+    void *ws = NULL;
+    if ((st = pb_cublas_setup(b.h, b.st, &ws)) != PB_OK) {
+        cublasDestroy(b.h);
+        return st;
+    }
     for (int s = 0; s < 4; s++) {
         b.K = kn[s][0];
         b.N = kn[s][1];
@@ -743,6 +748,7 @@ static pb_status bench_calib_gemm(gctx *g) {
 done:
     cudaFree(b.w); cudaFree(b.x); cudaFree(b.y);
     cublasDestroy(b.h);
+    cudaFree(ws);
     return st;
 }
 

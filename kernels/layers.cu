@@ -9,6 +9,7 @@
 #include <cuda_fp16.h>
 #include <cuda_runtime.h>
 #include <math.h>
+#include <stdlib.h>
 
 #include "kernel_common.cuh"
 #include "layers.h"
@@ -239,12 +240,52 @@ __global__ void candidates_k(const float *logits, int V, int n_top, float temper
 
 /* ---- launchers ---- */
 
+extern "C" pb_status pb_cublas_setup(struct cublasContext *h, struct CUstream_st *stream, void **ws) {
+    *ws = NULL;
+    if (cublasSetStream(h, stream) != CUBLAS_STATUS_SUCCESS) {
+        pb_log_error("cublas: cublasSetStream failed");
+        return PB_ERR_CUDA;
+    }
+    int dev = 0, major = 0;
+    if (cudaGetDevice(&dev) != cudaSuccess ||
+        cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, dev) != cudaSuccess) {
+        pb_log_error("cublas: cannot read the device's compute capability");
+        return PB_ERR_CUDA;
+    }
+    long mib = major >= 9 ? 32 : 4;
+    const char *env = getenv("PB_CUBLAS_WORKSPACE_MIB");
+    if (env && *env) {
+        char *end = NULL;
+        mib = strtol(env, &end, 10);
+        if (*end || mib < 0 || mib > 4096) {
+            pb_log_error("PB_CUBLAS_WORKSPACE_MIB=%s: expected a whole number of MiB in 0..4096", env);
+            return PB_ERR_INVALID;
+        }
+    }
+    if (mib == 0) return PB_OK;
+    const size_t bytes = (size_t)mib << 20;
+    if (cudaMalloc(ws, bytes) != cudaSuccess) {
+        *ws = NULL;
+        pb_log_error("cublas: cannot allocate a %ld MiB workspace", mib);
+        return PB_ERR_CUDA;
+    }
+    if (cublasSetWorkspace(h, *ws, bytes) != CUBLAS_STATUS_SUCCESS) {
+        cudaFree(*ws);
+        *ws = NULL;
+        pb_log_error("cublas: cublasSetWorkspace(%ld MiB) failed", mib);
+        return PB_ERR_CUDA;
+    }
+    return PB_OK;
+}
+
 extern "C" pb_status pb_gemm_cuda(struct cublasContext *h, void *out, int out_f32, const void *in,
                                   const void *w, int32_t M, int32_t N, int32_t K,
                                   struct CUstream_st *stream) {
     if (M <= 0 || N <= 0 || K <= 0) return M == 0 ? PB_OK : PB_ERR_INVALID;
     const float alpha = 1.0f, beta = 0.0f;
-    cublasStatus_t st = cublasSetStream(h, stream);
+    cudaStream_t bound = NULL;
+    cublasStatus_t st = cublasGetStream(h, &bound);
+    if (st == CUBLAS_STATUS_SUCCESS && bound != stream) st = cublasSetStream(h, stream);
     if (st == CUBLAS_STATUS_SUCCESS)
         /* row-major out[M,N] = in[M,K] W[N,K]^T  ==  column-major out^T = W in^T */
         st = cublasGemmEx(h, CUBLAS_OP_T, CUBLAS_OP_N, N, M, K, &alpha, w, CUDA_R_16F, K, in,

@@ -124,9 +124,18 @@ pb_status pb_candidates_ref(const float *logits, int32_t S, int32_t V, int32_t n
 struct CUstream_st;      /* == cudaStream_t */
 struct cublasContext;    /* == cublasHandle_t */
 
+/* Binds cuBLAS handle h to `stream` and gives it its own workspace (cublasSetWorkspace):
+ * PB_CUBLAS_WORKSPACE_MIB MiB when that is set (0: cuBLAS's default pool), else the size
+ * cuBLAS's documentation recommends, 32 MiB on compute capability >= 9.0 and 4 MiB below.
+ * *ws receives the buffer (cudaFree it after cublasDestroy; NULL with the default pool).
+ * Without a workspace of its own cuBLAS picks slower kernels for some shapes (measured on
+ * an H200: results/gpu/).  pb_gemm_cuda keeps the binding: it re-binds only when given
+ * another stream, and cublasSetStream resets the workspace, so it is set again then. */
+pb_status pb_cublas_setup(struct cublasContext *h, struct CUstream_st *stream, void **ws);
+
 /* out[M,N] = in[M,K] W[N,K]^T: fp16 in, fp32 accumulate (cublasGemmEx,
- * CUBLAS_COMPUTE_32F); out is fp16, or fp32 when out_f32 != 0.  The handle's stream
- * is set to `stream`. */
+ * CUBLAS_COMPUTE_32F); out is fp16, or fp32 when out_f32 != 0.  The handle is bound to
+ * `stream` (pb_cublas_setup's workspace is kept when it already is). */
 pb_status pb_gemm_cuda(struct cublasContext *h, void *out, int out_f32, const void *in,
                        const void *w, int32_t M, int32_t N, int32_t K, struct CUstream_st *stream);
 pb_status pb_bias_act_cuda(void *x, const void *bias, int32_t M, int32_t N, int relu,

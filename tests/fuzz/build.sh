@@ -16,7 +16,7 @@ srcs=()
 for d in $DIRS; do
     for f in "$SRC/$d"/*.c; do
         n=$(basename "$f" .c)
-        case "$n" in test_*|main|cuda_module) continue ;; esac   # cuda_module: the CUDA build's loader
+        case "$n" in test_*|main|cuda_module|net_absent) continue ;; esac   # cuda_module: the CUDA build's loader; net_absent: a -DPB_NET=OFF build's
         srcs+=("$f")
     done
 done

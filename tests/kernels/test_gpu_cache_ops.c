@@ -23,6 +23,11 @@ static void fill_bytes(void *p, size_t n, uint64_t seed) {
     for (size_t i = 0; i < n; i++) ((unsigned char *)p)[i] = (unsigned char)(pb_rng_u64(&r) & 0x3f);
 }
 
+static int32_t pb_gcd_i32(int32_t a, int32_t b) {
+    while (b) { int32_t t = a % b; a = b; b = t; }
+    return a;
+}
+
 static void *upload(const void *h, size_t n) {
     void *d = NULL;
     if (cudaMalloc(&d, n ? n : 16) != cudaSuccess) return NULL;
@@ -42,8 +47,12 @@ PB_TEST(reshape_and_gather_match_reference) {
             void *kc = malloc(cb), *vc = malloc(cb), *key = malloc(es * T * stride), *val = malloc(es * T * stride);
             fill_bytes(kc, cb, 1); fill_bytes(vc, cb, 2);
             fill_bytes(key, es * T * stride, 3 + bi); fill_bytes(val, es * T * stride, 4 + di);
+            /* a scattered but collision-free mapping (cache_ops.h: slots are distinct): the
+             * logical block i / bs goes to physical block (i / bs) * m mod num_blocks, m coprime */
+            int32_t m = 7;
+            while (pb_gcd_i32(m, c.num_blocks) != 1) m++;
             int64_t slots[300];
-            for (int32_t i = 0; i < T; i++) slots[i] = (int64_t)(((i / c.block_size) * 7) % c.num_blocks) * c.block_size + i % c.block_size;
+            for (int32_t i = 0; i < T; i++) slots[i] = (int64_t)(((i / c.block_size) * m) % c.num_blocks) * c.block_size + i % c.block_size;
             slots[3] = -1;
             void *dkc = upload(kc, cb), *dvc = upload(vc, cb), *dkey = upload(key, es * T * stride);
             void *dval = upload(val, es * T * stride), *dsl = upload(slots, sizeof slots);

@@ -8,7 +8,8 @@
 #   CMAKE_PREFIX_PATH  .gpu/root/usr   (CMakeLists.txt's find_path / find_library)
 #   PKG_CONFIG_PATH    its pkgconfig folders (used when pkg-config is installed)
 #   LD_LIBRARY_PATH    its library folder (the built programs run with it)
-#   PB_GIT_REV         the contents of .gpu/rev when this copy of the tree has no git
+#   PB_GIT_REV         the contents of .gpu/rev (the revision fetch_debs.sh saw; a GPU machine's
+#                      copy of the tree may carry a .git of another commit)
 #   PB_DEPS_ROOT       .gpu/root (empty when there are no .debs: nothing is exported)
 # Nothing is installed into /.  Returns 1 (with the reason on stderr) when a package
 # cannot be unpacked.
@@ -16,7 +17,7 @@ pb_gpu_deps() {
     local top=${1:-$(pwd)} deb f
     local debs=$top/.gpu/debs root=$top/.gpu/root
     PB_DEPS_ROOT=""
-    if [ -f "$top/.gpu/rev" ] && ! git -C "$top" rev-parse HEAD >/dev/null 2>&1; then
+    if [ -s "$top/.gpu/rev" ]; then
         PB_GIT_REV=$(head -n 1 "$top/.gpu/rev"); export PB_GIT_REV
     fi
     ls "$debs"/*.deb >/dev/null 2>&1 || return 0

@@ -11,7 +11,7 @@ DEVICE=${2:?} MODE=${3:?} SECS=${4:-0} BASELINE=${5:-}
 cd "$(dirname "$0")/../.." || exit 1
 [ -f "$DIR/steps.tsv" ] || { echo "summary.sh: $DIR/steps.tsv missing" >&2; exit 1; }
 awk -F'\t' 'NF != 4 { exit 1 }' "$DIR/steps.tsv" || { echo "summary.sh: $DIR/steps.tsv: malformed" >&2; exit 1; }
-GIT=$(git rev-parse --short=12 HEAD 2>/dev/null || echo unknown)
+GIT=${PB_GIT_REV:-$(git rev-parse --short=12 HEAD 2>/dev/null || echo unknown)}
 gpu=0; [ "$MODE" = gpu ] && gpu=1
 P=""; [ $gpu = 1 ] || P="cpu/"     # kernel result names carry cpu/ on the C references
 
