@@ -26,10 +26,6 @@
 #include "point_key.h"   /* pb_source_describe */
 #include "spec.h"
 
-#ifndef PB_GIT_REV_GIVEN
-#define PB_GIT_REV_GIVEN 0   /* 1: the build was given $PB_GIT_REV (CMakeLists.txt) */
-#endif
-
 enum { O_GRID = 256, O_CHECK, O_UPDATE, O_CSV, O_CPU, O_PROBE, O_HW, O_HBM, O_REPS, O_WARMUP, O_TOL, O_RTOL,
        O_CALIB_DIR };
 static const pb_cli_opt OPTS[] = {
@@ -232,11 +228,9 @@ int pb_cmd_kernels(int argc, char **argv) {
     pb_kbench_get_info(&info);
     if (!gpu) snprintf(info.timer, sizeof info.timer, "cpu");
     if (calib_dir) {
-        /* the revision the build was given ($PB_GIT_REV from .gpu/rev, tools/gpu/deps.sh: a
-           GPU machine's copy of the tree may carry another commit's .git), else git
-           describe --dirty at build time */
-        const char *commit = PB_GIT_REV_GIVEN || !strcmp(pb_source_describe(), "no-git") ? pb_git_rev()
-                                                                                        : pb_source_describe();
+        /* the build's revision: $PB_GIT_REV when the build was given one (tools/gpu/deps.sh,
+           from .gpu/rev), else git describe --dirty at build time (tools/source_rev.cmake) */
+        const char *commit = pb_source_describe();
         int rows = 0;
         if (pb_kbench_write_calib_csv(calib_dir, &cur, &info, commit, &rows) != PB_OK) {
             fprintf(stderr, "%s: cannot write the calibration CSVs\n", calib_dir);

@@ -13,7 +13,10 @@
 #                       `git status --porcelain` over them), or "no-git" outside a git
 #                       checkout.  `pagedbench --version` prints it and point files record
 #                       it (not keyed).  Only the build's sources count: results, plots
-#                       and docs a run rewrites never make a build "-dirty".
+#                       and docs a run rewrites never make a build "-dirty".  $PB_GIT_REV,
+#                       when set in the build's environment, is taken instead: a GPU
+#                       machine's copy of the tree may carry the .git of another commit
+#                       (tools/gpu/deps.sh sets it from .gpu/rev, written by fetch_debs.sh).
 file(GLOB files RELATIVE "${SRC}" "${SRC}/CMakeLists.txt")
 foreach(d ${DIRS})
   file(GLOB f RELATIVE "${SRC}" "${SRC}/${d}/*.c" "${SRC}/${d}/*.h" "${SRC}/${d}/*.cu")
@@ -30,7 +33,9 @@ string(SHA256 total "${acc}")
 string(SUBSTRING "${total}" 0 16 hash)
 execute_process(COMMAND git rev-parse --short=12 HEAD WORKING_DIRECTORY "${SRC}"
                 OUTPUT_VARIABLE desc OUTPUT_STRIP_TRAILING_WHITESPACE ERROR_QUIET RESULT_VARIABLE rc)
-if(NOT rc EQUAL 0 OR NOT desc)
+if(DEFINED ENV{PB_GIT_REV} AND NOT "$ENV{PB_GIT_REV}" STREQUAL "")
+  set(desc "$ENV{PB_GIT_REV}")
+elseif(NOT rc EQUAL 0 OR NOT desc)
   set(desc "no-git")
 else()
   set(specs "CMakeLists.txt")

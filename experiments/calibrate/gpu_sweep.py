@@ -158,6 +158,30 @@ def gemm_report(rows):
     return out
 
 
+def model_report(rows):
+    """Lines: the committed cost model's GEMM time (the hardware spec the device maps to,
+    calibrate.py SWEEP_HW) over the measured one -- a validation of the spec on this device,
+    nothing refitted."""
+    import calibrate as cal                 # late: calibrate.py imports this module
+    import model_residuals as mr
+    hw = cal.SWEEP_HW.get(rows[0]["device"])
+    if not hw:
+        return ["  the cost model: no hardware spec for '%s' (calibrate.py SWEEP_HW)" % rows[0]["device"]]
+    base = cal.read_base(hw)
+    q = [(r["m"], mr.gemm_time(r["m"], r["k"], r["n"], hw, base) * 1e6 / r["median_us"]) for r in rows]
+
+    def stats(v):
+        v = sorted(v)
+        return "median %.3f, p10 %.3f, p90 %.3f (%d rows)" % (median(v), v[len(v) // 10], v[9 * len(v) // 10], len(v))
+    out = ["  the committed cost model (experiments/hardware/%s.yaml) / measured, timer %s: %s"
+           % (hw, rows[0]["timer"], stats([x for _, x in q]))]
+    for lo, hi in ((1, 16), (17, 128), (129, 512)):
+        v = [x for m, x in q if lo <= m <= hi]
+        if v:
+            out.append("  %-14s M %d-%d: %s" % ("", lo, hi, stats(v)))
+    return out
+
+
 def find(dirs):
     """(device folder, attention CSV or None, GEMM CSV or None) under each DIR (or DIR itself)."""
     found = []
@@ -194,6 +218,7 @@ def report(dirs):
             out += attention_report(gpu_a)
         if gpu_g:
             out += gemm_report(gpu_g)
+            out += model_report(gpu_g)
     if not n_gpu:
         out.append(absent)
     return "\n".join(out)
