@@ -1,4 +1,4 @@
-/* beam.c -- beam-search selection and the synthetic model (see beam.h). */
+/* beam.c -- beam-search selection and the score models (see beam.h). */
 #include "beam.h"
 
 #include <math.h>
@@ -16,6 +16,27 @@ void pb_beam_synth_candidates(pb_rng *r, int32_t n_top, int32_t vocab, pb_candid
         out->token[j] = (int32_t)pb_rng_below(r, (uint64_t)(vocab > 0 ? vocab : 1));
     }
     out->n = n_top;
+}
+
+void pb_beam_table_candidates(pb_rng *r, const pb_beam_table *t, int32_t n_top, int32_t vocab,
+                              pb_candidates *out) {
+    PB_ASSERT(n_top >= 1 && n_top <= t->n_top && n_top <= PB_MAX_TOP);
+    const float *row = t->lp + (size_t)pb_rng_below(r, (uint64_t)t->n_rows) * (size_t)t->n_top;
+    for (int32_t j = 0; j < n_top; j++) {
+        out->logprob[j] = row[j];
+        out->token[j] = vocab > 0 ? (int32_t)pb_rng_below(r, (uint64_t)vocab) : 0;
+    }
+    out->n = n_top;
+}
+
+int pb_beam_table_ok(const pb_beam_table *t, int32_t w) {
+    if (!t || !t->lp || t->n_rows < 1 || t->n_top < 2 * w || t->n_top > PB_MAX_TOP) return 0;
+    for (int64_t i = 0; i < (int64_t)t->n_rows; i++) {
+        const float *row = t->lp + i * t->n_top;
+        for (int32_t j = 0; j < t->n_top; j++)
+            if (!isfinite(row[j]) || row[j] > 0 || (j > 0 && row[j] > row[j - 1])) return 0;
+    }
+    return 1;
 }
 
 /* better(a, b): a ranks before b */
@@ -218,4 +239,22 @@ void pb_beam_synth_advance(pb_rng *rp, double *c, int32_t *order, int32_t nb, in
     case 6: advance(rp, c, order, 6, parent); break;
     default: advance(rp, c, order, nb, parent); break;
     }
+}
+
+void pb_beam_table_advance(pb_rng *r, const pb_beam_table *t, double *c, int32_t *order, int32_t nb,
+                           int32_t *parent) {
+    PB_ASSERT(nb >= 1 && nb <= NB_MAX);
+    double cum[NB_MAX] = {0};
+    pb_candidates cand[NB_MAX] = {{0}};   /* filled below (nb of them) */
+    pb_beam_choice ch[NB_MAX];
+    pb_beam_plan pl;
+    for (int32_t m = 0; m < nb; m++) cum[order[m]] = c[m];
+    for (int32_t i = 0; i < nb; i++) pb_beam_table_candidates(r, t, 2 * nb, 0, &cand[i]);
+    int32_t nc = pb_beam_select(cum, cand, nb, nb, ch);
+    pb_beam_plan_make(ch, nc, nb, &pl);
+    for (int32_t m = 0; m < nb; m++) {
+        order[m] = pl.next[m];
+        c[m] = ch[m].score;
+    }
+    for (int32_t e = 0; e < nb; e++) parent[e] = ch[pl.at[e]].parent;
 }

@@ -1,4 +1,4 @@
-/* beam.h -- beam-search selection and the synthetic next-token model.
+/* beam.h -- beam-search selection and the next-token score models (synthetic, measured).
  *
  * Beam search (vLLM v0.1.5+, HF-aligned, docs/DESIGN.md §8): each live beam proposes
  * its top 2 * beam_width next tokens; among all (beam, token) candidates the
@@ -19,8 +19,9 @@
  * log-probability -1, and the spread between beams' cumulative scores is a random
  * walk -- beams survive, branch and die as in a real search (Fig. 9), and the
  * memory saving from sharing comes out of this genealogy, not from a formula.
- * The distribution is a modelling choice (documented in RESULTS.md); real
- * executors replace it with real scores. */
+ * The distribution is a modelling choice (documented in RESULTS.md); a measured
+ * table (pb_beam_table below) replaces it when configured, and real executors
+ * replace both with real scores. */
 #ifndef PB_BEAM_H
 #define PB_BEAM_H
 
@@ -35,6 +36,36 @@ extern "C" {
 
 /* Fill out with n_top (<= PB_MAX_TOP) synthetic candidates, token ids in [0, vocab). */
 void pb_beam_synth_candidates(pb_rng *r, int32_t n_top, int32_t vocab, pb_candidates *out);
+
+/* A measured score model: n_rows rows of a language model's top n_top next-token
+ * log-probabilities, best first (lp[row * n_top + j], j = 0 .. n_top - 1, descending),
+ * recorded at the states its own beam search visited (workloads/beam_scores.h says
+ * which model).  Used instead of the synthetic model when the engine's parameters name
+ * one (engine.h beam_scores): each sequence's candidates at each step are one row,
+ * drawn uniformly and independently (pb_rng_below: one u64), then a token id each
+ * when vocab > 0. */
+typedef struct {
+    int32_t n_rows, n_top;
+    const float *lp;
+} pb_beam_table;
+
+/* Fill out with the first n_top (<= t->n_top, <= PB_MAX_TOP) log-probabilities of a
+   row drawn from t, token ids in [0, vocab) (vocab <= 0: none drawn, every token 0). */
+void pb_beam_table_candidates(pb_rng *r, const pb_beam_table *t, int32_t n_top, int32_t vocab,
+                              pb_candidates *out);
+
+/* The measured model's step of a beam group at its full width (the replay's,
+   fastfwd.c), with pb_beam_synth_advance's contract: exactly what
+       for i in 0 .. nb-1 (beam index order): pb_beam_table_candidates(r, t, 2 * nb, 0, &cand[i]);
+       nc = pb_beam_select(cum, cand, nb, nb, ch);  pb_beam_plan_make(ch, nc, nb, &pl);
+   gives, with cum[order[m]] = c[m] before and order[m] = pl.next[m], c[m] = ch[m].score,
+   parent[e] = ch[pl.at[e]].parent after: the same draws as postprocessing's. */
+void pb_beam_table_advance(pb_rng *r, const pb_beam_table *t, double *c, int32_t *order, int32_t nb,
+                           int32_t *parent);
+
+/* 1 when t is usable for beam width w: rows, 2 * w <= n_top <= PB_MAX_TOP, every row
+   descending and finite. */
+int pb_beam_table_ok(const pb_beam_table *t, int32_t w);
 
 typedef struct {
     int32_t parent;      /* index of the beam (0 .. n_beams-1)                      */

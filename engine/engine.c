@@ -237,7 +237,12 @@ static pb_status beam_step(pb_engine *e, pb_group *g, bool has_tokens) {
     }
     pb_beam_choice ch[PB_MAX_TOP / 2];
     int32_t nc;
-    if (!has_tokens) {   /* all synthetic: drawn best-first in one stream (same law of choices; beam.h) */
+    if (!has_tokens && e->p.beam_scores) {   /* the measured model: a row per beam, in index order */
+        for (int32_t i = 0; i < nb; i++)
+            pb_beam_table_candidates(&g->rng, e->p.beam_scores, 2 * k, e->p.store_tokens ? e->p.vocab_size : 0,
+                                     &cands[i]);
+        nc = pb_beam_select(cum, cands, nb, k, ch);
+    } else if (!has_tokens) {   /* all synthetic: drawn best-first in one stream (same law of choices; beam.h) */
         nc = pb_beam_synth_select(&g->rng, cum, NULL, nb, 2 * k, e->p.store_tokens ? e->p.vocab_size : 0, k, ch);
     } else {
         for (int32_t i = 0; i < nb; i++) {

@@ -31,6 +31,7 @@
 #include <stdbool.h>
 #include <stdint.h>
 
+#include "beam.h"
 #include "executor.h"
 #include "kv_manager.h"
 #include "metrics.h"
@@ -80,6 +81,10 @@ struct pb_engine_params {
     bool store_tokens;              /* keep token ids (real executors need them)     */
     int32_t vocab_size;             /* synthetic prompt / candidate token ids are in
                                        [0, vocab_size) (32000)                       */
+    const pb_beam_table *beam_scores; /* beam search's next-token scores when the
+                                       executor gives none: this measured table
+                                       (beam.h; it must outlive the engine), or
+                                       NULL: the synthetic model (the default)     */
     bool check_every_step;          /* run kv / engine *_check() after every step,
                                        pb_metrics_check() at the end                 */
     double max_clock_s;             /* stop when the clock passes this (0 = never);

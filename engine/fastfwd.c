@@ -15,13 +15,13 @@
  * Beam replay (some group has several sequences: beam groups at full width, the
  * others single).  The manager keeps each group as a tree of block counts; after
  * each step every beam group's selection is drawn from its stream exactly as
- * postprocessing would draw it (pb_beam_synth_advance; the scores are kept here, by
- * rank, until the group leaves the replay) and handed to the manager as the beams'
- * parents.  A step in which a group cannot append is not replayed.  Beams that die
- * free blocks, so after a step whose selections left more blocks free than when the
- * policy last answered steady, it is asked again.  Groups whose last token a step
- * produced leave the replay and finish there, and the replay goes on if the next
- * step would be replayed after it.
+ * postprocessing would draw it (pb_beam_synth_advance, or pb_beam_table_advance under
+ * a measured score table; the scores are kept here, by rank, until the group leaves
+ * the replay) and handed to the manager as the beams' parents.  A step in which a
+ * group cannot append is not replayed.  Beams that die free blocks, so after a step
+ * whose selections left more blocks free than when the policy last answered steady,
+ * it is asked again.  Groups whose last token a step produced leave the replay and
+ * finish there, and the replay goes on if the next step would be replayed after it.
  *
  * Mixed steps.  Arrivals that change the waiting head end a replay: the policy must
  * look at it.  In a beam replay, when the policy decodes first (decodes_first) and
@@ -339,7 +339,9 @@ static int32_t beam_select(pb_fastfwd *f, int32_t i) {
     pb_group *g = f->groups[i];
     ff_beams *b = &f->beams[i];
     int32_t parent[PB_MAX_TOP / 2];
-    pb_beam_synth_advance(&g->rng, b->cum, b->order, g->n_seqs, parent);   /* no token ids */
+    const pb_beam_table *t = f->x->p->beam_scores;
+    if (t) pb_beam_table_advance(&g->rng, t, b->cum, b->order, g->n_seqs, parent);
+    else pb_beam_synth_advance(&g->rng, b->cum, b->order, g->n_seqs, parent);   /* no token ids */
     return f->kr->beam_select(f->x->kv, i, parent);
 }
 

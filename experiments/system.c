@@ -8,6 +8,7 @@
 #include <unistd.h>
 
 #include "baselines.h"       /* pb_policy_orca_create, pb_policy_ft_create, pb_policy_finalize */
+#include "beam_tables.h"     /* pb_beam_table_by_name: workload.beam_scores */
 #include "block_manager.h"   /* pb_paged_kv_create */
 #include "client.h"          /* pb_client: closed loop, concurrency limit */
 #include "engine.h"          /* pb_engine_* */
@@ -679,6 +680,7 @@ static void engine_params(const plan *P, pb_engine_params *ep) {
     if (P->real) ep->vocab_size = P->model.vocab;   /* token ids must be inside the real model's vocabulary */
     ep->max_clock_s = P->max_clock_s;
     ep->fast_forward = P->fast_forward;
+    ep->beam_scores = pb_beam_table_by_name(P->wc.beam_scores);   /* NULL: synthetic */
 }
 
 /* Run the engine over the trace; then the point's metrics, checks and side files

@@ -49,6 +49,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "beam_tables.h"
 #include "block_manager.h"
 #include "client.h"
 #include "kv_contiguous.h"
@@ -97,6 +98,7 @@ typedef struct {
     bool check_every_step;
     pb_client_cfg client;        /* closed loop / concurrency limit: the client sends   */
     int32_t turns_max;           /* closed loop: conversations of 1..turns_max rows     */
+    const pb_beam_table *scores; /* beam scores: a measured table, or NULL: synthetic   */
 } ff_cfg;
 
 static void ff_describe(const ff_cfg *c, char *buf, size_t n) {
@@ -273,6 +275,7 @@ static void ff_run(const specs *sp, const ff_cfg *c, const pb_trace *t, ff_mode 
         ep.source = pb_client_source(cl);
         t = &none;
     }
+    ep.beam_scores = c->scores;
     PB_ASSERT(pb_engine_create(&ep, kv, pol, ex, &e) == PB_OK);
     pb_metrics *m = pb_metrics_create(true);
 
@@ -517,6 +520,41 @@ PB_TEST(beam_fast_forward_equals_step_by_step) {
     PB_CHECK_EQ_INT(replayed, unlimited);
     PB_CHECK(fast_total > steps / 3);
     PB_CHECK(mixed > 0);
+}
+
+/* Beam search under the measured score table (beam.h pb_beam_table_advance in the
+ * replay, pb_beam_table_candidates and pb_beam_select in postprocessing): the same
+ * all-beam configurations (width 2..6, the table's limit) bit for bit, replaying. */
+#define FF_TABLE_CONFIGS 16
+
+PB_TEST(beam_table_fast_forward_equals_step_by_step) {
+    specs sp;
+    PB_REQUIRE(specs_load(&sp));
+    const pb_beam_table *tab = pb_beam_table_by_name("wmt14-kn3");
+    PB_REQUIRE(tab != NULL);
+    int64_t steps = 0, fast_total = 0;
+    int failed = 0;
+    for (uint64_t i = 0; i < FF_TABLE_CONFIGS; i++) {
+        ff_cfg c = ff_random_cfg(3000 + i);
+        c.multi_frac = 1;
+        c.beam = true;
+        c.width_max = 6;
+        c.scores = tab;
+        if (c.max_num_seqs < 6) c.max_num_seqs = 16;
+        pb_trace t = {0};
+        PB_REQUIRE(ff_trace(&c, &t));
+        ff_out ref;
+        int64_t fast = 0;
+        failed += !ff_check(&sp, &c, &t, i % 4 == 0, &ref, &fast);
+        fast_total += fast;
+        steps += ref.n_steps;
+        ff_out_free(&ref);
+        pb_trace_free(&t);
+    }
+    fprintf(stderr, "  %d all-beam configurations under the measured table, %lld steps, %lld replayed fast\n",
+            FF_TABLE_CONFIGS, (long long)steps, (long long)fast_total);
+    PB_CHECK_EQ_INT(failed, 0);
+    PB_CHECK(fast_total > steps / 3);
 }
 
 /* The vLLM step in other waiting orders: configurations of the random sweep's kind

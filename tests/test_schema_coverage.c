@@ -77,6 +77,10 @@ static const variant VARIANTS[] = {
     {"tp8", "name: cov\nfigure: cov\nmodel: opt-13b\nhardware: a100-40gb\ngpus: 8\n"
             "workload: {dataset: alpaca, arrivals: poisson, rate: 20, num_requests: 40}\n"
             "systems:\n  - {name: s, type: vllm}\n"},
+    /* beam search (width 4) on ample KV space */
+    {"beam", "name: cov\nfigure: cov\nmodel: opt-13b\nhardware: a100-40gb\n"
+             "workload: {dataset: alpaca, arrivals: poisson, rate: 20, num_requests: 40, beam_width: 4}\n"
+             "systems:\n  - {name: s, type: vllm}\n"},
     /* vLLM v0.2: padded prompt-only steps */
     {"v02", "name: cov\nfigure: cov\nmodel: opt-13b\nhardware: a100-40gb\n"
             "workload: {dataset: sharegpt, arrivals: poisson, rate: 20, num_requests: 60}\n"
@@ -277,6 +281,7 @@ static const kcase CASES[] = {
     E("workload.replay_file", "replay", "workload.replay_file=azure_llm_trace/AzureLLMInferenceTrace_code.csv"),
     E("workload.n", "spec", "workload.n=3"),
     E("workload.beam_width", "spec", "workload.beam_width=3"),
+    E("workload.beam_scores", "beam", "workload.beam_scores=wmt14-kn3"),
     E("workload.shots", "translation", "workload.shots=5"),
     E("workload.prefix_len", "spec", "workload.prefix_len=64"),
     E("workload.chat", "chat", "workload.chat={max_prompt: 256}"),

@@ -879,6 +879,16 @@ PB_TEST(workload_from_yaml) {
     PB_CHECK_STR_CONTAINS(e.msg, "exp.yaml:4:");
     PB_CHECK_STR_CONTAINS(e.msg, "exclusive");
     pb_config_destroy(cf);
+    PB_CHECK(parse_yaml("workload:\n  dataset: alpaca\n  beam_width: 7\n  beam_scores: wmt14-kn3\n", &c, &e, &cf) ==
+             PB_ERR_INVALID);   /* a row holds 12 candidates: width 6 at most */
+    PB_CHECK_STR_CONTAINS(e.msg, "exp.yaml:3:3: workload.beam_width: at most 6 with beam_scores wmt14-kn3");
+    pb_config_destroy(cf);
+    PB_CHECK(parse_yaml("workload:\n  dataset: alpaca\n  beam_scores: gpt2\n", &c, &e, &cf) == PB_ERR_INVALID);
+    PB_CHECK_STR_CONTAINS(e.msg, "exp.yaml:3:16: workload.beam_scores");
+    pb_config_destroy(cf);
+    PB_CHECK(parse_yaml("workload:\n  dataset: alpaca\n  beam_width: 6\n  beam_scores: wmt14-kn3\n", &c, &e, &cf) == PB_OK);
+    PB_CHECK(!strcmp(c.beam_scores, "wmt14-kn3") && c.beam_width == 6);
+    pb_config_destroy(cf);
     PB_CHECK(parse_yaml("workload:\n  dataset: sharegpt\n  shots: 5\n", &c, &e, &cf) == PB_ERR_INVALID);
     PB_CHECK_STR_CONTAINS(e.msg, "only for dataset translation");
     pb_config_destroy(cf);

@@ -7,6 +7,7 @@
 #include <string.h>
 #include <sys/stat.h>
 
+#include "beam_tables.h"
 #include "trace_io.h"
 
 /* ---- datasets ---- */
@@ -101,6 +102,9 @@ const pb_key pb_workload_schema[] = {
      .doc = "replay: Azure trace CSV with TIMESTAMP (auto = the dataset's own, else the conversation trace)"},
     {.name = "n", .type = PB_T_INT, .lo = 1, .hi = 4096, .dflt = "1", .doc = "parallel samples per request"},
     {.name = "beam_width", .type = PB_T_INT, .lo = 1, .hi = 4096, .dflt = "1", .doc = "beam search width (1 = none)"},
+    {.name = "beam_scores", .type = PB_T_ENUM, .choices = PB_BEAM_SCORES_NAMES, .dflt = "synthetic",
+     .doc = "beam search's next-token scores without a real model: synthetic (engine/beam.h) or a table "
+            "measured from a language model (workloads/beam_tables.h)"},
     {.name = "shots", .type = PB_T_ENUM, .choices = "1|5", .dflt = "1",
      .doc = "translation: 1-shot (80 tokens) or 5-shot (341) prefix"},
     {.name = "prefix_len", .type = PB_T_INT, .lo = 0, .hi = 1 << 20, .dflt = "0",
@@ -135,6 +139,7 @@ static pb_status read_keys(const pb_node *n, pb_workload_cfg *c, pb_cfg_err *err
     s |= copy_str(c->filter, sizeof c->filter, n, "filter", err);
     s |= copy_str(c->replay_file, sizeof c->replay_file, n, "replay_file", err);
     s |= copy_str(c->trace, sizeof c->trace, n, "trace", err);
+    s |= copy_str(c->beam_scores, sizeof c->beam_scores, n, "beam_scores", err);
     pb_arrival_kind_by_name(pb_schema_str(S, n, "arrivals"), &c->arrivals.kind);   /* validated */
     c->arrivals.rate = pb_schema_num_or(S, n, "rate", 0);
     c->arrivals.num = pb_schema_int(S, n, "num_requests");
@@ -191,6 +196,11 @@ pb_status pb_workload_from_node(const pb_node *n, pb_workload_cfg *out, pb_cfg_e
     if (out->n > 1 && out->beam_width > 1)
         s |= pb_cfg_fail(err, pb_node_get(n, "beam_width"), true,
                          "workload.beam_width: beam search and parallel sampling (n: %d) are exclusive", out->n);
+    const pb_beam_table *bt = pb_beam_table_by_name(out->beam_scores);
+    if (bt && out->beam_width > bt->n_top / 2)
+        s |= pb_cfg_fail(err, pb_node_get(n, "beam_width"), true,
+                         "workload.beam_width: at most %d with beam_scores %s (its rows hold %d candidates)",
+                         bt->n_top / 2, out->beam_scores, bt->n_top);
     bool translation = !strcmp(out->dataset, "translation");
     if (pb_node_has(n, "shots") && !translation)
         s |= pb_cfg_fail(err, pb_node_get(n, "shots"), true, "workload.shots: only for dataset translation");

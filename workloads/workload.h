@@ -23,6 +23,7 @@
  *                              # dataset's own azure file, or AzureLLMInferenceTrace_conv.csv
  *     n: 1                     # parallel samples per request
  *     beam_width: 1            # beam search width (n is then set to beam_width)
+ *     beam_scores: synthetic   # beam scores without a real model: synthetic | wmt14-kn3
  *     shots: 1                 # translation: 1-shot (80-token) or 5-shot (341-token) prefix
  *     prefix_len: 0            # other datasets: a synthetic shared prefix of this many tokens
  *     chat: {max_prompt: 1024, max_output: 1016, mean_turns: 3.51, new_conversation_prob: 0.1}
@@ -101,6 +102,7 @@ typedef struct {
     char trace[PB_WL_PATH];     /* replay this trace CSV ("" = generate)                 */
     pb_client_cfg client;       /* conversation: (closed loop), max_concurrency           */
     bool history_append;        /* conversation.history: append (pb_trace_append_history) */
+    char beam_scores[16];       /* synthetic, or a table of beam_tables.h                */
 } pb_workload_cfg;
 
 extern const pb_key pb_workload_schema[];
