@@ -778,6 +778,10 @@ const char *pb_schema_str_or(const pb_key *schema, const pb_node *n, const char 
     const char *t = decl_text(schema, n, path, true, is_str);
     return t ? t : derived;
 }
+bool pb_schema_bool_or(const pb_key *schema, const pb_node *n, const char *path, bool derived) {
+    const char *t = decl_text(schema, n, path, true, is_bool);
+    return t ? !strcmp(t, "true") : derived;
+}
 
 /* The i-th choice of "a|b|c" into buf; false past the last. */
 static bool choice_at(const char *choices, int i, char *buf, size_t n) {

@@ -177,6 +177,7 @@ const char *pb_schema_str(const pb_key *schema, const pb_node *n, const char *pa
 int64_t     pb_schema_int_or(const pb_key *schema, const pb_node *n, const char *path, int64_t derived);
 double      pb_schema_num_or(const pb_key *schema, const pb_node *n, const char *path, double derived);
 const char *pb_schema_str_or(const pb_key *schema, const pb_node *n, const char *path, const char *derived);
+bool        pb_schema_bool_or(const pb_key *schema, const pb_node *n, const char *path, bool derived);
 
 /* Is key k of schema read when the map's `type` is `type` (k->scope)? */
 bool pb_key_in_scope(const pb_key *schema, const pb_key *k, const char *type);

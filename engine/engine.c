@@ -37,7 +37,7 @@ struct pb_engine {
 void pb_engine_params_default(pb_engine_params *p) {
     memset(p, 0, sizeof *p);
     pb_vllm_knobs k;
-    pb_vllm_knobs_default(PB_VLLM_V01, 2048, &k);
+    pb_vllm_knobs_default(PB_VLLM_V01, 2048, NULL, &k);
     p->max_num_batched_tokens = k.max_num_batched_tokens;
     p->max_num_seqs = k.max_num_seqs;
     p->max_model_len = 2048;

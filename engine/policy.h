@@ -52,13 +52,14 @@ typedef enum {
 /* Step structure of the vLLM versions (docs/DESIGN.md §3.1 / §3.2). */
 typedef enum {
     PB_STEP_MIXED = 0,     /* v0.1.x: a step mixes prompts and decodes                     */
-    PB_STEP_ALTERNATE      /* v0.2.x: a step admits prompts only, or else decodes          */
+    PB_STEP_ALTERNATE,     /* v0.2.x: a step admits prompts only, or else decodes          */
+    PB_STEP_CHUNKED        /* V1: decodes, then prefill chunks, in one token budget        */
 } pb_step_mode;
 
 const char *pb_preempt_mode_str(pb_preempt_mode m);   /* "auto" "recompute" "swap" */
 bool pb_preempt_mode_parse(const char *s, pb_preempt_mode *out);
-const char *pb_step_mode_str(pb_step_mode m);          /* "mixed" "alternate" */
-bool pb_step_mode_parse(const char *s, pb_step_mode *out);   /* also "v0.1", "v0.2" */
+const char *pb_step_mode_str(pb_step_mode m);          /* "mixed" "alternate" "chunked" */
+bool pb_step_mode_parse(const char *s, pb_step_mode *out);   /* also "v0.1", "v0.2", "v1" */
 
 /* What a policy sees of the engine in a step (opaque). */
 typedef struct pb_sched pb_sched;
@@ -263,10 +264,13 @@ pb_status pb_sched_admit_waiting(pb_sched *s, const pb_admit_rule *r, int32_t *n
 
 /* The vLLM step (paper §4.5, docs/DESIGN.md §3) in the waiting order the policy's
    waiting_key gives: v0.1 mixed steps (decode, swap in, admit), v0.2 alternating ones
-   (prompt-only steps, padded when max_paddings >= 0), or the one params->step_mode
-   names. */
+   (prompt-only steps, padded when max_paddings >= 0), V1's chunked ones (decode,
+   continue the partial prefill, admit chunks, all in max_num_batched_tokens; admit
+   only when nothing was preempted this step; never swap), or the one
+   params->step_mode names. */
 pb_status pb_sched_vllm_v01_step(pb_sched *s);
 pb_status pb_sched_vllm_v02_step(pb_sched *s, int32_t max_paddings);
+pb_status pb_sched_vllm_v1_step(pb_sched *s);
 pb_status pb_sched_vllm_step(pb_sched *s);
 
 #ifdef __cplusplus

@@ -16,7 +16,7 @@ static pb_status v02_schedule(pb_policy *p, pb_sched *s) {
     (void)p;
     const pb_engine_params *ep = pb_sched_params(s);
     pb_vllm_knobs v02;
-    pb_vllm_knobs_default(PB_VLLM_V02, ep->max_model_len, &v02);
+    pb_vllm_knobs_default(PB_VLLM_V02, ep->max_model_len, NULL, &v02);
     return pb_sched_vllm_v02_step(s, ep->max_paddings >= 0 ? ep->max_paddings : v02.max_paddings);
 }
 

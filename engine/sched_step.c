@@ -31,6 +31,23 @@
  *     and the batch carries n_padded_tokens.
  *   In both modes a prompt longer than min(max_model_len, max_num_batched_tokens)
  *   is rejected (v0.2: FINISHED_IGNORED).
+ *   chunked (V1, vllm v0.33.0 v1/core/sched/scheduler.py schedule()): one budget of
+ *     max_num_batched_tokens tokens per step: decode_running (the running requests
+ *     in order, each its one token; a request that cannot get its slot preempts the
+ *     latest running one, by recompute -- the engine's preemption mode, which
+ *     `engine: v1` fixes), continue_prefills (the partial prefill gets what the
+ *     budget leaves), then, only if nothing was preempted this step, admit_waiting
+ *     with chunks of the budget left (prompts up to max_model_len, chunked over
+ *     steps).  Never swaps.  V1 walks its running list once, decodes and partial
+ *     prefills in list order; with chunked admission the only partial prefill is the
+ *     last admitted, the list's tail, so decodes-then-prefill is the same order (a
+ *     long_prefill_token_threshold, off by default, is not modelled).  Admission
+ *     checks the whole prompt's blocks (scheduler_reserve_full_isl, on by default)
+ *     and the engine allocates them at admission, where V1 allocates each chunk's
+ *     blocks as it is scheduled; a parallel-sampling group is one prompt then n
+ *     sequences (V1 fans it out into n requests whose prompt blocks the prefix
+ *     cache shares: the same blocks, less each child's recompute of the prompt's
+ *     last partial block).
  * Deviations from vLLM, on purpose: a recompute-resumed group whose prompt +
  * generated tokens exceed max_num_batched_tokens is admitted alone rather than
  * dropped; swap falls back to recompute when the CPU space is full instead of
@@ -188,6 +205,15 @@ pb_status pb_sched_vllm_v02_step(pb_sched *s, int32_t max_paddings) {
     return st;
 }
 
+pb_status pb_sched_vllm_v1_step(pb_sched *s) {
+    int64_t budget = s->p->max_num_batched_tokens;
+    pb_admit_rule r = {.token_budget = budget, .chunk = (int32_t)PB_MIN(budget, INT32_MAX)};
+    pb_status st = pb_sched_decode_running(s, pb_victim_latest, NULL);
+    if (st == PB_OK) st = pb_sched_continue_prefills(s, budget);
+    if (st == PB_OK && s->n_preempted == 0) st = pb_sched_admit_waiting(s, &r, NULL);
+    return st;
+}
+
 /* Held heads: the swapped queue's head (if any) cannot swap in -- LATER, or over the
    sequence budget -- and, with nothing swapped, the waiting head (if any) cannot be
    admitted -- LATER, or over the sequence budget.  Both stay so while free blocks
@@ -201,6 +227,7 @@ static bool held(const pb_sched *s, const pb_group *g, pb_alloc_status a) {
 
 static bool vllm_steady(pb_policy *p, pb_sched *s) {
     (void)p;
+    if (s->p->step_mode == PB_STEP_CHUNKED) return false;   /* V1's steps: no steady claim */
     pb_group *g = s->swp_head;
     if (g) return held(s, g, pb_sched_can_swap_in(s, g));
     g = pb_sched_waiting_peek(s);
@@ -233,6 +260,10 @@ const pb_policy_steady_i pb_vllm_steady_v02 = {vllm_steady, v02_preempted, NULL}
 const pb_policy_steady_i pb_vllm_steady_engine = {vllm_steady, engine_preempted, engine_decodes_first};
 
 pb_status pb_sched_vllm_step(pb_sched *s) {
-    return s->p->step_mode == PB_STEP_ALTERNATE ? pb_sched_vllm_v02_step(s, s->p->max_paddings)
-                                               : pb_sched_vllm_v01_step(s);
+    switch (s->p->step_mode) {
+    case PB_STEP_ALTERNATE: return pb_sched_vllm_v02_step(s, s->p->max_paddings);
+    case PB_STEP_CHUNKED: return pb_sched_vllm_v1_step(s);
+    case PB_STEP_MIXED: break;
+    }
+    return pb_sched_vllm_v01_step(s);
 }

@@ -33,13 +33,14 @@ bool pb_preempt_mode_parse(const char *s, pb_preempt_mode *out) {
 }
 
 const char *pb_step_mode_str(pb_step_mode m) {
-    return m == PB_STEP_ALTERNATE ? "alternate" : "mixed";
+    return m == PB_STEP_ALTERNATE ? "alternate" : m == PB_STEP_CHUNKED ? "chunked" : "mixed";
 }
 
 bool pb_step_mode_parse(const char *s, pb_step_mode *out) {
     if (!s) return false;
     if (!strcmp(s, "mixed") || !strcmp(s, "v0.1")) *out = PB_STEP_MIXED;
     else if (!strcmp(s, "alternate") || !strcmp(s, "v0.2")) *out = PB_STEP_ALTERNATE;
+    else if (!strcmp(s, "chunked") || !strcmp(s, "v1")) *out = PB_STEP_CHUNKED;
     else return false;
     return true;
 }

@@ -201,6 +201,15 @@ double pb_weight_bytes_per_gpu(const pb_model *m, int32_t tp) {
     return n * m->dtype_bytes;
 }
 
+/* Peak live bytes of one layer's forward pass over T tokens (pb_kv_capacity_profile). */
+static double layer_act_bytes(const pb_model *m, int32_t tp, double T) {
+    double h = m->hidden, F = m->ffn, d = m->head_size;
+    double attn = 2 * T * h + T * (m->n_heads + 2.0 * m->n_kv_heads) * d / tp + T * m->n_heads * d / tp + T * h;
+    double mlp = m->arch == PB_ARCH_LLAMA ? 2 * T * h + 3 * T * F / tp
+                                          : fmax(T * h + 2 * T * F / tp, 2 * T * h + T * F / tp);
+    return fmax(attn, mlp) * m->dtype_bytes;
+}
+
 pb_status pb_kv_capacity_profile(const pb_model *m, const pb_hw *hw, int32_t tp, int32_t block_size,
                                  int32_t profile_tokens, int32_t profile_seqs, double gpu_mem_util,
                                  pb_kv_capacity *out) {
@@ -208,18 +217,34 @@ pb_status pb_kv_capacity_profile(const pb_model *m, const pb_hw *hw, int32_t tp,
         gpu_mem_util <= 0 || gpu_mem_util > 1 || m->n_kv_heads % tp)
         return PB_ERR_INVALID;
     memset(out, 0, sizeof *out);
-    double S = profile_seqs, h = m->hidden, F = m->ffn, d = m->head_size;
+    double S = profile_seqs, h = m->hidden, dt = m->dtype_bytes;
     double Tp = S * ((profile_tokens + profile_seqs - 1) / profile_seqs);   /* padded [S, max_len] */
-    double dt = m->dtype_bytes;
-    double attn = 2 * Tp * h + Tp * (m->n_heads + 2.0 * m->n_kv_heads) * d / tp + Tp * m->n_heads * d / tp + Tp * h;
-    double mlp = m->arch == PB_ARCH_LLAMA ? 2 * Tp * h + 3 * Tp * F / tp
-                                          : fmax(Tp * h + 2 * Tp * F / tp, 2 * Tp * h + Tp * F / tp);
-    out->layer_act_bytes = fmax(attn, mlp) * dt;
+    out->layer_act_bytes = layer_act_bytes(m, tp, Tp);
     out->sampler_bytes = (Tp * h + S * h) * dt + S * (double)m->vocab * (5 * dt + 2 * 8 + 3);
     out->param_bytes_per_gpu = pb_weight_bytes_per_gpu(m, tp);
     out->act_bytes = fmax(out->layer_act_bytes, out->sampler_bytes);
     out->peak_bytes = out->param_bytes_per_gpu + out->act_bytes;
     out->usable_bytes = gpu_mem_util * hw->mem_bytes;
     out->kv_bytes_per_gpu = out->usable_bytes - out->peak_bytes;
+    return kv_blocks(m, tp, block_size, out);
+}
+
+pb_status pb_kv_capacity_v1(const pb_model *m, const pb_hw *hw, int32_t tp, int32_t block_size, int32_t profile_tokens,
+                            int32_t profile_seqs, double gpu_mem_util, bool cuda_graphs, pb_kv_capacity *out) {
+    if (tp < 1 || block_size < 1 || profile_tokens < 1 || profile_seqs < 1 || profile_seqs > profile_tokens ||
+        gpu_mem_util <= 0 || gpu_mem_util > 1 || m->n_kv_heads % tp)
+        return PB_ERR_INVALID;
+    memset(out, 0, sizeof *out);
+    const double gib = 1024.0 * 1024.0 * 1024.0;
+    double S = profile_seqs, T = profile_tokens, h = m->hidden, dt = m->dtype_bytes;
+    out->layer_act_bytes = layer_act_bytes(m, tp, T);
+    out->sampler_bytes = (T * h + S * h) * dt + S * (double)m->vocab * (dt + 3 * 4 + 8);
+    out->param_bytes_per_gpu = pb_weight_bytes_per_gpu(m, tp);
+    out->act_bytes = fmax(out->layer_act_bytes, out->sampler_bytes);
+    out->peak_bytes = out->param_bytes_per_gpu + out->act_bytes;
+    out->non_torch_bytes = (tp > 1 ? PB_V1_NON_TORCH_TP_GIB : PB_V1_NON_TORCH_GIB) * gib;
+    out->cudagraph_bytes = cuda_graphs ? PB_V1_CUDAGRAPH_GIB * gib : 0;
+    out->usable_bytes = ceil(gpu_mem_util * hw->mem_bytes);
+    out->kv_bytes_per_gpu = out->usable_bytes - out->peak_bytes - out->non_torch_bytes - out->cudagraph_bytes;
     return kv_blocks(m, tp, block_size, out);
 }

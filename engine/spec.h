@@ -91,6 +91,8 @@ typedef struct {
     double sampler_bytes;       /* profile rule: live bytes at the sampler's peak   */
     double peak_bytes;          /* profile rule: torch's max allocated (weights +
                                    max(layer, sampler)); harness rule: 0            */
+    double non_torch_bytes;     /* v1 rule: memory outside torch's allocator        */
+    double cudagraph_bytes;     /* v1 rule: the CUDA graph estimate                 */
     double kv_bytes_per_gpu;    /* memory left for the KV cache on each GPU       */
     double kv_bytes_total;      /* summed over the tp GPUs                        */
     int64_t num_blocks;         /* physical KV blocks (same on every GPU)         */
@@ -104,7 +106,8 @@ pb_status pb_kv_capacity_compute(const pb_model *m, const pb_hw *hw, int32_t tp,
 /* Which rule sizes the KV space (a vLLM version's default, engine/vllm_version.h). */
 typedef enum {
     PB_KV_RULE_HARNESS = 0,   /* pb_kv_capacity_compute: the paper's harness (v0.1 runs) */
-    PB_KV_RULE_PROFILE        /* pb_kv_capacity_profile: v0.2's profiling pass           */
+    PB_KV_RULE_PROFILE,       /* pb_kv_capacity_profile: v0.2's profiling pass           */
+    PB_KV_RULE_V1             /* pb_kv_capacity_v1: V1's profiling pass                  */
 } pb_kv_rule;
 
 /* Weight bytes resident on each GPU, counted from the shapes (what vLLM loads, not
@@ -153,6 +156,37 @@ double pb_weight_bytes_per_gpu(const pb_model *m, int32_t tp);
 pb_status pb_kv_capacity_profile(const pb_model *m, const pb_hw *hw, int32_t tp, int32_t block_size,
                                  int32_t profile_tokens, int32_t profile_seqs, double gpu_mem_util,
                                  pb_kv_capacity *out);
+
+/* KV capacity the way vLLM's V1 engine computes it (v0.33.0:
+ * v1/worker/gpu_worker.py:640-760 determine_available_memory, utils/mem_utils.py:230-321
+ * memory_profiling, v1/worker/utils.py:724 request_memory):
+ *   kv = ceil(total memory x gpu_mem_util) - non-KV memory - CUDA graph estimate
+ *   non-KV = weights + torch's peak over a forward pass of profile_tokens tokens
+ *            (profile_run: max_num_batched_tokens flattened -- no padding -- over
+ *            profile_seqs requests, then the sampler over profile_seqs rows)
+ *            + non-torch memory (CUDA context, NCCL, cuBLAS workspaces)
+ *   peak activations: pb_kv_capacity_profile's layer terms with Tp = T, and the
+ *   sampler as V1 runs it: final hidden T*h + pruned rows S*h (model dtype), plus per
+ *   logit element (S*V) the logits in the model dtype, their fp32 copy, fp32 probs,
+ *   fp32 sorted logits and the int64 sort index (dtype + 20 bytes) [recalled from
+ *   v1/sample/sampler.py and v1/sample/ops/topk_topp_sampler.py, not measured here].
+ * The two constants below are vLLM's own logged measurements (residual: their
+ * spread over models and versions, unknown beyond the logs named):
+ *   PB_V1_NON_TORCH_GIB     1.79 GiB at tp 1, PB_V1_NON_TORCH_TP_GIB 3.58 GiB per
+ *                           GPU at tp > 1 (vllm-project/vllm PR #10511, 2024-12-14,
+ *                           Meta-Llama-3-8B on an H100 80GB: "non_torch_memory
+ *                           1.79GiB", at -tp 2 "3.58GiB": NCCL buffers)
+ *   PB_V1_CUDAGRAPH_GIB     0.36 GiB, subtracted when cuda_graphs (on by default
+ *                           since v0.21.0, VLLM_MEMORY_PROFILER_ESTIMATE_CUDAGRAPHS:
+ *                           gpustack/runner PR #251, vLLM 0.27.1 log "Estimated CUDA
+ *                           graph memory: 0.36 GiB total") [a capture set smaller than
+ *                           the default's; secondary]
+ * PB_ERR_NO_SPACE when nothing is left for the cache. */
+#define PB_V1_NON_TORCH_GIB 1.79
+#define PB_V1_NON_TORCH_TP_GIB 3.58
+#define PB_V1_CUDAGRAPH_GIB 0.36
+pb_status pb_kv_capacity_v1(const pb_model *m, const pb_hw *hw, int32_t tp, int32_t block_size, int32_t profile_tokens,
+                            int32_t profile_seqs, double gpu_mem_util, bool cuda_graphs, pb_kv_capacity *out);
 
 #ifdef __cplusplus
 }

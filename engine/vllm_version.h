@@ -2,7 +2,7 @@
  * documented defaults (docs/DESIGN.md §3.3 knobs table, §9 the KV space).
  *
  * One table (vllm_version.c) holds every default; a system's YAML names the version
- * (`engine: v0.1 | v0.2`, default v0.1, the paper's) and may override any knob:
+ * (`engine: v0.1 | v0.2 | v1`, default v0.1, the paper's) and may override any knob:
  *
  *   knob                    v0.1 (paper, mid-2023)       v0.2 (v0.2.2 - v0.2.7)
  *   step_mode               mixed                         alternate (prompt-only steps)
@@ -13,6 +13,45 @@
  *   KV sizing rule          harness (spec.h, activations  profile pass (spec.h
  *                           of kv_profile_tokens tokens)  pb_kv_capacity_profile)
  *   kv_profile_tokens       PB_KV_PROFILE_TOKENS (2560)   = max_num_batched_tokens
+ *   prefix_caching          false                         false
+ *   preemption              auto                          auto
+ *   watermark               PB_PAGED_WATERMARK (0.01)     PB_PAGED_WATERMARK
+ *   async_scheduling        false                         false
+ *   cuda_graphs             false                         false (v0.2 captured decode
+ *                                                         graphs; not modelled)
+ *
+ * engine: v1 -- vLLM's V1 engine as released in v0.33.0 (PyPI wheel, git 4ba787ec9;
+ * every line below is of that release, paths under vllm/):
+ *   step_mode               chunked: one token budget per step, running requests
+ *                           first (decodes, then the partial prefill), then new
+ *                           prefills chunked into what is left; chunked prefill is
+ *                           always on (config/scheduler.py:134 enable_chunked_prefill
+ *                           = True; v1/core/sched/scheduler.py:794-1002 running,
+ *                           :1050-1570 waiting, admitted only when nothing was
+ *                           preempted this step, :1050)
+ *   max_num_batched_tokens  2048 on an A100 or a GPU under 70 GiB, 8192 on larger
+ *                           ones (H100, H200), 16384 at >= 160 GiB: the OpenAI API
+ *                           server's defaults (engine/arg_utils.py:2970-3006,
+ *                           get_batch_defaults; the paper's protocol serves through
+ *                           the API server)
+ *   max_num_seqs            256 (A100, < 70 GiB), 1024 (larger; same lines)
+ *   gpu_mem_util            0.92 (config/cache.py:215)
+ *   KV sizing rule          v1: total memory x gpu_mem_util - weights - peak
+ *                           activations of a max_num_batched_tokens pass - non-torch
+ *                           memory - CUDA graph memory (spec.h pb_kv_capacity_v1;
+ *                           v1/worker/gpu_worker.py:640-760, utils/mem_utils.py:230-321,
+ *                           v1/worker/utils.py:724 request_memory)
+ *   kv_profile_tokens       = max_num_batched_tokens
+ *   max_paddings            -1 (flattened batches)
+ *   prefix_caching          true (config/cache.py:257 enable_prefix_caching = True)
+ *   preemption              recompute, the only mode (v1/core/sched/scheduler.py:1799
+ *                           _preempt_request frees the blocks, resets
+ *                           num_computed_tokens and prepends the request to waiting)
+ *   watermark               0 (config/scheduler.py:196 watermark = 0.0)
+ *   async_scheduling        true (config/scheduler.py:211 None -> config/vllm.py:1685-1719
+ *                           enables it unless an incompatible option is set)
+ *   cuda_graphs             true (CUDA graphs of decode batches; the cost model's
+ *                           term, executors/executor_sim.h)
  *
  * max_paddings (alternate steps only; ignored by mixed ones): a prompt step is a
  * padded [prompts, longest prompt] batch; admission stops when prompts x longest >
@@ -34,7 +73,7 @@
 extern "C" {
 #endif
 
-typedef enum { PB_VLLM_V01 = 0, PB_VLLM_V02 } pb_vllm_version;
+typedef enum { PB_VLLM_V01 = 0, PB_VLLM_V02, PB_VLLM_V1 } pb_vllm_version;
 
 typedef struct {
     pb_step_mode step_mode;
@@ -46,15 +85,23 @@ typedef struct {
     int32_t kv_profile_tokens;        /* tokens of the KV rule's activation pass;
                                          0 = max_num_batched_tokens (after overrides:
                                          pb_vllm_knobs_profile_tokens)              */
+    bool prefix_caching;              /* automatic prefix caching (block_manager.h)  */
+    pb_preempt_mode preemption;
+    double watermark;                 /* free-block share kept at admission          */
+    bool async_scheduling;            /* host work of step N+1 overlaps step N's GPU */
+    bool cuda_graphs;                 /* decode batches run as CUDA graphs           */
 } pb_vllm_knobs;
 
-const char *pb_vllm_version_str(pb_vllm_version v);          /* "v0.1" "v0.2"        */
+const char *pb_vllm_version_str(pb_vllm_version v);          /* "v0.1" "v0.2" "v1"   */
 bool pb_vllm_version_parse(const char *s, pb_vllm_version *out);
-#define PB_VLLM_VERSION_CHOICES "v0.1|v0.2"                  /* for a PB_T_ENUM key  */
+#define PB_VLLM_VERSION_CHOICES "v0.1|v0.2|v1"               /* for a PB_T_ENUM key  */
 
-/* The version's defaults for a model of max_model_len tokens (resolves the rule
- * "max(max_model_len, 2048)"; kv_profile_tokens stays 0 where it follows the budget). */
-void pb_vllm_knobs_default(pb_vllm_version v, int32_t max_model_len, pb_vllm_knobs *out);
+/* The version's defaults for a model of max_model_len tokens on GPU hw (NULL: one
+ * whose kind is unknown, vLLM's fallback tier -- get_batch_defaults when the device
+ * cannot be queried); resolves "max(max_model_len, 2048)" and v1's GPU tiers
+ * (memory_bytes >= 160 GiB; >= 70 GiB and no "a100" in hw->name; else the small
+ * tier); kv_profile_tokens stays 0 where it follows the budget. */
+void pb_vllm_knobs_default(pb_vllm_version v, int32_t max_model_len, const pb_hw *hw, pb_vllm_knobs *out);
 /* Tokens of the KV rule's pass: kv_profile_tokens, or max_num_batched_tokens when 0. */
 int32_t pb_vllm_knobs_profile_tokens(const pb_vllm_knobs *k);
 

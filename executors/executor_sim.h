@@ -118,7 +118,7 @@ extern "C" {
 #endif
 
 typedef enum { PB_SIM_ATTN_PAGED = 0, PB_SIM_ATTN_CONTIGUOUS = 1 } pb_sim_attn;
-typedef enum { PB_SIM_FW_PYTHON = 0, PB_SIM_FW_CPP = 1 } pb_sim_framework;
+typedef enum { PB_SIM_FW_PYTHON = 0, PB_SIM_FW_CPP = 1, PB_SIM_FW_V1 = 2 } pb_sim_framework;
 
 /* Host-side overheads of one serving framework (seconds). */
 typedef struct {
@@ -172,7 +172,10 @@ typedef struct {
     double ar_bw[PB_SIM_AR_TPS];     /* ... and algorithm bandwidth, bytes/s            */
     double swap_h2d_bw, swap_d2h_bw;       /* bytes/s of one block copy, per direction */
     double swap_h2d_copy_s, swap_d2h_copy_s; /* per cudaMemcpyAsync, per direction      */
-    pb_sim_fw_cost fw[2];        /* [PB_SIM_FW_PYTHON], [PB_SIM_FW_CPP]                 */
+    pb_sim_fw_cost fw[3];        /* [PB_SIM_FW_PYTHON], [PB_SIM_FW_CPP], [PB_SIM_FW_V1]:
+                                    v1's step_s and seq_s are PB_SIM_V1_* below (vLLM's
+                                    own code timed on a CPU, not per GPU), its launch_s
+                                    the python framework's, worker terms 0             */
     /* cost_model.residuals: per term, the 10th and 90th percentile of measured /
        predicted over the term's calibration data (1, 1 where none is known) */
     double resid_lo[PB_SIM_N_TERMS], resid_hi[PB_SIM_N_TERMS];
@@ -194,7 +197,31 @@ typedef struct {
     pb_sim_framework framework;  /* whose host overheads apply                          */
     char profile[1024];          /* measured step profile CSV ("" = analytic)           */
     double time_scale;           /* every step's latency times this (1; error-bar replicas) */
+    bool async_sched;            /* asynchronous scheduling (below)                     */
+    int32_t graph_max_tokens;    /* V1 CUDA graphs up to this many tokens (below); 0 none */
 } pb_sim_params;
+
+/* vLLM V1's engine-core host time per step and per scheduled request: Scheduler.schedule()
+ * + update_from_output() of vLLM v0.33.0 timed with no model on this repository's CPU
+ * (experiments/calibrate/v1_host.py, the fit and its residual there and in
+ * docs/DESIGN.md §5).  Replaced by the framework.v1 entry of the hardware's cost model
+ * where one is measured on that machine. */
+extern const double PB_SIM_V1_STEP_S, PB_SIM_V1_SEQ_S;
+
+/* Asynchronous scheduling (vLLM V1, async_scheduling): the host work of a step
+ * (framework time) runs while the GPU runs the step before, so a step costs
+ *     max(framework, max(GPU, kernel issue)) + sync
+ * instead of the sum; sync is one device-to-host copy of the sampled token ids
+ * (hardware pcie_copy_latency_us).
+ * V1 CUDA graphs (graph_max_tokens > 0; FULL_AND_PIECEWISE, v0.33.0
+ * config/compilation.py:618-636, sizes up to min(2 max_num_seqs, 512),
+ * config/vllm.py:2398-2410): a pure decode step of at most graph_max_tokens tokens
+ * is one FULL graph (kernel issue = one launch); a step with prefill tokens and at
+ * most graph_max_tokens tokens is PIECEWISE (attention kernels issued one by one, the
+ * pieces between them one graph launch each: layers x (attention calls + 1) + 1);
+ * larger steps run eagerly.  Batches are not padded to the capture sizes (not
+ * modelled).  This term is this repository's own until the graph issue's shared term
+ * lands. */
 
 pb_sim_params pb_sim_params_default(void);     /* vLLM: paged, python, analytic */
 /* Overlay a system's `sim:` map (attention_kernel, framework: each when given;

@@ -64,13 +64,16 @@ void pb_system_describe_executor(const pb_experiment *e, char *buf, size_t n) {
 #define SYS pb_system_entry_schema    /* a system's keys (experiment.c) */
 
 /* The system's vLLM knobs: the table's values for its `engine:` version
-   (engine/vllm_version.h) with the explicit keys step_mode, max_paddings,
-   max_num_batched_tokens, max_num_seqs, gpu_mem_util and kv_profile_tokens on top
-   (declared with that rule).  The schema has already checked every value. */
-static void system_vllm_knobs(const pb_node *sys, int32_t max_model_len, pb_vllm_knobs *k) {
+   (engine/vllm_version.h) on its hardware, with the explicit keys step_mode,
+   max_paddings, max_num_batched_tokens, max_num_seqs, gpu_mem_util,
+   kv_profile_tokens, prefix_caching, preemption, watermark, async_scheduling and
+   cuda_graphs on top (declared with that rule).  The schema has already checked
+   every value.  Returns the version. */
+static pb_vllm_version system_vllm_knobs(const pb_node *sys, int32_t max_model_len, const pb_hw *hw,
+                                         pb_vllm_knobs *k) {
     pb_vllm_version v;
     PB_ASSERT(pb_vllm_version_parse(pb_schema_str(SYS, sys, "engine"), &v));
-    pb_vllm_knobs_default(v, max_model_len, k);
+    pb_vllm_knobs_default(v, max_model_len, hw, k);
     pb_step_mode_parse(pb_schema_str_or(SYS, sys, "step_mode", pb_step_mode_str(k->step_mode)), &k->step_mode);
     k->max_paddings = (int32_t)pb_schema_int_or(SYS, sys, "max_paddings", k->max_paddings);
     k->max_num_batched_tokens =
@@ -78,6 +81,13 @@ static void system_vllm_knobs(const pb_node *sys, int32_t max_model_len, pb_vllm
     k->max_num_seqs = (int32_t)pb_schema_int_or(SYS, sys, "max_num_seqs", k->max_num_seqs);
     k->gpu_mem_util = pb_schema_num_or(SYS, sys, "gpu_mem_util", k->gpu_mem_util);
     k->kv_profile_tokens = (int32_t)pb_schema_int_or(SYS, sys, "kv_profile_tokens", k->kv_profile_tokens);
+    k->prefix_caching = pb_schema_bool_or(SYS, sys, "prefix_caching", k->prefix_caching);
+    pb_preempt_mode_parse(pb_schema_str_or(SYS, sys, "preemption", pb_preempt_mode_str(k->preemption)),
+                          &k->preemption);
+    k->watermark = pb_schema_num_or(SYS, sys, "watermark", k->watermark);
+    k->async_scheduling = pb_schema_bool_or(SYS, sys, "async_scheduling", k->async_scheduling);
+    k->cuda_graphs = pb_schema_bool_or(SYS, sys, "cuda_graphs", k->cuda_graphs);
+    return v;
 }
 
 /* ---- the system types: one table ----
@@ -112,6 +122,7 @@ void pb_system_types_describe(FILE *f) {
         fprintf(f, ", sim attention_kernel %s, framework %s\n", t->attn == PB_SIM_ATTN_PAGED ? "paged" : "contiguous",
                 t->fw == PB_SIM_FW_CPP ? "cpp" : "python");
     }
+    fprintf(f, "  (a vllm system with engine: v1 takes sim framework v1)\n");
 }
 
 /* Is key one of "a|b|c"? */
@@ -143,6 +154,7 @@ typedef struct {
     uint64_t seed;
     int32_t block_size, max_tokens, max_seqs, profile_tokens;
     pb_vllm_knobs knobs;        /* the vLLM version's knobs (vllm_version.h)             */
+    pb_vllm_version version;    /* its `engine:`                                         */
     double util, swap_gib, watermark, max_clock_s;
     pb_preempt_mode pmode;
     pb_resv_rule rule;
@@ -232,7 +244,7 @@ static pb_status plan_policy(plan *P, const pb_node *sys, const char *kp, pb_cfg
 /* The engine's knobs (system_vllm_knobs) and the step limits they set; max_clock_s;
    fast_forward. */
 static void plan_engine(plan *P, const pb_node *root, const pb_node *sys) {
-    system_vllm_knobs(sys, P->model.max_len, &P->knobs);
+    P->version = system_vllm_knobs(sys, P->model.max_len, &P->hw, &P->knobs);
     P->max_tokens = P->knobs.max_num_batched_tokens;
     P->max_seqs = P->knobs.max_num_seqs;
     P->util = P->knobs.gpu_mem_util;
@@ -246,8 +258,12 @@ static void plan_engine(plan *P, const pb_node *root, const pb_node *sys) {
 static pb_status plan_kv_manager(plan *P, const pb_node *sys, const char *kp, pb_cfg_err *ce) {
     P->block_size = (int32_t)pb_schema_int(SYS, sys, "block_size");
     P->swap_gib = pb_schema_num(SYS, sys, "swap_space_gib");
-    P->watermark = pb_schema_num(SYS, sys, "watermark");
-    PB_ASSERT(pb_preempt_mode_parse(pb_schema_str(SYS, sys, "preemption"), &P->pmode));   /* validated: an enum */
+    P->watermark = P->knobs.watermark;
+    P->pmode = P->knobs.preemption;
+    if (P->version == PB_VLLM_V1 && P->pmode != PB_PREEMPT_RECOMPUTE)   /* vllm_version.h: V1's only mode */
+        return pb_cfg_fail(ce, pb_node_get(sys, "preemption"), false,
+                           "%s.preemption: vLLM V1 (engine: v1) preempts by recompute only, not '%s'", kp,
+                           pb_preempt_mode_str(P->pmode));
     P->rule = PB_RESV_MAX;
     if (P->type->reservation) {
         const char *resv = pb_schema_str_or(SYS, sys, "reservation", P->type->reservation);
@@ -283,7 +299,8 @@ static pb_status plan_executor(plan *P, const pb_node *root, pb_cfg_err *ce) {
 }
 
 /* The prefix cache's CPU tier: kv_cpu_tier_gib of blocks beside the swap space, for a
-   policy that caches blocks by content (its constructor says; made here and dropped). */
+   system that caches blocks by content: its policy does (its constructor says; made here
+   and dropped) or the prefix_caching knob is on (V1's default). */
 static pb_status plan_cpu_tier(plan *P, const pb_node *sys, double bytes_per_token, const char *kp, pb_cfg_err *ce) {
     double gib = pb_schema_num(SYS, sys, "kv_cpu_tier_gib");
     P->n_tier_blocks = 0;
@@ -292,12 +309,12 @@ static pb_status plan_cpu_tier(plan *P, const pb_node *sys, double bytes_per_tok
     pb_policy *pol = NULL;
     pb_status st = pb_policy_create(P->policy, P->policy_opts->n_kids ? P->policy_opts : NULL, &pol, ce);
     if (st) return st;
-    bool caching = pol->iface->prefix_caching;
+    bool caching = pol->iface->prefix_caching || P->knobs.prefix_caching;
     pb_policy_destroy(pol);
     if (!caching || !P->type->paged)
         return pb_cfg_fail(ce, at, false,
                            "%s.kv_cpu_tier_gib: the CPU tier holds prefix-cached blocks: it needs a paged system "
-                           "whose policy caches by content (policy: prefix-cache), not %s", kp, P->policy);
+                           "that caches by content (policy: prefix-cache, or prefix_caching: true), not %s", kp, P->policy);
     double blocks = floor(gib * GIB / (bytes_per_token * P->block_size));
     if (blocks < 1 || blocks + (double)PB_MIN(P->n_cpu_blocks, P->n_gpu_blocks) > INT32_MAX - 1)
         return pb_cfg_fail(ce, at, false, "%s.kv_cpu_tier_gib: %g GiB is %.0f blocks of %d tokens (want 1 to %d)", kp,
@@ -327,6 +344,9 @@ static pb_status plan_kv_space(plan *P, const pb_node *root, const pb_node *sys,
     if (P->knobs.kv_rule == PB_KV_RULE_PROFILE)
         st = pb_kv_capacity_profile(&P->model, &P->hw, P->tp, unit, P->profile_tokens,
                                     PB_MIN(P->max_seqs, P->profile_tokens), P->util, &cap);
+    else if (P->knobs.kv_rule == PB_KV_RULE_V1)
+        st = pb_kv_capacity_v1(&P->model, &P->hw, P->tp, unit, P->profile_tokens,
+                               PB_MIN(P->max_seqs, P->profile_tokens), P->util, P->knobs.cuda_graphs, &cap);
     else
         st = pb_kv_capacity_compute(&P->model, &P->hw, P->tp, unit, P->profile_tokens, P->util, &cap);
     if (st && kv_slots <= 0)
@@ -430,6 +450,11 @@ static pb_status plan_workload(plan *P, const pb_node *root, pb_cfg_err *ce) {
                            "workload.prefix_len: %d tokens of shared prefix leave no room in %s's context of %d "
                            "tokens: every prompt would be longer and dropped", P->wc.prefix_len, P->model.name,
                            P->model.max_len);
+    if (P->version == PB_VLLM_V1 && P->wc.beam_width > 1)
+        return pb_cfg_fail(ce, pb_node_get(wn, "beam_width") ? pb_node_get(wn, "beam_width") : wn, false,
+                           "workload.beam_width: vLLM V1 (engine: v1) has no beam search in its engine: v0.33.0 runs "
+                           "it in the frontend as one-token requests per beam per step "
+                           "(entrypoints/generate/beam_search/offline.py), which is not modelled");
     int32_t seqs = P->wc.beam_width > 1 ? P->wc.beam_width : P->wc.n;
     if (seqs > P->max_seqs) {
         const char *k = P->wc.beam_width > 1 ? "beam_width" : "n";
@@ -459,6 +484,12 @@ static pb_status plan_sim(plan *P, const pb_node *root, const pb_node *sys, cons
     P->sp = pb_sim_params_default();
     P->sp.attn = P->type->attn;
     P->sp.framework = P->type->fw;
+    if (P->type->paged) {   /* the engine version's host model (vllm_version.h) */
+        if (P->version == PB_VLLM_V1) P->sp.framework = PB_SIM_FW_V1;
+        P->sp.async_sched = P->knobs.async_scheduling;
+        /* V1's capture sizes reach min(2 max_num_seqs, 512) tokens (executor_sim.h) */
+        P->sp.graph_max_tokens = P->knobs.cuda_graphs ? PB_MIN(2 * P->max_seqs, 512) : 0;
+    }
     return pb_sim_params_from_node(pb_node_get(sys, "sim"), &P->sp, ce);
 }
 
@@ -613,7 +644,7 @@ static pb_status make_kv(point_run *R, const pb_point_ctx *pt, char *err, size_t
     const plan *P = &R->P;
     const pb_system_spec *spec = &pt->exp->systems[pt->sys];
     pb_status st;
-    if (R->policy->iface->prefix_caching && !P->type->paged) {
+    if (R->policy->iface->prefix_caching && !P->type->paged) {   /* the knob is read by paged types only */
         pb_cfg_err ce;
         pb_cfg_err_clear(&ce);
         pb_cfg_fail(&ce, pb_node_get(pt->system, "policy"), false,
@@ -628,7 +659,7 @@ static pb_status make_kv(point_run *R, const pb_point_ctx *pt, char *err, size_t
         pp.n_gpu_blocks = (int32_t)P->n_gpu_blocks;
         pp.n_cpu_blocks = (int32_t)PB_MIN(P->n_cpu_blocks, (int64_t)INT32_MAX);
         pp.watermark = P->watermark;
-        pp.prefix_caching = R->policy->iface->prefix_caching;
+        pp.prefix_caching = R->policy->iface->prefix_caching || P->knobs.prefix_caching;
         pp.n_tier_blocks = (int32_t)P->n_tier_blocks;
         st = pb_paged_kv_create(&pp, &R->kv);
     } else {
@@ -709,7 +740,7 @@ static pb_status run_engine(point_run *R, const pb_point_ctx *pt, pb_point_metri
         return st;
     }
     pb_policy_finalize(R->policy, R->m);
-    if (R->policy->iface->prefix_caching) {
+    if (R->policy->iface->prefix_caching || (R->P.type->paged && R->P.knobs.prefix_caching)) {
         pb_paged_cache_stats cs;
         pb_paged_cache_stats_get(R->kv, &cs);
         pb_metrics_set_prefix_cache(R->m, cs.hit_tokens, cs.query_tokens);

@@ -167,6 +167,10 @@ static const variant VARIANTS[] = {
     {"v02spec", "name: cov\nfigure: cov\nmodel: opt-13b\nhardware: a100-40gb\n"
                 "workload: {dataset: sharegpt, arrivals: poisson, rate: 20, num_requests: 60}\n"
                 "systems:\n  - {name: s, type: vllm, engine: v0.2}\n"},
+    /* vLLM V1 with its KV space from the specs */
+    {"v1spec", "name: cov\nfigure: cov\nmodel: opt-13b\nhardware: a100-40gb\n"
+               "workload: {dataset: sharegpt, arrivals: poisson, rate: 20, num_requests: 60}\n"
+               "systems:\n  - {name: s, type: vllm, engine: v1}\n"},
 };
 
 typedef enum { EFFECT, POINTS, LABEL, QUICK } expect_k;
@@ -233,6 +237,9 @@ static const kcase CASES[] = {
     E("systems[].engine", "spec", "systems.0.engine=v0.2"),
     E("systems[].step_mode", "sim", "systems.0.step_mode=alternate"),
     E("systems[].max_paddings", "v02", "systems.0.max_paddings=0"),
+    E("systems[].prefix_caching", "chat", "systems.0.prefix_caching=true"),
+    E("systems[].cuda_graphs", "v1spec", "systems.0.cuda_graphs=false"),
+    E("systems[].async_scheduling", "v1spec", "systems.0.async_scheduling=false"),
     E("slo", "sim", "slo={ttft_ms: 1, tpot_ms: 1}"),
     E("slo.ttft_ms", "slo", "slo.ttft_ms=1"),
     E("slo.tpot_ms", "slo", "slo.tpot_ms=1"),
@@ -667,8 +674,9 @@ PB_TEST(every_schema_key_takes_effect_or_is_a_label) {
 /* ---- the declared defaults are the applied ones ---- */
 
 /* Keys whose default is a rule: in each variant named, the settings that spell out
-   what the rule gives there (ENGINE: in the variants of both versions, spec and
-   v02spec, the version's values, computed from engine/vllm_version.h's table).  set
+   what the rule gives there (ENGINE: in the variants of the three versions, spec,
+   v02spec and v1spec, the version's values, computed from engine/vllm_version.h's
+   table).  set
    NULL: no setting equals absence (why says so). */
 #define ENGINE "<engine>"
 typedef struct { const char *path, *variant, *set, *why; } rule_case;
@@ -690,6 +698,11 @@ static const rule_case RULES[] = {
     {"systems[].max_num_seqs", ENGINE, ENGINE, NULL},
     {"systems[].kv_profile_tokens", ENGINE, ENGINE, NULL},
     {"systems[].gpu_mem_util", ENGINE, ENGINE, NULL},
+    {"systems[].prefix_caching", ENGINE, ENGINE, NULL},
+    {"systems[].preemption", ENGINE, ENGINE, NULL},
+    {"systems[].watermark", ENGINE, ENGINE, NULL},
+    {"systems[].async_scheduling", ENGINE, ENGINE, NULL},
+    {"systems[].cuda_graphs", ENGINE, ENGINE, NULL},
     {"executor.kv_mib", "cpumib", "executor.kv_mib=" PB_XSTR(PB_SYSTEM_CPU_KV_MIB), NULL},
     {"executor.swap_slots", "cpu", "executor.swap_slots=768", NULL},   /* its KV space: kv_slots 768 */
     {"model.n_kv_heads", "sim", "model.n_kv_heads=40", NULL},           /* OPT-13B: 40 heads of 128 */
@@ -736,7 +749,9 @@ static void concrete_path(const char *path, char *buf, size_t n) {
    the variant's `engine:` and model.  False when the key is not one of the table's. */
 static bool engine_setting(const char *path, const char *vid, char *buf, size_t n) {
     pb_vllm_knobs k;
-    pb_vllm_knobs_default(strcmp(vid, "v02spec") ? PB_VLLM_V01 : PB_VLLM_V02, 2048 /* OPT-13B */, &k);
+    pb_vllm_version ver = !strcmp(vid, "v02spec") ? PB_VLLM_V02 : !strcmp(vid, "v1spec") ? PB_VLLM_V1 : PB_VLLM_V01;
+    pb_hw hw = {.name = "A100-40GB", .mem_bytes = 40.0 * 1024 * 1024 * 1024};   /* the variants' GPU: small tier */
+    pb_vllm_knobs_default(ver, 2048 /* OPT-13B */, &hw, &k);
     const char *key = path + strlen("systems[].");
     char v[64];
     if (!strcmp(key, "step_mode")) snprintf(v, sizeof v, "%s", pb_step_mode_str(k.step_mode));
@@ -745,6 +760,11 @@ static bool engine_setting(const char *path, const char *vid, char *buf, size_t 
     else if (!strcmp(key, "max_num_seqs")) snprintf(v, sizeof v, "%d", k.max_num_seqs);
     else if (!strcmp(key, "kv_profile_tokens")) snprintf(v, sizeof v, "%d", pb_vllm_knobs_profile_tokens(&k));
     else if (!strcmp(key, "gpu_mem_util")) pb_fmt_num(v, sizeof v, k.gpu_mem_util);
+    else if (!strcmp(key, "watermark")) pb_fmt_num(v, sizeof v, k.watermark);
+    else if (!strcmp(key, "preemption")) snprintf(v, sizeof v, "%s", pb_preempt_mode_str(k.preemption));
+    else if (!strcmp(key, "prefix_caching")) snprintf(v, sizeof v, "%s", k.prefix_caching ? "true" : "false");
+    else if (!strcmp(key, "async_scheduling")) snprintf(v, sizeof v, "%s", k.async_scheduling ? "true" : "false");
+    else if (!strcmp(key, "cuda_graphs")) snprintf(v, sizeof v, "%s", k.cuda_graphs ? "true" : "false");
     else return false;
     snprintf(buf, n, "systems.0.%s=%s", key, v);
     return true;
@@ -812,8 +832,9 @@ PB_TEST(every_declared_default_is_the_one_applied) {
                 n++;
                 if (!rc->set) { explained++; continue; }
                 bool engine = !strcmp(rc->set, ENGINE);
-                const char *vids[2] = {engine ? "spec" : rc->variant, engine ? "v02spec" : NULL};
-                for (int v = 0; v < 2 && vids[v]; v++) {
+                const char *vids[3] = {engine ? "spec" : rc->variant, engine ? "v02spec" : NULL,
+                                       engine ? "v1spec" : NULL};
+                for (int v = 0; v < 3 && vids[v]; v++) {
                     char set[256];
                     if (engine) PB_REQUIRE(engine_setting(path, vids[v], set, sizeof set));
                     else snprintf(set, sizeof set, "%s", rc->set);

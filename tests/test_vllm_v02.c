@@ -13,20 +13,20 @@
 
 PB_TEST(version_defaults_table) {
     pb_vllm_knobs k;
-    pb_vllm_knobs_default(PB_VLLM_V01, 2048, &k);
+    pb_vllm_knobs_default(PB_VLLM_V01, 2048, NULL, &k);
     PB_CHECK(k.step_mode == PB_STEP_MIXED && k.kv_rule == PB_KV_RULE_HARNESS);
     PB_CHECK_EQ_INT(k.max_paddings, -1);
     PB_CHECK_EQ_INT(k.max_num_batched_tokens, 2560);
     PB_CHECK_EQ_INT(k.max_num_seqs, 256);
     PB_CHECK_NEAR(k.gpu_mem_util, 0.95, 0);
     PB_CHECK_EQ_INT(pb_vllm_knobs_profile_tokens(&k), PB_KV_PROFILE_TOKENS);
-    pb_vllm_knobs_default(PB_VLLM_V02, 2048, &k);
+    pb_vllm_knobs_default(PB_VLLM_V02, 2048, NULL, &k);
     PB_CHECK(k.step_mode == PB_STEP_ALTERNATE && k.kv_rule == PB_KV_RULE_PROFILE);
     PB_CHECK_EQ_INT(k.max_paddings, 256);
     PB_CHECK_EQ_INT(k.max_num_batched_tokens, 2048);          /* max(2048, 2048) */
     PB_CHECK_NEAR(k.gpu_mem_util, 0.90, 0);
     PB_CHECK_EQ_INT(pb_vllm_knobs_profile_tokens(&k), 2048);
-    pb_vllm_knobs_default(PB_VLLM_V02, 4096, &k);
+    pb_vllm_knobs_default(PB_VLLM_V02, 4096, NULL, &k);
     PB_CHECK_EQ_INT(k.max_num_batched_tokens, 4096);          /* max(4096, 2048) */
     k.max_num_batched_tokens = 5000;                           /* an override ...   */
     PB_CHECK_EQ_INT(pb_vllm_knobs_profile_tokens(&k), 5000);   /* ... moves the pass */

@@ -1,0 +1,65 @@
+#!/usr/bin/env bash
+# cli_engine_v1.sh -- a system's `engine: v1` (engine/vllm_version.h) through
+# `pagedbench run` on the sim executor: automatic prefix caching is on by default
+# (the chatbot's turns hit the cache: prefix_hit_pct > 0) and `prefix_caching: false`
+# turns it off; `cuda_graphs: false` leaves the graphs' memory estimate to the KV space
+# (V1's rule, spec.h pb_kv_capacity_v1, pinned by hand in tests/test_vllm_v1.c);
+# asynchronous scheduling lowers TPOT; nothing is swapped; `preemption: swap` or `auto`
+# and a beam workload are config errors at file:line:col, exit 2, nothing written.
+#   bash tests/cli_engine_v1.sh build/cpu/pagedbench
+set -u
+PB=${1:?usage: cli_engine_v1.sh path/to/pagedbench}
+T=$(mktemp -d /tmp/pb_cli_v1.XXXXXX)
+trap 'rm -rf "$T"' EXIT
+pass=0; fail=0
+ok()  { pass=$((pass + 1)); echo "[ok] $1" >&2; }
+bad() { fail=$((fail + 1)); echo "[FAIL] $1" >&2; }
+
+cat >"$T/e.yaml" <<'Y'
+name: cli_v1
+figure: cli_v1
+model: opt-13b
+hardware: a100-40gb
+workload:
+  dataset: chatbot
+  arrivals: poisson
+  rate: 0.5
+  duration_s: 120
+columns: [system, kv_blocks, prefix_hit_pct, tpot_mean_ms, preempt_swap]
+systems:
+  - {name: v1, type: vllm, engine: v1}
+  - {name: v1_noapc, type: vllm, engine: v1, prefix_caching: false}
+  - {name: v1_nographs, type: vllm, engine: v1, cuda_graphs: false}
+  - {name: v1_sync, type: vllm, engine: v1, async_scheduling: false}
+Y
+if "$PB" run "$T/e.yaml" --results "$T/r" >"$T/out" 2>"$T/err"; then
+    col() { grep "^$1," "$T/r/cli_v1.csv" | cut -d, -f"$2"; }
+    awk -v h="$(col v1 3)" 'BEGIN { exit !(h > 0) }' && [ -z "$(col v1_noapc 3)" ] &&
+        ok "prefix caching on by default (hit $(col v1 3)%), off with prefix_caching: false" ||
+        bad "prefix caching: v1 hit '$(col v1 3)', v1_noapc '$(col v1_noapc 3)'"
+    [ "$(col v1 2)" -gt 0 ] && [ "$(col v1_nographs 2)" -gt "$(col v1 2)" ] &&
+        ok "CUDA graph memory taken from the KV space: $(col v1 2) blocks, $(col v1_nographs 2) without graphs" ||
+        bad "kv_blocks v1 $(col v1 2), without graphs $(col v1_nographs 2)"
+    awk -v a="$(col v1 4)" -v s="$(col v1_sync 4)" 'BEGIN { exit !(a < s) }' &&
+        ok "asynchronous scheduling lowers TPOT ($(col v1 4) ms vs $(col v1_sync 4) ms)" ||
+        bad "async TPOT $(col v1 4) vs sync $(col v1_sync 4)"
+    [ "$(col v1 5)" = 0 ] && ok "no swaps" || bad "v1 swapped: $(col v1 5)"
+else
+    bad "run failed: $(tail -n 5 "$T/err")"
+fi
+
+for m in swap auto; do
+    sed "s/{name: v1, type: vllm, engine: v1}/{name: v1, type: vllm, engine: v1, preemption: $m}/" "$T/e.yaml" >"$T/p.yaml"
+    out=$("$PB" run "$T/p.yaml" --results "$T/rp" 2>&1); rc=$?
+    if [ "$rc" = 2 ] && grep -qE "p.yaml:12:[0-9]+: systems.0.preemption: vLLM V1 .* recompute only" <<<"$out" &&
+        [ ! -e "$T/rp/cli_v1.csv" ]; then ok "preemption: $m under engine: v1 is a config error"
+    else bad "preemption: $m (rc $rc): $(head -c 300 <<<"$out")"; fi
+done
+
+sed 's/  dataset: chatbot/  dataset: alpaca\n  beam_width: 4/' "$T/e.yaml" >"$T/b.yaml"
+out=$("$PB" run "$T/b.yaml" --results "$T/rb" 2>&1); rc=$?
+if [ "$rc" = 2 ] && grep -qE "b.yaml:[0-9]+:[0-9]+: workload.beam_width: vLLM V1 .* no beam search" <<<"$out" &&
+    [ ! -e "$T/rb/cli_v1.csv" ]; then ok "beam search under engine: v1 is a config error"
+else bad "beam search (rc $rc): $(head -c 300 <<<"$out")"; fi
+echo "$pass passed, $fail failed"
+[ "$fail" = 0 ]

@@ -1,0 +1,402 @@
+/* test_vllm_v1.c -- `engine: v1` (engine/vllm_version.h), one rule per test: the
+ * defaults table and its GPU tiers; the token budget of a step; decodes before
+ * prefill chunks; chunking of prompts over the budget (a partial prefill samples
+ * nothing); nothing admitted in a step that preempted; recompute, never swap; V1's KV
+ * sizing by hand; the sim's asynchronous scheduling (max(host, GPU) + sync) and CUDA
+ * graph issue terms; the fast path declining V1's steps with results equal to the
+ * step-by-step ones.  Automatic prefix caching by default and the config errors
+ * (swap, beam search) are checked through `pagedbench run` in tests/cli_engine_v1.sh.
+ *   build/cpu/test_vllm_v1 */
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "block_manager.h"
+#include "engine.h"
+#include "executor_fixed.h"
+#include "executor_sim.h"
+#include "pbtest.h"
+#include "rng.h"
+#include "spec.h"
+#include "vllm_version.h"
+
+#define GIB (1024.0 * 1024.0 * 1024.0)
+
+PB_TEST(defaults_table_and_gpu_tiers) {
+    pb_vllm_knobs k;
+    pb_hw a100 = {.name = "A100-80GB", .mem_bytes = 79.25 * GIB};
+    pb_hw h100 = {.name = "H100-SXM", .mem_bytes = 79.1 * GIB};
+    pb_hw h200 = {.name = "H200", .mem_bytes = 139.8 * GIB};
+    pb_hw b200 = {.name = "B200", .mem_bytes = 178 * GIB};
+    pb_hw small = {.name = "L4", .mem_bytes = 22 * GIB};
+    pb_vllm_knobs_default(PB_VLLM_V1, 2048, &a100, &k);
+    PB_CHECK(k.step_mode == PB_STEP_CHUNKED && k.kv_rule == PB_KV_RULE_V1);
+    PB_CHECK_EQ_INT(k.max_num_batched_tokens, 2048);
+    PB_CHECK_EQ_INT(k.max_num_seqs, 256);
+    PB_CHECK_NEAR(k.gpu_mem_util, 0.92, 0);
+    PB_CHECK(k.prefix_caching && k.preemption == PB_PREEMPT_RECOMPUTE && k.watermark == 0);
+    PB_CHECK(k.async_scheduling && k.cuda_graphs && k.max_paddings == -1);
+    PB_CHECK_EQ_INT(pb_vllm_knobs_profile_tokens(&k), 2048);
+    pb_vllm_knobs_default(PB_VLLM_V1, 4096, &h100, &k);
+    PB_CHECK_EQ_INT(k.max_num_batched_tokens, 8192);   /* not max(max_model_len, ...): chunked */
+    PB_CHECK_EQ_INT(k.max_num_seqs, 1024);
+    pb_vllm_knobs_default(PB_VLLM_V1, 2048, &h200, &k);
+    PB_CHECK_EQ_INT(k.max_num_batched_tokens, 8192);
+    pb_vllm_knobs_default(PB_VLLM_V1, 2048, &b200, &k);
+    PB_CHECK_EQ_INT(k.max_num_batched_tokens, 16384);
+    PB_CHECK_EQ_INT(k.max_num_seqs, 1024);
+    pb_vllm_knobs_default(PB_VLLM_V1, 2048, &small, &k);
+    PB_CHECK_EQ_INT(k.max_num_batched_tokens, 2048);
+    pb_vllm_knobs_default(PB_VLLM_V1, 2048, NULL, &k);   /* unknown device: the small tier */
+    PB_CHECK_EQ_INT(k.max_num_seqs, 256);
+    pb_vllm_knobs_default(PB_VLLM_V01, 2048, &h100, &k);  /* the old versions ignore the GPU */
+    PB_CHECK_EQ_INT(k.max_num_batched_tokens, 2560);
+    PB_CHECK(!k.prefix_caching && k.preemption == PB_PREEMPT_AUTO && !k.async_scheduling && !k.cuda_graphs);
+    pb_vllm_version v;
+    PB_CHECK(pb_vllm_version_parse("v1", &v) && v == PB_VLLM_V1 && !strcmp(pb_vllm_version_str(v), "v1"));
+    pb_step_mode sm;
+    PB_CHECK(pb_step_mode_parse("chunked", &sm) && sm == PB_STEP_CHUNKED && !strcmp(pb_step_mode_str(sm), "chunked"));
+}
+
+/* ---- the step, on the fixed-latency executor ---- */
+
+typedef struct {
+    pb_kv_manager *kv;
+    pb_policy *pol;
+    pb_executor *ex;
+    pb_engine *e;
+    pb_metrics *m;
+} sys;
+
+static void sys_init(sys *s, int32_t bs, int32_t gpu, bool apc, const pb_engine_params *ep) {
+    pb_paged_params pp;
+    pb_paged_params_default(&pp);
+    pp.block_size = bs;
+    pp.n_gpu_blocks = gpu;
+    pp.n_cpu_blocks = 0;
+    pp.watermark = 0;
+    pp.prefix_caching = apc;
+    PB_ASSERT(pb_paged_kv_create(&pp, &s->kv) == PB_OK);
+    PB_ASSERT(pb_policy_create("vllm", NULL, &s->pol, NULL) == PB_OK);
+    pb_fixed_exec_params xp;
+    pb_fixed_exec_params_default(&xp);
+    PB_ASSERT(pb_executor_fixed_create(&xp, &s->ex) == PB_OK);
+    PB_ASSERT(pb_engine_create(ep, s->kv, s->pol, s->ex, &s->e) == PB_OK);
+    s->m = pb_metrics_create(true);
+}
+
+static void sys_free(sys *s) {
+    pb_engine_destroy(s->e);
+    pb_kv_destroy(s->kv);
+    pb_policy_destroy(s->pol);
+    pb_executor_destroy(s->ex);
+    pb_metrics_destroy(s->m);
+}
+
+/* V1's engine parameters with a token budget */
+static pb_engine_params v1_params(int32_t budget) {
+    pb_engine_params ep;
+    pb_engine_params_default(&ep);
+    pb_vllm_knobs k;
+    pb_vllm_knobs_default(PB_VLLM_V1, 2048, NULL, &k);
+    ep.step_mode = k.step_mode;
+    ep.preemption = k.preemption;
+    ep.max_paddings = k.max_paddings;
+    ep.max_num_seqs = k.max_num_seqs;
+    ep.max_num_batched_tokens = budget;
+    ep.check_every_step = true;
+    return ep;
+}
+
+static pb_request req(int64_t id, double t, int32_t p, int32_t o) {
+    pb_request r = pb_request_make(t, p, o);
+    r.id = id;
+    return r;
+}
+
+/* Every step of a random trace: tokens <= budget whenever the decodes alone fit it;
+   decodes come before prefills in the batch; at most one partial prefill; a prefill
+   entry samples only when it completes its prompt. */
+PB_TEST(token_budget_decodes_first_one_partial_prefill) {
+    enum { N = 80 };
+    pb_request r[N];
+    pb_rng rng;
+    pb_rng_seed(&rng, 36, 1);
+    double at = 0;
+    for (int i = 0; i < N; i++) {
+        at += pb_rng_exp(&rng, 40.0);
+        r[i] = req(i, at, 1 + (int32_t)pb_rng_below(&rng, 300), 1 + (int32_t)pb_rng_below(&rng, 80));
+    }
+    pb_trace t = {r, N};
+    pb_engine_params ep = v1_params(96);
+    sys s;
+    sys_init(&s, 16, 4000, true, &ep);   /* room for all: no preemption, so a prefill is its prompt */
+    PB_REQUIRE(pb_engine_begin(s.e, &t, s.m) == PB_OK);
+    bool done = false;
+    int64_t steps = 0, mixed = 0, chunked = 0;
+    while (!done) {
+        PB_REQUIRE(pb_engine_step(s.e, &done) == PB_OK);
+        const pb_batch *b = pb_engine_last_batch(s.e);
+        if (!b || b->n_seqs == 0) continue;
+        steps++;
+        int64_t tokens = b->n_prefill_tokens + b->n_decode;
+        if (b->n_decode < 96) PB_CHECK(tokens <= 96);
+        bool seen_prefill = false;
+        int partial = 0;
+        for (int32_t i = 0; i < b->n_seqs; i++) {
+            const pb_batch_seq *q = &b->seqs[i];
+            if (q->is_prefill) {
+                seen_prefill = true;
+                int32_t prompt = r[q->group_id].prompt_len;
+                PB_CHECK(q->context_len <= prompt);
+                if (q->context_len < prompt) {   /* a chunk that does not complete the prompt */
+                    partial++;
+                    PB_CHECK(!q->sample);
+                    chunked++;
+                } else {
+                    PB_CHECK(q->sample);
+                }
+            } else {
+                PB_CHECK(!seen_prefill);   /* decodes first */
+            }
+        }
+        PB_CHECK(partial <= 1);
+        if (b->n_decode > 0 && b->n_prefill_tokens > 0) mixed++;
+    }
+    PB_CHECK(pb_engine_end(s.e) == PB_OK);
+    pb_run_summary su;
+    pb_metrics_summary(s.m, &su);
+    PB_CHECK_EQ_INT(su.n_finished, N);
+    PB_CHECK_EQ_INT(su.n_rejected, 0);
+    PB_CHECK(mixed > 0 && chunked > 0 && steps > 0);   /* the rules above were exercised */
+    sys_free(&s);
+}
+
+/* A prompt of 1000 tokens under a budget of 64 is chunked (V1 admits prompts up to
+   max_model_len), takes ceil(1000 / 64) = 16 steps alone, and its first token comes
+   with the last chunk. */
+PB_TEST(prompt_over_the_budget_is_chunked_not_rejected) {
+    pb_request r[1] = {req(0, 0, 1000, 3)};
+    pb_trace t = {r, 1};
+    pb_engine_params ep = v1_params(64);
+    sys s;
+    sys_init(&s, 16, 200, true, &ep);
+    PB_REQUIRE(pb_engine_begin(s.e, &t, s.m) == PB_OK);
+    bool done = false;
+    int prefill_steps = 0;
+    while (!done) {
+        PB_REQUIRE(pb_engine_step(s.e, &done) == PB_OK);
+        const pb_batch *b = pb_engine_last_batch(s.e);
+        if (b && b->n_prefill_tokens > 0) {
+            prefill_steps++;
+            PB_CHECK(b->n_prefill_tokens <= 64);
+            PB_CHECK(b->seqs[0].sample == (b->seqs[0].context_len == 1000));
+        }
+    }
+    PB_CHECK(pb_engine_end(s.e) == PB_OK);
+    PB_CHECK_EQ_INT(prefill_steps, 16);
+    pb_run_summary su;
+    pb_metrics_summary(s.m, &su);
+    PB_CHECK_EQ_INT(su.n_finished, 1);
+    sys_free(&s);
+}
+
+/* Memory pressure: preemption is by recompute only (never a swap, none configured),
+   and a step that preempted admits nobody (prefix caching off here, so a prefill
+   entry with no cached tokens is an admission; a partial prefill continues). */
+PB_TEST(recompute_only_and_no_admission_in_a_preempting_step) {
+    enum { N = 40 };
+    pb_request r[N];
+    for (int i = 0; i < N; i++) r[i] = req(i, 0.001 * i, 40, 120);
+    pb_trace t = {r, N};
+    pb_engine_params ep = v1_params(256);
+    sys s;
+    sys_init(&s, 16, 60, false, &ep);   /* 960 slots: far fewer than 40 x 160 */
+    PB_REQUIRE(pb_engine_begin(s.e, &t, s.m) == PB_OK);
+    bool done = false;
+    int64_t preempting = 0;
+    while (!done) {
+        int64_t before = pb_engine_steps(s.e);
+        PB_REQUIRE(pb_engine_step(s.e, &done) == PB_OK);
+        int64_t n;
+        const pb_step_metrics *rows = pb_metrics_steps(s.m, &n);
+        if (pb_engine_steps(s.e) == before || n < 1 || rows[n - 1].n_preempted == 0) continue;
+        preempting++;
+        PB_CHECK_EQ_INT(rows[n - 1].n_swap_out, 0);
+        const pb_batch *b = pb_engine_last_batch(s.e);
+        for (int32_t i = 0; i < b->n_seqs; i++) PB_CHECK(!(b->seqs[i].is_prefill && b->seqs[i].n_cached == 0));
+    }
+    PB_CHECK(pb_engine_end(s.e) == PB_OK);
+    pb_run_summary su;
+    pb_metrics_summary(s.m, &su);
+    PB_CHECK(preempting > 0 && su.n_preempt_recompute > 0 && su.n_preempt_swap == 0);
+    PB_CHECK_EQ_INT(su.n_finished, N);
+    sys_free(&s);
+}
+
+/* The fast path declines V1's steps (its steady answer is no; sched_step.c): with
+   fast_forward on nothing is replayed and every metric equals the step-by-step run. */
+PB_TEST(fast_path_declines_v1_with_equal_results) {
+    enum { N = 50 };
+    pb_request r[N];
+    pb_rng rng;
+    pb_rng_seed(&rng, 36, 2);
+    double at = 0;
+    for (int i = 0; i < N; i++) {
+        at += pb_rng_exp(&rng, 20.0);
+        r[i] = req(i, at, 1 + (int32_t)pb_rng_below(&rng, 200), 1 + (int32_t)pb_rng_below(&rng, 200));
+    }
+    pb_trace t = {r, N};
+    for (int apc = 0; apc < 2; apc++) {   /* prefix caching off and on: declined both ways */
+        pb_run_summary a, b;
+        int64_t steps[2], fast = -1;
+        for (int ff = 0; ff < 2; ff++) {
+            pb_engine_params ep = v1_params(128);
+            ep.check_every_step = false;
+            ep.fast_forward = ff == 1;
+            sys s;
+            sys_init(&s, 16, 300, apc == 1, &ep);
+            PB_REQUIRE(pb_engine_run(s.e, &t, s.m) == PB_OK);
+            steps[ff] = pb_engine_steps(s.e);
+            if (ff) fast = pb_engine_fast_forwarded(s.e);
+            pb_metrics_summary(s.m, ff ? &b : &a);
+            sys_free(&s);
+        }
+        PB_CHECK_EQ_INT(fast, 0);
+        PB_CHECK_EQ_INT(steps[0], steps[1]);
+        PB_CHECK(!memcmp(&a, &b, sizeof a));
+    }
+}
+
+/* ---- V1's KV sizing (spec.h pb_kv_capacity_v1) by hand ---- */
+
+PB_TEST(kv_sizing_v1_by_hand) {
+    pb_model m;
+    memset(&m, 0, sizeof m);
+    m.arch = PB_ARCH_OPT;
+    m.n_layers = 2; m.hidden = 64; m.n_heads = 4; m.n_kv_heads = 4; m.head_size = 16;
+    m.ffn = 256; m.vocab = 1000; m.max_len = 128; m.n_params = 1; m.dtype_bytes = 2;
+    pb_hw hw;
+    memset(&hw, 0, sizeof hw);
+    hw.mem_bytes = 4 * GIB;
+    pb_kv_capacity c;
+    /* T = 100 tokens, S = 8 requests, no padding:
+       attention 2*100*64 + 100*12*16 + 100*4*16 + 100*64 = 44800,
+       MLP max(100*64 + 2*100*256, 2*100*64 + 100*256) = 57600 -> layer 115200 B;
+       sampler (100*64 + 8*64)*2 + 8*1000*(2 + 12 + 8) = 13824 + 176000 = 189824 B;
+       weights 347904 B (test_vllm_v02); peak 347904 + 189824 = 537728;
+       usable ceil(0.92 * 4 GiB) = 3951369912 (3951369912.32 up);
+       kv = usable - 537728 - 1.79 GiB - 0.36 GiB; block 8192 B */
+    PB_REQUIRE(pb_kv_capacity_v1(&m, &hw, 1, 16, 100, 8, 0.92, true, &c) == PB_OK);
+    PB_CHECK_NEAR(c.layer_act_bytes, 115200, 0);
+    PB_CHECK_NEAR(c.sampler_bytes, 189824, 0);
+    PB_CHECK_NEAR(c.peak_bytes, 537728, 0);
+    PB_CHECK_NEAR(c.usable_bytes, 3951369913.0, 0);
+    double kv = 3951369913.0 - 537728 - 1.79 * GIB - 0.36 * GIB;
+    PB_CHECK_NEAR(c.kv_bytes_per_gpu, kv, 1e-3);
+    PB_CHECK_EQ_INT(c.num_blocks, (int64_t)floor(kv / 8192));
+    pb_kv_capacity nog;   /* without CUDA graphs their estimate is not taken */
+    PB_REQUIRE(pb_kv_capacity_v1(&m, &hw, 1, 16, 100, 8, 0.92, false, &nog) == PB_OK);
+    PB_CHECK_NEAR(nog.kv_bytes_per_gpu - c.kv_bytes_per_gpu, 0.36 * GIB, 1e-3);
+    pb_kv_capacity tp2;   /* tensor parallel: NCCL's buffers */
+    hw.mem_bytes = 8 * GIB;
+    PB_REQUIRE(pb_kv_capacity_v1(&m, &hw, 2, 16, 100, 8, 0.92, true, &tp2) == PB_OK);
+    PB_CHECK_NEAR(tp2.non_torch_bytes, 3.58 * GIB, 1e-3);
+    PB_CHECK(tp2.num_blocks > 0);
+    hw.mem_bytes = 2 * GIB;   /* 1.84 GiB usable < 2.15 GiB of non-torch + graphs */
+    PB_CHECK(pb_kv_capacity_v1(&m, &hw, 1, 16, 100, 8, 0.92, true, &c) == PB_ERR_NO_SPACE);
+    PB_CHECK(pb_kv_capacity_v1(&m, &hw, 1, 16, 8, 9, 0.92, true, &c) == PB_ERR_INVALID);   /* S > T */
+}
+
+/* ---- the sim: asynchronous scheduling and V1's CUDA graphs ---- */
+
+static pb_sim *load_sim(bool async, int32_t graphs, pb_sim_framework fw) {
+    pb_model m;
+    pb_hw hw;
+    pb_sim_cost cost;
+    pb_cfg_err e;
+    pb_cfg_err_clear(&e);
+    PB_ASSERT(pb_model_load(pb_spec_dir(), "opt-13b", &m, &e) == PB_OK);
+    PB_ASSERT(pb_hw_load(pb_spec_dir(), "a100-80gb", &hw, &e) == PB_OK);
+    PB_ASSERT(pb_sim_cost_load(pb_spec_dir(), "a100-80gb", &cost, &e) == PB_OK);
+    pb_sim_params p = pb_sim_params_default();
+    p.framework = fw;
+    p.async_sched = async;
+    p.graph_max_tokens = graphs;
+    pb_sim *s = NULL;
+    PB_ASSERT(pb_sim_create(&m, &hw, &cost, 1, &p, &s, &e) == PB_OK);
+    return s;
+}
+
+/* n decodes of context ctx, blocks of 16 */
+static pb_batch decode_batch(pb_batch_seq *q, int n, int32_t ctx) {
+    memset(q, 0, (size_t)n * sizeof *q);
+    for (int i = 0; i < n; i++) {
+        q[i].seq_id = q[i].group_id = i;
+        q[i].n_new = 1;
+        q[i].context_len = ctx;
+        q[i].n_cached = ctx - 1;
+        q[i].sample = true;
+        q[i].n_blocks = (ctx + 15) / 16;
+    }
+    pb_batch b;
+    memset(&b, 0, sizeof b);
+    b.n_seqs = n;
+    b.seqs = q;
+    b.n_decode = n;
+    b.block_size = 16;
+    b.n_top = 1;
+    return b;
+}
+
+PB_TEST(async_scheduling_costs_max_of_host_and_gpu_plus_sync) {
+    pb_sim *sync = load_sim(false, 0, PB_SIM_FW_V1), *async = load_sim(true, 0, PB_SIM_FW_V1);
+    pb_batch_seq q[64];
+    for (int n = 1; n <= 64; n *= 4) {
+        pb_batch b = decode_batch(q, n, 500);
+        pb_sim_breakdown s, a;
+        pb_sim_step_breakdown(sync, &b, &s);
+        pb_sim_step_breakdown(async, &b, &a);
+        double fwd = fmax(s.gpu_s, s.host_issue_s);
+        PB_CHECK_NEAR(s.total_s, s.framework_s + fwd, 1e-15);
+        PB_CHECK_NEAR(a.total_s, fmax(a.framework_s, fwd) + 2.5e-6, 1e-15);   /* a100-80gb pcie_copy_latency_us */
+        PB_CHECK(a.total_s < s.total_s);
+    }
+    pb_sim_destroy(sync);
+    pb_sim_destroy(async);
+}
+
+PB_TEST(cuda_graphs_issue_one_launch_for_a_decode_step) {
+    pb_sim *eager = load_sim(false, 0, PB_SIM_FW_V1), *graphs = load_sim(false, 512, PB_SIM_FW_V1);
+    pb_batch_seq q[8];
+    pb_batch b = decode_batch(q, 8, 100);
+    pb_sim_breakdown e, g;
+    pb_sim_step_breakdown(eager, &b, &e);
+    pb_sim_step_breakdown(graphs, &b, &g);
+    PB_CHECK_NEAR(g.gpu_s, e.gpu_s, 0);                              /* the GPU work is the same */
+    PB_CHECK_NEAR(g.host_issue_s, e.host_issue_s / (double)e.kernels, 1e-15);   /* one launch */
+    /* a prefill of 100 tokens: PIECEWISE, 40 layers x (1 attention + 1 piece) + 1 launches */
+    pb_batch_seq p;
+    memset(&p, 0, sizeof p);
+    p.is_prefill = true;
+    p.n_new = p.context_len = 100;
+    p.sample = true;
+    pb_batch pb;
+    memset(&pb, 0, sizeof pb);
+    pb.n_seqs = 1;
+    pb.seqs = &p;
+    pb.n_prefill_tokens = 100;
+    pb.n_top = 1;
+    pb_sim_step_breakdown(eager, &pb, &e);
+    pb_sim_step_breakdown(graphs, &pb, &g);
+    PB_CHECK_NEAR(g.host_issue_s, 81 * e.host_issue_s / (double)e.kernels, 1e-15);
+    pb.n_prefill_tokens = p.n_new = p.context_len = 600;   /* over 512: eager */
+    pb_sim_step_breakdown(eager, &pb, &e);
+    pb_sim_step_breakdown(graphs, &pb, &g);
+    PB_CHECK_NEAR(g.host_issue_s, e.host_issue_s, 0);
+    pb_sim_destroy(eager);
+    pb_sim_destroy(graphs);
+}
+
+PB_TEST_MAIN()
