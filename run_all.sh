@@ -11,6 +11,9 @@
 #                             prefix cache's CPU tier"; issue 36)
 #   ./run_all.sh study        the scheduling study beyond the paper (vllm-v0.1, vllm-v0.2,
 #                             sarathi, prefix-cache; RESULTS.md "Scheduling study")
+#   ./run_all.sh v1           the paper's questions on today's vLLM (engine: v1): versions,
+#                             block size, sharing, prefix caching and token budget (RESULTS.md
+#                             "The same ideas on today's vLLM")
 #   ./run_all.sh all          every table and figure into the committed reference results
 #                             (results/, plots/out/), then rewrite RESULTS.md's generated tables
 #   ./run_all.sh results-md   refill RESULTS.md's generated tables from results/*_report.md
@@ -72,7 +75,7 @@ log() { printf '==> %s\n' "$*" >&2; }
 for verb in "${VERBS[@]}"; do
     case "$verb" in
         test|table1|list|all|results-md|clean|gpu|goldens|serve) ;;
-        fig1|fig2|fig11|fig12|fig13|fig14|fig15|fig16|fig17|fig18|fig18a|fig18b|fig19|fig19a|fig19b|study|tier) ;;
+        fig1|fig2|fig11|fig12|fig13|fig14|fig15|fig16|fig17|fig18|fig18a|fig18b|fig19|fig19a|fig19b|study|tier|v1) ;;
         *) echo "run_all.sh: unknown verb '$verb' (try: ./run_all.sh list)" >&2; exit 2 ;;
     esac
 done
@@ -107,7 +110,7 @@ need_pkgs() {   # need_pkgs <verb>: list the Debian packages missing for this ve
                   command -v clang >/dev/null || missing+=(clang)            # cli_fuzz: libFuzzer
                   { dpkg -s libclang-rt-dev >/dev/null 2>&1; } || missing+=(libclang-rt-dev)
               fi ;;
-        fig*|study|tier|all) command -v gnuplot >/dev/null || missing+=(gnuplot-nox)
+        fig*|study|tier|v1|all) command -v gnuplot >/dev/null || missing+=(gnuplot-nox)
                   # (no grep -q here: fc-list would die of SIGPIPE, which pipefail reports)
                   { fc-list 2>/dev/null | grep -i dejavu >/dev/null; } || missing+=(fonts-dejavu-core) ;;
     esac
@@ -267,7 +270,7 @@ run_all_figures() {
     cat "$RES/table1_report.md"
     "$PB" run --all --jobs "$JOBS" --results "$RES" "${quick[@]}" || rc=$?
     [ "$rc" = 2 ] && exit 2
-    for f in fig1 fig2 fig11 fig12 fig13 fig14 fig15 fig16 fig17 fig18 fig19 study tier; do plot_figure "$f" || rc=1; done
+    for f in fig1 fig2 fig11 fig12 fig13 fig14 fig15 fig16 fig17 fig18 fig19 study tier v1; do plot_figure "$f" || rc=1; done
     # RESULTS.md's fidelity tables: the cost-model parameters with their sources, and the
     # cost model against public GPU step measurements (pagedbench validate)
     if command -v python3 >/dev/null; then
@@ -289,7 +292,7 @@ for verb in "${VERBS[@]}"; do
         table1) build table1; "$PB" table1 --csv "$RES/table1.csv" ;;
         list) build list; "$PB" list ;;
         serve) build serve; "$PB" serve experiments/fig12_opt13b_sharegpt.yaml --system vllm ;;
-        fig*|study|tier) run_figure "$verb" ;;
+        fig*|study|tier|v1) run_figure "$verb" ;;
         all) run_all_figures ;;
         results-md) RES=results; update_results_md ;;
         goldens) build goldens; bash tools/goldens.sh write "$PB" ;;
