@@ -49,7 +49,7 @@ typedef enum {
     PB_PREEMPT_SWAP        /* move the KV to the CPU swap space                            */
 } pb_preempt_mode;
 
-/* Step structure of the vLLM versions (docs/DESIGN.md §3.1 / §3.2). */
+/* Step structure of the vLLM versions (docs/DESIGN.md §3.1 / §3.2 / §3.3). */
 typedef enum {
     PB_STEP_MIXED = 0,     /* v0.1.x: a step mixes prompts and decodes                     */
     PB_STEP_ALTERNATE,     /* v0.2.x: a step admits prompts only, or else decodes          */

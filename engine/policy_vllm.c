@@ -1,7 +1,7 @@
 /* policy_vllm.c -- the vLLM scheduler of the system's engine version: the v0.1.x
- * mixed steps (policy vllm-v0.1, the paper's) or the v0.2.x alternating ones
- * (policy vllm-v0.2), as params->step_mode says (YAML `engine: v0.1|v0.2`, or
- * `step_mode:`).  FCFS waiting order.  Options: none (preemption mode, step
+ * mixed steps (policy vllm-v0.1, the paper's), the v0.2.x alternating ones (policy
+ * vllm-v0.2) or V1's chunked ones, as params->step_mode says (YAML `engine:
+ * v0.1|v0.2|v1`, or `step_mode:`).  FCFS waiting order.  Options: none (preemption mode, step
  * structure, budgets and max_paddings are engine parameters). */
 #include "engine.h"   /* pb_engine_params */
 #include "policy.h"

@@ -80,7 +80,7 @@ double pb_param_bytes(const pb_model *m);                       /* whole model *
  * Peak activations (fp16): max(2*(max(3*T*h/tp, T*ffn/tp) + T*h), 2*T*vocab) elements,
  * with T = max_batched_tokens (FlashAttention: no attention maps). */
 /* Tokens of the activation estimate in the KV budget: the paper's harness passed its
- * max_num_batched_tokens, vLLM v0.1.0's default 2560 (docs/DESIGN.md §3.3).  No serving
+ * max_num_batched_tokens, vLLM v0.1.0's default 2560 (docs/DESIGN.md §3.4).  No serving
  * figure sets it: OPT-13B on an A100-40GB gets 975 blocks of 16 = 15.6K slots, Table 1
  * says 15.7K, -0.8%.  One value serves every figure. */
 #define PB_KV_PROFILE_TOKENS 2560

@@ -1,5 +1,5 @@
 /* vllm_version.h -- the vLLM version a vllm system models, and that version's
- * documented defaults (docs/DESIGN.md §3.3 knobs table, §9 the KV space).
+ * documented defaults (docs/DESIGN.md §3.4 knobs table, §9 the KV space).
  *
  * One table (vllm_version.c) holds every default; a system's YAML names the version
  * (`engine: v0.1 | v0.2 | v1`, default v0.1, the paper's) and may override any knob:
@@ -59,7 +59,7 @@
  * -1 = no padding (the flattened batches of v0.1 and of v0.2.0-v0.2.1, whose prompt
  * budget is the plain sum of prompt lengths).
  * v0.1's 0.95 is what the paper's harness used for every figure (spec.h); vLLM's own
- * default was already 0.90 at v0.1.0 (docs/DESIGN.md §3.3). */
+ * default was already 0.90 at v0.1.0 (docs/DESIGN.md §3.4). */
 #ifndef PB_VLLM_VERSION_H
 #define PB_VLLM_VERSION_H
 
