@@ -71,6 +71,18 @@ const pb_key pb_sim_cost_schema[] = {
      .doc = "decode attention: live-KV read rate / datasheet HBM"},
     {.name = "attn_paged_block_ns", .type = PB_T_NUM, .required = true, .lo = 0, .hi = 1e4,
      .doc = "paged kernel: per (sequence, KV head, block), ns"},
+    {.name = "flash_decode_fixed_us", .type = PB_T_NUM, .required = true, .lo = 0, .hi = 1e4,
+     .doc = "flash kernel (FlashAttention-2, paged), decode: per call, us"},
+    {.name = "flash_decode_seq_head_ns", .type = PB_T_NUM, .required = true, .lo = 0, .hi = 1e5,
+     .doc = "flash kernel, decode: per (sequence, query head), ns"},
+    {.name = "flash_decode_bw_efficiency", .type = PB_T_NUM, .required = true, .lo = 0.01, .hi = 1,
+     .doc = "flash kernel, decode: live-KV read rate / datasheet HBM"},
+    {.name = "flash_prefill_fixed_us", .type = PB_T_NUM, .required = true, .lo = 0, .hi = 1e4,
+     .doc = "flash kernel, prefill (whole or chunked): per call, us"},
+    {.name = "flash_prefill_flops_efficiency", .type = PB_T_NUM, .required = true, .lo = 0.01, .hi = 1,
+     .doc = "flash kernel, prefill: causal FLOP/s / peak"},
+    {.name = "flash_prefill_bw_efficiency", .type = PB_T_NUM, .required = true, .lo = 0.01, .hi = 1,
+     .doc = "flash kernel, prefill: bytes (Q, K, V, O, cached KV) / datasheet HBM rate"},
     {.name = "kernel_gap_us", .type = PB_T_NUM, .required = true, .lo = 0, .hi = 1e3,
      .doc = "GPU idle between dependent kernels, us"},
     {.name = "gemm_fixed_us", .type = PB_T_NUM, .required = true, .lo = 0, .hi = 1e3,
@@ -108,9 +120,9 @@ const pb_key pb_sim_cost_schema[] = {
 };
 
 const pb_key pb_sim_system_schema[] = {
-    {.name = "attention_kernel", .type = PB_T_ENUM, .choices = "paged|contiguous",
+    {.name = "attention_kernel", .type = PB_T_ENUM, .choices = "paged|contiguous|flash",
      .dflt_rule = "the system type's (pagedbench list: system types)",
-     .doc = "decode attention kernel: paged (vLLM) or contiguous (FasterTransformer)"},
+     .doc = "attention kernel: paged (vLLM 2023), contiguous (FasterTransformer), flash (FlashAttention-2 paged, V1)"},
     {.name = "framework", .type = PB_T_ENUM, .choices = "python|cpp|v1",
      .dflt_rule = "the system type's (pagedbench list: system types)",
      .doc = "host overheads: python (vLLM 2023, Orca re-implementation), cpp (FasterTransformer), v1 (vLLM V1)"},
@@ -226,6 +238,12 @@ pb_status pb_sim_cost_from_node(const pb_node *hw, pb_sim_cost *c, pb_cfg_err *e
     c->attn_seq_head_s = pb_node_num(n, "attn_per_seq_head_ns", 0) * 1e-9;
     c->attn_stream_eff = pb_node_num(n, "attn_stream_efficiency", 0);
     c->attn_paged_block_s = pb_node_num(n, "attn_paged_block_ns", 0) * 1e-9;
+    c->flash_dec_fixed_s = pb_node_num(n, "flash_decode_fixed_us", 0) * 1e-6;
+    c->flash_dec_seq_head_s = pb_node_num(n, "flash_decode_seq_head_ns", 0) * 1e-9;
+    c->flash_dec_bw_eff = pb_node_num(n, "flash_decode_bw_efficiency", 0);
+    c->flash_pre_fixed_s = pb_node_num(n, "flash_prefill_fixed_us", 0) * 1e-6;
+    c->flash_pre_flops_eff = pb_node_num(n, "flash_prefill_flops_efficiency", 0);
+    c->flash_pre_bw_eff = pb_node_num(n, "flash_prefill_bw_efficiency", 0);
     c->kernel_gap_s = pb_node_num(n, "kernel_gap_us", 0) * 1e-6;
     c->gemm_fixed_s = pb_node_num(n, "gemm_fixed_us", 0) * 1e-6;
     c->elem_fixed_s = pb_node_num(n, "elementwise_fixed_us", 0) * 1e-6;
@@ -276,7 +294,9 @@ pb_status pb_sim_params_from_node(const pb_node *n, pb_sim_params *out, pb_cfg_e
     if (pb_config_validate(n, pb_sim_system_schema, "sim", err)) return PB_ERR_INVALID;
     const pb_node *v;
     if ((v = pb_node_get(n, "attention_kernel")))
-        out->attn = !strcmp(v->value, "contiguous") ? PB_SIM_ATTN_CONTIGUOUS : PB_SIM_ATTN_PAGED;
+        out->attn = !strcmp(v->value, "contiguous") ? PB_SIM_ATTN_CONTIGUOUS
+                    : !strcmp(v->value, "flash")    ? PB_SIM_ATTN_FLASH
+                                                    : PB_SIM_ATTN_PAGED;
     if ((v = pb_node_get(n, "framework")))
         out->framework = !strcmp(v->value, "cpp") ? PB_SIM_FW_CPP : !strcmp(v->value, "v1") ? PB_SIM_FW_V1 : PB_SIM_FW_PYTHON;
     const char *prof = pb_schema_str(pb_sim_system_schema, n, "profile");
@@ -636,6 +656,25 @@ static double paged_attn_requests(const pb_sim *s, const step_sums *q) {
     return per_req * s->hkv * q->blocks * paged_requests_per_block(q->bs, s->d, s->dt);
 }
 
+/* The flash kernel's attention terms (executor_sim.h) into o; the calls per layer. */
+static int flash_attention(const pb_sim *s, const step_sums *q, pb_sim_breakdown *o) {
+    const pb_sim_cost *c = &s->c;
+    double L = s->m.n_layers, hbm = s->hw.hbm_bw;
+    int calls = 0;
+    if (q->P > 0) {
+        double by = q->P * (2 * s->hq + 2 * s->hkv) * s->d * s->dt + q->prefill_kv_read * s->kv_tok_layer;
+        o->prefill_attn_s = L * (c->flash_pre_fixed_s + q->prefill_flops / (s->hw.fp16_flops * c->flash_pre_flops_eff) +
+                                 by / (hbm * c->flash_pre_bw_eff));
+        calls++;
+    }
+    if (q->D > 0) {
+        o->decode_attn_s = L * (c->flash_dec_fixed_s + c->flash_dec_seq_head_s * q->D * s->hq +
+                                q->ctx * s->kv_tok_layer / (hbm * c->flash_dec_bw_eff));
+        calls++;
+    }
+    return calls;
+}
+
 static void forward(const pb_sim *s, const step_sums *q, pb_sim_breakdown *o) {
     memset(o, 0, sizeof *o);
     const pb_sim_cost *c = &s->c;
@@ -644,15 +683,15 @@ static void forward(const pb_sim *s, const step_sums *q, pb_sim_breakdown *o) {
     double g = 0;
     for (int i = 0; i < 4; i++) g += gemm_time(s, i, q->T, s->gK[i], s->gN[i]);
     o->gemm_s = L * g;
-    int attn_calls = 0;
-    if (q->P > 0) {
+    int attn_calls = s->p.attn == PB_SIM_ATTN_FLASH ? flash_attention(s, q, o) : 0;
+    if (s->p.attn != PB_SIM_ATTN_FLASH && q->P > 0) {
         double fl = q->prefill_flops / s->attn_flops;
         double by = (q->P * (2 * s->hq + 2 * s->hkv) * s->d * s->dt + q->prefill_kv_read * s->kv_tok_layer) /
                     s->elem_bw;
         o->prefill_attn_s = L * (c->prefill_attn_fixed_s + (fl > by ? fl : by));
         attn_calls++;
     }
-    if (q->D > 0) {
+    if (s->p.attn != PB_SIM_ATTN_FLASH && q->D > 0) {
         double t = c->attn_fixed_s + c->attn_seq_head_s * q->D * s->hq + attn_read_tokens(s, q) * s->kv_tok_layer / s->attn_bw;
         if (s->p.attn == PB_SIM_ATTN_PAGED) t += paged_attn_requests(s, q);
         o->decode_attn_s = L * t;

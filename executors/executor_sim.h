@@ -64,6 +64,17 @@
  *     the project's own kernel (kernels/attention.cu) loads 16-byte vectors at every
  *     block size and would follow another law -- a GPU block-size sweep
  *     (calibrate.py) measures that one;
+ *   - the flash kernel (attention_kernel: flash; FlashAttention-2's paged
+ *     flash_attn_with_kvcache, the kernel family of vLLM V1's FLASH_ATTN and FlashInfer
+ *     backends) replaces both attention terms, one call each for the step's prefills
+ *     and its decodes, per layer:
+ *       prefill: flash_prefill_fixed + causal FLOPs / (peak * flash_prefill_flops_eff)
+ *                + (Q, K, V, O and cached-KV bytes) / (HBM * flash_prefill_bw_eff)
+ *       decode:  flash_decode_fixed + flash_decode_seq_head * seqs * heads
+ *                + live KV bytes / (HBM * flash_decode_bw_eff)
+ *     fitted by experiments/calibrate/flash_attn.py on the A100 attention profile
+ *     (whole and chunked prefills); block size does not enter (the profile's pages
+ *     were 16 tokens);
  *   - norms, residuals, activations, KV-cache writes, embedding, sampling: bytes at
  *     elementwise_bw_efficiency of HBM + elementwise_fixed per kernel; a GPU gap per
  *     kernel;
@@ -117,7 +128,7 @@
 extern "C" {
 #endif
 
-typedef enum { PB_SIM_ATTN_PAGED = 0, PB_SIM_ATTN_CONTIGUOUS = 1 } pb_sim_attn;
+typedef enum { PB_SIM_ATTN_PAGED = 0, PB_SIM_ATTN_CONTIGUOUS = 1, PB_SIM_ATTN_FLASH = 2 } pb_sim_attn;
 typedef enum { PB_SIM_FW_PYTHON = 0, PB_SIM_FW_CPP = 1, PB_SIM_FW_V1 = 2 } pb_sim_framework;
 
 /* Host-side overheads of one serving framework (seconds). */
@@ -164,6 +175,8 @@ typedef struct {
     double attn_seq_head_s;      /* decode attention: per (sequence, query head)        */
     double attn_stream_eff;      /* decode attention: live-KV read rate / datasheet HBM */
     double attn_paged_block_s;   /* paged kernel: per (sequence, KV head, block)        */
+    double flash_dec_fixed_s, flash_dec_seq_head_s, flash_dec_bw_eff;   /* flash kernel (below) */
+    double flash_pre_fixed_s, flash_pre_flops_eff, flash_pre_bw_eff;
     double kernel_gap_s;         /* GPU idle between dependent kernels                  */
     double gemm_fixed_s;         /* per GEMM kernel, on top of max(compute, bytes)      */
     double elem_fixed_s;         /* per element-wise kernel, on top of its bytes        */

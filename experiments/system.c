@@ -122,7 +122,7 @@ void pb_system_types_describe(FILE *f) {
         fprintf(f, ", sim attention_kernel %s, framework %s\n", t->attn == PB_SIM_ATTN_PAGED ? "paged" : "contiguous",
                 t->fw == PB_SIM_FW_CPP ? "cpp" : "python");
     }
-    fprintf(f, "  (a vllm system with engine: v1 takes sim framework v1)\n");
+    fprintf(f, "  (a vllm system with engine: v1 takes sim attention_kernel flash, framework v1)\n");
 }
 
 /* Is key one of "a|b|c"? */
@@ -485,7 +485,10 @@ static pb_status plan_sim(plan *P, const pb_node *root, const pb_node *sys, cons
     P->sp.attn = P->type->attn;
     P->sp.framework = P->type->fw;
     if (P->type->paged) {   /* the engine version's host model (vllm_version.h) */
-        if (P->version == PB_VLLM_V1) P->sp.framework = PB_SIM_FW_V1;
+        if (P->version == PB_VLLM_V1) {   /* V1's host code and its FlashAttention-2 kernels */
+            P->sp.framework = PB_SIM_FW_V1;
+            P->sp.attn = PB_SIM_ATTN_FLASH;
+        }
         P->sp.async_sched = P->knobs.async_scheduling;
         /* V1's capture sizes reach min(2 max_num_seqs, 512) tokens (executor_sim.h) */
         P->sp.graph_max_tokens = P->knobs.cuda_graphs ? PB_MIN(2 * P->max_seqs, 512) : 0;

@@ -370,6 +370,13 @@ static const kcase CASES[] = {
     /* the L2 feed binds only when slow; prefill attention matters on long prompts */
     E("cost_model.l2_bandwidth_GBps", "sim", "cost_model.l2_bandwidth_GBps=700"),
     E("cost_model.prefill_attn_flops_efficiency", "long", "cost_model.prefill_attn_flops_efficiency=0.01"),
+    /* the flash kernel: V1's default (variant v1spec) */
+    E("cost_model.flash_decode_fixed_us", "v1spec", "cost_model.flash_decode_fixed_us=5000"),
+    E("cost_model.flash_decode_seq_head_ns", "v1spec", "cost_model.flash_decode_seq_head_ns=1000"),
+    E("cost_model.flash_decode_bw_efficiency", "v1spec", "cost_model.flash_decode_bw_efficiency=0.01"),
+    E("cost_model.flash_prefill_fixed_us", "v1spec", "cost_model.flash_prefill_fixed_us=5000"),
+    E("cost_model.flash_prefill_flops_efficiency", "v1spec", "cost_model.flash_prefill_flops_efficiency=0.01"),
+    E("cost_model.flash_prefill_bw_efficiency", "v1spec", "cost_model.flash_prefill_bw_efficiency=0.01"),
     E("cost_model.swap_h2d_GBps", "sim", "cost_model.swap_h2d_GBps=0.1"),
     E("cost_model.swap_d2h_GBps", "sim", "cost_model.swap_d2h_GBps=0.1"),
     E("cost_model.swap_h2d_copy_us", "sim", "cost_model.swap_h2d_copy_us=1000"),
@@ -692,6 +699,8 @@ static const rule_case RULES[] = {
     {"systems[].sim.attention_kernel", "ft", "systems.0.sim.attention_kernel=contiguous", NULL},
     {"systems[].sim.framework", "sim", "systems.0.sim.framework=python", NULL},
     {"systems[].sim.framework", "ft", "systems.0.sim.framework=cpp", NULL},
+    {"systems[].sim.attention_kernel", "v1spec", "systems.0.sim.attention_kernel=flash", NULL},
+    {"systems[].sim.framework", "v1spec", "systems.0.sim.framework=v1", NULL},
     {"systems[].step_mode", ENGINE, ENGINE, NULL},
     {"systems[].max_paddings", ENGINE, ENGINE, NULL},
     {"systems[].max_num_batched_tokens", ENGINE, ENGINE, NULL},

@@ -3,8 +3,8 @@
  * prefill chunks; chunking of prompts over the budget (a partial prefill samples
  * nothing); nothing admitted in a step that preempted; recompute, never swap; V1's KV
  * sizing by hand; the sim's asynchronous scheduling (max(host, GPU) + sync) and CUDA
- * graph issue terms; the fast path declining V1's steps with results equal to the
- * step-by-step ones.  Automatic prefix caching by default and the config errors
+ * graph issue terms; the flash attention kernel's terms by hand; the fast path
+ * declining V1's steps with results equal to the step-by-step ones.  Automatic prefix caching by default and the config errors
  * (swap, beam search) are checked through `pagedbench run` in tests/cli_engine_v1.sh.
  *   build/cpu/test_vllm_v1 */
 #include <math.h>
@@ -397,6 +397,51 @@ PB_TEST(cuda_graphs_issue_one_launch_for_a_decode_step) {
     PB_CHECK_NEAR(g.host_issue_s, e.host_issue_s, 0);
     pb_sim_destroy(eager);
     pb_sim_destroy(graphs);
+}
+
+/* The flash kernel's terms by hand: OPT-13B (40 layers, 40 heads of 128) on the
+   A100-80GB's cost model. */
+PB_TEST(flash_attention_terms_by_hand) {
+    pb_model m;
+    pb_hw hw;
+    pb_sim_cost c;
+    pb_cfg_err e;
+    pb_cfg_err_clear(&e);
+    PB_REQUIRE(pb_model_load(pb_spec_dir(), "opt-13b", &m, &e) == PB_OK);
+    PB_REQUIRE(pb_hw_load(pb_spec_dir(), "a100-80gb", &hw, &e) == PB_OK);
+    PB_REQUIRE(pb_sim_cost_load(pb_spec_dir(), "a100-80gb", &c, &e) == PB_OK);
+    pb_sim_params p = pb_sim_params_default();
+    p.attn = PB_SIM_ATTN_FLASH;
+    pb_sim *s = NULL;
+    PB_REQUIRE(pb_sim_create(&m, &hw, &c, 1, &p, &s, &e) == PB_OK);
+    double kv_tok = 2.0 * 40 * 128 * 2;   /* K and V bytes per token per layer */
+    pb_batch_seq q[8];
+    pb_batch b = decode_batch(q, 8, 300);
+    pb_sim_breakdown o;
+    pb_sim_step_breakdown(s, &b, &o);
+    double dec = 40 * (c.flash_dec_fixed_s + c.flash_dec_seq_head_s * 8 * 40 + 8 * 300 * kv_tok / (hw.hbm_bw * c.flash_dec_bw_eff));
+    PB_CHECK_NEAR(o.decode_attn_s, dec, 1e-15);
+    PB_CHECK_NEAR(o.prefill_attn_s, 0, 0);
+    /* a chunk of 256 tokens after 512 cached: pairs 256 x 512 + 256 x 257 / 2 */
+    pb_batch_seq pq;
+    memset(&pq, 0, sizeof pq);
+    pq.is_prefill = true;
+    pq.n_new = 256;
+    pq.n_cached = 512;
+    pq.context_len = 768;
+    pb_batch pb;
+    memset(&pb, 0, sizeof pb);
+    pb.n_seqs = 1;
+    pb.seqs = &pq;
+    pb.n_prefill_tokens = 256;
+    pb.n_top = 1;
+    pb_sim_step_breakdown(s, &pb, &o);
+    double pairs = 256.0 * 512 + 256.0 * 257 / 2, flops = 4.0 * 40 * 128 * pairs;
+    double bytes = 256.0 * (2 * 40 + 2 * 40) * 128 * 2 + 512 * kv_tok;
+    double pre = 40 * (c.flash_pre_fixed_s + flops / (hw.fp16_flops * c.flash_pre_flops_eff) +
+                       bytes / (hw.hbm_bw * c.flash_pre_bw_eff));
+    PB_CHECK_NEAR(o.prefill_attn_s, pre, 1e-15);
+    pb_sim_destroy(s);
 }
 
 PB_TEST_MAIN()
