@@ -18,16 +18,18 @@
 #include "spec.h"
 #include "validate.h"
 
-enum { O_CSV = 256, O_TABLE, O_SPEC_DIR, O_HW_DIR };
+enum { O_CSV = 256, O_TABLE, O_SPEC_DIR, O_HW_DIR, O_ATTENTION };
 static const pb_cli_opt OPTS[] = {
     {"csv", O_CSV, NULL, "stdout: a plain CSV, source,model,gpu,tp,what,measured_ms,predicted_ms,err_pct\n"
                          "(the notes, skipped rows and the summary go to stderr)"},
     {"table", O_TABLE, "FILE", "measurements (default <spec-dir>/validation/measurements.csv)"},
     {"spec-dir", O_SPEC_DIR, "DIR", "models/ and validation/ (default $PAGEDBENCH_SPECS or experiments/)"},
     {"hardware-dir", O_HW_DIR, "DIR", "hardware YAMLs, base keys and cost_model: (default <spec-dir>/hardware)"},
+    {"attention", O_ATTENTION, "K", "the vllm rows' attention kernel: paged (default, vLLM 2023) or flash\n"
+                                    "(FlashAttention-2, as V1 and Sarathi-Serve's engine run it)"},
     {NULL, 0, NULL, NULL}};
 static const pb_cli CLI = {
-    "validate", "[--csv] [--table FILE] [--spec-dir DIR] [--hardware-dir DIR]",
+    "validate", "[--csv] [--table FILE] [--spec-dir DIR] [--hardware-dir DIR] [--attention paged|flash]",
     "Predicts public step-level GPU measurements (Sarathi-Serve Yi-34B TP2, Splitwise\n"
     "Llama-2-70B / BLOOM-176B on A100 and H100, FasterTransformer OPT-13B batches) with\n"
     "the sim and prints measured vs predicted, one row per measurement, then the median\n"
@@ -50,6 +52,7 @@ static const char *const NOTES[] = {
 int pb_cmd_validate(int argc, char **argv) {
     bool csv = false;
     const char *table = NULL, *spec_dir = NULL, *hw_dir = NULL;
+    pb_sim_attn attn = PB_SIM_ATTN_PAGED;
     pb_cli_parser p;
     pb_cli_begin(&p, &CLI, argc, argv);
     for (int c; (c = pb_cli_next(&p)) != PB_CLI_END;) {
@@ -58,6 +61,11 @@ int pb_cmd_validate(int argc, char **argv) {
         case O_TABLE: table = p.arg; break;
         case O_SPEC_DIR: spec_dir = p.arg; break;
         case O_HW_DIR: hw_dir = p.arg; break;
+        case O_ATTENTION:
+            if (strcmp(p.arg, "paged") && strcmp(p.arg, "flash"))
+                return pb_cli_fail(&CLI, "--attention: '%s' (want paged or flash)", p.arg);
+            attn = !strcmp(p.arg, "flash") ? PB_SIM_ATTN_FLASH : PB_SIM_ATTN_PAGED;
+            break;
         }
     }
     if (p.rc >= 0) return p.rc;
@@ -81,7 +89,7 @@ int pb_cmd_validate(int argc, char **argv) {
         return PB_EXIT_USAGE;
     }
     double *pred = pb_xmalloc((size_t)(t->n > 0 ? t->n : 1) * sizeof *pred);
-    if (pb_val_predict(t, spec_dir, hw_dir, pred, &err)) {
+    if (pb_val_predict_kernel(t, spec_dir, hw_dir, attn, pred, &err)) {
         fprintf(stderr, "%s\n", err.msg);
         free(pred);
         pb_val_free(t);
@@ -89,7 +97,8 @@ int pb_cmd_validate(int argc, char **argv) {
     }
 
     FILE *note = csv ? stderr : stdout;   /* with --csv, stdout is the CSV alone */
-    fprintf(note, "pagedbench validate: %s (hardware from %s)\n", table, hw_dir);
+    fprintf(note, "pagedbench validate: %s (hardware from %s)%s\n", table, hw_dir,
+            attn == PB_SIM_ATTN_FLASH ? "; vllm rows with the flash attention kernel" : "");
     for (size_t i = 0; i < PB_ARRAY_LEN(NOTES); i++) fprintf(note, "%s\n", NOTES[i]);
     if (csv) printf("source,model,gpu,tp,what,measured_ms,predicted_ms,err_pct\n");
     else

@@ -378,7 +378,7 @@ static bool file_exists(const char *p) {
 
 /* Build the sim of row r (model, hardware, tp, engine). */
 static pb_status build_sim(const pb_val_table *t, const pb_val_row *r, const char *spec_dir, const char *hw_dir,
-                           pb_sim **out, pb_cfg_err *err) {
+                           pb_sim_attn vllm_attn, pb_sim **out, pb_cfg_err *err) {
     *out = NULL;
     char path[2048];
     snprintf(path, sizeof path, "%s/models/%s.yaml", spec_dir, r->model);
@@ -396,6 +396,7 @@ static pb_status build_sim(const pb_val_table *t, const pb_val_row *r, const cha
     pb_config_destroy(c);
     if (st) return st;
     pb_sim_params p = pb_val_engine_params(r->engine);
+    if (r->engine != PB_VAL_FT) p.attn = vllm_attn;
     pb_cfg_err e2;
     pb_cfg_err_clear(&e2);
     if (pb_sim_create(&m, &hw, &cost, r->tp, &p, out, &e2))
@@ -405,6 +406,11 @@ static pb_status build_sim(const pb_val_table *t, const pb_val_row *r, const cha
 
 pb_status pb_val_predict(const pb_val_table *t, const char *spec_dir, const char *hw_dir, double *pred_ms,
                          pb_cfg_err *err) {
+    return pb_val_predict_kernel(t, spec_dir, hw_dir, PB_SIM_ATTN_PAGED, pred_ms, err);
+}
+
+pb_status pb_val_predict_kernel(const pb_val_table *t, const char *spec_dir, const char *hw_dir, pb_sim_attn vllm_attn,
+                                double *pred_ms, pb_cfg_err *err) {
     if (pb_val_check(t)) return cell_fail(err, t ? t->path : "?", 1, 1, "table fails its invariants");
     sim_slot *slot = pb_xcalloc((size_t)(t->n > 0 ? t->n : 1), sizeof *slot);
     int *which = pb_xmalloc((size_t)(t->n > 0 ? t->n : 1) * sizeof *which);
@@ -423,7 +429,7 @@ pb_status pb_val_predict(const pb_val_table *t, const char *spec_dir, const char
             snprintf(z->gpu, sizeof z->gpu, "%s", r->gpu);
             z->tp = r->tp;
             z->engine = r->engine;
-            if (build_sim(t, r, spec_dir, hw_dir, &z->sim, err)) st = PB_ERR_INVALID;
+            if (build_sim(t, r, spec_dir, hw_dir, vllm_attn, &z->sim, err)) st = PB_ERR_INVALID;
         }
         which[i] = k;
     }

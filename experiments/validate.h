@@ -77,6 +77,11 @@ double pb_val_predict_row(const pb_sim *s, const pb_val_row *r);
  * the row that names it (err), nothing predicted. */
 pb_status pb_val_predict(const pb_val_table *t, const char *spec_dir, const char *hw_dir, double *pred_ms,
                          pb_cfg_err *err);
+/* The same with the vllm-engine rows' attention kernel vllm_attn (pb_val_predict: paged;
+ * flash: the FlashAttention-2 kernel of V1 and of Sarathi-Serve's engine); FT rows keep
+ * the contiguous kernel. */
+pb_status pb_val_predict_kernel(const pb_val_table *t, const char *spec_dir, const char *hw_dir, pb_sim_attn vllm_attn,
+                                double *pred_ms, pb_cfg_err *err);
 
 /* Signed error in percent: 100 * (pred - meas) / meas. */
 double pb_val_err_pct(double pred_ms, double meas_ms);

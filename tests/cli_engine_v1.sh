@@ -5,7 +5,8 @@
 # turns it off; `cuda_graphs: false` leaves the graphs' memory estimate to the KV space
 # (V1's rule, spec.h pb_kv_capacity_v1, pinned by hand in tests/test_vllm_v1.c);
 # asynchronous scheduling lowers TPOT; nothing is swapped; `preemption: swap` or `auto`
-# and a beam workload are config errors at file:line:col, exit 2, nothing written.
+# and a beam workload are config errors at file:line:col, exit 2, nothing written;
+# `validate --attention flash` reprices the vllm rows with V1's kernel, not the FT rows.
 #   bash tests/cli_engine_v1.sh build/cpu/pagedbench
 set -u
 PB=${1:?usage: cli_engine_v1.sh path/to/pagedbench}
@@ -61,5 +62,14 @@ out=$("$PB" run "$T/b.yaml" --results "$T/rb" 2>&1); rc=$?
 if [ "$rc" = 2 ] && grep -qE "b.yaml:[0-9]+:[0-9]+: workload.beam_width: vLLM V1 .* no beam search" <<<"$out" &&
     [ ! -e "$T/rb/cli_v1.csv" ]; then ok "beam search under engine: v1 is a config error"
 else bad "beam search (rc $rc): $(head -c 300 <<<"$out")"; fi
+# validate --attention flash: the vllm rows priced with V1's kernel, the FT rows unchanged
+"$PB" validate --csv >"$T/vp.csv" 2>&1 && "$PB" validate --csv --attention flash >"$T/vf.csv" 2>&1
+ft_same=$(cmp -s <(grep '^ft-' "$T/vp.csv") <(grep '^ft-' "$T/vf.csv") && echo y)
+vllm_diff=$(cmp -s <(grep '^sarathi' "$T/vp.csv") <(grep '^sarathi' "$T/vf.csv") || echo y)
+if [ "$ft_same" = y ] && [ "$vllm_diff" = y ] && [ "$(grep -c '^ft-' "$T/vf.csv")" -gt 0 ]; then
+    ok "validate --attention flash reprices the vllm rows only"
+else bad "validate --attention flash: ft same '$ft_same', vllm rows differ '$vllm_diff'"; fi
+out=$("$PB" validate --attention xformers 2>&1); rc=$?
+[ "$rc" = 2 ] && ok "validate --attention xformers: usage error" || bad "validate --attention xformers: rc $rc"
 echo "$pass passed, $fail failed"
 [ "$fail" = 0 ]
