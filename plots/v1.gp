@@ -2,7 +2,7 @@
 # same ideas on today's vLLM"), six panels from the five experiments/v1_*.yaml:
 #   (a) v0.1 / v0.2 / V1, OPT-13B, A100-80GB, ShareGPT: normalized latency vs rate
 #   (b) the same, LLaMA-13B, H100-SXM
-#   (c) block size, v0.1 and V1, OPT-13B, A100-80GB, ShareGPT 3.5 req/s
+#   (c) block size, v0.1 and V1, OPT-13B, A100-80GB, ShareGPT 3.5 req/s (and V1 at 5.5)
 #   (d) parallel sampling n = 4, v0.1 and V1, OPT-13B, A100-80GB, Alpaca
 #   (e, f) V1 with and without prefix caching and with smaller token budgets,
 #       LLaMA-13B, H100-SXM, chatbot: TTFT p99 and TPOT p99 vs rate
@@ -23,7 +23,7 @@ YL = '"Normalized latency (s/token)" "Normalized latency (s/token)" "Normalized 
 XL = '"Request rate (req/s)" "Request rate (req/s)" "Block size (tokens)" "Request rate (req/s)" "Request rate (req/s)" "Request rate (req/s)"'
 YBOT = '0.01 0.01 0.01 0.01 10 10'
 YTOP = '10 10 10 10 1000000 1000'
-TT = '"(a) OPT-13B, A100-80GB, ShareGPT" "(b) LLaMA-13B, H100, ShareGPT" "(c) block size, OPT-13B, 3.5 req/s" "(d) parallel n = 4, OPT-13B, Alpaca" "(e) LLaMA-13B, H100, chatbot" "(f) LLaMA-13B, H100, chatbot"'
+TT = '"(a) OPT-13B, A100-80GB, ShareGPT" "(b) LLaMA-13B, H100, ShareGPT" "(c) block size, OPT-13B, ShareGPT" "(d) parallel n = 4, OPT-13B, Alpaca" "(e) LLaMA-13B, H100, chatbot" "(f) LLaMA-13B, H100, chatbot"'
 VERS = 'vllm_v01 vllm_v02 vllm_v1'
 VERL = '"vLLM v0.1" "vLLM v0.2" "vLLM V1"'
 VERS_S = '5 21 22'
@@ -31,6 +31,12 @@ V1S = 'vllm_v1 vllm_v1_noapc vllm_v1_b2048 vllm_v1_b512'
 V1L = '"V1 (8192, prefix cache)" "V1, no prefix cache" "V1, budget 2048" "V1, budget 512"'
 V1S_S = '22 23 24 25'
 KEYH = 0.08
+# panel c: (system, rate) series
+CS = 'vllm_v01 vllm_v1 vllm_v1'
+CR = '3.5 3.5 5.5'
+CSS = '5 22 26'
+sel3(s, r, y) = (strcol('panel') eq 'c' && strcol('system') eq s && abs(column('request_rate') - r) < 1e-9) ? column(y) : NaN
+selx3(s, r, x) = (strcol('panel') eq 'c' && strcol('system') eq s && abs(column('request_rate') - r) < 1e-9) ? column(x) : NaN
 do for [t in "png pdf"] {
     if (t eq "png") { eval png(1800, 1000) } else { eval pdf(7.2, 4.0) }
     load 'plots/style.gp'
@@ -50,11 +56,13 @@ do for [t in "png pdf"] {
         set ylabel word(YL, i)
         set xlabel word(XL, i)
         unset key
-        if (i <= 4) {
+        if (i == 3) {
+            plot for [k=1:words(CS)] data using (selx3(word(CS, k), word(CR, k) + 0, xc)):(clip(sel3(word(CS, k), word(CR, k) + 0, yc), top)) with linespoints ls word(CSS, k) + 0
+        } else { if (i <= 4) {
             plot for [k=1:words(VERS)] data using (selx2('panel', p, 'system', word(VERS, k), xc)):(clip(sel2('panel', p, 'system', word(VERS, k), yc), top)) with linespoints ls word(VERS_S, k) + 0
         } else {
             plot for [k=1:words(V1S)] data using (selx2('panel', p, 'system', word(V1S, k), xc)):(clip(sel2('panel', p, 'system', word(V1S, k), yc), top)) with linespoints ls word(V1S_S, k) + 0
-        }
+        } }
     }
     # the legend strip on top
     set origin 0, 1 - KEYH
@@ -64,6 +72,7 @@ do for [t in "png pdf"] {
     set border 0; unset tics; unset grid
     set xrange [0:1]; set yrange [0:1]
     plot for [k=1:words(VERS)] NaN with linespoints ls word(VERS_S, k) + 0 title word(VERL, k), \
+         NaN with linespoints ls 26 title "V1 at 5.5 req/s (c)", \
          for [k=2:words(V1S)] NaN with linespoints ls word(V1S_S, k) + 0 title word(V1L, k)
     unset multiplot
 }
