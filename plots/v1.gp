@@ -2,7 +2,7 @@
 # same ideas on today's vLLM"), six panels from the five experiments/v1_*.yaml:
 #   (a) v0.1 / v0.2 / V1, OPT-13B, A100-80GB, ShareGPT: normalized latency vs rate
 #   (b) the same, LLaMA-13B, H100-SXM
-#   (c) block size, v0.1 and V1, OPT-13B, A100-80GB, ShareGPT 3.5 req/s (and V1 at 5.5)
+#   (c) block size, v0.1 and V1, OPT-13B, A100-80GB, ShareGPT 3 req/s (and V1 at 5)
 #   (d) parallel sampling n = 4, v0.1 and V1, OPT-13B, A100-80GB, Alpaca
 #   (e, f) V1 with and without prefix caching and with smaller token budgets,
 #       LLaMA-13B, H100-SXM, chatbot: TTFT p99 and TPOT p99 vs rate
@@ -33,7 +33,7 @@ V1S_S = '22 23 24 25'
 KEYH = 0.08
 # panel c: (system, rate) series
 CS = 'vllm_v01 vllm_v1 vllm_v1'
-CR = '3.5 3.5 5.5'
+CR = '3 3 5'
 CSS = '5 22 26'
 sel3(s, r, y) = (strcol('panel') eq 'c' && strcol('system') eq s && abs(column('request_rate') - r) < 1e-9) ? column(y) : NaN
 selx3(s, r, x) = (strcol('panel') eq 'c' && strcol('system') eq s && abs(column('request_rate') - r) < 1e-9) ? column(x) : NaN
@@ -72,7 +72,7 @@ do for [t in "png pdf"] {
     set border 0; unset tics; unset grid
     set xrange [0:1]; set yrange [0:1]
     plot for [k=1:words(VERS)] NaN with linespoints ls word(VERS_S, k) + 0 title word(VERL, k), \
-         NaN with linespoints ls 26 title "V1 at 5.5 req/s (c)", \
+         NaN with linespoints ls 26 title "V1 at 5 req/s (c)", \
          for [k=2:words(V1S)] NaN with linespoints ls word(V1S_S, k) + 0 title word(V1L, k)
     unset multiplot
 }
