@@ -115,7 +115,7 @@ const pb_key pb_system_entry_schema[] = {
      .doc = "CPU swap space per GPU, GiB"},
     {.name = "kv_cpu_tier_gib", .type = PB_T_NUM, .lo = 0, .hi = 1 << 20, .dflt = "0", .scope = PB_SCOPE_VLLM,
      .doc = "CPU tier of the prefix cache per GPU, GiB: cached blocks evicted from the GPU spill there and "
-            "a later hit reloads them over PCIe (needs a prefix-caching policy; 0 = off)"},
+            "a later hit reloads them over PCIe (needs prefix caching: policy prefix-cache or engine v1; 0 = off)"},
     {.name = "sim", .type = PB_T_MAP,
      .doc = "cost model: {attention_kernel: paged|contiguous, framework: python|cpp, profile: csv}"},
     {.name = "policy", .type = PB_T_STR, .dflt_rule = "the type's (pagedbench list: system types)",

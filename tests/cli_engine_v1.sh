@@ -6,7 +6,9 @@
 # (V1's rule, spec.h pb_kv_capacity_v1, pinned by hand in tests/test_vllm_v1.c);
 # asynchronous scheduling lowers TPOT; nothing is swapped; `preemption: swap` or `auto`
 # and a beam workload are config errors at file:line:col, exit 2, nothing written;
-# `validate --attention flash` reprices the vllm rows with V1's kernel, not the FT rows.
+# `validate --attention flash` reprices the vllm rows with V1's kernel, not the FT rows;
+# V1's prefix cache takes the CPU tier (kv_cpu_tier_gib) without a caching policy, and
+# refuses it with prefix_caching: false.
 #   bash tests/cli_engine_v1.sh build/cpu/pagedbench
 set -u
 PB=${1:?usage: cli_engine_v1.sh path/to/pagedbench}
@@ -62,8 +64,29 @@ out=$("$PB" run "$T/b.yaml" --results "$T/rb" 2>&1); rc=$?
 if [ "$rc" = 2 ] && grep -qE "b.yaml:[0-9]+:[0-9]+: workload.beam_width: vLLM V1 .* no beam search" <<<"$out" &&
     [ ! -e "$T/rb/cli_v1.csv" ]; then ok "beam search under engine: v1 is a config error"
 else bad "beam search (rc $rc): $(head -c 300 <<<"$out")"; fi
+# the CPU tier under V1: its prefix cache is the knob's, not a policy's
+cat >"$T/t.yaml" <<'Y'
+name: cli_v1_tier
+figure: cli_v1_tier
+model: opt-13b
+hardware: a100-40gb
+workload: {dataset: chatbot, arrivals: poisson, rate: 1.5, duration_s: 60}
+columns: [system, prefix_hit_pct_cpu, kv_tier_reloads]
+systems:
+  - {name: v1_tier, type: vllm, engine: v1, kv_cpu_tier_gib: 8}
+Y
+if "$PB" run "$T/t.yaml" --results "$T/rt" --quiet --no-report 2>"$T/err" &&
+    awk -F, '$1 == "v1_tier" && $2 > 0 && $3 > 0 { ok = 1 } END { exit !ok }' "$T/rt/cli_v1_tier.csv"; then
+    ok "engine: v1 with a CPU tier: $(grep '^v1_tier,' "$T/rt/cli_v1_tier.csv" | cut -d, -f2,3) (% of tokens from the CPU, reloads)"
+else bad "engine: v1 with a CPU tier: $(tail -n 3 "$T/err") $(cat "$T/rt/cli_v1_tier.csv" 2>/dev/null | head -c 300)"; fi
+sed 's/engine: v1, kv_cpu_tier_gib: 8}/engine: v1, prefix_caching: false, kv_cpu_tier_gib: 8}/' "$T/t.yaml" >"$T/tn.yaml"
+out=$("$PB" run "$T/tn.yaml" --results "$T/rtn" 2>&1); rc=$?
+if [ "$rc" = 2 ] && grep -qE "tn.yaml:8:[0-9]+: systems.0.kv_cpu_tier_gib: .*caches by content" <<<"$out" &&
+    [ ! -e "$T/rtn/cli_v1_tier.csv" ]; then ok "engine: v1, prefix_caching: false with a CPU tier is a config error"
+else bad "v1 without prefix caching, with a tier (rc $rc): $(head -c 300 <<<"$out")"; fi
+
 # validate --attention flash: the vllm rows priced with V1's kernel, the FT rows unchanged
-"$PB" validate --csv >"$T/vp.csv" 2>&1 && "$PB" validate --csv --attention flash >"$T/vf.csv" 2>&1
+"$PB" validate --csv >"$T/vp.csv" 2>/dev/null && "$PB" validate --csv --attention flash >"$T/vf.csv" 2>/dev/null
 ft_same=$(cmp -s <(grep '^ft-' "$T/vp.csv") <(grep '^ft-' "$T/vf.csv") && echo y)
 vllm_diff=$(cmp -s <(grep '^sarathi' "$T/vp.csv") <(grep '^sarathi' "$T/vf.csv") || echo y)
 if [ "$ft_same" = y ] && [ "$vllm_diff" = y ] && [ "$(grep -c '^ft-' "$T/vf.csv")" -gt 0 ]; then
