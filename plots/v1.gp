@@ -8,8 +8,8 @@
 #       LLaMA-13B, H100-SXM, chatbot: TTFT p99 and TPOT p99 vs rate
 #
 #   gnuplot plots/v1.gp                                      # -> plots/out/v1.{png,pdf}
-# Input: results/v1.csv.  Run from the repository root.  Log y axes; a point beyond the
-# top sits on the top edge.
+# Input: results/v1.csv.  Run from the repository root.  Log y axes; a value above an
+# axis is an arrow to its top edge with the value written along it.
 if (!exists("data")) data = 'results/v1.csv'
 if (!exists("out"))  out  = 'plots/out/v1'
 load 'plots/style.gp'
@@ -22,8 +22,8 @@ PY = 'normalized_latency normalized_latency normalized_latency normalized_latenc
 YL = '"Normalized latency (s/token)" "Normalized latency (s/token)" "Normalized latency (s/token)" "Normalized latency (s/token)" "TTFT p99 (ms)" "TPOT p99 (ms)"'
 XL = '"Request rate (req/s)" "Request rate (req/s)" "Block size (tokens)" "Request rate (req/s)" "Request rate (req/s)" "Request rate (req/s)"'
 YBOT = '0.01 0.01 0.01 0.01 10 10'
-YTOP = '10 10 10 10 1000000 1000'
-TT = '"(a) OPT-13B, A100-80GB, ShareGPT" "(b) LLaMA-13B, H100, ShareGPT" "(c) block size, OPT-13B, ShareGPT" "(d) parallel n = 4, OPT-13B, Alpaca" "(e) LLaMA-13B, H100, chatbot" "(f) LLaMA-13B, H100, chatbot"'
+YTOP = '100 100 100 100 10000000 1000'
+TT = '"(a) OPT-13B, A100-80GB, ShareGPT" "(b) LLaMA-13B, H100, ShareGPT" "(c) block size, OPT-13B, ShareGPT, 3 req/s" "(d) parallel n = 4, OPT-13B, Alpaca" "(e) LLaMA-13B, H100, chatbot" "(f) LLaMA-13B, H100, chatbot"'
 VERS = 'vllm_v01 vllm_v02 vllm_v1'
 VERL = '"vLLM v0.1" "vLLM v0.2" "vLLM V1"'
 VERS_S = '5 21 22'
@@ -37,14 +37,32 @@ CR = '3 3 5'
 CSS = '5 22 26'
 sel3(s, r, y) = (strcol('panel') eq 'c' && strcol('system') eq s && abs(column('request_rate') - r) < 1e-9) ? column(y) : NaN
 selx3(s, r, x) = (strcol('panel') eq 'c' && strcol('system') eq s && abs(column('request_rate') - r) < 1e-9) ? column(x) : NaN
+# panel i's series k: its x, its y, its line style; NS(i) series
+NS(i) = (i == 3) ? words(CS) : (i <= 4) ? words(VERS) : words(V1S)
+xv(i, k) = (i == 3) ? selx3(word(CS, k), word(CR, k) + 0, word(PX, i)) : \
+           selx2('panel', word(PP, i), 'system', (i <= 4) ? word(VERS, k) : word(V1S, k), word(PX, i))
+yv(i, k) = (i == 3) ? sel3(word(CS, k), word(CR, k) + 0, word(PY, i)) : \
+           sel2('panel', word(PP, i), 'system', (i <= 4) ? word(VERS, k) : word(V1S, k), word(PY, i))
+st(i, k) = word((i == 3) ? CSS : (i <= 4) ? VERS_S : V1S_S, k) + 0
+# a value above a panel's axis is an arrow to its top edge with the value along it
+# (style.gp above/VAL); the log axes' arrows start a decade below the top
+set datafile columnheaders
+OFF_ANY = 0
+do for [i=1:6] {
+    do for [k=1:NS(i)] {
+        stats data using (yv(i, k) > word(YTOP, i) + 0 ? 1 : 0) nooutput
+        OFF_ANY = OFF_ANY + STATS_sum
+    }
+}
 do for [t in "png pdf"] {
     if (t eq "png") { eval png(1800, 1000) } else { eval pdf(7.2, 4.0) }
     load 'plots/style.gp'
     set datafile columnheaders
     set output out . '.' . t
     set multiplot
+    eval QUICK_WATERMARK
     do for [i=1:6] {
-        p = word(PP, i); xc = word(PX, i); yc = word(PY, i); top = word(YTOP, i) + 0
+        top = word(YTOP, i) + 0
         col = (i - 1) % 3; row = (i - 1) / 3
         set origin col / 3.0, (1 - KEYH) * (1 - row) / 2.0
         set size 1 / 3.0, (1 - KEYH) / 2.0
@@ -56,23 +74,20 @@ do for [t in "png pdf"] {
         set ylabel word(YL, i)
         set xlabel word(XL, i)
         unset key
-        if (i == 3) {
-            plot for [k=1:words(CS)] data using (selx3(word(CS, k), word(CR, k) + 0, xc)):(clip(sel3(word(CS, k), word(CR, k) + 0, yc), top)) with linespoints ls word(CSS, k) + 0
-        } else { if (i <= 4) {
-            plot for [k=1:words(VERS)] data using (selx2('panel', p, 'system', word(VERS, k), xc)):(clip(sel2('panel', p, 'system', word(VERS, k), yc), top)) with linespoints ls word(VERS_S, k) + 0
-        } else {
-            plot for [k=1:words(V1S)] data using (selx2('panel', p, 'system', word(V1S, k), xc)):(clip(sel2('panel', p, 'system', word(V1S, k), yc), top)) with linespoints ls word(V1S_S, k) + 0
-        } }
+        plot for [k=1:NS(i)] data using (xv(i, k)):(yv(i, k)) with linespoints ls st(i, k) notitle, \
+             for [k=1:NS(i)] data using (xv(i, k)):(above(yv(i, k), top) * 0 + top / 10):(0):(top - top / 10) with vectors head filled size screen 0.008,30 ls st(i, k) notitle, \
+             for [k=1:NS(i)] data using (xv(i, k)):(above(yv(i, k), top) * 0 + top / 10):(VAL(above(yv(i, k), top))) with labels rotate by 90 right offset -0.6 + 0.9 * (k - 1), -0.2 font OFF_FONT tc ls st(i, k) notitle
     }
-    # the legend strip on top
-    set origin 0, 1 - KEYH
-    set size 1, KEYH
-    unset title; unset xlabel; unset ylabel; unset logscale y; unset logscale x
-    set key top center horizontal samplen 2
-    set border 0; unset tics; unset grid
-    set xrange [0:1]; set yrange [0:1]
-    plot for [k=1:words(VERS)] NaN with linespoints ls word(VERS_S, k) + 0 title word(VERL, k), \
-         NaN with linespoints ls 26 title "V1 at 5 req/s (c)", \
-         for [k=2:words(V1S)] NaN with linespoints ls word(V1S_S, k) + 0 title word(V1L, k)
+    eval KEY_STRIP
+    if (OFF_ANY > 0) {
+        plot for [k=1:words(VERS)] NaN with linespoints ls word(VERS_S, k) + 0 title word(VERL, k), \
+             NaN with linespoints ls 26 title "V1 at 5 req/s (c)", \
+             for [k=2:words(V1S)] NaN with linespoints ls word(V1S_S, k) + 0 title word(V1L, k), @OFF_KEY
+    } else {
+        plot for [k=1:words(VERS)] NaN with linespoints ls word(VERS_S, k) + 0 title word(VERL, k), \
+             NaN with linespoints ls 26 title "V1 at 5 req/s (c)", \
+             for [k=2:words(V1S)] NaN with linespoints ls word(V1S_S, k) + 0 title word(V1L, k)
+    }
+    eval KEY_RESET
     unset multiplot
 }
