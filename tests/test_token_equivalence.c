@@ -22,7 +22,11 @@
  *     blocks, and under swap and recompute preemption (small KV pools);
  *   - the prefix cache's CPU tier: cached blocks evicted from a small GPU pool spill
  *     to the CPU and later hits reload them, with the tokens of no tier (and of vLLM
- *     without caching), under recompute and swap preemption.
+ *     without caching), under recompute and swap preemption;
+ *   - vLLM V1's steps (engine: v1: one token budget, decodes first, prompts in chunks,
+ *     recompute only) under budgets of 5, 33 and 512 give v0.1's tokens, with and
+ *     without its prefix cache, with parallel samples, in a pool small enough to
+ *     preempt, on chat turns and with the CPU tier.
  * Paged vs contiguous equality is bit for bit: the cpu model computes every token
  * row as one query over the cache (model.h), and tokens AND log-probabilities are
  * compared exactly.
@@ -45,6 +49,7 @@
 #include "rng.h"
 #include "spec.h"
 #include "trace.h"
+#include "vllm_version.h"
 
 /* ---- outputs collected through pb_engine_params.on_finish ---- */
 
@@ -105,10 +110,14 @@ typedef struct {
 } run_info;
 
 /* How a vLLM system schedules: the policy (NULL = "vllm") with its options as YAML
-   text (NULL = none), and v0.2 steps when v02_max_paddings > 0. */
+   text (NULL = none), v0.2 steps when v02_max_paddings > 0, V1's steps
+   (vllm_version.h: its step mode and preemption; the system's kind SYS_APC turns on
+   its prefix cache, the knob, under the plain vllm policy) with this token budget when
+   v1_budget > 0. */
 typedef struct {
     const char *policy, *options;
     int32_t v02_max_paddings;
+    int32_t v1_budget;
 } sched_cfg;
 
 static pb_model model_(const char *name) {
@@ -137,7 +146,7 @@ static pb_status engine_run_(pb_engine *e, const pb_trace *t, pb_metrics *met, r
 
 static pb_status run_steps_(const pb_model *m, const sys_cfg *c, const pb_trace *t, outputs *o,
                             run_info *info, const sched_cfg *sc) {
-    static const sched_cfg VLLM = {NULL, NULL, 0};
+    static const sched_cfg VLLM = {NULL, NULL, 0, 0};
     if (!sc) sc = &VLLM;
     memset(o, 0, sizeof *o);
     memset(info, 0, sizeof *info);
@@ -164,10 +173,10 @@ static pb_status run_steps_(const pb_model *m, const sys_cfg *c, const pb_trace 
         pp.prefix_caching = c->kind == SYS_APC;
         pp.n_tier_blocks = c->tier_blocks;
         st = pb_paged_kv_create(&pp, &kv);
-        const char *pname = sc->policy ? sc->policy : c->kind == SYS_APC ? "prefix-cache" : "vllm";
+        const char *pname = sc->policy ? sc->policy : c->kind == SYS_APC && !sc->v1_budget ? "prefix-cache" : "vllm";
         if (st == PB_OK && sc->options) st = pb_config_load_string("options", sc->options, &opts, &err);
         if (st == PB_OK) st = pb_policy_create(pname, opts ? pb_config_root(opts) : NULL, &pol, &err);
-        if (st == PB_OK) PB_ASSERT(pol->iface->prefix_caching == (c->kind == SYS_APC));
+        if (st == PB_OK) PB_ASSERT(pol->iface->prefix_caching == (c->kind == SYS_APC && !sc->v1_budget));
         xp.block_size = c->block_size;
         xp.num_gpu_blocks = c->gpu_blocks;
         xp.num_cpu_blocks = PB_MIN(c->cpu_blocks, c->gpu_blocks) + c->tier_blocks;
@@ -202,6 +211,14 @@ static pb_status run_steps_(const pb_model *m, const sys_cfg *c, const pb_trace 
     if (sc->v02_max_paddings > 0) {
         ep.step_mode = PB_STEP_ALTERNATE;
         ep.max_paddings = sc->v02_max_paddings;
+    }
+    if (sc->v1_budget > 0) {
+        pb_vllm_knobs k;
+        pb_vllm_knobs_default(PB_VLLM_V1, m->max_len, NULL, &k);
+        PB_ASSERT(c->preempt == k.preemption);
+        ep.step_mode = k.step_mode;
+        ep.max_paddings = k.max_paddings;
+        ep.max_num_batched_tokens = sc->v1_budget;
     }
     ep.store_tokens = true;
     ep.vocab_size = m->vocab;
@@ -296,14 +313,14 @@ static const char *BUDGETS[] = {"token_budget: 5", "token_budget: 7", "token_bud
 
 static void sarathi_same_(const pb_model *m, const sys_cfg *c, const pb_trace *t, const outputs *ref,
                           const char *what, bool want_preempt) {
-    static const sched_cfg V01 = {"vllm-v0.1", NULL, 0};
+    static const sched_cfg V01 = {"vllm-v0.1", NULL, 0, 0};
     outputs o;
     run_info oi;
     PB_REQUIRE(run_steps_(m, c, t, &o, &oi, &V01) == PB_OK);
     PB_CHECK(same_(ref, &o, (int32_t)t->n, what));   /* the policy by name == the engine default */
     int64_t preempted = 0;
     for (size_t k = 0; k < PB_ARRAY_LEN(BUDGETS); k++) {
-        const sched_cfg sar = {"sarathi", BUDGETS[k], 0};
+        const sched_cfg sar = {"sarathi", BUDGETS[k], 0, 0};
         PB_REQUIRE(run_steps_(m, c, t, &o, &oi, &sar) == PB_OK);
         fprintf(stderr, "  %s, sarathi %s: %lld steps, %lld partial chunks, %lld swaps, %lld recomputes\n",
                 what, BUDGETS[k], (long long)oi.n_steps, (long long)oi.n_partial, (long long)oi.n_swap,
@@ -566,7 +583,7 @@ PB_TEST(vllm_v02_padded_alternate_steps_give_the_tokens_of_v01) {
         sys_cfg v01 = {SYS_VLLM, 16, 256, 0, 0, PB_PREEMPT_AUTO, 0.0f, 0};
         PB_REQUIRE(run_(&m, &v01, &t, &ref, &ri) == PB_OK);
         PB_CHECK_EQ_INT(ri.n_finished, t.n);
-        const sched_cfg v02 = {NULL, NULL, 8};   /* a tight padding cap */
+        const sched_cfg v02 = {NULL, NULL, 8, 0};   /* a tight padding cap */
         PB_REQUIRE(run_steps_(&m, &v01, &t, &o, &oi, &v02) == PB_OK);
         PB_CHECK_EQ_INT(oi.n_finished, t.n);
         PB_CHECK(oi.n_steps != ri.n_steps);   /* a different schedule ... */
@@ -771,6 +788,81 @@ PB_TEST(prefix_cache_cpu_tier_reloads_evicted_blocks_with_the_same_tokens) {
         PB_CHECK(same_(&ref, &nt, (int32_t)t.n, "prefix cache, no tier"));
         PB_CHECK(same_(&ref, &o, (int32_t)t.n, "prefix cache, CPU tier"));
     }
+    pb_trace_free(&t);
+}
+
+/* ---- vLLM V1's steps ---- */
+
+/* V1 (engine: v1) on trace t under budgets 5, 33 and 512 against ref (v0.1's tokens):
+   every request finished with ref's tokens; *sum gets the runs' partial chunks, hit
+   tokens, recomputes and tier reloads summed. */
+static void v1_same_(const pb_model *m, const sys_cfg *c, const pb_trace *t, const outputs *ref,
+                     const char *what, run_info *sum) {
+    static const int32_t budgets[] = {5, 33, 512};
+    memset(sum, 0, sizeof *sum);
+    for (size_t k = 0; k < PB_ARRAY_LEN(budgets); k++) {
+        const sched_cfg v1 = {NULL, NULL, 0, budgets[k]};
+        outputs o;
+        run_info oi;
+        PB_REQUIRE(run_steps_(m, c, t, &o, &oi, &v1) == PB_OK);
+        fprintf(stderr, "  %s, V1 budget %d: %lld steps, %lld partial chunks, %lld hit tokens, %lld recomputes, "
+                "%lld tier reloads\n", what, budgets[k], (long long)oi.n_steps, (long long)oi.n_partial,
+                (long long)oi.hit_tokens, (long long)oi.n_recompute, (long long)oi.cache.tier_reloads);
+        PB_CHECK_EQ_INT(oi.n_finished, t->n);
+        PB_CHECK_EQ_INT(oi.n_swap, 0);
+        char w[96];
+        snprintf(w, sizeof w, "%s, V1 budget %d", what, budgets[k]);
+        PB_CHECK(same_(ref, &o, (int32_t)t->n, w));
+        sum->n_partial += oi.n_partial;
+        sum->hit_tokens += oi.hit_tokens;
+        sum->n_recompute += oi.n_recompute;
+        sum->cache.tier_reloads += oi.cache.tier_reloads;
+    }
+}
+
+PB_TEST(vllm_v1_steps_give_the_tokens_of_vllm_v01) {
+    pb_model m = model_("tiny-opt");
+    outputs ref;
+    run_info ri, s;
+    /* greedy, then n = 3 seeded samples; prefix caching off and on */
+    for (int mode = 0; mode < 2; mode++) {
+        pb_trace t = mode ? trace_(5, 8, 0.01, 3, 1) : trace_(1, 12, 0.02, 1, 1);
+        float temp = mode ? 0.8f : 0.0f;
+        sys_cfg v = {SYS_VLLM, 4, 1024, 0, 0, PB_PREEMPT_AUTO, temp, 0};
+        PB_REQUIRE(run_(&m, &v, &t, &ref, &ri) == PB_OK);
+        sys_cfg v1 = {SYS_VLLM, 4, 1024, 0, 0, PB_PREEMPT_RECOMPUTE, temp, 0};
+        v1_same_(&m, &v1, &t, &ref, mode ? "n = 3" : "greedy", &s);
+        PB_CHECK(s.n_partial > 0);   /* prompts really were split */
+        sys_cfg apc = {SYS_APC, 4, 1024, 0, 0, PB_PREEMPT_RECOMPUTE, temp, 0};
+        v1_same_(&m, &apc, &t, &ref, mode ? "n = 3, prefix cache" : "greedy, prefix cache", &s);
+        /* a pool small enough to preempt (by recompute: V1 never swaps) */
+        sys_cfg small = {SYS_APC, 4, 40, 0, 0, PB_PREEMPT_RECOMPUTE, temp, 0};
+        v1_same_(&m, &small, &t, &ref, mode ? "n = 3, small pool" : "greedy, small pool", &s);
+        PB_CHECK(s.n_recompute > 0);
+        pb_trace_free(&t);
+    }
+}
+
+PB_TEST(vllm_v1_prefix_cache_and_cpu_tier_give_the_tokens_of_vllm_v01) {
+    pb_model m = model_("tiny-llama");
+    outputs ref;
+    run_info ri, s;
+    for (int kind = 0; kind < 2; kind++) {   /* chat turns; shared prefixes */
+        pb_trace t = kind ? prefix_trace_(9, 12, 0.01, 1, 1) : chat_trace_();
+        sys_cfg v = {SYS_VLLM, 4, 512, 0, 0, PB_PREEMPT_AUTO, 0.0f, 0};
+        PB_REQUIRE(run_(&m, &v, &t, &ref, &ri) == PB_OK);
+        sys_cfg apc = {SYS_APC, 4, 512, 0, 0, PB_PREEMPT_RECOMPUTE, 0.0f, 0};
+        v1_same_(&m, &apc, &t, &ref, kind ? "prefixes" : "chat", &s);
+        PB_CHECK(s.hit_tokens > 0);
+        pb_trace_free(&t);
+    }
+    /* the CPU tier: six prefixes in a 24-block pool that cannot keep them cached */
+    pb_trace t = six_prefixes_();
+    sys_cfg big = {SYS_VLLM, 4, 1024, 0, 0, PB_PREEMPT_AUTO, 0.0f, 0};
+    PB_REQUIRE(run_(&m, &big, &t, &ref, &ri) == PB_OK);
+    sys_cfg tier = {SYS_APC, 4, 24, 0, 0, PB_PREEMPT_RECOMPUTE, 0.0f, 64};
+    v1_same_(&m, &tier, &t, &ref, "six prefixes, CPU tier", &s);
+    PB_CHECK(s.cache.tier_reloads > 0 && s.hit_tokens > 0);
     pb_trace_free(&t);
 }
 
