@@ -20,6 +20,11 @@
  *  5. Cross-warp reduction in shared memory; V1 writes out, V2 writes the
  *     partition's normalized output + max + sum, merged by reduce_kernel.
  * Block sizes: powers of two 1..256 (template classes by (VVEC, NC)).
+ * FP8 caches: the element type T is kv8<A, C> (q/out A, caches C, x = 16); the
+ * kernel reads C and folds kv_scale out of its loops: q is loaded times
+ * softmax scale * kv_scale (q . (c s) = (q s) . c), the output times kv_scale
+ * (sum p (c s) = s sum p c).  vLLM v0.5.0 csrc/attention/attention_kernels.cu
+ * dequantizes every element instead (scaled_convert in the loops).
  * Without a GPU, kernels/emu/run.sh runs these kernels through a thread-level CPU
  * emulator against attention_ref.c (index math, masking, reductions, V1/V2). */
 #include <math.h>
@@ -38,6 +43,20 @@ constexpr int KG = 4;              /* threads per token in q.K            */
 constexpr int QK_UNROLL = 2;       /* tokens per thread group per step    */
 constexpr int WARP_TOKENS = 32 / KG * QK_UNROLL;   /* 16 tokens per warp step */
 
+/* The element types of a decode kernel: T is the q/out and cache type (auto), or
+   kv8<A, C> for q/out A over fp8 caches C (__nv_fp8_e4m3 / __nv_fp8_e5m2). */
+template <typename A, typename C> struct kv8 {};
+template <typename T> struct kv_types {
+    typedef T act;
+    typedef T cache;
+    static constexpr bool fp8 = false;
+};
+template <typename A, typename C> struct kv_types<kv8<A, C>> {
+    typedef A act;
+    typedef C cache;
+    static constexpr bool fp8 = true;
+};
+
 struct DecodeArgs {
     void *out;                     /* [S, H, D] (V1)                      */
     const void *q;                 /* [S, q_stride]                       */
@@ -54,13 +73,17 @@ struct DecodeArgs {
     int32_t max_parts;             /* V2 partitions (V1: 1)               */
     int32_t blk_smem;              /* ints reserved for block ids         */
     float scale;
+    float kv_scale;                /* fp8 caches; 1 otherwise             */
     int v2;
 };
 
 template <typename T, int HEAD, int VVEC, int NC, bool PAGED>
 __global__ void __launch_bounds__(NUM_THREADS)
 decode_kernel(const DecodeArgs a) {
-    constexpr int X = 16 / (int)sizeof(T);
+    typedef typename kv_types<T>::act A;              /* q, out                   */
+    typedef typename kv_types<T>::cache C;            /* K/V cache elements       */
+    constexpr bool FP8 = kv_types<T>::fp8;
+    constexpr int X = 16 / (int)sizeof(C);
     constexpr int NCHUNK = HEAD / X;
     constexpr int CPT = (NCHUNK + KG - 1) / KG;       /* K chunks per thread      */
     constexpr int ROWS_PER_STEP = 32 / NC;
@@ -82,14 +105,14 @@ decode_kernel(const DecodeArgs a) {
     if (t_begin >= ctx) {                             /* empty: V1 writes zeros  */
         if (!a.v2 && part == 0)
             for (int d = tid; d < HEAD; d += NUM_THREADS)
-                reinterpret_cast<T *>(a.out)[out_row + d] = from_f<T>(0.f);
+                reinterpret_cast<A *>(a.out)[out_row + d] = from_f<A>(0.f);
         return;
     }
     const int t_end = min(ctx, t_begin + a.part_tokens);
     const int n_tok = t_end - t_begin;
     const int kh = h / a.q_per_kv;
-    const T *kc = reinterpret_cast<const T *>(a.k_cache);
-    const T *vc = reinterpret_cast<const T *>(a.v_cache);
+    const C *kc = reinterpret_cast<const C *>(a.k_cache);
+    const C *vc = reinterpret_cast<const C *>(a.v_cache);
 
     /* ---- 1. block ids of [t_begin, t_end) ---- */
     int first_blk = 0;
@@ -128,14 +151,15 @@ decode_kernel(const DecodeArgs a) {
     const int g = lane % KG;
     float qf[CPT][X];
     {
-        const T *qp = reinterpret_cast<const T *>(a.q) + (int64_t)s * a.q_stride + (int64_t)h * HEAD;
+        const A *qp = reinterpret_cast<const A *>(a.q) + (int64_t)s * a.q_stride + (int64_t)h * HEAD;
+        const float qscale = FP8 ? a.scale * a.kv_scale : a.scale;
 #pragma unroll
         for (int c = 0; c < CPT; c++) {
             const int j = g + c * KG;
             if (j < NCHUNK) {
-                load_vec<T, X>(qp + j * X, qf[c]);
+                load_vec<A, X>(qp + j * X, qf[c]);
 #pragma unroll
-                for (int e = 0; e < X; e++) qf[c][e] *= a.scale;
+                for (int e = 0; e < X; e++) qf[c][e] *= qscale;
             } else {
 #pragma unroll
                 for (int e = 0; e < X; e++) qf[c][e] = 0.f;
@@ -150,11 +174,11 @@ decode_kernel(const DecodeArgs a) {
         for (int u = 0; u < QK_UNROLL; u++) {
             const int i = base + u * (32 / KG) + lane / KG;
             valid[u] = i < n_tok;
-            const T *kp = kc + (valid[u] ? k_base(t_begin + i) : 0);
+            const C *kp = kc + (valid[u] ? k_base(t_begin + i) : 0);
 #pragma unroll
             for (int c = 0; c < CPT; c++) {
                 const int j = g + c * KG;
-                if (valid[u] && j < NCHUNK) load_vec<T, X>(kp + j * kstride, kf[u][c]);
+                if (valid[u] && j < NCHUNK) load_vec<C, X>(kp + j * kstride, kf[u][c]);
                 else {
 #pragma unroll
                     for (int e = 0; e < X; e++) kf[u][c][e] = 0.f;
@@ -212,12 +236,12 @@ decode_kernel(const DecodeArgs a) {
             float lw[VVEC];
 #pragma unroll
             for (int e = 0; e < VVEC; e++) lw[e] = (i + e >= 0 && i + e < n_tok) ? logits[i + e] : 0.f;
-            const T *vp = vc + v_base(t_begin + i);
+            const C *vp = vc + v_base(t_begin + i);
             float vf[NROWS][VVEC];
 #pragma unroll
             for (int r = 0; r < NROWS; r++) {
                 const int row = r0 + r * ROWS_PER_STEP;
-                if (row < HEAD) load_vec<T, VVEC>(vp + row * vstride, vf[r]);
+                if (row < HEAD) load_vec<C, VVEC>(vp + row * vstride, vf[r]);
             }
 #pragma unroll
             for (int r = 0; r < NROWS; r++) {
@@ -253,8 +277,9 @@ decode_kernel(const DecodeArgs a) {
 #pragma unroll
         for (int w = 0; w < NUM_WARPS; w++) o += out_red[w][d];
         o *= inv_sum;
+        if (FP8) o *= a.kv_scale;
         if (!a.v2) {
-            reinterpret_cast<T *>(a.out)[out_row + d] = from_f<T>(o);
+            reinterpret_cast<A *>(a.out)[out_row + d] = from_f<A>(o);
         } else {
             const size_t pi = ((size_t)s * a.num_heads + h) * a.max_parts + part;
             a.tmp_out[pi * HEAD + d] = o;
@@ -362,13 +387,14 @@ pb_status launch_decode_cls(const DecodeArgs &a, dim3 grid, size_t smem, cudaStr
 template <typename T, int HEAD, bool PAGED>
 pb_status launch_decode_head(const DecodeArgs &a, int vvec, int nc, dim3 grid, size_t smem,
                              cudaStream_t st) {
-    constexpr int X = 16 / (int)sizeof(T);
+    constexpr int X = 16 / (int)sizeof(typename kv_types<T>::cache);
     /* classes that can occur: VVEC = min(x, bs), NC > 1 only when VVEC == x */
 #define PBK_CLS(V, N) if (vvec == V && nc == N) { if constexpr (V <= X && (N == 1 || V == X)) \
         return launch_decode_cls<T, HEAD, (V <= X ? V : X), N, PAGED>(a, grid, smem, st); }
     if constexpr (PAGED) {
         PBK_CLS(1, 1) PBK_CLS(2, 1) PBK_CLS(4, 1) PBK_CLS(4, 2) PBK_CLS(4, 4)
         PBK_CLS(8, 1) PBK_CLS(8, 2) PBK_CLS(8, 4)
+        PBK_CLS(16, 1) PBK_CLS(16, 2) PBK_CLS(16, 4)      /* fp8 caches: x = 16 */
     } else {
         if (vvec == X && nc == 4) return launch_decode_cls<T, HEAD, X, 4, PAGED>(a, grid, smem, st);
         if (vvec == 1 && nc == 1) return launch_decode_cls<T, HEAD, 1, 1, PAGED>(a, grid, smem, st);
@@ -409,7 +435,12 @@ pb_status decode_common(const pb_attn_params *p, pb_attn_algo algo, void *out, c
     pb_status rc = pb_attn_params_check(p, PAGED);
     if (rc != PB_OK) return rc;
     if (p->num_seqs == 0) return PB_OK;
-    const int X = pb_kv_x(p->dtype);
+    const pb_kv_dtype ce = pb_attn_cache_elem(p);
+    const int X = pb_kv_x(ce);
+    if (ce != p->dtype && p->dtype != PB_KV_F16 && p->dtype != PB_KV_BF16) {
+        pb_log_error("attention: an fp8 cache needs fp16 or bf16 q/out on the GPU (got %s)", pb_kv_dtype_name(p->dtype));
+        return PB_ERR_UNSUPPORTED;
+    }
     int bs_shift = 0, vvec = X, nc = 4;
     if (PAGED) {
         bs_shift = log2_exact(p->block_size);
@@ -448,6 +479,7 @@ pb_status decode_common(const pb_attn_params *p, pb_attn_algo algo, void *out, c
     a.q_stride = p->q_stride ? p->q_stride : p->num_heads * p->head_size;
     a.bt_stride = p->max_blocks_per_seq; a.block_size = p->block_size; a.bs_shift = bs_shift;
     a.num_slots = p->num_slots; a.scale = p->scale;
+    a.kv_scale = ce != p->dtype ? p->kv_scale : 1.f;
     if (algo == PB_ATTN_V2) {
         if (workspace_bytes < pb_paged_attention_workspace_bytes(p) || !workspace) {
             pb_log_error("attention: V2 needs %zu workspace bytes (got %zu)",
@@ -474,16 +506,26 @@ pb_status decode_common(const pb_attn_params *p, pb_attn_algo algo, void *out, c
     a.blk_smem = pb_attn_decode_blk_ints(a.part_tokens, PAGED ? bs_shift : -1);
     const size_t smem = pb_attn_decode_dynamic_smem(a.part_tokens, a.blk_smem);
     dim3 grid(p->num_heads, p->num_seqs, a.max_parts);
-    switch (p->dtype) {
+    const bool half_q = p->dtype == PB_KV_F16;
+    switch (ce) {
     case PB_KV_F32: rc = launch_decode_t<float, PAGED>(a, p->head_size, vvec, nc, grid, smem, st); break;
     case PB_KV_F16: rc = launch_decode_t<__half, PAGED>(a, p->head_size, vvec, nc, grid, smem, st); break;
     case PB_KV_BF16: rc = launch_decode_t<__nv_bfloat16, PAGED>(a, p->head_size, vvec, nc, grid, smem, st); break;
+    case PB_KV_FP8_E4M3:
+        rc = half_q ? launch_decode_t<kv8<__half, __nv_fp8_e4m3>, PAGED>(a, p->head_size, vvec, nc, grid, smem, st)
+                    : launch_decode_t<kv8<__nv_bfloat16, __nv_fp8_e4m3>, PAGED>(a, p->head_size, vvec, nc, grid, smem, st);
+        break;
+    case PB_KV_FP8_E5M2:
+        rc = half_q ? launch_decode_t<kv8<__half, __nv_fp8_e5m2>, PAGED>(a, p->head_size, vvec, nc, grid, smem, st)
+                    : launch_decode_t<kv8<__nv_bfloat16, __nv_fp8_e5m2>, PAGED>(a, p->head_size, vvec, nc, grid, smem, st);
+        break;
     }
     if (rc != PB_OK || !a.v2) return rc;
     switch (p->dtype) {
     case PB_KV_F32: return launch_reduce_t<float>(a, p->head_size, p->num_seqs, st);
     case PB_KV_F16: return launch_reduce_t<__half>(a, p->head_size, p->num_seqs, st);
     case PB_KV_BF16: return launch_reduce_t<__nv_bfloat16>(a, p->head_size, p->num_seqs, st);
+    default: break;   /* fp8 is a cache format, never q/out (checked above) */
     }
     return PB_ERR_INVALID;
 }
@@ -637,6 +679,7 @@ extern "C" pb_status pb_prefill_attention_cuda(const pb_prefill_params *p, void 
     case PB_KV_F32: return launch_prefill_t<float>(a, p->head_size, grid, stream);
     case PB_KV_F16: return launch_prefill_t<__half>(a, p->head_size, grid, stream);
     case PB_KV_BF16: return launch_prefill_t<__nv_bfloat16>(a, p->head_size, grid, stream);
+    default: break;   /* fp8 is a cache format (prefill reads activations) */
     }
     return PB_ERR_INVALID;
 }

@@ -18,8 +18,16 @@
  * tokens 0..context_lens[s]-1 of sequence s, with KV head h / (num_heads /
  * num_kv_heads) (GQA/MQA).  context_lens[s] == 0 gives zeros.
  *
+ * FP8 KV cache (kv_cache_dtype fp8_e4m3 / fp8_e5m2, kv_dtype.h): q and out keep
+ * dtype, the caches hold fp8(x / kv_scale) (x = 16) and are read as
+ * fp8 * kv_scale.  The CUDA kernels fold the scale out of the loops (q is scaled
+ * by softmax scale * kv_scale before q.K, the output by kv_scale after logits.V);
+ * the references dequantize element by element.  Accuracy against the same
+ * inputs through an fp16 cache: pb_attn_fp8_bound (kcheck.h).
+ *
  * GPU support: head_size 64, 80, 96, 128 (others -> PB_ERR_UNSUPPORTED); fp32,
- * fp16, bf16; block_size a power of two 1..256 (others -> PB_ERR_UNSUPPORTED);
+ * fp16, bf16; fp8 caches (paged and contiguous) with fp16 or bf16 q/out;
+ * block_size a power of two 1..256 (others -> PB_ERR_UNSUPPORTED);
  * q, out and the caches 16-byte aligned, q_stride % x == 0.  Contiguous layout:
  * any kv_offsets; num_slots % x == 0 keeps V reads 16 bytes wide (otherwise a
  * slower scalar-V variant runs).
@@ -71,8 +79,14 @@ typedef struct {
     int32_t q_stride;           /* elements between sequences in q (fused QKV views);
                                    0 means num_heads * head_size                      */
     float scale;                /* softmax scale, usually 1 / sqrt(head_size)         */
-    pb_kv_dtype dtype;          /* q, caches and out share it                         */
+    pb_kv_dtype dtype;          /* q and out (and the caches when kv_cache_dtype is
+                                   auto)                                              */
+    pb_kv_cache_dtype kv_cache_dtype;  /* auto (0), or fp8 caches                     */
+    float kv_scale;             /* fp8 caches: per-tensor scale, finite and > 0       */
 } pb_attn_params;
+
+/* The caches' element type: dtype, or the fp8 format of kv_cache_dtype. */
+pb_kv_dtype pb_attn_cache_elem(const pb_attn_params *p);
 
 /* Argument checks shared by references and launchers (PB_OK / PB_ERR_INVALID;
  * the message goes to pb_log_error). */
@@ -95,7 +109,7 @@ size_t pb_paged_attention_workspace_bytes(const pb_attn_params *p);
 
 /* out          [num_seqs, num_heads, head_size]
  * q            [num_seqs, q_stride] (head h at h*head_size)
- * k_cache      [num_blocks, num_kv_heads, head_size/x, block_size, x]
+ * k_cache      [num_blocks, num_kv_heads, head_size/x, block_size, x] (x of the cache)
  * v_cache      [num_blocks, num_kv_heads, head_size, block_size]
  * block_tables [num_seqs, max_blocks_per_seq] physical block ids (>= 0 where used)
  * context_lens [num_seqs]

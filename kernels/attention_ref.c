@@ -7,10 +7,19 @@
 
 #include "attention.h"
 
+pb_kv_dtype pb_attn_cache_elem(const pb_attn_params *p) {
+    return pb_kv_cache_elem(p->dtype, p->kv_cache_dtype);
+}
+
 pb_status pb_attn_params_check(const pb_attn_params *p, int paged) {
     if (!p) return PB_ERR_INVALID;
     const char *why = NULL;
-    if (!pb_kv_dtype_name(p->dtype)) why = "unknown dtype";
+    if (!pb_kv_dtype_name(p->dtype) || pb_kv_dtype_is_fp8(p->dtype)) why = "unknown dtype";
+    else if (!pb_kv_cache_dtype_name(p->kv_cache_dtype)) why = "unknown kv_cache_dtype";
+    else if (p->kv_cache_dtype != PB_KV_CACHE_AUTO && !pb_kv_scale_ok(p->kv_scale))
+        why = "an fp8 cache needs a finite kv_scale > 0";
+    else if (p->head_size % pb_kv_x(pb_attn_cache_elem(p)))
+        why = "head_size must be a multiple of the cache's x = 16 / sizeof(elem)";
     else if (p->num_seqs < 0) why = "num_seqs < 0";
     else if (p->num_heads <= 0 || p->num_kv_heads <= 0) why = "num_heads and num_kv_heads must be > 0";
     else if (p->num_heads % p->num_kv_heads) why = "num_heads must be a multiple of num_kv_heads";
@@ -64,7 +73,7 @@ typedef struct {
 /* element index of K(token t, dim d) / V(token t, dim d) of sequence s, kv head kh */
 static size_t k_index(const kv_map *m, int32_t s, int32_t kh, int32_t t, int32_t d) {
     const pb_attn_params *p = m->p;
-    int64_t x = pb_kv_x(p->dtype), D = p->head_size;
+    int64_t x = pb_kv_x(pb_attn_cache_elem(p)), D = p->head_size;
     if (m->paged) {
         int64_t bs = p->block_size;
         int64_t blk = m->block_tables[(int64_t)s * p->max_blocks_per_seq + t / bs];
@@ -120,6 +129,8 @@ static pb_status decode_ref(const kv_map *m, void *out, const void *q, const voi
     if ((st = check_seqs(m, context_lens)) != PB_OK) return st;
     const int32_t D = p->head_size, H = p->num_heads, G = p->num_heads / p->num_kv_heads;
     const int64_t qs = p->q_stride ? p->q_stride : (int64_t)H * D;
+    const pb_kv_dtype ce = pb_attn_cache_elem(p);   /* fp8: element * kv_scale */
+    const double ks = p->kv_cache_dtype != PB_KV_CACHE_AUTO ? p->kv_scale : 1.0;
     double *logits = malloc(sizeof(double) * (size_t)(p->max_context_len > 0 ? p->max_context_len : 1));
     double *acc = malloc(sizeof(double) * (size_t)D);
     float *qv = malloc(sizeof(float) * (size_t)D);
@@ -133,7 +144,7 @@ static pb_status decode_ref(const kv_map *m, void *out, const void *q, const voi
             for (int32_t t = 0; t < ctx; t++) {
                 double dot = 0;
                 for (int32_t d = 0; d < D; d++)
-                    dot += (double)qv[d] * pb_kv_load(k_cache, p->dtype, k_index(m, s, kh, t, d));
+                    dot += (double)qv[d] * (pb_kv_load(k_cache, ce, k_index(m, s, kh, t, d)) * ks);
                 logits[t] = dot * p->scale;
                 if (logits[t] > mx) mx = logits[t];
             }
@@ -142,7 +153,7 @@ static pb_status decode_ref(const kv_map *m, void *out, const void *q, const voi
             for (int32_t d = 0; d < D; d++) acc[d] = 0;
             for (int32_t t = 0; t < ctx; t++)
                 for (int32_t d = 0; d < D; d++)
-                    acc[d] += logits[t] * pb_kv_load(v_cache, p->dtype, v_index(m, s, kh, t, d));
+                    acc[d] += logits[t] * (pb_kv_load(v_cache, ce, v_index(m, s, kh, t, d)) * ks);
             size_t o = ((size_t)s * H + h) * D;
             for (int32_t d = 0; d < D; d++)
                 pb_kv_store(out, p->dtype, o + d, ctx > 0 ? (float)(acc[d] / sum) : 0.0f);
@@ -173,7 +184,7 @@ pb_status pb_contig_attention_ref(const pb_attn_params *p, void *PB_RESTRICT out
 pb_status pb_prefill_params_check(const pb_prefill_params *p) {
     if (!p) return PB_ERR_INVALID;
     const char *why = NULL;
-    if (!pb_kv_dtype_name(p->dtype)) why = "unknown dtype";
+    if (!pb_kv_dtype_name(p->dtype) || pb_kv_dtype_is_fp8(p->dtype)) why = "unknown dtype";
     else if (p->num_seqs < 0) why = "num_seqs < 0";
     else if (p->num_heads <= 0 || p->num_kv_heads <= 0 || p->num_heads % p->num_kv_heads)
         why = "num_heads must be a positive multiple of num_kv_heads";

@@ -1,6 +1,11 @@
 /* cache_ops.cu -- CUDA reshape_and_cache, gather_cached_kv, copy_blocks (one launch
  * for all layers x pairs) and swap_blocks (per-block cudaMemcpyAsync vs merged runs
- * through cudaMemcpyBatchAsync).  Contracts: cache_ops.h. */
+ * through cudaMemcpyBatchAsync).  Contracts: cache_ops.h.
+ * FP8 caches: reshape_and_cache quantizes fp8(x / kv_scale) and gather returns
+ * fp8 * kv_scale (vLLM v0.5.0 csrc/cache_kernels.cu reshape_and_cache_kernel with
+ * fp8::scaled_convert, csrc/quantization/fp8/nvidia/quant_utils.cuh); copy_blocks
+ * and swap copy bytes, so they serve fp8 blocks as they are (block_bytes from
+ * pb_kv_block_bytes, one byte per element). */
 #include <stdlib.h>
 #include <string.h>
 
@@ -68,6 +73,84 @@ gather_cached_kv_kernel(T *__restrict__ key, T *__restrict__ value, const T *__r
     }
 }
 
+/* fp8 caches (C = __nv_fp8_e4m3 / e5m2, x = 16) from activations T: one CTA per
+ * token; thread e owns the 16-element chunk e of the token's Hkv*D elements, reads
+ * it (16-byte pieces), stores fp8(x / kv_scale): K as one 16-byte store, V as 16
+ * byte stores into 16 rows. */
+template <typename T, typename C>
+__global__ void __launch_bounds__(RC_THREADS)
+reshape_and_cache_fp8_kernel(C *__restrict__ k_cache, C *__restrict__ v_cache,
+                             const T *__restrict__ key, const T *__restrict__ value,
+                             int64_t key_stride, int64_t value_stride,
+                             const int64_t *__restrict__ slot_mapping, int num_kv_heads,
+                             int head_size, int block_size, float kv_scale) {
+    constexpr int X = 16;
+    const int64_t slot = slot_mapping[blockIdx.x];
+    if (slot < 0) return;
+    const int64_t blk = slot / block_size, off = slot % block_size;
+    const int nch = head_size / X, n = num_kv_heads * nch;
+    const T *kin = key + (int64_t)blockIdx.x * key_stride;
+    const T *vin = value + (int64_t)blockIdx.x * value_stride;
+    for (int e = threadIdx.x; e < n; e += blockDim.x) {
+        const int h = e / nch, j = e % nch;
+        float kf[X], vf[X];
+        pbk::load_vec<T, X>(kin + (int64_t)h * head_size + j * X, kf);
+        pbk::load_vec<T, X>(vin + (int64_t)h * head_size + j * X, vf);
+        uint4 kq;
+        C *ke = reinterpret_cast<C *>(&kq);
+#pragma unroll
+        for (int i = 0; i < X; i++) ke[i] = pbk::from_f<C>(kf[i] / kv_scale);
+        *reinterpret_cast<uint4 *>(k_cache + (((blk * num_kv_heads + h) * nch + j) * block_size + off) * X) = kq;
+        const int64_t vd = ((blk * num_kv_heads + h) * head_size + j * X) * block_size + off;
+#pragma unroll
+        for (int i = 0; i < X; i++) v_cache[vd + (int64_t)i * block_size] = pbk::from_f<C>(vf[i] / kv_scale);
+    }
+}
+
+/* The inverse over an fp8 cache: dense T rows of fp8 * kv_scale (zeros for slot < 0). */
+template <typename T, typename C>
+__global__ void __launch_bounds__(RC_THREADS)
+gather_cached_kv_fp8_kernel(T *__restrict__ key, T *__restrict__ value, const C *__restrict__ k_cache,
+                            const C *__restrict__ v_cache, const int64_t *__restrict__ slot_mapping,
+                            int num_kv_heads, int head_size, int block_size, float kv_scale) {
+    constexpr int X = 16;
+    const int64_t slot = slot_mapping[blockIdx.x];
+    const int nch = head_size / X, n = num_kv_heads * nch;
+    T *kout = key + (int64_t)blockIdx.x * num_kv_heads * head_size;
+    T *vout = value + (int64_t)blockIdx.x * num_kv_heads * head_size;
+    const int64_t blk = slot < 0 ? 0 : slot / block_size, off = slot < 0 ? 0 : slot % block_size;
+    for (int e = threadIdx.x; e < n; e += blockDim.x) {
+        const int h = e / nch, j = e % nch;
+        float kf[X], vf[X];
+        if (slot >= 0) {
+            pbk::load_vec<C, X>(k_cache + (((blk * num_kv_heads + h) * nch + j) * block_size + off) * X, kf);
+            const int64_t vs = ((blk * num_kv_heads + h) * head_size + j * X) * block_size + off;
+#pragma unroll
+            for (int i = 0; i < X; i++) vf[i] = pbk::to_f(v_cache[vs + (int64_t)i * block_size]);
+        }
+        T *ko = kout + (int64_t)h * head_size + j * X, *vo = vout + (int64_t)h * head_size + j * X;
+#pragma unroll
+        for (int i = 0; i < X; i++) {
+            ko[i] = pbk::from_f<T>(slot >= 0 ? kf[i] * kv_scale : 0.f);
+            vo[i] = pbk::from_f<T>(slot >= 0 ? vf[i] * kv_scale : 0.f);
+        }
+    }
+}
+
+/* Launch the fp8 kernel of (activation T, format C) for the shape's dtype and format. */
+template <typename T, typename C>
+void launch_rc_fp8(const pb_kv_cache_shape *c, void *k_cache, void *v_cache, const void *key,
+                   const void *value, int64_t ks, int64_t vs, const int64_t *slots, int32_t n, int th,
+                   cudaStream_t stream) {
+    reshape_and_cache_fp8_kernel<T, C><<<n, th, 0, stream>>>((C *)k_cache, (C *)v_cache, (const T *)key, (const T *)value, ks, vs, slots, c->num_kv_heads, c->head_size, c->block_size, c->kv_scale);
+}
+
+template <typename T, typename C>
+void launch_gather_fp8(const pb_kv_cache_shape *c, void *key, void *value, const void *k_cache,
+                       const void *v_cache, const int64_t *slots, int32_t n, int th, cudaStream_t stream) {
+    gather_cached_kv_fp8_kernel<T, C><<<n, th, 0, stream>>>((T *)key, (T *)value, (const C *)k_cache, (const C *)v_cache, slots, c->num_kv_heads, c->head_size, c->block_size, c->kv_scale);
+}
+
 struct LayerPtrs { uint4 *t[2][PB_CACHE_MAX_LAYERS]; };  /* [K/V][layer] */
 
 /* grid (num_pairs, num_layers, 2): one CTA copies one block of one tensor with
@@ -92,6 +175,11 @@ pb_status check_rc_args(const pb_kv_cache_shape *c, const void *key, const void 
                         int32_t key_stride, int32_t value_stride, const void *kc, const void *vc) {
     pb_status st = pb_kv_cache_shape_check(c);
     if (st != PB_OK) return st;
+    if (c->kv_cache_dtype != PB_KV_CACHE_AUTO && c->dtype != PB_KV_F16 && c->dtype != PB_KV_BF16) {
+        pb_log_error("kv cache: an fp8 cache needs fp16 or bf16 activations on the GPU (got %s)",
+                     pb_kv_dtype_name(c->dtype));
+        return PB_ERR_UNSUPPORTED;
+    }
     const int x = pb_kv_x(c->dtype);
     if (!aligned16(key) || !aligned16(value) || !aligned16(kc) || !aligned16(vc) ||
         key_stride % x || value_stride % x) {
@@ -107,7 +195,7 @@ pb_status check_rc_args(const pb_kv_cache_shape *c, const void *key, const void 
 }
 
 int rc_threads(const pb_kv_cache_shape *c) {
-    int n = c->num_kv_heads * c->head_size / pb_kv_x(c->dtype);
+    int n = c->num_kv_heads * c->head_size / pb_kv_x(pb_kv_cache_shape_elem(c));
     return n < RC_THREADS ? (n + 31) / 32 * 32 : RC_THREADS;
 }
 
@@ -127,12 +215,17 @@ extern "C" pb_status pb_reshape_and_cache_cuda(const pb_kv_cache_shape *c, void 
 #define PBK_RC(T) reshape_and_cache_kernel<T><<<num_tokens, th, 0, stream>>>(                 \
         (T *)k_cache, (T *)v_cache, (const T *)key, (const T *)value, ks, vs, slot_mapping,     \
         c->num_kv_heads, c->head_size, c->block_size)
-    switch (c->dtype) {
+#define PBK_RC8(T, C) launch_rc_fp8<T, C>(c, k_cache, v_cache, key, value, ks, vs, slot_mapping, num_tokens, th, stream)
+    const bool half = c->dtype == PB_KV_F16;
+    switch (pb_kv_cache_shape_elem(c)) {
     case PB_KV_F32: PBK_RC(float); break;
     case PB_KV_F16: PBK_RC(__half); break;
     case PB_KV_BF16: PBK_RC(__nv_bfloat16); break;
+    case PB_KV_FP8_E4M3: if (half) PBK_RC8(__half, __nv_fp8_e4m3); else PBK_RC8(__nv_bfloat16, __nv_fp8_e4m3); break;
+    case PB_KV_FP8_E5M2: if (half) PBK_RC8(__half, __nv_fp8_e5m2); else PBK_RC8(__nv_bfloat16, __nv_fp8_e5m2); break;
     }
 #undef PBK_RC
+#undef PBK_RC8
     PBK_LAUNCHED();
     return PB_OK;
 }
@@ -148,12 +241,17 @@ extern "C" pb_status pb_gather_cached_kv_cuda(const pb_kv_cache_shape *c, void *
 #define PBK_G(T) gather_cached_kv_kernel<T><<<num_tokens, th, 0, stream>>>(                  \
         (T *)key, (T *)value, (const T *)k_cache, (const T *)v_cache, slot_mapping,            \
         c->num_kv_heads, c->head_size, c->block_size)
-    switch (c->dtype) {
+#define PBK_G8(T, C) launch_gather_fp8<T, C>(c, key, value, k_cache, v_cache, slot_mapping, num_tokens, th, stream)
+    const bool half = c->dtype == PB_KV_F16;
+    switch (pb_kv_cache_shape_elem(c)) {
     case PB_KV_F32: PBK_G(float); break;
     case PB_KV_F16: PBK_G(__half); break;
     case PB_KV_BF16: PBK_G(__nv_bfloat16); break;
+    case PB_KV_FP8_E4M3: if (half) PBK_G8(__half, __nv_fp8_e4m3); else PBK_G8(__nv_bfloat16, __nv_fp8_e4m3); break;
+    case PB_KV_FP8_E5M2: if (half) PBK_G8(__half, __nv_fp8_e5m2); else PBK_G8(__nv_bfloat16, __nv_fp8_e5m2); break;
     }
 #undef PBK_G
+#undef PBK_G8
     PBK_LAUNCHED();
     return PB_OK;
 }

@@ -4,7 +4,11 @@
  * (GPU <-> pinned host).  C references in cache_ops_ref.c, CUDA in cache_ops.cu.
  *
  * Layouts are those of attention.h: K [num_blocks, Hkv, D/x, block_size, x],
- * V [num_blocks, Hkv, D, block_size].  A slot is block * block_size + offset
+ * V [num_blocks, Hkv, D, block_size], in the cache's element type (x = 16 bytes /
+ * element: 16 for an fp8 cache).  An fp8 cache (kv_cache_dtype, kv_dtype.h)
+ * stores fp8(x / kv_scale) of the dtype activations written into it, and gather
+ * returns fp8 * kv_scale in dtype; copy_blocks and swap move its bytes (blocks
+ * are half the size of fp16 ones).  A slot is block * block_size + offset
  * (vLLM §1.4); slot < 0 is a padding token and is skipped.  The contiguous (FT)
  * layout is the same with num_blocks = 1, block_size = num_slots.
  *
@@ -40,11 +44,16 @@ struct CUstream_st;     /* == cudaStream_t */
 typedef struct {
     int32_t num_blocks;
     int32_t num_kv_heads;
-    int32_t head_size;      /* multiple of x */
+    int32_t head_size;      /* multiple of x (of the cache's and the dtype's)      */
     int32_t block_size;
-    pb_kv_dtype dtype;
+    pb_kv_dtype dtype;      /* activations: key/value written, gather's output;
+                               the cache's elements when kv_cache_dtype is auto  */
+    pb_kv_cache_dtype kv_cache_dtype;  /* auto (0) or fp8_e4m3 / fp8_e5m2        */
+    float kv_scale;         /* fp8 caches: per-tensor scale, finite and > 0       */
 } pb_kv_cache_shape;
 
+/* The cache's element type: dtype, or the fp8 format of kv_cache_dtype. */
+pb_kv_dtype pb_kv_cache_shape_elem(const pb_kv_cache_shape *c);
 /* Bytes of one block of ONE layer's K (or V) tensor: Hkv * D * block_size * elem. */
 size_t pb_kv_block_bytes(const pb_kv_cache_shape *c);
 pb_status pb_kv_cache_shape_check(const pb_kv_cache_shape *c);
@@ -64,8 +73,8 @@ pb_status pb_reshape_and_cache_ref(const pb_kv_cache_shape *c, void *k_cache, vo
                                    int32_t value_stride, const int64_t *slot_mapping,
                                    int32_t num_tokens);
 
-/* Inverse: key/value [num_tokens, Hkv*D] (dense) from the slots in slot_mapping
- * (slot < 0 gives zeros). */
+/* Inverse: key/value [num_tokens, Hkv*D] (dense, dtype) from the slots in
+ * slot_mapping (slot < 0 gives zeros). */
 pb_status pb_gather_cached_kv_ref(const pb_kv_cache_shape *c, void *key, void *value,
                                   const void *k_cache, const void *v_cache,
                                   const int64_t *slot_mapping, int32_t num_tokens);
@@ -95,7 +104,8 @@ pb_status pb_swap_blocks_ref(void *const *dst_tensors, const void *const *src_te
 /* ---- CUDA (asynchronous on stream) ---- */
 typedef enum { PB_SWAP_PER_BLOCK = 0, PB_SWAP_BATCHED = 1 } pb_swap_mode;
 
-/* Device pointers for caches, key, value and slot_mapping; one launch. */
+/* Device pointers for caches, key, value and slot_mapping; one launch.  fp8 caches:
+ * dtype fp16 or bf16 (PB_ERR_UNSUPPORTED otherwise), head_size % 16 == 0. */
 pb_status pb_reshape_and_cache_cuda(const pb_kv_cache_shape *c, void *k_cache, void *v_cache,
                                     const void *key, const void *value, int32_t key_stride,
                                     int32_t value_stride, const int64_t *slot_mapping,

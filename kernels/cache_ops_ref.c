@@ -5,18 +5,26 @@
 
 #include "cache_ops.h"
 
+pb_kv_dtype pb_kv_cache_shape_elem(const pb_kv_cache_shape *c) {
+    return pb_kv_cache_elem(c->dtype, c->kv_cache_dtype);
+}
+
 size_t pb_kv_block_bytes(const pb_kv_cache_shape *c) {
     return (size_t)c->num_kv_heads * (size_t)c->head_size * (size_t)c->block_size *
-           pb_kv_dtype_size(c->dtype);
+           pb_kv_dtype_size(pb_kv_cache_shape_elem(c));
 }
 
 pb_status pb_kv_cache_shape_check(const pb_kv_cache_shape *c) {
     const char *why = NULL;
     if (!c) return PB_ERR_INVALID;
-    if (!pb_kv_dtype_name(c->dtype)) why = "unknown dtype";
+    if (!pb_kv_dtype_name(c->dtype) || pb_kv_dtype_is_fp8(c->dtype)) why = "unknown activation dtype";
+    else if (!pb_kv_cache_dtype_name(c->kv_cache_dtype)) why = "unknown kv_cache_dtype";
+    else if (c->kv_cache_dtype != PB_KV_CACHE_AUTO && !pb_kv_scale_ok(c->kv_scale))
+        why = "an fp8 cache needs a finite kv_scale > 0";
     else if (c->num_blocks <= 0 || c->num_kv_heads <= 0 || c->block_size <= 0)
         why = "num_blocks, num_kv_heads and block_size must be > 0";
-    else if (c->head_size <= 0 || c->head_size % pb_kv_x(c->dtype))
+    else if (c->head_size <= 0 || c->head_size % pb_kv_x(c->dtype) ||
+             c->head_size % pb_kv_x(pb_kv_cache_shape_elem(c)))
         why = "head_size must be a positive multiple of x = 16 / sizeof(elem)";
     if (why) { pb_log_error("kv cache: %s", why); return PB_ERR_INVALID; }
     return PB_OK;
@@ -24,7 +32,7 @@ pb_status pb_kv_cache_shape_check(const pb_kv_cache_shape *c) {
 
 /* element offsets of (slot, head, dim) in the K / V cache */
 static size_t k_off(const pb_kv_cache_shape *c, int64_t slot, int64_t h, int64_t d) {
-    int64_t x = pb_kv_x(c->dtype), bs = c->block_size, blk = slot / bs, off = slot % bs;
+    int64_t x = pb_kv_x(pb_kv_cache_shape_elem(c)), bs = c->block_size, blk = slot / bs, off = slot % bs;
     return (size_t)((((blk * c->num_kv_heads + h) * (c->head_size / x) + d / x) * bs + off) * x + d % x);
 }
 static size_t v_off(const pb_kv_cache_shape *c, int64_t slot, int64_t h, int64_t d) {
@@ -56,14 +64,21 @@ pb_status pb_reshape_and_cache_ref(const pb_kv_cache_shape *c, void *k_cache, vo
     const int64_t ks = key_stride ? key_stride : HD, vs = value_stride ? value_stride : HD;
     if (ks < HD || vs < HD) { pb_log_error("kv cache: key/value stride < Hkv*D"); return PB_ERR_INVALID; }
     const size_t es = pb_kv_dtype_size(c->dtype);
+    const pb_kv_dtype ce = pb_kv_cache_shape_elem(c);
     for (int32_t i = 0; i < num_tokens; i++) {
         int64_t slot = slot_mapping[i];
         if (slot < 0) continue;
         for (int64_t h = 0; h < c->num_kv_heads; h++)
             for (int64_t d = 0; d < c->head_size; d++) {
                 int64_t e = h * c->head_size + d;
-                memcpy((char *)k_cache + k_off(c, slot, h, d) * es, (const char *)key + (size_t)(i * ks + e) * es, es);
-                memcpy((char *)v_cache + v_off(c, slot, h, d) * es, (const char *)value + (size_t)(i * vs + e) * es, es);
+                size_t ki = (size_t)(i * ks + e), vi = (size_t)(i * vs + e);
+                if (ce != c->dtype) {   /* fp8: quantize x / kv_scale */
+                    pb_kv_store(k_cache, ce, k_off(c, slot, h, d), pb_kv_load(key, c->dtype, ki) / c->kv_scale);
+                    pb_kv_store(v_cache, ce, v_off(c, slot, h, d), pb_kv_load(value, c->dtype, vi) / c->kv_scale);
+                    continue;
+                }
+                memcpy((char *)k_cache + k_off(c, slot, h, d) * es, (const char *)key + ki * es, es);
+                memcpy((char *)v_cache + v_off(c, slot, h, d) * es, (const char *)value + vi * es, es);
             }
     }
     return PB_OK;
@@ -76,6 +91,7 @@ pb_status pb_gather_cached_kv_ref(const pb_kv_cache_shape *c, void *key, void *v
     if (st != PB_OK) return st;
     const int64_t HD = (int64_t)c->num_kv_heads * c->head_size;
     const size_t es = pb_kv_dtype_size(c->dtype);
+    const pb_kv_dtype ce = pb_kv_cache_shape_elem(c);
     for (int32_t i = 0; i < num_tokens; i++) {
         int64_t slot = slot_mapping[i];
         char *kd = (char *)key + (size_t)(i * HD) * es, *vd = (char *)value + (size_t)(i * HD) * es;
@@ -83,6 +99,11 @@ pb_status pb_gather_cached_kv_ref(const pb_kv_cache_shape *c, void *key, void *v
         for (int64_t h = 0; h < c->num_kv_heads; h++)
             for (int64_t d = 0; d < c->head_size; d++) {
                 int64_t e = h * c->head_size + d;
+                if (ce != c->dtype) {   /* fp8: dequantize fp8 * kv_scale */
+                    pb_kv_store(kd, c->dtype, (size_t)e, pb_kv_load(k_cache, ce, k_off(c, slot, h, d)) * c->kv_scale);
+                    pb_kv_store(vd, c->dtype, (size_t)e, pb_kv_load(v_cache, ce, v_off(c, slot, h, d)) * c->kv_scale);
+                    continue;
+                }
                 memcpy(kd + e * es, (const char *)k_cache + k_off(c, slot, h, d) * es, es);
                 memcpy(vd + e * es, (const char *)v_cache + v_off(c, slot, h, d) * es, es);
             }

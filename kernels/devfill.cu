@@ -28,6 +28,8 @@ extern "C" pb_status pb_fill_uniform_cuda(void *dst, size_t n, pb_kv_dtype t, ui
     case PB_KV_F32: fill_kernel<float><<<blocks, 256, 0, stream>>>((float *)dst, n, seed, lo, hi); break;
     case PB_KV_F16: fill_kernel<__half><<<blocks, 256, 0, stream>>>((__half *)dst, n, seed, lo, hi); break;
     case PB_KV_BF16: fill_kernel<__nv_bfloat16><<<blocks, 256, 0, stream>>>((__nv_bfloat16 *)dst, n, seed, lo, hi); break;
+    case PB_KV_FP8_E4M3: fill_kernel<__nv_fp8_e4m3><<<blocks, 256, 0, stream>>>((__nv_fp8_e4m3 *)dst, n, seed, lo, hi); break;
+    case PB_KV_FP8_E5M2: fill_kernel<__nv_fp8_e5m2><<<blocks, 256, 0, stream>>>((__nv_fp8_e5m2 *)dst, n, seed, lo, hi); break;
     }
     PBK_LAUNCHED();
     return PB_OK;

@@ -187,7 +187,7 @@ static pb_status cpu_calib_gemm(const pb_kbench_opts *o, pb_kb_set *out, FILE *l
 
 static pb_status cpu_cache(const pb_kbench_opts *o, pb_kb_set *out, FILE *log) {
     /* reshape_and_cache of 256 tokens, 4 kv heads x 64, block 16, fp32 */
-    pb_kv_cache_shape cs = {64, 4, 64, 16, PB_KV_F32};
+    pb_kv_cache_shape cs = {64, 4, 64, 16, PB_KV_F32, PB_KV_CACHE_AUTO, 0.0f};
     const int32_t T = 256, hd = 4 * 64;
     size_t cache_n = (size_t)cs.num_blocks * pb_kv_block_bytes(&cs) / 4;
     float *kc = pb_xcalloc(cache_n, 4), *vc = pb_xcalloc(cache_n, 4);

@@ -407,7 +407,7 @@ static pb_status bench_cache(gctx *g) {
     cache_bench c;
     memset(&c, 0, sizeof c);
     c.st = g->st;
-    pb_kv_cache_shape cs = {4096, 40, 128, 16, PB_KV_F16};      /* 64K slots, 671 MB per K or V */
+    pb_kv_cache_shape cs = {4096, 40, 128, 16, PB_KV_F16, PB_KV_CACHE_AUTO, 0.0f};      /* 64K slots, 671 MB per K or V */
     c.cs = cs;
     const size_t bb = pb_kv_block_bytes(&cs), hd = 40 * 128;
     void *pool = NULL;

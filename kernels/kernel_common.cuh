@@ -1,8 +1,14 @@
 /* kernel_common.cuh -- device helpers shared by the .cu files: element conversion,
- * vector loads, warp reductions, launch-error checks.  C++17 / CUDA only. */
+ * vector loads, warp reductions, launch-error checks.  C++17 / CUDA only.
+ *
+ * fp8 elements are CUDA's __nv_fp8_e4m3 / __nv_fp8_e5m2: float -> fp8 through
+ * their constructors (__nv_cvt_float_to_fp8 with __NV_SATFINITE: round to nearest
+ * even, saturate to +-max, NaN -> 0x7f), fp8 -> float exactly; the host twins are
+ * kv_dtype.h's pb_f32_to_fp8 / pb_fp8_to_f32 (bit-identical, kernels/emu checks). */
 #pragma once
 #include <cuda_bf16.h>
 #include <cuda_fp16.h>
+#include <cuda_fp8.h>
 #include <cuda_runtime.h>
 #include <stdint.h>
 
@@ -13,11 +19,19 @@ namespace pbk {
 __device__ __forceinline__ float to_f(float v) { return v; }
 __device__ __forceinline__ float to_f(__half v) { return __half2float(v); }
 __device__ __forceinline__ float to_f(__nv_bfloat16 v) { return __bfloat162float(v); }
+__device__ __forceinline__ float to_f(__nv_fp8_e4m3 v) { return static_cast<float>(v); }
+__device__ __forceinline__ float to_f(__nv_fp8_e5m2 v) { return static_cast<float>(v); }
 
 template <typename T> __device__ __forceinline__ T from_f(float v);
 template <> __device__ __forceinline__ float from_f<float>(float v) { return v; }
 template <> __device__ __forceinline__ __half from_f<__half>(float v) { return __float2half_rn(v); }
 template <> __device__ __forceinline__ __nv_bfloat16 from_f<__nv_bfloat16>(float v) { return __float2bfloat16_rn(v); }
+template <> __device__ __forceinline__ __nv_fp8_e4m3 from_f<__nv_fp8_e4m3>(float v) { return __nv_fp8_e4m3(v); }
+template <> __device__ __forceinline__ __nv_fp8_e5m2 from_f<__nv_fp8_e5m2>(float v) { return __nv_fp8_e5m2(v); }
+
+template <typename T> struct is_fp8 { static constexpr bool value = false; };
+template <> struct is_fp8<__nv_fp8_e4m3> { static constexpr bool value = true; };
+template <> struct is_fp8<__nv_fp8_e5m2> { static constexpr bool value = true; };
 
 /* raw vector type of a given byte width (all loads through the read-only path) */
 template <int BYTES> struct raw_vec;
@@ -25,15 +39,22 @@ template <> struct raw_vec<16> { typedef uint4 type; };
 template <> struct raw_vec<8> { typedef uint2 type; };
 template <> struct raw_vec<4> { typedef unsigned int type; };
 template <> struct raw_vec<2> { typedef unsigned short type; };
+template <> struct raw_vec<1> { typedef unsigned char type; };
 
-/* N consecutive elements of T at p (aligned to N*sizeof(T)) -> fp32 */
+/* N consecutive elements of T at p (aligned to min(N*sizeof(T), 16)) -> fp32; wider
+   than 16 bytes (fp16 q against an fp8 cache's 16-element chunks): 16-byte pieces */
 template <typename T, int N>
 __device__ __forceinline__ void load_vec(const T *p, float (&o)[N]) {
-    typedef typename raw_vec<(int)(N * sizeof(T))>::type R;
-    R r = __ldg(reinterpret_cast<const R *>(p));
-    const T *e = reinterpret_cast<const T *>(&r);
+    constexpr int BYTES = (int)(N * sizeof(T)) < 16 ? (int)(N * sizeof(T)) : 16;
+    constexpr int PER = BYTES / (int)sizeof(T);
+    typedef typename raw_vec<BYTES>::type R;
 #pragma unroll
-    for (int i = 0; i < N; i++) o[i] = to_f(e[i]);
+    for (int k = 0; k < N / PER; k++) {
+        R r = __ldg(reinterpret_cast<const R *>(p + k * PER));
+        const T *e = reinterpret_cast<const T *>(&r);
+#pragma unroll
+        for (int i = 0; i < PER; i++) o[k * PER + i] = to_f(e[i]);
+    }
 }
 
 __device__ __forceinline__ float warp_sum(float v) {

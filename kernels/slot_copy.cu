@@ -12,7 +12,7 @@ extern "C" pb_status pb_copy_slots_cuda(const pb_kv_cache_shape *c, void *const 
                                         struct CUstream_st *stream) {
     if (pb_copy_slots_check(c, copies, n_copies) != PB_OK) return PB_ERR_INVALID;
     const int64_t S = c->block_size;
-    const size_t el = pb_kv_dtype_size(c->dtype);
+    const size_t el = pb_kv_dtype_size(pb_kv_cache_shape_elem(c));   /* the cache's elements */
     const int64_t x = (int64_t)(16 / el), D = c->head_size, H = c->num_kv_heads;
     for (int32_t l = 0; l < num_layers; l++) {
         char *k = (char *)k_caches[l], *v = (char *)v_caches[l];

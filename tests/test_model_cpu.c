@@ -523,7 +523,7 @@ PB_TEST(bad_batches_are_rejected_and_leave_the_cache_alone) {
 
 PB_TEST(meta_build_orders_prefill_rows_first_and_checks) {
     pb_model m = load_("tiny-llama");
-    pb_kv_cache_shape sh = {64, 2, 16, 4, PB_KV_F32};
+    pb_kv_cache_shape sh = {64, 2, 16, 4, PB_KV_F32, PB_KV_CACHE_AUTO, 0.0f};
     int32_t t1[10], t2[10], bt1[3] = {5, 9, 2}, bt2[3] = {7, 8, 1};
     for (int i = 0; i < 10; i++) { t1[i] = i; t2[i] = 100 + i; }
     pb_batch_seq q[2];

@@ -1,5 +1,8 @@
 // emu_attention.cpp -- attention.cu decode (V1/V2, paged/contiguous) and prefill kernels,
 // run through cuda_emu.h, against the C references (attention_ref.c).  Built by run.sh.
+// FP8 caches: the kernel against the C reference over the same fp8 cache (fp16/bf16
+// tolerances), and against the same K/V through an fp16/bf16 cache within
+// pb_attn_fp8_bound (kcheck.h), over every (VVEC, NC) class of x = 16.
 // Arguments: --quick (a subset), --long (only the 8K..64K-token decode cases); none = all.
 #include "att_emu.cpp"
 #include "rng.h"
@@ -35,6 +38,60 @@ static int check(uint64_t seed, int S, const int32_t *ctx, int H, int Hkv, int D
     printf("%-40s %s\n", what, fails ? "FAIL" : "ok");
     free(ref); free(got); free(w); free(out);
     pb_attn_case_free(&c);
+    return fails;
+}
+
+static int check8(uint64_t seed, int S, const int32_t *ctx, int H, int Hkv, int D, int bs, pb_kv_dtype dt,
+                  pb_kv_cache_dtype fmt, float kv_scale, pb_attn_algo algo, int paged) {
+    pb_attn_case c, r;
+    if (pb_attn_case_make_kv(&c, seed, S, ctx, H, Hkv, D, bs, dt, fmt, kv_scale, PB_ATTN_CASE_POISON, 0) != PB_OK ||
+        pb_attn_case_make_kv(&r, seed, S, ctx, H, Hkv, D, bs, dt, PB_KV_CACHE_AUTO, 1.0f, PB_ATTN_CASE_POISON, 1) != PB_OK)
+        return 1;
+    const pb_attn_params *p = paged ? &c.p : &c.pc;
+    size_t es = pb_kv_dtype_size(dt), n = c.out_elems, ws = pb_paged_attention_workspace_bytes(p);
+    void *w = aligned_alloc(16, ws + 16), *out = aligned_alloc(16, es * n + 16), *ref = malloc(es * n), *ref16 = malloc(es * n);
+    memset(out, 0xff, es * n);
+    pb_status st = paged ? pb_paged_attention_cuda(p, algo, out, c.q, c.k_cache, c.v_cache, c.block_tables, c.context_lens, w, ws, nullptr)
+                         : pb_contig_attention_cuda(p, algo, out, c.q, c.kc_contig, c.vc_contig, c.kv_offsets, c.context_lens, w, ws, nullptr);
+    int fails = st != PB_OK;
+    if (paged) pb_paged_attention_ref(p, ref, c.q, c.k_cache, c.v_cache, c.block_tables, c.context_lens);
+    else pb_contig_attention_ref(p, ref, c.q, c.kc_contig, c.vc_contig, c.kv_offsets, c.context_lens);
+    pb_paged_attention_ref(&r.p, ref16, r.q, r.k_cache, r.v_cache, r.block_tables, r.context_lens);
+    std::vector<float> rf(n), gf(n), r16(n), qf(n), bound(n);
+    pb_kv_to_f32(rf.data(), ref, dt, n);
+    pb_kv_to_f32(gf.data(), out, dt, n);
+    pb_kv_to_f32(r16.data(), ref16, dt, n);
+    pb_kv_to_f32(qf.data(), r.q, dt, n);
+    pb_kcheck_tol tol = {2e-3, 1e-2, 1e-5, 5};
+    if (dt == PB_KV_BF16) { tol.atol = 1.6e-2; tol.rtol = 2e-2; tol.nmse_max = 1e-3; }
+    char what[160];
+    snprintf(what, sizeof what, "fp8 %s L%d S%d H%d/%d D%d bs%d %s scale %g algo%d", pb_kv_cache_dtype_name(fmt), paged, S, H,
+             Hkv, D, bs, pb_kv_dtype_name(dt), kv_scale, (int)algo);
+    fails += pb_kcheck(what, rf.data(), gf.data(), n, &tol, nullptr);
+    pb_attn_fp8_bound(p, qf.data(), r.dense_k, r.dense_v, r.context_lens, r.p.max_context_len, bound.data());
+    fails += pb_kcheck_bound(what, r16.data(), gf.data(), bound.data(), n, 1e-6, dt == PB_KV_BF16 ? ldexp(1, -7) : ldexp(1, -10), 5, nullptr);
+    printf("%-60s %s\n", what, fails ? "FAIL" : "ok");
+    free(w); free(out); free(ref); free(ref16);
+    pb_attn_case_free(&c);
+    pb_attn_case_free(&r);
+    return fails;
+}
+
+static int fp8_checks(int quick) {
+    int fails = 0;
+    int32_t ctx_s[3] = {1, 17, 97}, ctx_l[3] = {700, 1, 1030};
+    const pb_kv_cache_dtype E4 = PB_KV_CACHE_FP8_E4M3, E5 = PB_KV_CACHE_FP8_E5M2;
+    for (int bs = 1; bs <= 256; bs *= 2)   // classes (1,1) (2,1) (4,1) (8,1) (16,1) (16,2) (16,4)
+        if (!quick || bs == 1 || bs == 16 || bs == 64)
+            fails += check8(70 + bs, 3, ctx_s, 2, 1, 128, bs, PB_KV_F16, bs % 2 ? E5 : E4, 0.5f, PB_ATTN_V1, 1);
+    int heads[4] = {64, 80, 96, 128};
+    for (int h = 0; h < 4; h++)
+        if (!quick || h == 1)
+            fails += check8(80 + h, 3, ctx_s, 4, 2, heads[h], 16, h % 2 ? PB_KV_BF16 : PB_KV_F16, h < 2 ? E4 : E5, 2.0f,
+                            PB_ATTN_V1, 1);
+    fails += check8(90, 3, ctx_l, 2, 1, 64, 16, PB_KV_BF16, E4, 1.0f, PB_ATTN_V2, 1);    // split-K + reduce
+    fails += check8(91, 3, ctx_s, 2, 2, 96, 16, PB_KV_F16, E5, 0.25f, PB_ATTN_V1, 0);    // contiguous layout
+    if (!quick) fails += check8(92, 3, ctx_l, 2, 2, 64, 16, PB_KV_F16, E4, 1.0f, PB_ATTN_V2, 0);
     return fails;
 }
 
@@ -115,7 +172,8 @@ static int prefill_checks(int quick) {
 
 int main(int argc, char **argv) {
     int quick = argc > 1 && !strcmp(argv[1], "--quick"), only_long = argc > 1 && !strcmp(argv[1], "--long");
-    int fails = only_long ? long_checks() : decode_checks(quick) + prefill_checks(quick) + (quick ? 0 : long_checks());
+    int fails = only_long ? long_checks()
+                          : decode_checks(quick) + fp8_checks(quick) + prefill_checks(quick) + (quick ? 0 : long_checks());
     printf("%s (%d failures)\n", fails ? "EMU ATTENTION FAIL" : "EMU ATTENTION OK", fails);
     return fails != 0;
 }

@@ -25,7 +25,9 @@ XF="-std=c++20 -O1 -w -DPB_HAVE_CUDA=1 -I$B -I$K -I$BASE -I$CUDA_INC"
 LF="-L$CUDA_LIB -lcudart -lpthread -lm -Wl,-rpath,$CUDA_LIB"
 g++ $XF "$HERE/emu_attention.cpp" "$B"/attention_ref.o "$B"/kv_dtype.o "$B"/attn_case.o "$B"/kcheck.o "$B"/pb.o "$B"/rng.o -o "$B/emu_attention" $LF
 g++ $XF "$HERE/emu_cache_ops.cpp" "$B"/cache_ops_ref.o "$B"/kv_dtype.o "$B"/pb.o -o "$B/emu_cache_ops" $LF
+g++ $XF "$HERE/emu_fp8.cpp" "$B"/kv_dtype.o -o "$B/emu_fp8" $LF
 rc=0
 "$B/emu_attention" "${1:-}" | grep -v ' ok$' || rc=1
 [ "${1:-}" = --long ] || { "$B/emu_cache_ops" | grep -v ' ok$' || rc=1; }
+[ "${1:-}" = --long ] || { "$B/emu_fp8" | grep -v ' ok$' || rc=1; }
 exit $rc

@@ -3,6 +3,10 @@
  * batch 1/12/17, context 1/15/16/17/54/97/2048, partial last blocks, block sizes
  * 1/8/16/32/256, head sizes 64/80/96/128, GQA, fp32/fp16/bf16, NaN-poisoned unused
  * cache memory.  Also prefill (causal varlen, cached prefix) and argument checks.
+ * FP8 caches (e4m3, e5m2, kv_scale 1 / 1/8 / 2): the references over the x = 16
+ * layout equal dense attention over the dequantized K/V, and stay within
+ * pb_attn_fp8_bound (kcheck.h, derived from the formats' precision) of the same
+ * K/V through an fp16/bf16/fp32 cache; a wrong kv_scale leaves the bound.
  *   cmake --build build && (cd build && ctest -R test_attention --output-on-failure) */
 #include <math.h>
 #include <stdlib.h>
@@ -271,6 +275,88 @@ PB_TEST(prefill_last_query_equals_decode) {
     PB_CHECK(pb_kcheck("prefill-vs-decode s1", dec + H * D, o + (size_t)52 * H * D, (size_t)H * D, &tol, NULL) == 0);
     free(q); free(k); free(v); free(o);
     pb_attn_case_free(&c);
+}
+
+/* One fp8 shape: the fp8 case's references vs dense attention over its dequantized K/V
+   (tight), and vs the same draws through a dtype cache (the derived bound).  Returns
+   failures; *ratio gets the largest |err| / bound seen. */
+static int check_fp8(uint64_t seed, int32_t S, const int32_t *ctx, int32_t H, int32_t Hkv, int32_t D,
+                     int32_t bs, pb_kv_dtype dt, pb_kv_cache_dtype fmt, float kv_scale, double *ratio) {
+    pb_attn_case c8, cr;
+    if (pb_attn_case_make_kv(&c8, seed, S, ctx, H, Hkv, D, bs, dt, fmt, kv_scale, PB_ATTN_CASE_POISON, 1) != PB_OK ||
+        pb_attn_case_make_kv(&cr, seed, S, ctx, H, Hkv, D, bs, dt, PB_KV_CACHE_AUTO, 1.0f, PB_ATTN_CASE_POISON, 1) != PB_OK)
+        return 1;
+    size_t n = c8.out_elems, es = pb_kv_dtype_size(dt);
+    float *dense = malloc(sizeof(float) * n), *got = malloc(sizeof(float) * n), *ref = malloc(sizeof(float) * n);
+    float *bound = malloc(sizeof(float) * n), *qf = malloc(sizeof(float) * n);
+    void *out = malloc(es * n);
+    int fails = 0;
+    char what[128];
+    snprintf(what, sizeof what, "fp8 %s %s S%d H%d/%d D%d bs%d scale %g", pb_kv_cache_dtype_name(fmt),
+             pb_kv_dtype_name(dt), S, H, Hkv, D, bs, kv_scale);
+    dense_attention(&c8, dense);
+    pb_kcheck_tol tol = tol_for(dt);
+    fails += pb_paged_attention_ref(&c8.p, out, c8.q, c8.k_cache, c8.v_cache, c8.block_tables, c8.context_lens) != PB_OK;
+    pb_kv_to_f32(got, out, dt, n);
+    fails += pb_kcheck(what, dense, got, n, &tol, NULL);
+    fails += pb_contig_attention_ref(&c8.pc, out, c8.q, c8.kc_contig, c8.vc_contig, c8.kv_offsets, c8.context_lens) != PB_OK;
+    float *gotc = malloc(sizeof(float) * n);
+    pb_kv_to_f32(gotc, out, dt, n);
+    fails += memcmp(got, gotc, sizeof(float) * n) != 0;
+    /* vs the dtype cache: both outputs rounded to dtype (2 half-ulps) */
+    fails += pb_paged_attention_ref(&cr.p, out, cr.q, cr.k_cache, cr.v_cache, cr.block_tables, cr.context_lens) != PB_OK;
+    pb_kv_to_f32(ref, out, dt, n);
+    pb_kv_to_f32(qf, cr.q, dt, n);
+    pb_attn_fp8_bound(&c8.p, qf, cr.dense_k, cr.dense_v, cr.context_lens, cr.p.max_context_len, bound);
+    double rt = dt == PB_KV_BF16 ? ldexp(1, -7) : dt == PB_KV_F16 ? ldexp(1, -10) : 1e-6;
+    fails += pb_kcheck_bound(what, ref, got, bound, n, 1e-6, rt, 5, NULL);
+    for (size_t i = 0; i < n; i++)
+        if (bound[i] > 0 && fabs(ref[i] - got[i]) / bound[i] > *ratio) *ratio = fabs(ref[i] - got[i]) / bound[i];
+    free(dense); free(got); free(gotc); free(ref); free(bound); free(qf); free(out);
+    pb_attn_case_free(&c8);
+    pb_attn_case_free(&cr);
+    return fails;
+}
+
+PB_TEST(fp8_cache_references_within_bound) {
+    static const pb_kv_cache_dtype fmts[] = {PB_KV_CACHE_FP8_E4M3, PB_KV_CACHE_FP8_E5M2};
+    static const pb_kv_dtype dts[] = {PB_KV_F16, PB_KV_BF16, PB_KV_F32};
+    static const float scales[] = {1.0f, 0.125f, 2.0f};
+    int32_t ctx[3] = {1, 40, 97}, ctx2[2] = {300, 17};
+    double ratio = 0;
+    int cases = 0;
+    for (size_t f = 0; f < 2; f++)
+        for (size_t d = 0; d < 3; d++)
+            for (size_t k = 0; k < 3; k++) {
+                PB_CHECK(check_fp8(300 + cases, 3, ctx, 4, 2, d == 2 ? 128 : 64, cases % 2 ? 16 : 1, dts[d], fmts[f],
+                                   scales[k], &ratio) == 0);
+                cases++;
+            }
+    PB_CHECK(check_fp8(350, 2, ctx2, 8, 1, 80, 32, PB_KV_F16, PB_KV_CACHE_FP8_E4M3, 0.25f, &ratio) == 0);  /* MQA */
+    PB_CHECK(check_fp8(351, 2, ctx2, 4, 4, 96, 256, PB_KV_BF16, PB_KV_CACHE_FP8_E5M2, 1.0f, &ratio) == 0);
+    PB_CHECK(ratio > 0 && ratio <= 1);
+}
+
+PB_TEST(fp8_bound_catches_a_wrong_scale) {
+    int32_t ctx[2] = {1, 33};                             /* one key: out = dequantized v */
+    pb_attn_case c8, cr;
+    PB_REQUIRE(pb_attn_case_make_kv(&c8, 9, 2, ctx, 2, 2, 64, 16, PB_KV_F32, PB_KV_CACHE_FP8_E4M3, 0.5f, 0, 1) == PB_OK);
+    PB_REQUIRE(pb_attn_case_make_kv(&cr, 9, 2, ctx, 2, 2, 64, 16, PB_KV_F32, PB_KV_CACHE_AUTO, 1.0f, 0, 1) == PB_OK);
+    float out[256], ref[256], bound[256];
+    pb_attn_fp8_bound(&c8.p, cr.q, cr.dense_k, cr.dense_v, cr.context_lens, 33, bound);
+    PB_REQUIRE(pb_paged_attention_ref(&cr.p, ref, cr.q, cr.k_cache, cr.v_cache, cr.block_tables, cr.context_lens) == PB_OK);
+    PB_REQUIRE(pb_paged_attention_ref(&c8.p, out, c8.q, c8.k_cache, c8.v_cache, c8.block_tables, c8.context_lens) == PB_OK);
+    PB_CHECK(pb_kcheck_bound("right scale", ref, out, bound, 256, 1e-6, 1e-6, 0, NULL) == 0);
+    pb_attn_params p = c8.p;
+    p.kv_scale = 0.55f;                                   /* read back with 10% too much */
+    PB_REQUIRE(pb_paged_attention_ref(&p, out, c8.q, c8.k_cache, c8.v_cache, c8.block_tables, c8.context_lens) == PB_OK);
+    PB_CHECK(pb_kcheck_bound("wrong scale", ref, out, bound, 256, 1e-6, 1e-6, 0, NULL) == 1);
+    p = c8.p; p.kv_scale = 0;
+    PB_CHECK(pb_attn_params_check(&p, 1) == PB_ERR_INVALID);
+    p = c8.p; p.head_size = 72;                           /* fine for fp32's x = 4, not the cache's 16 */
+    PB_CHECK(pb_attn_params_check(&p, 1) == PB_ERR_INVALID);
+    pb_attn_case_free(&c8);
+    pb_attn_case_free(&cr);
 }
 
 PB_TEST(kcheck_rejects_nan_and_reports) {

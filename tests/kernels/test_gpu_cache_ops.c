@@ -42,7 +42,7 @@ PB_TEST(reshape_and_gather_match_reference) {
     for (size_t bi = 0; bi < 5; bi++)
         for (size_t di = 0; di < 3; di++) {
             const int32_t T = 300, Hkv = 3, D = 128, stride = 3 * Hkv * D;
-            pb_kv_cache_shape c = {PB_CDIV(T, bss[bi]) + 4, Hkv, D, bss[bi], dts[di]};
+            pb_kv_cache_shape c = {PB_CDIV(T, bss[bi]) + 4, Hkv, D, bss[bi], dts[di], PB_KV_CACHE_AUTO, 0.0f};
             const size_t es = pb_kv_dtype_size(c.dtype), cb = (size_t)c.num_blocks * pb_kv_block_bytes(&c);
             void *kc = malloc(cb), *vc = malloc(cb), *key = malloc(es * T * stride), *val = malloc(es * T * stride);
             fill_bytes(kc, cb, 1); fill_bytes(vc, cb, 2);
@@ -80,7 +80,7 @@ PB_TEST(reshape_and_gather_match_reference) {
 
 PB_TEST(copy_blocks_one_launch_all_layers) {
     NEED_GPU();
-    pb_kv_cache_shape c = {64, 4, 128, 16, PB_KV_F16};
+    pb_kv_cache_shape c = {64, 4, 128, 16, PB_KV_F16, PB_KV_CACHE_AUTO, 0.0f};
     const size_t bb = pb_kv_block_bytes(&c), tb = bb * 64;
     enum { L = 5 };
     void *hk[L], *hv[L], *dk[L], *dv[L];

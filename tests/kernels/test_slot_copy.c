@@ -16,7 +16,7 @@ static size_t v_idx(int h, int d, int s) { return ((size_t)h * D + d) * S + s; }
 
 PB_TEST(copies_exactly_the_ranges_in_every_layer) {
     for (int dt = 0; dt < 2; dt++) {
-        pb_kv_cache_shape c = {1, H, D, S, dt ? PB_KV_F16 : PB_KV_F32};
+        pb_kv_cache_shape c = {1, H, D, S, dt ? PB_KV_F16 : PB_KV_F32, PB_KV_CACHE_AUTO, 0.0f};
         size_t el = pb_kv_dtype_size(c.dtype), n = (size_t)H * D * S;
         int x = (int)(16 / el);
         void *k[L], *v[L], *ek[L], *ev[L];
@@ -49,17 +49,17 @@ PB_TEST(copies_exactly_the_ranges_in_every_layer) {
 }
 
 PB_TEST(rejects_ranges_outside_the_cache) {
-    pb_kv_cache_shape c = {1, H, D, S, PB_KV_F32};
+    pb_kv_cache_shape c = {1, H, D, S, PB_KV_F32, PB_KV_CACHE_AUTO, 0.0f};
     const pb_slot_copy bad[3] = {{35, 0, 6}, {0, 36, 5}, {-1, 0, 1}};
     for (int i = 0; i < 3; i++) PB_CHECK(pb_copy_slots_check(&c, &bad[i], 1) == PB_ERR_INVALID);
     const pb_slot_copy ok = {34, 0, 6};
     PB_CHECK(pb_copy_slots_check(&c, &ok, 1) == PB_OK);
-    pb_kv_cache_shape paged = {4, H, D, 16, PB_KV_F32};
+    pb_kv_cache_shape paged = {4, H, D, 16, PB_KV_F32, PB_KV_CACHE_AUTO, 0.0f};
     PB_CHECK(pb_copy_slots_check(&paged, &ok, 0) == PB_ERR_INVALID);
 }
 
 PB_TEST(rejects_a_copy_onto_its_own_source) {
-    pb_kv_cache_shape c = {1, H, D, S, PB_KV_F32};
+    pb_kv_cache_shape c = {1, H, D, S, PB_KV_F32, PB_KV_CACHE_AUTO, 1.0f};
     /* src [0,5) onto [3,8), [10,15) onto [6,11), onto itself: undefined for cudaMemcpy2DAsync */
     const pb_slot_copy overl[3] = {{0, 3, 5}, {10, 6, 5}, {7, 7, 2}};
     for (int i = 0; i < 3; i++) PB_CHECK(pb_copy_slots_check(&c, &overl[i], 1) == PB_ERR_INVALID);
