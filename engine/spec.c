@@ -153,8 +153,10 @@ pb_status pb_hw_load(const char *spec_dir, const char *name, pb_hw *out, pb_cfg_
 }
 
 /* ---- formulas ---- */
+double pb_kv_elem_bytes(const pb_model *m) { return m->kv_dtype_bytes > 0 ? m->kv_dtype_bytes : m->dtype_bytes; }
+
 double pb_kv_bytes_per_token(const pb_model *m, int32_t tp) {
-    return 2.0 * m->n_layers * ((double)m->n_kv_heads / tp) * m->head_size * m->dtype_bytes;
+    return 2.0 * m->n_layers * ((double)m->n_kv_heads / tp) * m->head_size * pb_kv_elem_bytes(m);
 }
 
 double pb_param_bytes(const pb_model *m) { return m->n_params * m->dtype_bytes; }

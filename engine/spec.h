@@ -7,7 +7,9 @@
  * hardware spec with an unsourced number.
  *
  * The one place where KV sizes are computed (paper §3, Table 1):
- *   kv_bytes_per_token = 2 (K and V) * n_layers * n_kv_heads * head_size * dtype_bytes
+ *   kv_bytes_per_token = 2 (K and V) * n_layers * n_kv_heads * head_size * kv_dtype_bytes
+ * (kv_dtype_bytes: the model's dtype_bytes, or 1 when a system keeps its KV cache in
+ * fp8 -- `kv_cache_dtype`, kernels/kv_dtype.h)
  *   kv_bytes_per_block = kv_bytes_per_token * block_size
  * Tensor parallelism of degree tp stores n_kv_heads / tp heads per GPU. */
 #ifndef PB_SPEC_H
@@ -39,7 +41,12 @@ typedef struct {
     int32_t max_len;        /* maximum sequence length (2048 for OPT)             */
     double n_params;        /* parameter count (as published / counted)           */
     int32_t dtype_bytes;    /* 2 for fp16 / bf16                                  */
+    int32_t kv_dtype_bytes; /* bytes of a KV-cache element: 1 for an fp8 cache (a
+                               system's kv_cache_dtype); 0 = dtype_bytes          */
 } pb_model;
+
+/* Bytes of one KV-cache element: kv_dtype_bytes, else dtype_bytes. */
+double pb_kv_elem_bytes(const pb_model *m);
 
 typedef struct {
     char name[64];              /* "A100-40GB"                                    */

@@ -21,6 +21,7 @@ void pb_real_exec_params_default(pb_real_exec_params *p) {
     p->max_tokens_hint = 2560;
     p->tp = 1;
     p->nvtx = true;
+    p->kv_scale = 1.0f;
 }
 
 typedef struct {
@@ -214,6 +215,8 @@ pb_status pb_executor_cpu_create(const pb_model *m, const pb_real_exec_params *p
     lp.tp_size = 1;
     lp.weight_seed = p->weight_seed;
     lp.max_tokens_hint = PB_MIN(PB_MAX(p->max_tokens_hint, 1), 4096);
+    lp.kv_cache_dtype = p->kv_cache_dtype;
+    lp.kv_scale = p->kv_scale;
     pb_executor *ex = pb_xcalloc(1, sizeof *ex);
     ex->iface = &cpu_iface;
     ex->impl = e;

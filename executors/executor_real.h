@@ -30,6 +30,7 @@
 #include <stdint.h>
 
 #include "executor.h"
+#include "kv_dtype.h" /* pb_kv_cache_dtype */
 #include "layers.h"   /* pb_sample_params */
 #include "pb.h"
 #include "spec.h"
@@ -51,15 +52,21 @@ typedef struct {
     bool cpu_split_attention;  /* cpu only: route attention as the GPU does (prefill
                                   kernel for prompts; model.h pb_model_ops_cpu_split)
                                   instead of one decode query per row (bit-exact)   */
+    pb_kv_cache_dtype kv_cache_dtype;  /* KV cache format: auto, or fp8 (a system's
+                                          kv_cache_dtype; kernels/kv_dtype.h)        */
+    float kv_scale;            /* fp8 caches: per-tensor scale (a system's kv_scale) */
     /* cuda only */
     int32_t tp;                /* tensor-parallel degree (GPUs 0..tp-1); 0/1 = none  */
     int32_t device;            /* first GPU                                          */
     bool swap_batched;         /* merged swap copies instead of one per block        */
     bool nvtx;                 /* NVTX ranges per phase                              */
+    bool cuda_graphs;          /* decode steps replay CUDA graphs (graph_pool.h; a
+                                  system's cuda_graphs): paged caches, tp 1          */
 } pb_real_exec_params;
 
 /* Defaults: block PB_PAGED_BLOCK_SIZE, 256 GPU blocks, 0 CPU blocks, seeds 0, greedy (top_p 1),
- * hint 2560 tokens, measured latency, tp 1, device 0, per-block swap, nvtx on. */
+ * hint 2560 tokens, measured latency, tp 1, device 0, per-block swap, nvtx on,
+ * KV cache auto (kv_scale 1), no CUDA graphs. */
 void pb_real_exec_params_default(pb_real_exec_params *p);
 
 /* Create the cpu executor for model spec m (copied).  PB_ERR_INVALID on bad

@@ -9,6 +9,7 @@
 
 #include "metrics.h"   /* pb_percentile */
 #include "rng.h"
+#include "graph_pool.h"   /* pb_graph_bucket: CUDA-graph batch sizes */
 #include "sim_profile.h"
 
 /* ---- schemas ---- */
@@ -115,6 +116,12 @@ const pb_key pb_sim_cost_schema[] = {
      .doc = "host overheads per framework"},
     {.name = "residuals", .type = PB_T_MAP, .sub = RESID_SCHEMA,
      .doc = "calibration residuals per term, [p10, p90] of measured / predicted: the error bars' inputs"},
+    {.name = "cuda_graph_launch_us", .type = PB_T_NUM, .lo = 0, .hi = 1e4,
+     .dflt_rule = "none: a system's cuda_graphs: true needs it",
+     .doc = "CUDA graphs: host time of one graph launch, us"},
+    {.name = "cuda_graph_node_gap_us", .type = PB_T_NUM, .lo = 0, .hi = 1e3,
+     .dflt_rule = "none: a system's cuda_graphs: true needs it",
+     .doc = "CUDA graphs: GPU idle between the kernels of a replayed graph, us"},
     {.name = "sources", .type = PB_T_MAP, .required = true, .doc = "key -> where the number comes from"},
     {0},
 };
@@ -264,6 +271,9 @@ pb_status pb_sim_cost_from_node(const pb_node *hw, pb_sim_cost *c, pb_cfg_err *e
     fw_from_node(cpp, &c->fw[PB_SIM_FW_CPP]);
     c->fw[PB_SIM_FW_V1] = (pb_sim_fw_cost){.step_s = PB_SIM_V1_STEP_S, .seq_s = PB_SIM_V1_SEQ_S,
                                            .launch_s = c->fw[PB_SIM_FW_PYTHON].launch_s};
+    c->has_graph_costs = pb_node_has(n, "cuda_graph_launch_us") && pb_node_has(n, "cuda_graph_node_gap_us");
+    c->graph_launch_s = pb_node_num(n, "cuda_graph_launch_us", 0) * 1e-6;
+    c->graph_node_gap_s = pb_node_num(n, "cuda_graph_node_gap_us", 0) * 1e-6;
     return resid_from_node(pb_node_get(n, "residuals"), c, err);
 }
 
@@ -329,7 +339,8 @@ struct pb_sim {
     double gemm_bw, elem_bw; /* achievable bytes/s                                       */
     double attn_flops;       /* prefill attention FLOP/s                                 */
     double attn_bw;          /* decode attention live-KV bytes/s                         */
-    double dt;               /* dtype bytes                                              */
+    double dt;               /* dtype bytes (activations, weights)                       */
+    double kvb;              /* KV-cache element bytes (kv_elem_bytes)                   */
     double hq, hkv, d, h, ffn_tp, vocab_tp;
     double gK[4], gN[4];     /* the layer's GEMMs (K x N weights)                        */
     double kv_tok_layer;     /* KV bytes per token per layer per GPU (K and V)           */
@@ -341,6 +352,7 @@ struct pb_sim {
     int elem_kernels_step;   /* element-wise kernels per step outside layers             */
     int kernels_layer;       /* per layer, without attention calls                       */
     int kernels_step;        /* per step, outside layers (embedding, norm, LM head, sampling) */
+    int kernels_eager_step;  /* of which outside a CUDA graph: LM head, logits gather, sampling */
     double sample_bytes_tok; /* sampling bytes per sampled sequence                      */
 };
 
@@ -433,6 +445,15 @@ static void build_gemm_tables(pb_sim *s) {
     }
 }
 
+/* ---- KV-cache bytes (a system's kv_cache_dtype; executor_sim.h) ---- */
+
+/* Bytes of one KV-cache element: the model's dtype, or 1 for an fp8 cache. */
+static double kv_elem_bytes(const pb_model *m) { return pb_kv_elem_bytes(m); }
+
+/* The KV-cache write per token per layer: K and V read as activations, stored as
+   cache elements. */
+static double kv_write_bytes(const pb_sim *s) { return 2.0 * s->hkv * s->d * (s->dt + s->kvb); }
+
 pb_status pb_sim_create(const pb_model *m, const pb_hw *hw, const pb_sim_cost *c, int32_t tp,
                         const pb_sim_params *p, pb_sim **out, pb_cfg_err *err) {
     *out = NULL;
@@ -461,6 +482,7 @@ pb_status pb_sim_create(const pb_model *m, const pb_hw *hw, const pb_sim_cost *c
     s->attn_flops = hw->fp16_flops * c->prefill_attn_flops_eff;
     s->attn_bw = hw->hbm_bw * c->attn_stream_eff;
     s->dt = m->dtype_bytes;
+    s->kvb = kv_elem_bytes(m);
     s->hq = (double)m->n_heads / tp;
     s->hkv = (double)m->n_kv_heads / tp;
     s->d = m->head_size;
@@ -472,11 +494,11 @@ pb_status pb_sim_create(const pb_model *m, const pb_hw *hw, const pb_sim_cost *c
     s->gK[1] = s->hq * s->d; s->gN[1] = s->h;                          /* output projection */
     s->gK[2] = s->h; s->gN[2] = (llama ? 2 : 1) * s->ffn_tp;            /* FC1 / gate+up     */
     s->gK[3] = s->ffn_tp; s->gN[3] = s->h;                             /* FC2 / down        */
-    s->kv_tok_layer = 2.0 * s->hkv * s->d * s->dt;
+    s->kv_tok_layer = 2.0 * s->hkv * s->d * s->kvb;
     /* per token per layer: 2 norms (read+write h), 2 residual adds (2 reads + write),
        activation (OPT ReLU r+w ffn; LLaMA SiLU*mul 2 reads + write), KV-cache write
-       (read + write K and V), LLaMA rotary (read+write q and k). */
-    s->elem_tok_layer = s->dt * (4 * s->h + 6 * s->h + (llama ? 3 : 2) * s->ffn_tp) + 2 * s->kv_tok_layer +
+       (kv_write_bytes), LLaMA rotary (read+write q and k). */
+    s->elem_tok_layer = s->dt * (4 * s->h + 6 * s->h + (llama ? 3 : 2) * s->ffn_tp) + kv_write_bytes(s) +
                         (llama ? 2 * s->dt * (s->hq + s->hkv) * s->d : 0);
     s->ar_bytes_tok = s->h * s->dt;
     int ar = tp <= 2 ? 0 : tp <= 4 ? 1 : 2;      /* the fit at the nearest measured tp at or above */
@@ -489,6 +511,7 @@ pb_status pb_sim_create(const pb_model *m, const pb_hw *hw, const pb_sim_cost *c
     /* per step: embedding (+ positions for OPT), final norm, LM head, logits gather with tp,
        sampling (fp32 cast, softmax, log-softmax, multinomial / top-k, gather) */
     s->kernels_step = (llama ? 1 : 2) + 1 + 1 + (tp > 1 ? 1 : 0) + 5;
+    s->kernels_eager_step = 1 + (tp > 1 ? 1 : 0) + 5;
     s->elem_kernels_step = (llama ? 1 : 2) + 1 + 5;  /* embedding (+ positions), final norm, sampling */
     /* sampling: fp32 logits written and read ~6 times (cast, softmax, log-softmax, sample) */
     s->sample_bytes_tok = 6.0 * 4.0 * m->vocab;
@@ -503,6 +526,12 @@ pb_status pb_sim_create(const pb_model *m, const pb_hw *hw, const pb_sim_cost *c
             pb_sim_destroy(s);
             return PB_ERR_INVALID;
         }
+    if (s->p.cuda_graphs && !c->has_graph_costs) {
+        plain_err(err, "sim: cuda_graphs needs hardware.cost_model.cuda_graph_launch_us and cuda_graph_node_gap_us "
+                       "(%s has none)", hw->name);
+        pb_sim_destroy(s);
+        return PB_ERR_INVALID;
+    }
     build_gemm_tables(s);
     pb_status st = pb_sim_check(s);
     if (st) {
@@ -569,6 +598,7 @@ typedef struct {
     double bs;                /* tokens per KV block (0: no blocks)       */
     double S;                 /* sampled sequences                        */
     double n_seqs;
+    int32_t graph_batch;      /* CUDA graphs: padded batch size; 0 eager  */
 } step_sums;
 
 static void sum_batch(const pb_sim *s, const pb_batch *b, step_sums *q) {
@@ -649,7 +679,9 @@ static double attn_read_tokens(const pb_sim *s, const step_sums *q) {
 
 /* The paged kernel's warp requests beyond the contiguous kernel's, per layer: each costs
    attn_paged_block_ns / 10, the requests of a block of 16 at Fig. 18a's geometry (head
-   128, fp16) where it was measured. */
+   128, fp16) where it was measured.  An fp8 cache (kv_cache_dtype) issues as many
+   requests: its kernel's K and V vectors hold as many elements as the activation
+   dtype's, one byte each (kernels/attention.cu), so the count follows s->dt. */
 static double paged_attn_requests(const pb_sim *s, const step_sums *q) {
     if (!(q->bs > 0) || !(q->blocks > 0)) return 0;
     double per_req = s->c.attn_paged_block_s / paged_requests_per_block(PB_SIM_PAGED_CALIB_BLOCK, 128, 2);
@@ -675,6 +707,47 @@ static int flash_attention(const pb_sim *s, const step_sums *q, pb_sim_breakdown
     return calls;
 }
 
+/* ---- CUDA graphs (executor_sim.h "Kernel launches"; graph_pool.h) ---- */
+
+/* A decode step that replays a graph runs at its captured batch size: the padding
+   rows are decode rows of one token (one block) each; the sampled rows and the
+   framework's per-sequence host work stay the real ones. */
+static void graph_pad(const pb_sim *s, step_sums *q) {
+    q->graph_batch = 0;
+    if (!s->p.cuda_graphs || q->n_seqs < 1 || q->n_seqs > PB_GRAPH_MAX_BATCH ||
+        !pb_graph_step_eligible((int64_t)q->P, (int32_t)q->D, s->m.max_len))
+        return;
+    int32_t B = pb_graph_bucket((int32_t)q->D);
+    double pad = B - q->D;
+    q->graph_batch = B;
+    q->T += pad;
+    q->D += pad;
+    q->ctx += pad;
+    if (q->blocks > 0) q->blocks += pad;
+}
+
+/* Launch overheads of a step of `kernels` kernels (attn_calls attention kernels a
+   layer): the GPU's idle gaps between them and the host time to issue them -- eager,
+   V1's FULL / PIECEWISE graphs (graph_max_tokens) or v0.2.6's decode graph (graph_pad). */
+static void launch_terms(const pb_sim *s, const step_sums *q, int64_t kernels, int attn_calls, double *gaps,
+                         double *host) {
+    const pb_sim_cost *c = &s->c;
+    const double launch = c->fw[s->p.framework].launch_s, L = s->m.n_layers;
+    if (s->p.graph_max_tokens > 0 && q->T <= s->p.graph_max_tokens) {   /* V1: PIECEWISE : FULL */
+        *gaps = (double)kernels * c->kernel_gap_s;
+        *host = (q->P > 0 ? L * (attn_calls + 1) + 1 : 1) * launch;
+        return;
+    }
+    if (q->graph_batch <= 0) {
+        *gaps = (double)kernels * c->kernel_gap_s;
+        *host = (double)kernels * launch;
+        return;
+    }
+    const double eager = s->kernels_eager_step, in_graph = (double)kernels - eager;
+    *gaps = in_graph * c->graph_node_gap_s + eager * c->kernel_gap_s;
+    *host = c->graph_launch_s + eager * launch;
+}
+
 static void forward(const pb_sim *s, const step_sums *q, pb_sim_breakdown *o) {
     memset(o, 0, sizeof *o);
     const pb_sim_cost *c = &s->c;
@@ -684,6 +757,7 @@ static void forward(const pb_sim *s, const step_sums *q, pb_sim_breakdown *o) {
     for (int i = 0; i < 4; i++) g += gemm_time(s, i, q->T, s->gK[i], s->gN[i]);
     o->gemm_s = L * g;
     int attn_calls = s->p.attn == PB_SIM_ATTN_FLASH ? flash_attention(s, q, o) : 0;
+    o->graph_batch = q->graph_batch;
     if (s->p.attn != PB_SIM_ATTN_FLASH && q->P > 0) {
         double fl = q->prefill_flops / s->attn_flops;
         double by = (q->P * (2 * s->hq + 2 * s->hkv) * s->d * s->dt + q->prefill_kv_read * s->kv_tok_layer) /
@@ -709,12 +783,10 @@ static void forward(const pb_sim *s, const step_sums *q, pb_sim_breakdown *o) {
     o->lm_head_s = gemm_time(s, 4, q->S, s->h, s->vocab_tp);
     o->sampling_s = q->S * s->sample_bytes_tok / s->elem_bw;
     o->kernels = (int64_t)(L * (s->kernels_layer + attn_calls)) + s->kernels_step;
+    double gaps;
+    launch_terms(s, q, o->kernels, attn_calls, &gaps, &o->host_issue_s);
     o->gpu_s = o->gemm_s + o->lm_head_s + o->prefill_attn_s + o->decode_attn_s + o->elementwise_s + o->allreduce_s +
-               o->sampling_s + (double)o->kernels * c->kernel_gap_s;
-    double issued = (double)o->kernels;   /* kernel launches the host makes */
-    if (s->p.graph_max_tokens > 0 && q->T <= s->p.graph_max_tokens)
-        issued = q->P > 0 ? L * (attn_calls + 1) + 1 : 1;   /* PIECEWISE : FULL graph (executor_sim.h) */
-    o->host_issue_s = issued * c->fw[s->p.framework].launch_s;
+               o->sampling_s + gaps;
 }
 
 /* A step's latency from its parts: framework + max(GPU, issue), or with asynchronous
@@ -736,6 +808,7 @@ static double framework_time(const pb_sim *s, double n_seqs) {
 void pb_sim_step_breakdown(const pb_sim *s, const pb_batch *b, pb_sim_breakdown *o) {
     step_sums q;
     sum_batch(s, b, &q);
+    graph_pad(s, &q);
     forward(s, &q, o);
     if (s->profile && q.T > 0) {
         o->gpu_s = pb_sim_profile_latency(s->profile, q.P, q.D, q.D > 0 ? q.ctx / q.D : 0);
@@ -748,7 +821,7 @@ void pb_sim_step_breakdown(const pb_sim *s, const pb_batch *b, pb_sim_breakdown 
 
 double pb_sim_swap_time(const pb_sim *s, int64_t n_blocks, int32_t block_size, bool to_gpu) {
     if (n_blocks <= 0 || block_size <= 0) return 0;
-    double bytes = (double)block_size * s->hkv * s->d * s->dt;      /* one block, one layer, K or V */
+    double bytes = (double)block_size * s->hkv * s->d * s->kvb;     /* one block, one layer, K or V */
     double lat = to_gpu ? s->c.swap_h2d_copy_s : s->c.swap_d2h_copy_s;
     double bw = to_gpu ? s->c.swap_h2d_bw : s->c.swap_d2h_bw;
     return (double)n_blocks * s->m.n_layers * 2.0 * (lat + bytes / bw);
@@ -829,6 +902,7 @@ double pb_sim_decode_time(const pb_sim *s, int32_t n_seqs, int32_t ctx, int32_t 
     q.bs = block_size > 0 ? block_size : 0;
     q.S = n_seqs;
     q.n_seqs = n_seqs;
+    graph_pad(s, &q);
     pb_sim_breakdown o;
     forward(s, &q, &o);
     if (s->profile) { o.gpu_s = pb_sim_profile_latency(s->profile, 0, n_seqs, ctx); o.host_issue_s = 0; }

@@ -81,8 +81,25 @@
  *   - tensor parallelism: two all-reduces per layer of T*hidden*2 bytes, each
  *     allreduce_tpN_us + bytes / allreduce_tpN_GBps (measured NCCL, by message size).
  * Swap = per block, per layer, per K and V: one cudaMemcpyAsync of
- *   block_size * kv_heads/tp * head_size * dtype bytes, costing a per-copy latency +
+ *   block_size * kv_heads/tp * head_size * kv bytes, costing a per-copy latency +
  *   bytes / bandwidth, per direction (vLLM's swap_blocks loop).
+ * KV bytes per element (kv_elem_bytes): the model's dtype, or 1 with an fp8 KV cache
+ *   (a system's kv_cache_dtype, spec.h kv_dtype_bytes): decode attention reads, the
+ *   KV write's stores, cached-prefix reads, copy-on-write and swap move half as
+ *   many bytes; the KV slots double (spec.h).  Not modelled: fp8 -> fp32
+ *   conversion work in the attention kernel (the decode kernel stays at the
+ *   attn_stream_efficiency of its fp16 calibration; vLLM's A100 path converts in
+ *   software, H100 in hardware), and kv_scale (numerics only).
+ * Kernel launches (launch_terms): eager, every kernel costs the host launch_us
+ *   (framework) and the GPU kernel_gap_us between dependent kernels.  With CUDA
+ *   graphs (a system's cuda_graphs: true; graph_pool.h) a decode step of 1..256
+ *   sequences runs padded to its captured batch size (GEMMs, element-wise work and
+ *   attention at the padded size; padding rows attend one token), its forward pass
+ *   (embedding, layers, final norm) is one graph launch: host
+ *   cuda_graph_launch_us, GPU cuda_graph_node_gap_us between its kernels; the LM
+ *   head and the sampler stay eager.  Framework host time is unchanged (vLLM still
+ *   prepares inputs in Python) and so is the KV space (v0.2.6 sizes the cache
+ *   before capturing).
  * Copy-on-write = one fused copy kernel: read + write of every copied block.
  * Recompute is a prefill of prompt + generated tokens, which the engine sends.
  *
@@ -192,6 +209,9 @@ typedef struct {
     /* cost_model.residuals: per term, the 10th and 90th percentile of measured /
        predicted over the term's calibration data (1, 1 where none is known) */
     double resid_lo[PB_SIM_N_TERMS], resid_hi[PB_SIM_N_TERMS];
+    bool has_graph_costs;        /* both cuda_graph_* keys given (cuda_graphs needs them) */
+    double graph_launch_s;       /* host time of one cudaGraphLaunch                    */
+    double graph_node_gap_s;     /* GPU idle between the kernels of a replayed graph    */
 } pb_sim_cost;
 
 extern const pb_key pb_sim_cost_schema[];      /* hardware.cost_model               */
@@ -212,6 +232,8 @@ typedef struct {
     double time_scale;           /* every step's latency times this (1; error-bar replicas) */
     bool async_sched;            /* asynchronous scheduling (below)                     */
     int32_t graph_max_tokens;    /* V1 CUDA graphs up to this many tokens (below); 0 none */
+    bool cuda_graphs;            /* v0.x: decode steps replay CUDA graphs as v0.2.6 (a
+                                    system's cuda_graphs; needs has_graph_costs)       */
 } pb_sim_params;
 
 /* vLLM V1's engine-core host time per step and per scheduled request: Scheduler.schedule()
@@ -246,7 +268,8 @@ pb_status pb_sim_params_from_node(const pb_node *n, pb_sim_params *out, pb_cfg_e
 typedef struct pb_sim pb_sim;
 
 /* tp must divide n_heads and n_kv_heads.  A profile that cannot be read is an error
- * (PB_ERR_IO / PB_ERR_INVALID with the message in err). */
+ * (PB_ERR_IO / PB_ERR_INVALID with the message in err), so is cuda_graphs on a
+ * hardware spec without the cuda_graph_* costs. */
 pb_status pb_sim_create(const pb_model *m, const pb_hw *hw, const pb_sim_cost *c, int32_t tp,
                         const pb_sim_params *p, pb_sim **out, pb_cfg_err *err);
 void pb_sim_destroy(pb_sim *s);
@@ -259,6 +282,7 @@ typedef struct {
     double gemm_s, lm_head_s, prefill_attn_s, decode_attn_s, elementwise_s, allreduce_s,
         sampling_s, gpu_s, host_issue_s, framework_s, total_s;
     int64_t kernels;
+    int32_t graph_batch;         /* CUDA graphs: the padded batch replayed; 0 = eager  */
 } pb_sim_breakdown;
 void pb_sim_step_breakdown(const pb_sim *s, const pb_batch *b, pb_sim_breakdown *out);
 

@@ -125,6 +125,7 @@ pb_status pb_fwd_meta_build(pb_fwd_meta *m, const pb_batch *b, const pb_model *s
     m->paged = paged;
     m->max_blocks = max_blocks;
     m->max_ctx = 0;
+    m->attn_max_ctx = 0;
     m->n_pf_seqs = n_pf;
     m->max_q = m->max_k = 0;
     m->pf_cached = false;
@@ -304,6 +305,8 @@ static pb_status cpu_attention_(void *ctx, const pb_attn_call *a) {
     p.q_stride = a->qkv_stride;
     p.scale = a->scale;
     p.dtype = PB_KV_F32;
+    p.kv_cache_dtype = a->shape->kv_cache_dtype;
+    p.kv_scale = a->shape->kv_scale;
     if (m->paged)
         return pb_paged_attention_ref(&p, a->out, qkv, a->k_cache, a->v_cache, m->block_tables,
                                       m->ctx_lens);
@@ -349,6 +352,7 @@ pb_status pb_attention_route(const pb_attn_kernels *k, void *ctx, const pb_fwd_m
     int32_t n_dec = m->T - m->n_pf_tok, max_ctx = 0;
     if (n_dec <= 0) return PB_OK;
     for (int32_t r = m->n_pf_tok; r < m->T; r++) max_ctx = PB_MAX(max_ctx, m->ctx_lens[r]);
+    if (m->attn_max_ctx > 0) max_ctx = m->attn_max_ctx;   /* a graph's fixed launch */
     pb_attn_params p;
     memset(&p, 0, sizeof p);
     p.num_seqs = n_dec;
@@ -362,6 +366,8 @@ pb_status pb_attention_route(const pb_attn_kernels *k, void *ctx, const pb_fwd_m
     p.q_stride = a->qkv_stride;
     p.scale = a->scale;
     p.dtype = dtype;
+    p.kv_cache_dtype = a->shape->kv_cache_dtype;
+    p.kv_scale = a->shape->kv_scale;
     const char *q = qkv + (size_t)m->n_pf_tok * a->qkv_stride * elem;
     char *out = (char *)a->out + (size_t)m->n_pf_tok * H * D * elem;
     if (m->paged)
@@ -499,6 +505,7 @@ struct pb_lm {
     void *x, *hn, *qkv, *attn, *proj, *ff, *ff2;
     void *xs, *xsn, *logits;
     int64_t cap_T, cap_S;
+    uint64_t generation;          /* bumped at every reallocation of the T buffers   */
 };
 
 /* tensor ids of the weight generator (per layer: base + k) */
@@ -565,6 +572,7 @@ static pb_status ensure_acts_(pb_lm *lm, int64_t T, int64_t S) {
         lm->ff2 = act_(lm, cap * lm->Fl, e);
         if (lm->init_status != PB_OK) { free_acts_T_(lm); return lm->init_status; }
         lm->cap_T = cap;
+        lm->generation++;
     }
     if (S > lm->cap_S) {
         free_acts_S_(lm);
@@ -728,6 +736,8 @@ pb_status pb_kv_cache_alloc(pb_kv_cache *c, const pb_lm *lm, int32_t num_blocks,
     c->shape.head_size = lm->D;
     c->shape.block_size = block_size;
     c->shape.dtype = lm->ops->kv_dtype;
+    c->shape.kv_cache_dtype = lm->p.kv_cache_dtype;
+    c->shape.kv_scale = lm->p.kv_cache_dtype != PB_KV_CACHE_AUTO ? lm->p.kv_scale : 0.0f;
     c->contiguous = contiguous;
     pb_status st = pb_kv_cache_shape_check(&c->shape);
     if (st != PB_OK) return st;
@@ -776,19 +786,28 @@ static void range_(pb_lm *lm, const char *name) {
 /* TRY inside an open range: close the range before returning the error */
 #define TRY_IN_RANGE(call) do { pb_status st_ = (call); if (st_ != PB_OK) { range_(lm, NULL); return st_; } } while (0)
 
+pb_status pb_lm_reserve(pb_lm *lm, int64_t T, int64_t S) { return ensure_acts_(lm, T, S); }
+uint64_t pb_lm_buffers_generation(const pb_lm *lm) { return lm->generation; }
+
 pb_status pb_lm_forward(pb_lm *lm, const pb_fwd_meta *m, pb_kv_cache *cache, int32_t n_top,
                         const pb_sample_params *sp, int32_t *tokens, float *logprobs,
                         int32_t *n_out) {
+    if (m->T == 0) return pb_lm_forward_layers(lm, m, cache);   /* checks the cache only */
+    TRY(ensure_acts_(lm, m->T, m->n_sample));
+    TRY(lm->ops->prepare(lm->ctx, m));
+    TRY(pb_lm_forward_layers(lm, m, cache));
+    return pb_lm_forward_logits(lm, m, n_top, sp, tokens, logprobs, n_out);
+}
+
+pb_status pb_lm_forward_layers(pb_lm *lm, const pb_fwd_meta *m, pb_kv_cache *cache) {
     const pb_model_ops *o = lm->ops;
     void *c = lm->ctx;
-    int32_t T = m->T, S = m->n_sample, h = lm->h, D = lm->D;
+    int32_t T = m->T, h = lm->h, D = lm->D;
     bool opt = lm->spec.arch == PB_ARCH_OPT, tp = lm->p.tp_size > 1;
     if (cache->n_layers != lm->spec.n_layers || cache->shape.num_kv_heads != lm->Hkvl ||
-        cache->shape.head_size != D || cache->contiguous == m->paged)
+        cache->shape.head_size != D || cache->contiguous == m->paged || T > lm->cap_T)
         return PB_ERR_INVALID;
     if (T == 0) return PB_OK;
-    TRY(ensure_acts_(lm, T, S));
-    TRY(o->prepare(c, m));
     range_(lm, "embed");
     TRY_IN_RANGE(o->embed(c, lm->x, lm->wte, opt ? lm->wpe : NULL, 2, h));
     range_(lm, NULL);
@@ -832,8 +851,17 @@ pb_status pb_lm_forward(pb_lm *lm, const pb_fwd_meta *m, pb_kv_cache *cache, int
         TRY_IN_RANGE(o->add(c, lm->x, lm->proj, (int64_t)T * h));
         range_(lm, NULL);
     }
+    return PB_OK;
+}
+
+pb_status pb_lm_forward_logits(pb_lm *lm, const pb_fwd_meta *m, int32_t n_top, const pb_sample_params *sp,
+                               int32_t *tokens, float *logprobs, int32_t *n_out) {
+    const pb_model_ops *o = lm->ops;
+    void *c = lm->ctx;
+    int32_t S = m->n_sample, h = lm->h;
     /* logits and candidates: rank 0 only (the layers' collectives are all done) */
     if (S == 0 || lm->p.tp_rank != 0 || !tokens) return PB_OK;
+    if (S > lm->cap_S) return PB_ERR_INVALID;
     range_(lm, "logits");
     TRY_IN_RANGE(o->gather_rows(c, lm->xs, lm->x, h));
     TRY_IN_RANGE(norm_(lm, lm->xsn, lm->xs, lm->lnf_g, lm->lnf_b, S));

@@ -69,6 +69,9 @@ typedef struct {
     int64_t *kv_offsets;        /* [T] contiguous: first slot of the row's sequence  */
     int32_t max_blocks;         /* row stride of block_tables (>= 1)                 */
     int32_t max_ctx;            /* max ctx_lens                                      */
+    int32_t attn_max_ctx;       /* > 0: decode attention is launched for this longest
+                                   context instead of the rows' (a CUDA graph's
+                                   fixed launch, graph_pool.h); 0 from the build     */
     bool paged;
     /* prefill sequences (the cuda backend's prefill kernel) */
     int32_t n_pf_seqs, n_pf_tok;
@@ -217,6 +220,9 @@ typedef struct {
     int32_t tp_rank, tp_size; /* 0, 1 without tensor parallelism                     */
     uint64_t weight_seed;
     int32_t max_tokens_hint;  /* initial activation capacity in token rows (>= 1)   */
+    pb_kv_cache_dtype kv_cache_dtype;  /* caches of pb_kv_cache_alloc: auto (0) = the
+                                          ops' kv_dtype, or fp8 (kernels/kv_dtype.h) */
+    float kv_scale;           /* fp8 caches: per-tensor scale (> 0)                 */
 } pb_lm_params;
 
 /* Create a model: allocate and generate the shard's weights.  PB_ERR_INVALID for
@@ -241,7 +247,7 @@ typedef struct {
 
 /* Allocate a cache of num_blocks x block_size (paged) or 1 x num_slots (contiguous,
  * pass num_blocks = 1, block_size = num_slots, contiguous = true) with the shard's KV
- * heads, zero-filled.  PB_ERR_NOMEM/PB_ERR_CUDA on failure (nothing left allocated). */
+ * heads in the model's KV format (pb_lm_params kv_cache_dtype, kv_scale), zero-filled.  PB_ERR_NOMEM/PB_ERR_CUDA on failure (nothing left allocated). */
 pb_status pb_kv_cache_alloc(pb_kv_cache *c, const pb_lm *lm, int32_t num_blocks,
                             int32_t block_size, bool contiguous);
 void pb_kv_cache_free(pb_kv_cache *c, const pb_lm *lm);
@@ -254,6 +260,22 @@ void pb_kv_cache_free(pb_kv_cache *c, const pb_lm *lm);
 pb_status pb_lm_forward(pb_lm *lm, const pb_fwd_meta *m, pb_kv_cache *cache, int32_t n_top,
                         const pb_sample_params *sp, int32_t *tokens, float *logprobs,
                         int32_t *n_out);
+
+/* pb_lm_forward in the parts a CUDA graph needs apart (executor_cuda.c):
+ *   pb_lm_reserve          activation buffers for T rows and S sampled rows (grown,
+ *                          never shrunk; each reallocation bumps the generation)
+ *   pb_lm_buffers_generation  that count: a graph captured at another generation
+ *                          points at freed buffers (graph_pool.h)
+ *   pb_lm_forward_layers   embedding and every layer over a meta already made visible
+ *                          with ops->prepare: no allocation, no host synchronisation,
+ *                          nothing but kernel launches (capturable); PB_ERR_INVALID
+ *                          when the buffers are smaller than m->T rows
+ *   pb_lm_forward_logits   final norm of the sampled rows, LM head, candidates (rank 0) */
+pb_status pb_lm_reserve(pb_lm *lm, int64_t T, int64_t S);
+uint64_t pb_lm_buffers_generation(const pb_lm *lm);
+pb_status pb_lm_forward_layers(pb_lm *lm, const pb_fwd_meta *m, pb_kv_cache *cache);
+pb_status pb_lm_forward_logits(pb_lm *lm, const pb_fwd_meta *m, int32_t n_top, const pb_sample_params *sp,
+                               int32_t *tokens, float *logprobs, int32_t *n_out);
 
 /* Copy the forward pass' candidates (tok/lp [m->n_sample, n_top], nout [m->n_sample])
  * to the batch's per-sequence cand[n_seqs] (unsampled sequences get n = 0). */

@@ -9,6 +9,7 @@
 #include "block_manager.h"  /* PB_PAGED_BLOCK_SIZE, PB_PAGED_WATERMARK: the declared defaults */
 #include "executor_sim.h"   /* pb_sim_cost_from_node, pb_sim_params_from_node */
 #include "measure.h"        /* pb_measure_schema */
+#include "kv_dtype.h"       /* PB_KV_CACHE_DTYPE_CHOICES */
 #include "point_out.h"      /* pb_point_metric_known: columns, knee.metric */
 #include "uncertainty.h"    /* PB_UNC_CHOICES */
 #include "policy.h"         /* pb_policy_registry: the policies' options */
@@ -100,7 +101,9 @@ const pb_key pb_system_entry_schema[] = {
     {.name = "async_scheduling", .type = PB_T_BOOL, .dflt_rule = FROM_ENGINE, .scope = PB_SCOPE_VLLM,
      .doc = "sim: host work of a step overlaps the GPU work of the one before (step = max(host, GPU) + sync)"},
     {.name = "cuda_graphs", .type = PB_T_BOOL, .dflt_rule = FROM_ENGINE, .scope = PB_SCOPE_VLLM,
-     .doc = "decode batches run as CUDA graphs (sim: launch cost; v1 KV rule: the graph memory)"},
+     .doc = "decode batches run as CUDA graphs: v0.x as v0.2.6 (decode steps of <= 256 sequences padded to "
+            "1, 2, 4, 8, 16, ..., 256; sim and cuda executor, executors/graph_pool.h), v1 FULL / PIECEWISE "
+            "(sim: launch cost; v1 KV rule: the graph memory)"},
     {.name = "max_paddings", .type = PB_T_INT, .lo = -1, .hi = 1 << 24, .dflt_rule = FROM_ENGINE,
      .scope = PB_SCOPE_VLLM, .doc = "alternate steps: padding cap of a padded prompt batch (-1 = unpadded)"},
     {.name = "max_num_batched_tokens", .type = PB_T_INT, .lo = 1, .hi = 1 << 24, .dflt_rule = FROM_ENGINE,
@@ -116,6 +119,12 @@ const pb_key pb_system_entry_schema[] = {
     {.name = "kv_cpu_tier_gib", .type = PB_T_NUM, .lo = 0, .hi = 1 << 20, .dflt = "0", .scope = PB_SCOPE_VLLM,
      .doc = "CPU tier of the prefix cache per GPU, GiB: cached blocks evicted from the GPU spill there and "
             "a later hit reloads them over PCIe (needs prefix caching: policy prefix-cache or engine v1; 0 = off)"},
+    {.name = "kv_cache_dtype", .type = PB_T_ENUM, .choices = PB_KV_CACHE_DTYPE_CHOICES, .dflt = "auto",
+     .scope = PB_SCOPE_VLLM,
+     .doc = "KV-cache elements: auto (the model's dtype) or fp8 (1 byte: twice the KV slots, half the KV traffic; "
+            "kernels/kv_dtype.h)"},
+    {.name = "kv_scale", .type = PB_T_NUM, .lo = 1e-30, .hi = 1e30, .dflt = "1.0", .scope = PB_SCOPE_VLLM,
+     .doc = "fp8 KV cache per-tensor scale, stored = fp8(x / kv_scale) (an fp8 kv_cache_dtype only)"},
     {.name = "sim", .type = PB_T_MAP,
      .doc = "cost model: {attention_kernel: paged|contiguous, framework: python|cpp, profile: csv}"},
     {.name = "policy", .type = PB_T_STR, .dflt_rule = "the type's (pagedbench list: system types)",

@@ -158,6 +158,9 @@ typedef struct {
     double util, swap_gib, watermark, max_clock_s;
     pb_preempt_mode pmode;
     pb_resv_rule rule;
+    pb_kv_cache_dtype kv_cache_dtype;   /* vLLM: KV-cache format (model.kv_dtype_bytes follows) */
+    float kv_scale;
+    bool cuda_graphs;
     bool real;
     const char *executor;
     double fixed_latency_s;
@@ -253,6 +256,25 @@ static void plan_engine(plan *P, const pb_node *root, const pb_node *sys) {
     P->fast_forward = pb_schema_bool(pb_experiment_schema, root, "fast_forward");
 }
 
+/* vLLM's KV-cache format and CUDA graphs: kv_cache_dtype (fp8: one byte per element,
+   so the model's kv_dtype_bytes -- and with it the KV sizing, the cost model's KV
+   traffic and the swap blocks -- follows), kv_scale (fp8 only) and cuda_graphs (the
+   knob, vllm_version.h: under v0.x v0.2.6's decode graphs, here; under v1 V1's graph
+   modes, plan_sim). */
+static pb_status plan_kv_format(plan *P, const pb_node *sys, const char *kp, pb_cfg_err *ce) {
+    P->kv_cache_dtype = PB_KV_CACHE_AUTO;
+    pb_kv_cache_dtype_parse(pb_schema_str(SYS, sys, "kv_cache_dtype"), &P->kv_cache_dtype);   /* validated: an enum */
+    P->kv_scale = (float)pb_schema_num(SYS, sys, "kv_scale");
+    P->cuda_graphs = P->version != PB_VLLM_V1 && P->knobs.cuda_graphs;   /* v0.2.6 decode graphs; V1: plan_sim */
+    if (P->kv_cache_dtype == PB_KV_CACHE_AUTO && pb_node_has(sys, "kv_scale"))
+        return pb_cfg_fail(ce, pb_node_get(sys, "kv_scale"), true,
+                           "%s.kv_scale: applies only to an fp8 kv_cache_dtype (kv_cache_dtype is auto)", kp);
+    if (!pb_kv_scale_ok(P->kv_scale))
+        return pb_cfg_fail(ce, pb_node_get(sys, "kv_scale"), true, "%s.kv_scale: expected a finite number > 0", kp);
+    if (P->kv_cache_dtype != PB_KV_CACHE_AUTO) P->model.kv_dtype_bytes = 1;
+    return PB_OK;
+}
+
 /* The KV manager's parameters: block size, swap space, watermark, preemption mode and
    reservation rule.  FasterTransformer reserves only `max`; a block fits the model. */
 static pb_status plan_kv_manager(plan *P, const pb_node *sys, const char *kp, pb_cfg_err *ce) {
@@ -276,7 +298,7 @@ static pb_status plan_kv_manager(plan *P, const pb_node *sys, const char *kp, pb
         return pb_cfg_fail(ce, pb_node_get(sys, "block_size"), false,
                            "%s.block_size: %d is larger than %s's longest sequence (%d tokens)", kp, P->block_size,
                            P->model.name, P->model.max_len);
-    return PB_OK;
+    return plan_kv_format(P, sys, kp, ce);
 }
 
 /* The executor: its type, and the keys only the real executors read (an error under sim). */
@@ -469,6 +491,11 @@ static pb_status plan_workload(plan *P, const pb_node *root, pb_cfg_err *ce) {
    cost_model: on top, and the type's sim defaults with the system's sim: on top.  A
    real executor reads no sim: (an error when given). */
 static pb_status plan_sim(plan *P, const pb_node *root, const pb_node *sys, const char *kp, pb_cfg_err *ce) {
+    const pb_node *gn = pb_node_get(sys, "cuda_graphs");
+    if (P->cuda_graphs && P->real && (strcmp(P->executor, "cuda") || P->tp > 1))
+        return pb_cfg_fail(ce, gn, true, "%s.cuda_graphs: %s", kp,
+                           strcmp(P->executor, "cuda") ? "the cpu executor has no CUDA graphs (sim or cuda only)"
+                                                       : "the cuda executor captures graphs at gpus: 1 only");
     if (P->real) {
         if (!pb_node_has(sys, "sim")) return PB_OK;
         return pb_cfg_fail(ce, pb_node_get(sys, "sim"), true, "%s.sim: only the sim executor reads it (executor: %s)",
@@ -481,6 +508,10 @@ static pb_status plan_sim(plan *P, const pb_node *root, const pb_node *sys, cons
         if (cm && cm->kind == PB_NODE_MAP) pb_node_overlay(P->tmp, cm, over);
     }
     if (pb_sim_cost_from_node(hwc, &P->cost, ce)) return PB_ERR_INVALID;
+    if (P->cuda_graphs && !P->cost.has_graph_costs)
+        return pb_cfg_fail(ce, gn, true,
+                           "%s.cuda_graphs: hardware %s has no cost_model.cuda_graph_launch_us / cuda_graph_node_gap_us",
+                           kp, P->hw.name);
     P->sp = pb_sim_params_default();
     P->sp.attn = P->type->attn;
     P->sp.framework = P->type->fw;
@@ -491,8 +522,9 @@ static pb_status plan_sim(plan *P, const pb_node *root, const pb_node *sys, cons
         }
         P->sp.async_sched = P->knobs.async_scheduling;
         /* V1's capture sizes reach min(2 max_num_seqs, 512) tokens (executor_sim.h) */
-        P->sp.graph_max_tokens = P->knobs.cuda_graphs ? PB_MIN(2 * P->max_seqs, 512) : 0;
+        P->sp.graph_max_tokens = P->version == PB_VLLM_V1 && P->knobs.cuda_graphs ? PB_MIN(2 * P->max_seqs, 512) : 0;
     }
+    P->sp.cuda_graphs = P->cuda_graphs;
     return pb_sim_params_from_node(pb_node_get(sys, "sim"), &P->sp, ce);
 }
 
@@ -693,6 +725,9 @@ static pb_status make_executor(point_run *R, pb_cfg_err *ce) {
     rp.sample_seed = P->seed;
     rp.max_tokens_hint = P->max_tokens;
     rp.tp = P->tp;
+    rp.kv_cache_dtype = P->kv_cache_dtype;
+    rp.kv_scale = P->kv_scale;
+    rp.cuda_graphs = P->cuda_graphs;
     pb_status st = !strcmp(P->executor, "cpu") ? pb_executor_cpu_create(&P->model, &rp, &R->ex)
                                                : pb_executor_cuda_create(&P->model, &rp, &R->ex);
     if (st) snprintf(ce->msg, sizeof ce->msg, "executor %s: %s", P->executor, pb_status_str(st));

@@ -117,6 +117,16 @@ static const variant VARIANTS[] = {
                "executor: {type: cpu, fixed_latency_s: 0.02}\nlength_scale: 0.25\nclamp_to_max_len: true\n"
                "workload: {dataset: sharegpt, arrivals: poisson, rate: 32, num_requests: 4}\n"
                "systems:\n  - {name: s, type: vllm}\n"},
+    /* an fp8 KV cache on the cpu executor: beam search picks beams by logprobs, which
+       the cache's kv_scale moves (so the memory metrics move) */
+    {"cpufp8", "name: cov\nfigure: cov\nseed: 5\nmodel: tiny-opt\nhardware: a100-40gb\n"
+               "executor: {type: cpu, fixed_latency_s: 0.02, kv_slots: 768}\nlength_scale: 0.25\nclamp_to_max_len: true\n"
+               "workload: {dataset: sharegpt, arrivals: poisson, rate: 32, num_requests: 3, beam_width: 2}\n"
+               "systems:\n  - {name: s, type: vllm, kv_cache_dtype: fp8_e4m3}\n"},
+    /* CUDA graphs on a model small enough for the host launch to bind */
+    {"graphs", "name: cov\nfigure: cov\nmodel: tiny-opt\nhardware: a100-40gb\n"
+               "workload: {dataset: alpaca, arrivals: poisson, rate: 20, num_requests: 40}\nlength_scale: 0.25\n"
+               "systems:\n  - {name: s, type: vllm, kv_slots: 4096, cuda_graphs: true}\n"},
     {"translation", "name: cov\nfigure: cov\nmodel: llama-13b\nhardware: a100-40gb\n"
                     "workload: {dataset: translation, arrivals: poisson, rate: 20, num_requests: 40}\n"
                     "systems:\n  - {name: s, type: vllm}\n"},
@@ -240,6 +250,8 @@ static const kcase CASES[] = {
     E("systems[].prefix_caching", "chat", "systems.0.prefix_caching=true"),
     E("systems[].cuda_graphs", "v1spec", "systems.0.cuda_graphs=false"),
     E("systems[].async_scheduling", "v1spec", "systems.0.async_scheduling=false"),
+    E("systems[].kv_cache_dtype", "spec", "systems.0.kv_cache_dtype=fp8_e4m3"),
+    E("systems[].kv_scale", "cpufp8", "systems.0.kv_scale=1e-6"),
     E("slo", "sim", "slo={ttft_ms: 1, tpot_ms: 1}"),
     E("slo.ttft_ms", "slo", "slo.ttft_ms=1"),
     E("slo.tpot_ms", "slo", "slo.tpot_ms=1"),
@@ -381,6 +393,8 @@ static const kcase CASES[] = {
     E("cost_model.swap_d2h_GBps", "sim", "cost_model.swap_d2h_GBps=0.1"),
     E("cost_model.swap_h2d_copy_us", "sim", "cost_model.swap_h2d_copy_us=1000"),
     E("cost_model.swap_d2h_copy_us", "sim", "cost_model.swap_d2h_copy_us=1000"),
+    E("cost_model.cuda_graph_launch_us", "graphs", "cost_model.cuda_graph_launch_us=2000"),
+    E("cost_model.cuda_graph_node_gap_us", "graphs", "cost_model.cuda_graph_node_gap_us=5"),
 };
 /* cost_model.<numeric key> and cost_model.framework.python.<key> not listed above:
    EFFECT on "sim" with the value multiplied by 5 (generic_alt). */
@@ -724,6 +738,10 @@ static const rule_case RULES[] = {
     {"workload.duration_s", "sim", "workload.duration_s=0", NULL},     /* num_requests given */
     {"hardware.l2_MB", NULL, NULL, "every shipped hardware spec gives it"},
     {"hardware.n_sms", NULL, NULL, "every shipped hardware spec gives it (the sim executor needs it)"},
+    {"cost_model.cuda_graph_launch_us", NULL, NULL,
+     "every shipped hardware spec gives it; without it a system's cuda_graphs: true is an error (test_kv_format)"},
+    {"cost_model.cuda_graph_node_gap_us", NULL, NULL,
+     "every shipped hardware spec gives it; without it a system's cuda_graphs: true is an error (test_kv_format)"},
 };
 
 /* Keys with a dflt whose case's variant cannot show it: another variant (one that
