@@ -5,7 +5,19 @@
  * Megatron-style tensor parallelism with NCCL (one thread per GPU in this process).
  *
  * Per step, on every rank's stream: [ev0] swap out, swap in [ev1] copy-on-write
- * [ev2] forward pass (+ candidates on rank 0) [ev3].  latency_s = ev0 -> ev3 of
+ * [ev2] forward pass (+ candidates on rank 0) [ev3].
+ *
+ * CUDA graphs (p.cuda_graphs; paged cache, tp 1; graph_pool.h): a decode step of
+ * 1..256 sequences is padded to its bucket (pb_graph_pad_meta), its metadata goes to
+ * buffers at fixed addresses (graph_prepare_), and the layers (pb_lm_forward_layers:
+ * embedding, every layer) replay the bucket's graph; the final norm, LM head and
+ * sampling run eagerly (pb_lm_forward_logits), as vLLM v0.2.6 does.  All 35 buckets
+ * are captured at create, largest first (the scratch buffers reach their size with
+ * the first), after activations for 256 rows are reserved; each capture follows an
+ * eager warm-up of the same shapes, so nothing allocates inside a capture.  A graph
+ * bakes in buffer addresses: when an eager step grows the activations or the
+ * attention workspace the pool's generation moves and the graphs are captured again
+ * on first use (counted in stats.graph_captures).  latency_s = ev0 -> ev3 of
  * rank 0 (so GPU idle time waiting for host launches counts, as it would in a
  * server), swap_s = ev0 -> ev1, copy_s = ev1 -> ev2.
  *
@@ -49,6 +61,7 @@ pb_status pb_executor_cuda_create(const pb_model *m, const pb_real_exec_params *
 #include "attention.h"
 #include "slot_copy.h"   /* pb_copy_slots_cuda */
 #include "cache_ops.h"
+#include "graph_pool.h"  /* CUDA graphs: buckets, pool, padding */
 #include "layers.h"
 #include "model.h"
 
@@ -131,6 +144,13 @@ typedef struct {
     size_t kv_gather_cap;
     void *attn_ws;                     /* split-K (V2) workspace                         */
     size_t attn_ws_cap;
+    uint64_t ws_generation;            /* bumped when attn_ws or kv_gather moves         */
+    /* CUDA graphs: the padded meta's fixed buffers (pinned staging + device), laid out
+       for PB_GRAPH_MAX_BATCH rows of gmax_blocks block ids whatever the bucket */
+    char *gmeta_h, *gmeta_d;
+    size_t gmeta_bytes;
+    int32_t gmax_blocks;
+    void *cublas_ws;                   /* cuBLAS workspace set for capture               */
     int32_t *d_tok, *d_nout, *h_tok, *h_nout;   /* candidates [cap * PB_MAX_TOP]       */
     float *d_lp, *h_lp;
     int32_t cand_cap;
@@ -256,6 +276,15 @@ static pb_status grow_dev_(void **p, size_t *cap, size_t need) {
     return PB_OK;
 }
 
+/* a scratch buffer of the ctx grown to need bytes; a move changes the addresses a
+   captured graph uses (ws_generation) */
+static pb_status grow_ws_(cuda_ctx *c, void **p, size_t *cap, size_t need) {
+    void *old = *p;
+    TRY(grow_dev_(p, cap, need));
+    if (*p != old) c->ws_generation++;
+    return PB_OK;
+}
+
 /* ---- attention: the shared routing (model.c pb_attention_route) over our kernels ---- */
 
 static pb_status ck_reshape_(void *ctx, const pb_kv_cache_shape *c, void *k, void *v,
@@ -274,20 +303,20 @@ static pb_status ck_prefill_(void *ctx, const pb_prefill_params *p, void *out, c
 static pb_status ck_paged_(void *ctx, const pb_attn_params *p, void *out, const void *q,
                            const void *k, const void *v, const int32_t *bt, const int32_t *cl) {
     cuda_ctx *c = ctx;
-    TRY(grow_dev_(&c->attn_ws, &c->attn_ws_cap, pb_paged_attention_workspace_bytes(p)));
+    TRY(grow_ws_(c, &c->attn_ws, &c->attn_ws_cap, pb_paged_attention_workspace_bytes(p)));
     return pb_paged_attention_cuda(p, PB_ATTN_AUTO, out, q, k, v, bt, cl, c->attn_ws,
                                    c->attn_ws_cap, c->stream);
 }
 static pb_status ck_contig_(void *ctx, const pb_attn_params *p, void *out, const void *q,
                             const void *k, const void *v, const int64_t *off, const int32_t *cl) {
     cuda_ctx *c = ctx;
-    TRY(grow_dev_(&c->attn_ws, &c->attn_ws_cap, pb_paged_attention_workspace_bytes(p)));
+    TRY(grow_ws_(c, &c->attn_ws, &c->attn_ws_cap, pb_paged_attention_workspace_bytes(p)));
     return pb_contig_attention_cuda(p, PB_ATTN_AUTO, out, q, k, v, off, cl, c->attn_ws,
                                     c->attn_ws_cap, c->stream);
 }
 static void *ck_scratch_(void *ctx, size_t bytes) {
     cuda_ctx *c = ctx;
-    return grow_dev_(&c->kv_gather, &c->kv_gather_cap, bytes) == PB_OK ? c->kv_gather : NULL;
+    return grow_ws_(c, &c->kv_gather, &c->kv_gather_cap, bytes) == PB_OK ? c->kv_gather : NULL;
 }
 static const pb_attn_kernels cuda_kernels_ = {ck_reshape_, ck_gather_, ck_prefill_, ck_paged_,
                                               ck_contig_, ck_scratch_};
@@ -297,6 +326,49 @@ static pb_status cu_attention_(void *ctx, const pb_attn_call *a) {
     pb_meta_view v = {c->d_ctx_lens, c->d_block_tables, c->d_cu_q, c->d_cu_k,
                       c->d_slots, c->d_kv_offsets, c->d_pf_slots};
     return pb_attention_route(&cuda_kernels_, ctx, c->meta, &v, a, 2, PB_KV_F16);
+}
+
+/* The padded meta of a graph step into the graph's buffers: every array at its fixed
+   offset (sized for PB_GRAPH_MAX_BATCH rows), only the used bytes copied. */
+static pb_status graph_prepare_(cuda_ctx *c, const pb_fwd_meta *m) {
+    const size_t R = PB_GRAPH_MAX_BATCH, W = (size_t)c->gmax_blocks, T = (size_t)m->T, ns = (size_t)m->n_sample;
+    struct { const void *src; size_t bytes, cap; void **dst; } parts[] = {
+        {m->tokens, T * 4, R * 4, (void **)&c->d_tokens},
+        {m->positions, T * 4, R * 4, (void **)&c->d_positions},
+        {m->ctx_lens, T * 4, R * 4, (void **)&c->d_ctx_lens},
+        {m->block_tables, T * W * 4, R * W * 4, (void **)&c->d_block_tables},
+        {m->cu_q, 4, 16, (void **)&c->d_cu_q},
+        {m->cu_k, 4, 16, (void **)&c->d_cu_k},
+        {m->sample_rows, ns * 4, R * 4, (void **)&c->d_sample_rows},
+        {m->slots, T * 8, R * 8, (void **)&c->d_slots},
+        {m->kv_offsets, T * 8, R * 8, (void **)&c->d_kv_offsets},
+        {m->pf_slots, 0, 16, (void **)&c->d_pf_slots},
+        {m->keys, ns * 8, R * 8, (void **)&c->d_keys},
+    };
+    if (T > R || m->max_blocks != c->gmax_blocks) {
+        pb_log_error("executor cuda: a graph step of %zu rows x %d blocks (graphs: %zu x %d)", T, m->max_blocks, R,
+                     c->gmax_blocks);
+        return PB_ERR_INVALID;
+    }
+    c->meta = m;
+    TRY_CUDA(cudaStreamSynchronize(c->stream));   /* the staging may still feed the last copy */
+    size_t off = 0;
+    for (size_t i = 0; i < PB_ARRAY_LEN(parts); i++) {
+        *parts[i].dst = c->gmeta_d + off;
+        if (parts[i].bytes) {
+            memcpy(c->gmeta_h + off, parts[i].src, parts[i].bytes);
+            TRY_CUDA(cudaMemcpyAsync(c->gmeta_d + off, c->gmeta_h + off, parts[i].bytes, cudaMemcpyHostToDevice,
+                                     c->stream));
+        }
+        off += align16_(parts[i].cap);
+    }
+    PB_ASSERT(off <= c->gmeta_bytes);
+    return PB_OK;
+}
+
+static size_t graph_meta_bytes_(int32_t max_blocks) {
+    const size_t R = PB_GRAPH_MAX_BATCH;
+    return align16_(R * 4) * 4 + align16_(R * (size_t)max_blocks * 4) + 4 * 16 + align16_(R * 8) * 3;
 }
 
 static pb_status cu_allreduce_(void *ctx, void *x, int64_t n) {
@@ -385,6 +457,7 @@ typedef struct {
     pb_kv_cache host;         /* pinned: k[l], v[l] point into host_slab             */
     void *host_slab;
     cudaEvent_t ev[4];
+    pb_graph_pool graphs;     /* cuda_graphs: the captured decode steps per bucket    */
     pb_block_pair *d_pairs;
     int32_t pairs_cap;
     void **tens_a, **tens_b;  /* [2L] scratch pointer arrays for swaps                */
@@ -402,6 +475,8 @@ struct cuda_exec {
     nccl_api nccl;
     ncclUniqueId nccl_id;
     pb_fwd_meta meta;
+    pb_fwd_meta gmeta;          /* cuda_graphs: this step's meta padded to its bucket  */
+    int32_t graph_B;            /* this step's bucket; 0 = eager                       */
     /* the current job, shared read-only with the rank threads */
     const pb_batch *batch;
     int32_t n_top;
@@ -416,6 +491,104 @@ struct cuda_exec {
     bool stop;
     int inited;                 /* ranks done with init                               */
 };
+
+/* ---- CUDA graphs ---- */
+
+static void graph_destroy_(void *ctx, void *exec) {
+    (void)ctx;
+    cudaGraphExecDestroy((cudaGraphExec_t)exec);
+}
+
+/* The addresses a graph bakes in: the activations and the attention scratch. */
+static uint64_t graph_generation_(const rank_t *r) {
+    return (pb_lm_buffers_generation(r->lm) << 32) ^ r->ctx.ws_generation;
+}
+
+/* Capture the layers of padded meta gm (graph_prepare_ done) as bucket gm->T's graph.
+   An eager pass of the same shapes first: it grows the scratch buffers and sets the
+   kernels' attributes, so the capture itself allocates nothing. */
+static pb_status graph_capture_(rank_t *r, const pb_fwd_meta *gm, cudaGraphExec_t *out) {
+    cuda_ctx *c = &r->ctx;
+    TRY(pb_lm_forward_layers(r->lm, gm, &r->gpu));
+    const uint64_t gen = graph_generation_(r);
+    cudaGraph_t graph = NULL;
+    TRY_CUDA(cudaStreamBeginCapture(c->stream, cudaStreamCaptureModeThreadLocal));
+    pb_status st = pb_lm_forward_layers(r->lm, gm, &r->gpu);
+    cudaError_t ce = cudaStreamEndCapture(c->stream, &graph);
+    if (st != PB_OK || ce != cudaSuccess || graph_generation_(r) != gen) {
+        if (graph) cudaGraphDestroy(graph);
+        pb_log_error("executor cuda: capturing the graph of %d sequences failed (%s, %s)", gm->T, pb_status_str(st),
+                     cudaGetErrorString(ce));
+        return st != PB_OK ? st : PB_ERR_CUDA;
+    }
+    cudaGraphExec_t g = NULL;
+#if CUDART_VERSION >= 12000
+    ce = cudaGraphInstantiate(&g, graph, 0);
+#else
+    ce = cudaGraphInstantiate(&g, graph, NULL, NULL, 0);
+#endif
+    cudaGraphDestroy(graph);
+    TRY_CUDA(ce);
+    pb_graph_pool_put(&r->graphs, gm->T, gen, g);
+    r->e->stats.graph_captures += c->rank == 0;
+    *out = g;
+    return PB_OK;
+}
+
+/* A graph step's forward pass: the bucket's graph (captured if missing or stale),
+   then final norm, LM head and candidates eagerly. */
+static pb_status graph_forward_(rank_t *r, const pb_fwd_meta *gm, bool first) {
+    cuda_exec *e = r->e;
+    cuda_ctx *c = &r->ctx;
+    TRY(pb_lm_reserve(r->lm, gm->T, gm->n_sample));
+    TRY(graph_prepare_(c, gm));
+    cudaGraphExec_t g = pb_graph_pool_get(&r->graphs, gm->T, graph_generation_(r));
+    if (!g) TRY(graph_capture_(r, gm, &g));
+    TRY_CUDA(cudaGraphLaunch(g, c->stream));
+    pb_sample_params sp = e->p.sampling;
+    return pb_lm_forward_logits(r->lm, gm, e->n_top, &sp, first ? e->tok : NULL, first ? e->lp : NULL,
+                                first ? e->nout : NULL);
+}
+
+/* Graph buffers, a cuBLAS workspace (no allocation inside a capture), activations for
+   256 rows, then every bucket captured, largest first, on a dummy step of padding
+   rows only (slot -1: nothing written to the cache). */
+static pb_status graph_init_(rank_t *r) {
+    cuda_exec *e = r->e;
+    cuda_ctx *c = &r->ctx;
+    pb_graph_pool_init(&r->graphs, graph_destroy_, NULL);
+    const int32_t cap_ctx = PB_MIN(e->spec.max_len, PB_GRAPH_MAX_CONTEXT);
+    c->gmax_blocks = PB_CDIV(cap_ctx, e->p.block_size);
+    c->gmeta_bytes = graph_meta_bytes_(c->gmax_blocks);
+    TRY_CUDA(cudaHostAlloc((void **)&c->gmeta_h, c->gmeta_bytes, cudaHostAllocDefault));
+    TRY_CUDA(cudaMalloc((void **)&c->gmeta_d, c->gmeta_bytes));
+    const size_t ws = (size_t)32 << 20;   /* cuBLAS's recommendation for Hopper */
+    TRY_CUDA(cudaMalloc(&c->cublas_ws, ws));
+    if (cublasSetWorkspace(c->cublas, c->cublas_ws, ws) != CUBLAS_STATUS_SUCCESS) {
+        pb_log_error("executor cuda: cublasSetWorkspace failed");
+        return PB_ERR_CUDA;
+    }
+    TRY(pb_lm_reserve(r->lm, PB_MAX(PB_GRAPH_MAX_BATCH, e->p.max_tokens_hint), PB_GRAPH_MAX_BATCH));
+    pb_fwd_meta empty, gm;
+    memset(&empty, 0, sizeof empty);
+    memset(&gm, 0, sizeof gm);
+    empty.paged = true;
+    empty.max_blocks = 1;
+    pb_status st = PB_OK;
+    for (int i = PB_GRAPH_N_BUCKETS - 1; i >= 0 && st == PB_OK; i--) {
+        cudaGraphExec_t g;
+        st = pb_graph_pad_meta(&empty, pb_graph_bucket_size(i), c->gmax_blocks, e->p.block_size, &gm);
+        if (st == PB_OK) st = graph_prepare_(c, &gm);
+        if (st == PB_OK) st = graph_capture_(r, &gm, &g);
+    }
+    if (st == PB_OK && pb_graph_pool_count(&r->graphs) != PB_GRAPH_N_BUCKETS) st = PB_ERR_CUDA;   /* a capture moved a buffer */
+    pb_fwd_meta_free(&gm);
+    if (st == PB_OK) {
+        TRY_CUDA(cudaStreamSynchronize(c->stream));
+        c->meta = NULL;
+    }
+    return st;
+}
 
 static pb_status rank_init_(rank_t *r, int rank) {
     cuda_exec *e = r->e;
@@ -452,6 +625,8 @@ static pb_status rank_init_(rank_t *r, int rank) {
     lp.tp_size = e->tp;
     lp.weight_seed = e->p.weight_seed;
     lp.max_tokens_hint = PB_MAX(e->p.max_tokens_hint, 1);
+    lp.kv_cache_dtype = e->p.kv_cache_dtype;
+    lp.kv_scale = e->p.kv_scale;
     TRY(pb_lm_create(&lp, &r->lm));
     bool contig = e->p.block_size == 0;
     TRY(pb_kv_cache_alloc(&r->gpu, r->lm, contig ? 1 : e->p.num_gpu_blocks,
@@ -473,6 +648,7 @@ static pb_status rank_init_(rank_t *r, int rank) {
             h->v[l] = (char *)r->host_slab + (2 * (size_t)l + 1) * tb;
         }
     }
+    if (e->p.cuda_graphs && !contig) TRY(graph_init_(r));
     TRY_CUDA(cudaStreamSynchronize(c->stream));   /* weights generated */
     return PB_OK;
 }
@@ -495,6 +671,10 @@ static void rank_fini_(rank_t *r) {
     if (c->comm) c->nccl->comm_destroy(c->comm);
     if (c->meta_h) cudaFreeHost(c->meta_h);
     if (c->meta_d) cudaFree(c->meta_d);
+    pb_graph_pool_clear(&r->graphs);
+    if (c->gmeta_h) cudaFreeHost(c->gmeta_h);
+    if (c->gmeta_d) cudaFree(c->gmeta_d);
+    if (c->cublas_ws) cudaFree(c->cublas_ws);
     if (c->kv_gather) cudaFree(c->kv_gather);
     if (c->attn_ws) cudaFree(c->attn_ws);
     cudaFree(c->d_tok); cudaFree(c->d_lp); cudaFree(c->d_nout);
@@ -555,8 +735,9 @@ static pb_status rank_step_(rank_t *r) {
     if (r->ctx.nvtx) nvtxRangePushA("forward");
     pb_sample_params sp = e->p.sampling;
     bool first = r->ctx.rank == 0;
-    pb_status st = pb_lm_forward(r->lm, &e->meta, &r->gpu, e->n_top, &sp, first ? e->tok : NULL,
-                                 first ? e->lp : NULL, first ? e->nout : NULL);
+    pb_status st = e->graph_B > 0 ? graph_forward_(r, &e->gmeta, first)
+                                  : pb_lm_forward(r->lm, &e->meta, &r->gpu, e->n_top, &sp, first ? e->tok : NULL,
+                                                  first ? e->lp : NULL, first ? e->nout : NULL);
     if (r->ctx.nvtx) nvtxRangePop();
     if (st != PB_OK) return st;
     TRY_CUDA(cudaEventRecord(r->ev[3], s));
@@ -598,6 +779,16 @@ static void *rank_thread_(void *arg) {
 /* the executor                                                                     */
 
 
+/* The bucket a step replays (graph_pool.h), 0 for an eager step: graphs on, paged,
+   decode rows only, 1..256 of them, every context inside the captured tables. */
+static int32_t graph_bucket_(const cuda_exec *e) {
+    const pb_fwd_meta *m = &e->meta;
+    if (!e->p.cuda_graphs || !m->paged || e->tp > 1) return 0;
+    if (!pb_graph_step_eligible(m->n_pf_tok, m->T, m->max_ctx)) return 0;
+    if (m->max_ctx > e->ranks[0].ctx.gmax_blocks * e->p.block_size) return 0;
+    return pb_graph_bucket(m->T);
+}
+
 static pb_status cuda_execute_(pb_executor *ex, const pb_batch *b, pb_step_result *res,
                                pb_candidates *cand) {
     cuda_exec *e = ex->impl;
@@ -623,6 +814,10 @@ static pb_status cuda_execute_(pb_executor *ex, const pb_batch *b, pb_step_resul
     double t0 = pb_now_s();
     st = pb_fwd_meta_build(&e->meta, b, &e->spec, &e->ranks[0].gpu.shape, e->p.sample_seed);
     if (st != PB_OK) return st;
+    e->graph_B = graph_bucket_(e);
+    if (e->graph_B > 0 &&
+        (st = pb_graph_pad_meta(&e->meta, e->graph_B, e->ranks[0].ctx.gmax_blocks, e->p.block_size, &e->gmeta)) != PB_OK)
+        return st;
     int32_t S = e->meta.n_sample;
     if (S > e->out_cap) {
         e->out_cap = S;
@@ -656,6 +851,7 @@ static pb_status cuda_execute_(pb_executor *ex, const pb_batch *b, pb_step_resul
     res->copy_s = e->p.fixed_latency_s > 0 ? 0 : r0->ms_copy * 1e-3;
     pb_real_account_step(&e->stats, b, e->meta.T, (r0->ms_total - r0->ms_swap - r0->ms_copy) * 1e-3,
                          r0->ms_swap * 1e-3, r0->ms_copy * 1e-3);
+    e->stats.graph_steps += e->graph_B > 0;
     e->stats.prepare_s += t1 - t0;
     return PB_OK;
 }
@@ -679,6 +875,7 @@ static void cuda_destroy_(pb_executor *ex) {
         if (e->nccl.lib) dlclose(e->nccl.lib);
         free(e->ranks);
         pb_fwd_meta_free(&e->meta);
+        pb_fwd_meta_free(&e->gmeta);
         free(e->tok);
         free(e->lp);
         free(e->nout);
@@ -701,6 +898,10 @@ pb_status pb_executor_cuda_create(const pb_model *m, const pb_real_exec_params *
     }
     int tp = p->tp > 1 ? p->tp : 1, ndev = 0;
     cudaGetDeviceCount(&ndev);
+    if (p->cuda_graphs && tp > 1) {
+        pb_log_error("executor cuda: cuda_graphs is captured at tp 1 only (got tp %d)", tp);
+        return PB_ERR_UNSUPPORTED;
+    }
     if (!m || p->block_size < 0 || (p->block_size > 0 && p->num_gpu_blocks < 1) ||
         (p->block_size == 0 && (p->num_slots < 1 || p->num_slots > INT32_MAX)) ||
         p->num_cpu_blocks < 0 || p->device < 0 || p->device + tp > ndev ||
@@ -756,9 +957,10 @@ pb_status pb_executor_cuda_create(const pb_model *m, const pb_real_exec_params *
         return st;
     }
     pb_log_info("executor cuda: %s on %d GPU(s) from device %d: %.2f GiB of weights per GPU, "
-                "KV %s", m->name, tp, p->device,
+                "KV %s %s%s", m->name, tp, p->device,
                 (double)pb_lm_weight_bytes(e->ranks[0].lm) / (1 << 30),
-                p->block_size ? "paged" : "contiguous");
+                p->block_size ? "paged" : "contiguous", pb_kv_cache_dtype_name(p->kv_cache_dtype),
+                p->cuda_graphs && p->block_size ? ", CUDA graphs of 1..256 sequences captured" : "");
     *out = ex;
     return PB_OK;
 }

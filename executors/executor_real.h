@@ -88,6 +88,8 @@ typedef struct {
     int64_t steps, tokens, swapped_out_blocks, swapped_in_blocks, copied_blocks;
     int64_t cached_prefill_tokens;                 /* prefill tokens read from the cache
                                                       (n_cached of prefill sequences) */
+    int64_t graph_steps, graph_captures;           /* cuda_graphs: steps that replayed a
+                                                      graph; graphs captured (rank 0)   */
     double forward_s, swap_s, copy_s, prepare_s;   /* summed over steps */
 } pb_real_exec_stats;
 void pb_real_exec_get_stats(const pb_executor *ex, pb_real_exec_stats *out);

@@ -115,10 +115,12 @@ pb_status pb_graph_pad_meta(const pb_fwd_meta *src, int32_t B, int32_t max_block
         dst->cap_seq = B + 1;
     }
     if (!dst->pf_slots) dst->pf_slots = pb_xmalloc(sizeof(int64_t));
-    memcpy(dst->tokens, src->tokens, sizeof(int32_t) * (size_t)n);
-    memcpy(dst->positions, src->positions, sizeof(int32_t) * (size_t)n);
-    memcpy(dst->slots, src->slots, sizeof(int64_t) * (size_t)n);
-    memcpy(dst->ctx_lens, src->ctx_lens, sizeof(int32_t) * (size_t)n);
+    if (n > 0) {
+        memcpy(dst->tokens, src->tokens, sizeof(int32_t) * (size_t)n);
+        memcpy(dst->positions, src->positions, sizeof(int32_t) * (size_t)n);
+        memcpy(dst->slots, src->slots, sizeof(int64_t) * (size_t)n);
+        memcpy(dst->ctx_lens, src->ctx_lens, sizeof(int32_t) * (size_t)n);
+    }
     for (int32_t r = 0; r < B; r++) {
         int32_t *row = dst->block_tables + (size_t)r * max_blocks;
         int32_t have = r < n ? src->max_blocks : 0;
@@ -141,8 +143,10 @@ pb_status pb_graph_pad_meta(const pb_fwd_meta *src, int32_t B, int32_t max_block
     dst->max_q = dst->max_k = 0;
     dst->pf_cached = false;
     dst->n_sample = src->n_sample;
-    memcpy(dst->sample_rows, src->sample_rows, sizeof(int32_t) * (size_t)src->n_sample);
-    memcpy(dst->sample_seq, src->sample_seq, sizeof(int32_t) * (size_t)src->n_sample);
-    memcpy(dst->keys, src->keys, sizeof(uint64_t) * (size_t)src->n_sample);
+    if (src->n_sample > 0) {
+        memcpy(dst->sample_rows, src->sample_rows, sizeof(int32_t) * (size_t)src->n_sample);
+        memcpy(dst->sample_seq, src->sample_seq, sizeof(int32_t) * (size_t)src->n_sample);
+        memcpy(dst->keys, src->keys, sizeof(uint64_t) * (size_t)src->n_sample);
+    }
     return PB_OK;
 }

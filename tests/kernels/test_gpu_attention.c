@@ -42,6 +42,24 @@ PB_TEST(decode_awkward_batches_and_block_sizes) {
     PB_CHECK_EQ_INT(fails, 0);
 }
 
+/* fp8 caches (e4m3, e5m2) with fp16 / bf16 q: every (VVEC, NC) class of x = 16,
+   V1 / V2 / auto, paged and contiguous, against the C reference over the same cache */
+PB_TEST(decode_fp8_caches) {
+    NEED_GPU();
+    int32_t ctx[5] = {1, 17, 600, 97, 1030};
+    int fails = 0;
+    for (int32_t bs = 1; bs <= 256; bs *= 2)
+        for (int f = 0; f < 2; f++)
+            for (int algo = 0; algo <= 2; algo++)
+                fails += pb_kbench_gpu_check_decode_kv(200 + (uint64_t)bs, 5, ctx, 8, 4, bs >= 64 ? 80 : 128, bs,
+                                                       f ? PB_KV_BF16 : PB_KV_F16,
+                                                       f ? PB_KV_CACHE_FP8_E5M2 : PB_KV_CACHE_FP8_E4M3,
+                                                       bs == 16 ? 0.25f : 1.0f, (pb_attn_algo)algo, 1);
+    fails += pb_kbench_gpu_check_decode_kv(300, 5, ctx, 8, 8, 64, 16, PB_KV_F16, PB_KV_CACHE_FP8_E4M3, 2.0f,
+                                           PB_ATTN_V2, 0);
+    PB_CHECK_EQ_INT(fails, 0);
+}
+
 PB_TEST(decode_head_sizes_dtypes_contiguous) {
     NEED_GPU();
     static const int32_t heads[] = {64, 80, 96, 128};

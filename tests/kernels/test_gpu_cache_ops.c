@@ -1,5 +1,6 @@
 /* test_gpu_cache_ops.c -- CUDA reshape_and_cache / gather_cached_kv / copy_blocks /
- * swap_blocks against the C references (byte-exact), fp32/fp16/bf16, block sizes
+ * swap_blocks against the C references (byte-exact), fp32/fp16/bf16 and fp8 caches
+ * (e4m3 / e5m2 of fp16 / bf16 activations, kv_scale 0.5), block sizes
  * 1/8/16/32/256, padding slots, swap per-block and batched in both directions with
  * pinned host memory.  Skips (exit 77) without a CUDA device.
  *   ctest -L gpu --output-on-failure */
@@ -39,10 +40,11 @@ PB_TEST(reshape_and_gather_match_reference) {
     NEED_GPU();
     static const int32_t bss[] = {1, 8, 16, 32, 256};
     static const pb_kv_dtype dts[] = {PB_KV_F32, PB_KV_F16, PB_KV_BF16};
+    for (int f = 0; f < 3; f++)          /* auto, fp8_e4m3, fp8_e5m2 */
     for (size_t bi = 0; bi < 5; bi++)
-        for (size_t di = 0; di < 3; di++) {
+        for (size_t di = f ? 1 : 0; di < 3; di++) {
             const int32_t T = 300, Hkv = 3, D = 128, stride = 3 * Hkv * D;
-            pb_kv_cache_shape c = {PB_CDIV(T, bss[bi]) + 4, Hkv, D, bss[bi], dts[di], PB_KV_CACHE_AUTO, 0.0f};
+            pb_kv_cache_shape c = {PB_CDIV(T, bss[bi]) + 4, Hkv, D, bss[bi], dts[di], (pb_kv_cache_dtype)f, 0.5f};
             const size_t es = pb_kv_dtype_size(c.dtype), cb = (size_t)c.num_blocks * pb_kv_block_bytes(&c);
             void *kc = malloc(cb), *vc = malloc(cb), *key = malloc(es * T * stride), *val = malloc(es * T * stride);
             fill_bytes(kc, cb, 1); fill_bytes(vc, cb, 2);
