@@ -4,6 +4,7 @@
  *   pagedbench kernels [--grid fig18a|long|blocksize|cache|swap]... [--check FILE]
  *                      [--update FILE] [--csv FILE] [--cpu] [--hw NAME] [--hbm-gbps X]
  *                      [--reps N] [--warmup N] [--tolerance X] [--ratio-tolerance X]
+ *                      [--kv-cache-dtype auto|fp8_e4m3|fp8_e5m2]
  *   pagedbench kernels --grid calib-attn,calib-gemm --calib-dir DIR   (cost-model sweeps)
  *   pagedbench kernels --probe     (GPU name and hardware spec, or SKIP: no GPU (why))
  *
@@ -23,11 +24,12 @@
 #include "commands.h"
 #include "config.h"
 #include "kbench.h"
+#include "kv_dtype.h"   /* pb_kv_cache_dtype_parse */
 #include "point_key.h"   /* pb_source_describe */
 #include "spec.h"
 
 enum { O_GRID = 256, O_CHECK, O_UPDATE, O_CSV, O_CPU, O_PROBE, O_HW, O_HBM, O_REPS, O_WARMUP, O_TOL, O_RTOL,
-       O_CALIB_DIR };
+       O_CALIB_DIR, O_KV_DTYPE };
 static const pb_cli_opt OPTS[] = {
     {"grid", O_GRID, "G", "fig18a, long, blocksize, cache, swap (repeatable or comma list; default:\n"
                           "these five); calib-attn, calib-gemm: the cost model's calibration sweeps\n"
@@ -35,6 +37,9 @@ static const pb_cli_opt OPTS[] = {
                           "GEMMs of OPT-13B at M = 1..512), only when named, never in a baseline"},
     {"calib-dir", O_CALIB_DIR, "DIR", "write the calibration sweeps' rows to DIR/calib_attention.csv and\n"
                                       "DIR/calib_gemm.csv (with device, driver, CUDA and commit columns)"},
+    {"kv-cache-dtype", O_KV_DTYPE, "D", "auto (default), fp8_e4m3 or fp8_e5m2: the decode and cache grids\n"
+                                        "over fp8 caches (names get the format after the grid:\n"
+                                        "long-fp8_e4m3/...; the calibration sweeps stay fp16)"},
     {"check", O_CHECK, "FILE", "compare with a baseline: 'Check no_regression' fails (exit 1) when a\n"
                                "latency grew by more than its tolerance or a paged/contiguous ratio grew\n"
                                "by more than its ratio tolerance"},
@@ -92,6 +97,7 @@ int pb_cmd_kernels(int argc, char **argv) {
     double hbm_gbps = 0, tol = -1, rtol = -1;
     unsigned grids = 0;
     bool probe = false;
+    pb_kv_cache_dtype kvc = PB_KV_CACHE_AUTO;
     pb_cli_parser p;
     pb_cli_begin(&p, &CLI, argc, argv);
     for (int c; (c = pb_cli_next(&p)) != PB_CLI_END;) {
@@ -117,6 +123,10 @@ int pb_cmd_kernels(int argc, char **argv) {
         case O_CSV: csv = p.arg; break;
         case O_CALIB_DIR: calib_dir = p.arg; break;
         case O_HW: hw_name = p.arg; break;
+        case O_KV_DTYPE:
+            if (pb_kv_cache_dtype_parse(p.arg, &kvc))
+                pb_cli_bad(&p, "--kv-cache-dtype: expected %s, got '%s'", PB_KV_CACHE_DTYPE_CHOICES, p.arg);
+            break;
         case O_HBM: pb_cli_num(&p, 1e-9, INFINITY, &hbm_gbps); break;
         case O_REPS: if (pb_cli_int(&p, 0, 100000, &i)) reps = (int)i; break;
         case O_WARMUP: if (pb_cli_int(&p, 0, 100000, &i)) warmup = (int)i; break;
@@ -176,6 +186,7 @@ int pb_cmd_kernels(int argc, char **argv) {
     o.grids = grids;
     o.reps = reps;
     o.warmup = warmup;
+    o.kv_cache_dtype = kvc;
     char dev[128];
     if (gpu) pb_kbench_device_name(dev, sizeof dev);
     else snprintf(dev, sizeof dev, "cpu-reference");

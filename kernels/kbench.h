@@ -27,6 +27,12 @@
  *              24..512 in steps of 8, weights rotated (cold L2)
  * A point that fails is logged ("FAILED <name>: ...") and the run goes on with the
  * next one while the device still answers; the run then returns the first error.
+ * --kv-cache-dtype fp8_e4m3 | fp8_e5m2 (opts.kv_cache_dtype): the decode grids and the
+ * cache grid run over fp8 caches (kv_scale 1; fp16 q/out and K/V in), checked first
+ * against the C reference; their bytes count one byte per cached element, and
+ * their names carry the format after the grid ("long-fp8_e4m3/paged/...").  The
+ * swap grid moves bytes either way (an fp8 block of b tokens is an fp16 block of
+ * b/2): it is the same in both modes; so are the calibration sweeps (fp16 caches).
  * CPU (no device, or --cpu): the C references on small shapes (fp32, 4 heads x 64;
  * calib-gemm: the four shapes / 40, M up to 65) through the same names prefixed
  * "cpu/", timed with the thread CPU clock, paged and
@@ -66,7 +72,14 @@ typedef struct {
     double hbm_bw;           /* bytes/s for % of peak (0: not reported)           */
     double pcie_h2d_bw, pcie_d2h_bw;  /* bytes/s (0: not reported)                */
     double l2_bytes;         /* for L2 rotation (0: ask the device)               */
+    pb_kv_cache_dtype kv_cache_dtype;   /* auto, or fp8 caches (kv_scale 1)         */
 } pb_kbench_opts;
+
+/* A result's name with the KV-cache format after its grid component when it is not
+ * auto: "long/paged/b1-.." -> "long-fp8_e4m3/paged/b1-..", "cpu/cache/.." ->
+ * "cpu/cache-fp8_e4m3/..".  Swap and the calibration sweeps (fp16 caches always) stay
+ * untagged. */
+void pb_kbench_tag_name(const pb_kbench_opts *o, const char *name, char *out, size_t n);
 
 /* grid name ("fig18a", "long", "blocksize", "cache", "swap") -> mask bit, 0 unknown */
 unsigned pb_kbench_grid_bit(const char *name);
@@ -124,6 +137,11 @@ int pb_kbench_gpu_check_decode(uint64_t seed, int32_t num_seqs, const int32_t *c
                                int32_t num_heads, int32_t num_kv_heads, int32_t head_size,
                                int32_t block_size, pb_kv_dtype dtype, pb_attn_algo algo,
                                int layout);
+/* The same over caches of format kv_cache_dtype (fp8: kv_scale) with dtype q/out. */
+int pb_kbench_gpu_check_decode_kv(uint64_t seed, int32_t num_seqs, const int32_t *ctx,
+                                  int32_t num_heads, int32_t num_kv_heads, int32_t head_size,
+                                  int32_t block_size, pb_kv_dtype dtype, pb_kv_cache_dtype kv_cache_dtype,
+                                  float kv_scale, pb_attn_algo algo, int layout);
 #endif
 
 /* helpers shared by the two runners */

@@ -71,9 +71,22 @@ static double cpu_best(const double *t, int n) {
     return m;
 }
 
-static void emit(pb_kb_set *out, FILE *log, const pb_kb_result *r) {
-    pb_kb_set_add(out, r);
-    pb_kbench_print(log, r);
+void pb_kbench_tag_name(const pb_kbench_opts *o, const char *name, char *out, size_t n) {
+    const char *tag = pb_kv_cache_dtype_name(o->kv_cache_dtype);
+    const char *grid = strncmp(name, "cpu/", 4) ? name : name + 4, *slash = strchr(grid, '/');
+    if (o->kv_cache_dtype == PB_KV_CACHE_AUTO || !tag || !slash || !strncmp(grid, "swap/", 5) ||
+        !strncmp(grid, "calib-", 6)) {   /* swap moves bytes either way; the sweeps calibrate fp16 */
+        snprintf(out, n, "%s", name);
+        return;
+    }
+    snprintf(out, n, "%.*s-%s%s", (int)(slash - name), name, tag, slash);
+}
+
+static void emit(const pb_kbench_opts *o, pb_kb_set *out, FILE *log, const pb_kb_result *r) {
+    pb_kb_result t = *r;
+    pb_kbench_tag_name(o, r->name, t.name, sizeof t.name);
+    pb_kb_set_add(out, &t);
+    pb_kbench_print(log, &t);
 }
 
 /* ---- decode: paged vs contiguous, interleaved ---- */
@@ -86,7 +99,8 @@ static pb_status cpu_time_decode(const pb_kbench_opts *o, int32_t S, int32_t ctx
     int32_t *lens = pb_xmalloc(sizeof(int32_t) * (size_t)S);
     for (int32_t s = 0; s < S; s++) lens[s] = ctx;
     pb_attn_case c;
-    pb_status st = pb_attn_case_make(&c, 1234, S, lens, H, H, D, bs, PB_KV_F32, 0, 0);
+    pb_status st = pb_attn_case_make_kv(&c, 1234, S, lens, H, H, D, bs, PB_KV_F32, o->kv_cache_dtype, 1.0f, 0, 0);
+    const double ces = (double)pb_kv_dtype_size(pb_attn_cache_elem(&c.p));   /* bytes of a cached element */
     free(lens);
     if (st != PB_OK) return st;
     float *outp = pb_xmalloc(sizeof(float) * c.out_elems), *outc = pb_xmalloc(sizeof(float) * c.out_elems);
@@ -105,7 +119,7 @@ static pb_status cpu_time_decode(const pb_kbench_opts *o, int32_t S, int32_t ctx
         st = PB_ERR_INVALID;
     }
     if (st == PB_OK) {
-        out->bytes = 2.0 * S * ctx * H * D * 4 + 2.0 * c.q_elems * 4;
+        out->bytes = 2.0 * S * ctx * H * D * ces + 2.0 * c.q_elems * 4;
         out->paged_us = cpu_best(tp, o->reps);
         out->contig_us = cpu_best(tc, o->reps);
     }
@@ -123,22 +137,25 @@ static pb_status cpu_decode(const pb_kbench_opts *o, pb_kb_set *out, FILE *log, 
     pb_kb_result r;
     snprintf(name, sizeof name, "cpu/%s/paged/b%d-ctx%d-bs%d", grid, S, ctx, bs);
     r = mk(name, PB_KB_US, t.paged_us, t.bytes);
-    emit(out, log, &r);
+    emit(o, out, log, &r);
     if (!ratio_only_name_bs) {
         snprintf(name, sizeof name, "cpu/%s/contig/b%d-ctx%d", grid, S, ctx);
         r = mk(name, PB_KB_US, t.contig_us, t.bytes);
-        emit(out, log, &r);
+        emit(o, out, log, &r);
         snprintf(name, sizeof name, "cpu/%s/ratio/b%d-ctx%d", grid, S, ctx);
     } else {
         snprintf(name, sizeof name, "cpu/%s/ratio/bs%d", grid, bs);
     }
     r = mk(name, PB_KB_RATIO, t.paged_us / t.contig_us, 0);
-    emit(out, log, &r);
+    emit(o, out, log, &r);
     return PB_OK;
 }
 
 /* ---- calibration sweeps on the references: the names and CSVs of the GPU sweeps ---- */
-static pb_status cpu_calib_attn(const pb_kbench_opts *o, pb_kb_set *out, FILE *log) {
+static pb_status cpu_calib_attn(const pb_kbench_opts *opts, pb_kb_set *out, FILE *log) {
+    pb_kbench_opts auto_kv = *opts;   /* the sweeps calibrate the fp16 (here fp32) cache only */
+    auto_kv.kv_cache_dtype = PB_KV_CACHE_AUTO;
+    const pb_kbench_opts *o = &auto_kv;
     static const int32_t ctxs[] = {32, 256};
     const int32_t S = 2;
     for (size_t c = 0; c < PB_ARRAY_LEN(ctxs); c++)
@@ -150,11 +167,11 @@ static pb_status cpu_calib_attn(const pb_kbench_opts *o, pb_kb_set *out, FILE *l
             pb_kb_result r;
             snprintf(name, sizeof name, "cpu/" PB_KB_CALIB_ATTN_NAME, "paged", 4, 64, "fp32", bs, S, ctxs[c], 1);
             r = mk(name, PB_KB_US, t.paged_us, t.bytes);
-            emit(out, log, &r);
+            emit(o, out, log, &r);
             if (bs == 1) {
                 snprintf(name, sizeof name, "cpu/" PB_KB_CALIB_ATTN_NAME, "contig", 4, 64, "fp32", 0, S, ctxs[c], 1);
                 r = mk(name, PB_KB_US, t.contig_us, t.bytes);
-                emit(out, log, &r);
+                emit(o, out, log, &r);
             }
         }
     return PB_OK;
@@ -179,7 +196,7 @@ static pb_status cpu_calib_gemm(const pb_kbench_opts *o, pb_kb_set *out, FILE *l
             char name[96];
             snprintf(name, sizeof name, "cpu/" PB_KB_CALIB_GEMM_NAME, "fp32", M, N, K);
             pb_kb_result r = mk(name, PB_KB_US, cpu_best(t, o->reps), 4.0 * ((double)M * K + (double)K * N + (double)M * N));
-            emit(out, log, &r);
+            emit(o, out, log, &r);
         }
     free(in); free(w); free(o_); free(t);
     return PB_OK;
@@ -187,10 +204,11 @@ static pb_status cpu_calib_gemm(const pb_kbench_opts *o, pb_kb_set *out, FILE *l
 
 static pb_status cpu_cache(const pb_kbench_opts *o, pb_kb_set *out, FILE *log) {
     /* reshape_and_cache of 256 tokens, 4 kv heads x 64, block 16, fp32 */
-    pb_kv_cache_shape cs = {64, 4, 64, 16, PB_KV_F32, PB_KV_CACHE_AUTO, 0.0f};
+    pb_kv_cache_shape cs = {64, 4, 64, 16, PB_KV_F32, o->kv_cache_dtype, 1.0f};
     const int32_t T = 256, hd = 4 * 64;
-    size_t cache_n = (size_t)cs.num_blocks * pb_kv_block_bytes(&cs) / 4;
-    float *kc = pb_xcalloc(cache_n, 4), *vc = pb_xcalloc(cache_n, 4);
+    const double ces = (double)pb_kv_dtype_size(pb_kv_cache_shape_elem(&cs));
+    size_t cache_n = (size_t)cs.num_blocks * pb_kv_block_bytes(&cs);
+    char *kc = pb_xcalloc(cache_n, 1), *vc = pb_xcalloc(cache_n, 1);
     float *key = pb_xcalloc((size_t)T * hd, 4), *val = pb_xcalloc((size_t)T * hd, 4);
     int64_t *slots = pb_xmalloc(sizeof(int64_t) * T);
     for (int32_t i = 0; i < T; i++) slots[i] = (int64_t)((i / 16) * 3 % 64) * 16 + i % 16;
@@ -203,8 +221,8 @@ static pb_status cpu_cache(const pb_kbench_opts *o, pb_kb_set *out, FILE *log) {
     }
     if (st == PB_OK) {
         pb_kb_result r = mk("cpu/cache/reshape_and_cache/t256", PB_KB_US, cpu_best(t, o->reps),
-                            4.0 * T * hd * 4);
-        emit(out, log, &r);
+                            2.0 * T * hd * (4 + ces));
+        emit(o, out, log, &r);
     }
     /* copy_blocks: 8 layers x 16 pairs */
     enum { L = 8, P = 16 };
@@ -221,7 +239,7 @@ static pb_status cpu_cache(const pb_kbench_opts *o, pb_kb_set *out, FILE *log) {
     if (st == PB_OK) {
         pb_kb_result r = mk("cpu/cache/copy_blocks/l8-p16", PB_KB_US, cpu_best(t, o->reps),
                             2.0 * L * P * 2 * (double)bb);
-        emit(out, log, &r);
+        emit(o, out, log, &r);
     }
     for (int l = 0; l < L; l++) { free(ks[l]); free(vs[l]); }
     free(kc); free(vc); free(key); free(val); free(slots); free(t);
@@ -249,7 +267,7 @@ static pb_status cpu_swap(const pb_kbench_opts *o, pb_kb_set *out, FILE *log) {
             char name[96];
             snprintf(name, sizeof name, "cpu/swap/host/bs%d", bs);
             pb_kb_result r = mk(name, PB_KB_US, cpu_best(t, o->reps), (double)nb * NT * (double)bb);
-            emit(out, log, &r);
+            emit(o, out, log, &r);
         }
         for (int i = 0; i < NT; i++) { free(src[i]); free(dst[i]); }
         free(pairs);

@@ -104,16 +104,24 @@ int pb_kbench_gpu_check_decode(uint64_t seed, int32_t num_seqs, const int32_t *c
                                int32_t num_heads, int32_t num_kv_heads, int32_t head_size,
                                int32_t block_size, pb_kv_dtype dtype, pb_attn_algo algo,
                                int layout) {
+    return pb_kbench_gpu_check_decode_kv(seed, num_seqs, ctx, num_heads, num_kv_heads, head_size, block_size, dtype,
+                                         PB_KV_CACHE_AUTO, 1.0f, algo, layout);
+}
+
+int pb_kbench_gpu_check_decode_kv(uint64_t seed, int32_t num_seqs, const int32_t *ctx,
+                                  int32_t num_heads, int32_t num_kv_heads, int32_t head_size,
+                                  int32_t block_size, pb_kv_dtype dtype, pb_kv_cache_dtype kv_cache_dtype,
+                                  float kv_scale, pb_attn_algo algo, int layout) {
     pb_attn_case c;
     const int paged = layout == 1;
     const int flags = PB_ATTN_CASE_POISON | (layout >= 2 ? PB_ATTN_CASE_ODD_OFFSETS : 0) |
                       (layout == 3 ? PB_ATTN_CASE_ODD_SLOTS : 0);
-    if (pb_attn_case_make(&c, seed, num_seqs, ctx, num_heads, num_kv_heads, head_size, block_size,
-                          dtype, flags, 0) != PB_OK)
+    if (pb_attn_case_make_kv(&c, seed, num_seqs, ctx, num_heads, num_kv_heads, head_size, block_size,
+                             dtype, kv_cache_dtype, kv_scale, flags, 0) != PB_OK)
         return 1;
     pb_status st = PB_OK;
     const size_t es = pb_kv_dtype_size(dtype);
-    const size_t cache_b = (paged ? c.cache_elems : c.contig_elems) * es;
+    const size_t cache_b = (paged ? c.cache_elems : c.contig_elems) * pb_kv_dtype_size(pb_attn_cache_elem(&c.p));
     const size_t bt_b = sizeof(int32_t) * (size_t)num_seqs * (size_t)c.p.max_blocks_per_seq;
     const pb_attn_params *p = paged ? &c.p : &c.pc;
     const size_t ws_b = pb_paged_attention_workspace_bytes(p);
@@ -153,8 +161,9 @@ int pb_kbench_gpu_check_decode(uint64_t seed, int32_t num_seqs, const int32_t *c
         if (dtype == PB_KV_F16) { tol.atol = 2e-3; tol.rtol = 1e-2; tol.nmse_max = 1e-5; }
         if (dtype == PB_KV_BF16) { tol.atol = 1.6e-2; tol.rtol = 2e-2; tol.nmse_max = 1e-3; }
         char what[128];
-        snprintf(what, sizeof what, "%s S%d H%d/%d D%d bs%d %s algo%d", paged ? "paged" : layout ? "contig-odd" : "contig",
-                 num_seqs, num_heads, num_kv_heads, head_size, block_size, pb_kv_dtype_name(dtype), (int)algo);
+        snprintf(what, sizeof what, "%s S%d H%d/%d D%d bs%d %s %s algo%d", paged ? "paged" : layout ? "contig-odd" : "contig",
+                 num_seqs, num_heads, num_kv_heads, head_size, block_size, pb_kv_dtype_name(dtype),
+                 pb_kv_cache_dtype_name(kv_cache_dtype), (int)algo);
         fails += pb_kcheck(what, rf, gf, c.out_elems, &tol, NULL);
     }
 done:
@@ -223,7 +232,7 @@ static void emit(gctx *g, const char *name, pb_kb_kind kind, double value, doubl
                  double peak_bw, double meas_bw) {
     pb_kb_result r;
     memset(&r, 0, sizeof r);
-    snprintf(r.name, sizeof r.name, "%s", name);
+    pb_kbench_tag_name(g->o, name, r.name, sizeof r.name);
     r.kind = kind;
     r.value = value;
     r.bytes = bytes;
@@ -273,14 +282,14 @@ static void dec_free(dec_bench *b) {
 static pb_status bench_decode(gctx *g, const char *grid, int32_t S, int32_t ctx, int32_t bs,
                               int with_contig, double *paged_us, double *contig_us) {
     const int32_t H = 40, D = 128;
-    const pb_kv_dtype dt = PB_KV_F16;
-    const size_t es = 2;
+    const pb_kv_dtype dt = PB_KV_F16, ce = pb_kv_cache_elem(dt, g->o->kv_cache_dtype);
+    const size_t es = 2, ces = pb_kv_dtype_size(ce);   /* q/out, cached elements */
     dec_bench b;
     memset(&b, 0, sizeof b);
     pb_status st = PB_OK;
     b.st = g->st;
     const int32_t bps = PB_CDIV(ctx, bs);                           /* blocks per seq */
-    const double kv_set = 2.0 * S * (double)bps * bs * H * D * es;
+    const double kv_set = 2.0 * S * (double)bps * bs * H * D * ces;
     b.n_sets = n_sets_for(kv_set, g->l2);
     pb_attn_params p;
     memset(&p, 0, sizeof p);
@@ -288,6 +297,8 @@ static pb_status bench_decode(gctx *g, const char *grid, int32_t S, int32_t ctx,
     p.max_blocks_per_seq = bps; p.num_blocks = b.n_sets * S * bps;
     p.num_slots = (int64_t)b.n_sets * S * ((ctx + 7) / 8 * 8);
     p.max_context_len = ctx; p.scale = (float)(1.0 / sqrt((double)D)); p.dtype = dt;
+    p.kv_cache_dtype = g->o->kv_cache_dtype;
+    p.kv_scale = 1.0f;
     b.p = b.pc = p;
     b.q_set = (size_t)S * H * D;
     b.bt_set = (size_t)S * bps;
@@ -313,11 +324,11 @@ static pb_status bench_decode(gctx *g, const char *grid, int32_t S, int32_t ctx,
     for (int32_t s = 0; s < S; s++) hctx[s] = ctx;
     GTRY(cudaMalloc(&b.q, es * b.q_set * (size_t)b.n_sets));
     GTRY(cudaMalloc(&b.out, es * b.q_set));
-    GTRY(cudaMalloc(&b.k, es * pool));
-    GTRY(cudaMalloc(&b.v, es * pool));
+    GTRY(cudaMalloc(&b.k, ces * pool));
+    GTRY(cudaMalloc(&b.v, ces * pool));
     if (with_contig) {
-        GTRY(cudaMalloc(&b.kc, es * cpool));
-        GTRY(cudaMalloc(&b.vc, es * cpool));
+        GTRY(cudaMalloc(&b.kc, ces * cpool));
+        GTRY(cudaMalloc(&b.vc, ces * cpool));
     }
     GTRY(cudaMalloc(&b.ws, b.ws_bytes ? b.ws_bytes : 16));
     GTRY(cudaMalloc((void **)&b.bt, sizeof(int32_t) * b.bt_set * (size_t)b.n_sets));
@@ -327,16 +338,16 @@ static pb_status bench_decode(gctx *g, const char *grid, int32_t S, int32_t ctx,
     GTRY(cudaMemcpy(b.ctx, hctx, sizeof(int32_t) * (size_t)S, cudaMemcpyHostToDevice));
     GTRY(cudaMemcpy(b.off, hoff, sizeof(int64_t) * (size_t)S * (size_t)b.n_sets, cudaMemcpyHostToDevice));
     STRY(pb_fill_uniform_cuda(b.q, b.q_set * (size_t)b.n_sets, dt, 1, -1.f, 1.f, g->st));
-    STRY(pb_fill_uniform_cuda(b.k, pool, dt, 2, -1.f, 1.f, g->st));
-    STRY(pb_fill_uniform_cuda(b.v, pool, dt, 3, -1.f, 1.f, g->st));
+    STRY(pb_fill_uniform_cuda(b.k, pool, ce, 2, -1.f, 1.f, g->st));
+    STRY(pb_fill_uniform_cuda(b.v, pool, ce, 3, -1.f, 1.f, g->st));
     if (with_contig) {
-        STRY(pb_fill_uniform_cuda(b.kc, cpool, dt, 4, -1.f, 1.f, g->st));
-        STRY(pb_fill_uniform_cuda(b.vc, cpool, dt, 5, -1.f, 1.f, g->st));
+        STRY(pb_fill_uniform_cuda(b.kc, cpool, ce, 4, -1.f, 1.f, g->st));
+        STRY(pb_fill_uniform_cuda(b.vc, cpool, ce, 5, -1.f, 1.f, g->st));
     }
     GTRY(cudaStreamSynchronize(g->st));
     {
         char name[96];
-        const double bytes = 2.0 * S * (double)ctx * H * D * es + 2.0 * (double)b.q_set * es +
+        const double bytes = 2.0 * S * (double)ctx * H * D * ces + 2.0 * (double)b.q_set * es +
                              4.0 * (double)b.bt_set;
         b.paged = 1;
         snprintf(name, sizeof name, "%s/paged/b%d-ctx%d-bs%d", grid, S, ctx, bs);
@@ -407,9 +418,10 @@ static pb_status bench_cache(gctx *g) {
     cache_bench c;
     memset(&c, 0, sizeof c);
     c.st = g->st;
-    pb_kv_cache_shape cs = {4096, 40, 128, 16, PB_KV_F16, PB_KV_CACHE_AUTO, 0.0f};      /* 64K slots, 671 MB per K or V */
+    pb_kv_cache_shape cs = {4096, 40, 128, 16, PB_KV_F16, g->o->kv_cache_dtype, 1.0f};  /* 64K slots, 671 MB per fp16 K or V */
     c.cs = cs;
     const size_t bb = pb_kv_block_bytes(&cs), hd = 40 * 128;
+    const double ces = (double)pb_kv_dtype_size(pb_kv_cache_shape_elem(&cs));
     void *pool = NULL;
     GTRY(cudaMalloc(&c.k, bb * (size_t)cs.num_blocks));
     GTRY(cudaMalloc(&c.v, bb * (size_t)cs.num_blocks));
@@ -440,7 +452,7 @@ static pb_status bench_cache(gctx *g) {
         snprintf(name, sizeof name, "cache/reshape_and_cache/t%d", c.T);
         st = time_runs(g, name, rc_run, &c, c.n_sets, &us);
         if (st != PB_OK) { free(hs); goto done; }
-        emit(g, name, PB_KB_US, us, 4.0 * (double)hd * 2 * c.T, g->o->hbm_bw, g->d2d_bw);
+        emit(g, name, PB_KB_US, us, 2.0 * (double)hd * (2 + ces) * c.T, g->o->hbm_bw, g->d2d_bw);
     }
     free(hs);
     /* copy_blocks: 40 layers, each its own K and V tensor of 1024 blocks */
@@ -567,8 +579,15 @@ done:
 }
 
 /* ---- correctness gate before timing ---- */
-static int check_classes(FILE *log) {
+static int check_classes(const pb_kbench_opts *o, FILE *log) {
     int fails = 0;
+    if (o->kv_cache_dtype != PB_KV_CACHE_AUTO) {   /* the fp8 kernels the grids will time */
+        int32_t c8[3] = {1, 97, 700};
+        for (int32_t bs = 1; bs <= 256; bs *= 2)
+            fails += pb_kbench_gpu_check_decode_kv(5 + (uint64_t)bs, 3, c8, 40, 40, 128, bs, PB_KV_F16, o->kv_cache_dtype,
+                                                   0.5f, bs % 2 ? PB_ATTN_V1 : PB_ATTN_V2, 1);
+        fails += pb_kbench_gpu_check_decode_kv(6, 3, c8, 40, 40, 128, 16, PB_KV_F16, o->kv_cache_dtype, 2.0f, PB_ATTN_V2, 0);
+    }
     int32_t ctx_s[3] = {1, 97, 300}, ctx_l[3] = {1, 700, 1100};
     for (int32_t bs = 1; bs <= 256; bs *= 2) {
         fails += pb_kbench_gpu_check_decode(1 + (uint64_t)bs, 3, ctx_s, 40, 40, 128, bs, PB_KV_F16, PB_ATTN_V1, 1);
@@ -768,7 +787,7 @@ pb_status pb_kbench_run_gpu(const pb_kbench_opts *o, pb_kb_set *out, FILE *log, 
     GTRY(cudaDeviceGetAttribute(&g.sms, cudaDevAttrMultiProcessorCount, dev));
     g.l2 = o->l2_bytes > 0 ? o->l2_bytes : (double)l2;
     GTRY(cudaStreamCreateWithFlags(&g.st, cudaStreamNonBlocking));
-    if (check_classes(log)) { st = PB_ERR_INVALID; goto done; }
+    if (check_classes(o, log)) { st = PB_ERR_INVALID; goto done; }
     STRY(pb_gpu_timer_create("pagedbench", g.st, &g.tm));
     snprintf(g_timer, sizeof g_timer, "%s", pb_gpu_timer_mode(g.tm));
     snprintf(g_timer_why, sizeof g_timer_why, "%s", pb_gpu_timer_why(g.tm));
