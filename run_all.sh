@@ -14,6 +14,10 @@
 #   ./run_all.sh v1           the paper's questions on today's vLLM (engine: v1): versions,
 #                             block size, sharing, prefix caching and token budget (RESULTS.md
 #                             "The same ideas on today's vLLM")
+#   ./run_all.sh ablation-kv  fp16 vs fp8 KV cache x block size 8/16/32: knee and latency
+#                             (OPT-13B, LLaMA-13B; ShareGPT, Alpaca; RESULTS.md "FP8 KV cache")
+#   ./run_all.sh ablation-graphs  decode TPOT vs batch size, eager vs CUDA graphs
+#                             (RESULTS.md "CUDA graphs")
 #   ./run_all.sh all          every table and figure into the committed reference results
 #                             (results/, plots/out/), then rewrite RESULTS.md's generated tables
 #   ./run_all.sh results-md   refill RESULTS.md's generated tables from results/*_report.md
@@ -76,6 +80,7 @@ for verb in "${VERBS[@]}"; do
     case "$verb" in
         test|table1|list|all|results-md|clean|gpu|goldens|serve) ;;
         fig1|fig2|fig11|fig12|fig13|fig14|fig15|fig16|fig17|fig18|fig18a|fig18b|fig19|fig19a|fig19b|study|tier|v1) ;;
+        ablation-kv|ablation-graphs) ;;
         *) echo "run_all.sh: unknown verb '$verb' (try: ./run_all.sh list)" >&2; exit 2 ;;
     esac
 done
@@ -110,7 +115,7 @@ need_pkgs() {   # need_pkgs <verb>: list the Debian packages missing for this ve
                   command -v clang >/dev/null || missing+=(clang)            # cli_fuzz: libFuzzer
                   { dpkg -s libclang-rt-dev >/dev/null 2>&1; } || missing+=(libclang-rt-dev)
               fi ;;
-        fig*|study|tier|v1|all) command -v gnuplot >/dev/null || missing+=(gnuplot-nox)
+        fig*|study|tier|v1|ablation-*|all) command -v gnuplot >/dev/null || missing+=(gnuplot-nox)
                   # (no grep -q here: fc-list would die of SIGPIPE, which pipefail reports)
                   { fc-list 2>/dev/null | grep -i dejavu >/dev/null; } || missing+=(fonts-dejavu-core) ;;
     esac
@@ -293,6 +298,7 @@ for verb in "${VERBS[@]}"; do
         list) build list; "$PB" list ;;
         serve) build serve; "$PB" serve experiments/fig12_opt13b_sharegpt.yaml --system vllm ;;
         fig*|study|tier|v1) run_figure "$verb" ;;
+        ablation-kv|ablation-graphs) run_figure "${verb//-/_}" ;;
         all) run_all_figures ;;
         results-md) RES=results; update_results_md ;;
         goldens) build goldens; bash tools/goldens.sh write "$PB" ;;
