@@ -6,7 +6,8 @@
  * FP8 caches (e4m3, e5m2, kv_scale 1 / 1/8 / 2): the references over the x = 16
  * layout equal dense attention over the dequantized K/V, and stay within
  * pb_attn_fp8_bound (kcheck.h, derived from the formats' precision) of the same
- * K/V through an fp16/bf16/fp32 cache; a wrong kv_scale leaves the bound.
+ * K/V through an fp16/bf16/fp32 cache, with an RMS error under the unit roundoff u
+ * times the RMS output (2^-4 e4m3, 2^-3 e5m2); a wrong kv_scale fails both.
  *   cmake --build build && (cd build && ctest -R test_attention --output-on-failure) */
 #include <math.h>
 #include <stdlib.h>
@@ -309,7 +310,13 @@ static int check_fp8(uint64_t seed, int32_t S, const int32_t *ctx, int32_t H, in
     pb_kv_to_f32(qf, cr.q, dt, n);
     pb_attn_fp8_bound(&c8.p, qf, cr.dense_k, cr.dense_v, cr.context_lens, cr.p.max_context_len, bound);
     double rt = dt == PB_KV_BF16 ? ldexp(1, -7) : dt == PB_KV_F16 ? ldexp(1, -10) : 1e-6;
-    fails += pb_kcheck_bound(what, ref, got, bound, n, 1e-6, rt, 5, NULL);
+    pb_kcheck_result res;
+    fails += pb_kcheck_bound(what, ref, got, bound, n, 1e-6, rt, 5, &res);
+    /* and in aggregate: the RMS error stays under the unit roundoff times the RMS output
+       (every output is a softmax average of elements each within u) -- a statistical
+       check that a wrong scale or layout fails where the worst-case bound is loose */
+    double u = pb_fp8_unit_roundoff(pb_attn_cache_elem(&c8.p));
+    if (!(res.nmse <= u * u)) { fprintf(stderr, "  %s: RMS error %.3g of the RMS output > u %.3g\n", what, sqrt(res.nmse), u); fails++; }
     for (size_t i = 0; i < n; i++)
         if (bound[i] > 0 && fabs(ref[i] - got[i]) / bound[i] > *ratio) *ratio = fabs(ref[i] - got[i]) / bound[i];
     free(dense); free(got); free(gotc); free(ref); free(bound); free(qf); free(out);
@@ -346,11 +353,14 @@ PB_TEST(fp8_bound_catches_a_wrong_scale) {
     pb_attn_fp8_bound(&c8.p, cr.q, cr.dense_k, cr.dense_v, cr.context_lens, 33, bound);
     PB_REQUIRE(pb_paged_attention_ref(&cr.p, ref, cr.q, cr.k_cache, cr.v_cache, cr.block_tables, cr.context_lens) == PB_OK);
     PB_REQUIRE(pb_paged_attention_ref(&c8.p, out, c8.q, c8.k_cache, c8.v_cache, c8.block_tables, c8.context_lens) == PB_OK);
-    PB_CHECK(pb_kcheck_bound("right scale", ref, out, bound, 256, 1e-6, 1e-6, 0, NULL) == 0);
+    pb_kcheck_result res;
+    PB_CHECK(pb_kcheck_bound("right scale", ref, out, bound, 256, 1e-6, 1e-6, 0, &res) == 0);
+    PB_CHECK(res.nmse <= 0.0625 * 0.0625);
     pb_attn_params p = c8.p;
     p.kv_scale = 0.55f;                                   /* read back with 10% too much */
     PB_REQUIRE(pb_paged_attention_ref(&p, out, c8.q, c8.k_cache, c8.v_cache, c8.block_tables, c8.context_lens) == PB_OK);
-    PB_CHECK(pb_kcheck_bound("wrong scale", ref, out, bound, 256, 1e-6, 1e-6, 0, NULL) == 1);
+    PB_CHECK(pb_kcheck_bound("wrong scale", ref, out, bound, 256, 1e-6, 1e-6, 0, &res) == 1);
+    PB_CHECK(res.nmse > 0.0625 * 0.0625);                 /* 10% off fails the RMS check too */
     p = c8.p; p.kv_scale = 0;
     PB_CHECK(pb_attn_params_check(&p, 1) == PB_ERR_INVALID);
     p = c8.p; p.head_size = 72;                           /* fine for fp32's x = 4, not the cache's 16 */
