@@ -9,24 +9,30 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include <type_traits>
+
 #include "cache_ops.h"
 #include "kernel_common.cuh"
 
 namespace {
 
+using namespace pbk;
+
 constexpr int RC_THREADS = 256;
 
-/* One CTA per token; thread e handles the 16-byte chunk e of the token's Hkv*D
- * elements: head h = e / (D/X), chunk j = e % (D/X).  K: one 16-byte store; V: X
- * scalar stores into X rows (the V layout is transposed). */
-template <typename T>
+/* One CTA per token; thread e handles the 16-byte cache chunk e of the token's Hkv*D
+ * elements: head h = e / (D/X), chunk j = e % (D/X), X = 16 / sizeof(C).  K: one
+ * 16-byte store; V: X scalar stores into X rows (the V layout is transposed).
+ * C == T: the bytes are copied.  An fp8 cache (C = __nv_fp8_e4m3 / e5m2, X = 16):
+ * the chunk's 16 activations are read (16-byte pieces) and stored as fp8(x / kv_scale). */
+template <typename T, typename C>
 __global__ void __launch_bounds__(RC_THREADS)
-reshape_and_cache_kernel(T *__restrict__ k_cache, T *__restrict__ v_cache,
+reshape_and_cache_kernel(C *__restrict__ k_cache, C *__restrict__ v_cache,
                          const T *__restrict__ key, const T *__restrict__ value,
                          int64_t key_stride, int64_t value_stride,
                          const int64_t *__restrict__ slot_mapping, int num_kv_heads,
-                         int head_size, int block_size) {
-    constexpr int X = 16 / (int)sizeof(T);
+                         int head_size, int block_size, float kv_scale) {
+    constexpr int X = 16 / (int)sizeof(C);
     const int64_t slot = slot_mapping[blockIdx.x];
     if (slot < 0) return;
     const int64_t blk = slot / block_size, off = slot % block_size;
@@ -35,23 +41,38 @@ reshape_and_cache_kernel(T *__restrict__ k_cache, T *__restrict__ v_cache,
     const T *vin = value + (int64_t)blockIdx.x * value_stride;
     for (int e = threadIdx.x; e < n; e += blockDim.x) {
         const int h = e / nch, j = e % nch;
-        const uint4 kv = __ldg(reinterpret_cast<const uint4 *>(kin + (int64_t)h * head_size + j * X));
+        const T *ks = kin + (int64_t)h * head_size + j * X, *vs = vin + (int64_t)h * head_size + j * X;
         const int64_t kd = (((blk * num_kv_heads + h) * nch + j) * block_size + off) * X;
-        *reinterpret_cast<uint4 *>(k_cache + kd) = kv;
-        const uint4 vv = __ldg(reinterpret_cast<const uint4 *>(vin + (int64_t)h * head_size + j * X));
-        const T *ve = reinterpret_cast<const T *>(&vv);
         const int64_t vd = ((blk * num_kv_heads + h) * head_size + j * X) * block_size + off;
+        if constexpr (std::is_same<T, C>::value) {
+            *reinterpret_cast<uint4 *>(k_cache + kd) = __ldg(reinterpret_cast<const uint4 *>(ks));
+            const uint4 vv = __ldg(reinterpret_cast<const uint4 *>(vs));
+            const T *ve = reinterpret_cast<const T *>(&vv);
 #pragma unroll
-        for (int i = 0; i < X; i++) v_cache[vd + (int64_t)i * block_size] = ve[i];
+            for (int i = 0; i < X; i++) v_cache[vd + (int64_t)i * block_size] = ve[i];
+        } else {
+            float kf[X], vf[X];
+            load_vec<T, X>(ks, kf);
+            load_vec<T, X>(vs, vf);
+            uint4 kq;
+            C *ke = reinterpret_cast<C *>(&kq);
+#pragma unroll
+            for (int i = 0; i < X; i++) ke[i] = from_f<C>(kf[i] / kv_scale);
+            *reinterpret_cast<uint4 *>(k_cache + kd) = kq;
+#pragma unroll
+            for (int i = 0; i < X; i++) v_cache[vd + (int64_t)i * block_size] = from_f<C>(vf[i] / kv_scale);
+        }
     }
 }
 
-template <typename T>
+/* The inverse: dense T rows [token, Hkv*D] from the slots (zeros for slot < 0); an fp8
+ * cache gives fp8 * kv_scale. */
+template <typename T, typename C>
 __global__ void __launch_bounds__(RC_THREADS)
-gather_cached_kv_kernel(T *__restrict__ key, T *__restrict__ value, const T *__restrict__ k_cache,
-                        const T *__restrict__ v_cache, const int64_t *__restrict__ slot_mapping,
-                        int num_kv_heads, int head_size, int block_size) {
-    constexpr int X = 16 / (int)sizeof(T);
+gather_cached_kv_kernel(T *__restrict__ key, T *__restrict__ value, const C *__restrict__ k_cache,
+                        const C *__restrict__ v_cache, const int64_t *__restrict__ slot_mapping,
+                        int num_kv_heads, int head_size, int block_size, float kv_scale) {
+    constexpr int X = 16 / (int)sizeof(C);
     const int64_t slot = slot_mapping[blockIdx.x];
     const int nch = head_size / X, n = num_kv_heads * nch;
     T *kout = key + (int64_t)blockIdx.x * num_kv_heads * head_size;
@@ -59,96 +80,47 @@ gather_cached_kv_kernel(T *__restrict__ key, T *__restrict__ value, const T *__r
     const int64_t blk = slot < 0 ? 0 : slot / block_size, off = slot < 0 ? 0 : slot % block_size;
     for (int e = threadIdx.x; e < n; e += blockDim.x) {
         const int h = e / nch, j = e % nch;
-        uint4 kv = make_uint4(0, 0, 0, 0), vv = make_uint4(0, 0, 0, 0);
-        if (slot >= 0) {
-            kv = __ldg(reinterpret_cast<const uint4 *>(
-                k_cache + (((blk * num_kv_heads + h) * nch + j) * block_size + off) * X));
-            T *ve = reinterpret_cast<T *>(&vv);
-            const int64_t vs = ((blk * num_kv_heads + h) * head_size + j * X) * block_size + off;
-#pragma unroll
-            for (int i = 0; i < X; i++) ve[i] = v_cache[vs + (int64_t)i * block_size];
-        }
-        *reinterpret_cast<uint4 *>(kout + (int64_t)h * head_size + j * X) = kv;
-        *reinterpret_cast<uint4 *>(vout + (int64_t)h * head_size + j * X) = vv;
-    }
-}
-
-/* fp8 caches (C = __nv_fp8_e4m3 / e5m2, x = 16) from activations T: one CTA per
- * token; thread e owns the 16-element chunk e of the token's Hkv*D elements, reads
- * it (16-byte pieces), stores fp8(x / kv_scale): K as one 16-byte store, V as 16
- * byte stores into 16 rows. */
-template <typename T, typename C>
-__global__ void __launch_bounds__(RC_THREADS)
-reshape_and_cache_fp8_kernel(C *__restrict__ k_cache, C *__restrict__ v_cache,
-                             const T *__restrict__ key, const T *__restrict__ value,
-                             int64_t key_stride, int64_t value_stride,
-                             const int64_t *__restrict__ slot_mapping, int num_kv_heads,
-                             int head_size, int block_size, float kv_scale) {
-    constexpr int X = 16;
-    const int64_t slot = slot_mapping[blockIdx.x];
-    if (slot < 0) return;
-    const int64_t blk = slot / block_size, off = slot % block_size;
-    const int nch = head_size / X, n = num_kv_heads * nch;
-    const T *kin = key + (int64_t)blockIdx.x * key_stride;
-    const T *vin = value + (int64_t)blockIdx.x * value_stride;
-    for (int e = threadIdx.x; e < n; e += blockDim.x) {
-        const int h = e / nch, j = e % nch;
-        float kf[X], vf[X];
-        pbk::load_vec<T, X>(kin + (int64_t)h * head_size + j * X, kf);
-        pbk::load_vec<T, X>(vin + (int64_t)h * head_size + j * X, vf);
-        uint4 kq;
-        C *ke = reinterpret_cast<C *>(&kq);
-#pragma unroll
-        for (int i = 0; i < X; i++) ke[i] = pbk::from_f<C>(kf[i] / kv_scale);
-        *reinterpret_cast<uint4 *>(k_cache + (((blk * num_kv_heads + h) * nch + j) * block_size + off) * X) = kq;
-        const int64_t vd = ((blk * num_kv_heads + h) * head_size + j * X) * block_size + off;
-#pragma unroll
-        for (int i = 0; i < X; i++) v_cache[vd + (int64_t)i * block_size] = pbk::from_f<C>(vf[i] / kv_scale);
-    }
-}
-
-/* The inverse over an fp8 cache: dense T rows of fp8 * kv_scale (zeros for slot < 0). */
-template <typename T, typename C>
-__global__ void __launch_bounds__(RC_THREADS)
-gather_cached_kv_fp8_kernel(T *__restrict__ key, T *__restrict__ value, const C *__restrict__ k_cache,
-                            const C *__restrict__ v_cache, const int64_t *__restrict__ slot_mapping,
-                            int num_kv_heads, int head_size, int block_size, float kv_scale) {
-    constexpr int X = 16;
-    const int64_t slot = slot_mapping[blockIdx.x];
-    const int nch = head_size / X, n = num_kv_heads * nch;
-    T *kout = key + (int64_t)blockIdx.x * num_kv_heads * head_size;
-    T *vout = value + (int64_t)blockIdx.x * num_kv_heads * head_size;
-    const int64_t blk = slot < 0 ? 0 : slot / block_size, off = slot < 0 ? 0 : slot % block_size;
-    for (int e = threadIdx.x; e < n; e += blockDim.x) {
-        const int h = e / nch, j = e % nch;
-        float kf[X], vf[X];
-        if (slot >= 0) {
-            pbk::load_vec<C, X>(k_cache + (((blk * num_kv_heads + h) * nch + j) * block_size + off) * X, kf);
-            const int64_t vs = ((blk * num_kv_heads + h) * head_size + j * X) * block_size + off;
-#pragma unroll
-            for (int i = 0; i < X; i++) vf[i] = pbk::to_f(v_cache[vs + (int64_t)i * block_size]);
-        }
+        const C *kc = k_cache + (((blk * num_kv_heads + h) * nch + j) * block_size + off) * X;
+        const int64_t vs = ((blk * num_kv_heads + h) * head_size + j * X) * block_size + off;
         T *ko = kout + (int64_t)h * head_size + j * X, *vo = vout + (int64_t)h * head_size + j * X;
+        if constexpr (std::is_same<T, C>::value) {
+            uint4 kv = make_uint4(0, 0, 0, 0), vv = make_uint4(0, 0, 0, 0);
+            if (slot >= 0) {
+                kv = __ldg(reinterpret_cast<const uint4 *>(kc));
+                T *ve = reinterpret_cast<T *>(&vv);
 #pragma unroll
-        for (int i = 0; i < X; i++) {
-            ko[i] = pbk::from_f<T>(slot >= 0 ? kf[i] * kv_scale : 0.f);
-            vo[i] = pbk::from_f<T>(slot >= 0 ? vf[i] * kv_scale : 0.f);
+                for (int i = 0; i < X; i++) ve[i] = v_cache[vs + (int64_t)i * block_size];
+            }
+            *reinterpret_cast<uint4 *>(ko) = kv;
+            *reinterpret_cast<uint4 *>(vo) = vv;
+        } else {
+            float kf[X], vf[X];
+            if (slot >= 0) {
+                load_vec<C, X>(kc, kf);
+#pragma unroll
+                for (int i = 0; i < X; i++) vf[i] = to_f(v_cache[vs + (int64_t)i * block_size]);
+            }
+#pragma unroll
+            for (int i = 0; i < X; i++) {
+                ko[i] = from_f<T>(slot >= 0 ? kf[i] * kv_scale : 0.f);
+                vo[i] = from_f<T>(slot >= 0 ? vf[i] * kv_scale : 0.f);
+            }
         }
     }
 }
 
-/* Launch the fp8 kernel of (activation T, format C) for the shape's dtype and format. */
+/* Launch the kernels of (activations T, cache elements C) for shape c. */
 template <typename T, typename C>
-void launch_rc_fp8(const pb_kv_cache_shape *c, void *k_cache, void *v_cache, const void *key,
-                   const void *value, int64_t ks, int64_t vs, const int64_t *slots, int32_t n, int th,
-                   cudaStream_t stream) {
-    reshape_and_cache_fp8_kernel<T, C><<<n, th, 0, stream>>>((C *)k_cache, (C *)v_cache, (const T *)key, (const T *)value, ks, vs, slots, c->num_kv_heads, c->head_size, c->block_size, c->kv_scale);
+void launch_rc(const pb_kv_cache_shape *c, void *k_cache, void *v_cache, const void *key,
+               const void *value, int64_t ks, int64_t vs, const int64_t *slots, int32_t n, int th,
+               cudaStream_t stream) {
+    reshape_and_cache_kernel<T, C><<<n, th, 0, stream>>>((C *)k_cache, (C *)v_cache, (const T *)key, (const T *)value, ks, vs, slots, c->num_kv_heads, c->head_size, c->block_size, c->kv_scale);
 }
 
 template <typename T, typename C>
-void launch_gather_fp8(const pb_kv_cache_shape *c, void *key, void *value, const void *k_cache,
-                       const void *v_cache, const int64_t *slots, int32_t n, int th, cudaStream_t stream) {
-    gather_cached_kv_fp8_kernel<T, C><<<n, th, 0, stream>>>((T *)key, (T *)value, (const C *)k_cache, (const C *)v_cache, slots, c->num_kv_heads, c->head_size, c->block_size, c->kv_scale);
+void launch_gather(const pb_kv_cache_shape *c, void *key, void *value, const void *k_cache,
+                   const void *v_cache, const int64_t *slots, int32_t n, int th, cudaStream_t stream) {
+    gather_cached_kv_kernel<T, C><<<n, th, 0, stream>>>((T *)key, (T *)value, (const C *)k_cache, (const C *)v_cache, slots, c->num_kv_heads, c->head_size, c->block_size, c->kv_scale);
 }
 
 struct LayerPtrs { uint4 *t[2][PB_CACHE_MAX_LAYERS]; };  /* [K/V][layer] */
@@ -212,20 +184,20 @@ extern "C" pb_status pb_reshape_and_cache_cuda(const pb_kv_cache_shape *c, void 
     const int64_t hd = (int64_t)c->num_kv_heads * c->head_size;
     const int64_t ks = key_stride ? key_stride : hd, vs = value_stride ? value_stride : hd;
     const int th = rc_threads(c);
-#define PBK_RC(T) reshape_and_cache_kernel<T><<<num_tokens, th, 0, stream>>>(                 \
-        (T *)k_cache, (T *)v_cache, (const T *)key, (const T *)value, ks, vs, slot_mapping,     \
-        c->num_kv_heads, c->head_size, c->block_size)
-#define PBK_RC8(T, C) launch_rc_fp8<T, C>(c, k_cache, v_cache, key, value, ks, vs, slot_mapping, num_tokens, th, stream)
     const bool half = c->dtype == PB_KV_F16;
     switch (pb_kv_cache_shape_elem(c)) {
-    case PB_KV_F32: PBK_RC(float); break;
-    case PB_KV_F16: PBK_RC(__half); break;
-    case PB_KV_BF16: PBK_RC(__nv_bfloat16); break;
-    case PB_KV_FP8_E4M3: if (half) PBK_RC8(__half, __nv_fp8_e4m3); else PBK_RC8(__nv_bfloat16, __nv_fp8_e4m3); break;
-    case PB_KV_FP8_E5M2: if (half) PBK_RC8(__half, __nv_fp8_e5m2); else PBK_RC8(__nv_bfloat16, __nv_fp8_e5m2); break;
+    case PB_KV_F32: launch_rc<float, float>(c, k_cache, v_cache, key, value, ks, vs, slot_mapping, num_tokens, th, stream); break;
+    case PB_KV_F16: launch_rc<__half, __half>(c, k_cache, v_cache, key, value, ks, vs, slot_mapping, num_tokens, th, stream); break;
+    case PB_KV_BF16: launch_rc<__nv_bfloat16, __nv_bfloat16>(c, k_cache, v_cache, key, value, ks, vs, slot_mapping, num_tokens, th, stream); break;
+    case PB_KV_FP8_E4M3:
+        if (half) launch_rc<__half, __nv_fp8_e4m3>(c, k_cache, v_cache, key, value, ks, vs, slot_mapping, num_tokens, th, stream);
+        else launch_rc<__nv_bfloat16, __nv_fp8_e4m3>(c, k_cache, v_cache, key, value, ks, vs, slot_mapping, num_tokens, th, stream);
+        break;
+    case PB_KV_FP8_E5M2:
+        if (half) launch_rc<__half, __nv_fp8_e5m2>(c, k_cache, v_cache, key, value, ks, vs, slot_mapping, num_tokens, th, stream);
+        else launch_rc<__nv_bfloat16, __nv_fp8_e5m2>(c, k_cache, v_cache, key, value, ks, vs, slot_mapping, num_tokens, th, stream);
+        break;
     }
-#undef PBK_RC
-#undef PBK_RC8
     PBK_LAUNCHED();
     return PB_OK;
 }
@@ -238,20 +210,20 @@ extern "C" pb_status pb_gather_cached_kv_cuda(const pb_kv_cache_shape *c, void *
     if (st != PB_OK) return st;
     if (num_tokens <= 0) return num_tokens < 0 ? PB_ERR_INVALID : PB_OK;
     const int th = rc_threads(c);
-#define PBK_G(T) gather_cached_kv_kernel<T><<<num_tokens, th, 0, stream>>>(                  \
-        (T *)key, (T *)value, (const T *)k_cache, (const T *)v_cache, slot_mapping,            \
-        c->num_kv_heads, c->head_size, c->block_size)
-#define PBK_G8(T, C) launch_gather_fp8<T, C>(c, key, value, k_cache, v_cache, slot_mapping, num_tokens, th, stream)
     const bool half = c->dtype == PB_KV_F16;
     switch (pb_kv_cache_shape_elem(c)) {
-    case PB_KV_F32: PBK_G(float); break;
-    case PB_KV_F16: PBK_G(__half); break;
-    case PB_KV_BF16: PBK_G(__nv_bfloat16); break;
-    case PB_KV_FP8_E4M3: if (half) PBK_G8(__half, __nv_fp8_e4m3); else PBK_G8(__nv_bfloat16, __nv_fp8_e4m3); break;
-    case PB_KV_FP8_E5M2: if (half) PBK_G8(__half, __nv_fp8_e5m2); else PBK_G8(__nv_bfloat16, __nv_fp8_e5m2); break;
+    case PB_KV_F32: launch_gather<float, float>(c, key, value, k_cache, v_cache, slot_mapping, num_tokens, th, stream); break;
+    case PB_KV_F16: launch_gather<__half, __half>(c, key, value, k_cache, v_cache, slot_mapping, num_tokens, th, stream); break;
+    case PB_KV_BF16: launch_gather<__nv_bfloat16, __nv_bfloat16>(c, key, value, k_cache, v_cache, slot_mapping, num_tokens, th, stream); break;
+    case PB_KV_FP8_E4M3:
+        if (half) launch_gather<__half, __nv_fp8_e4m3>(c, key, value, k_cache, v_cache, slot_mapping, num_tokens, th, stream);
+        else launch_gather<__nv_bfloat16, __nv_fp8_e4m3>(c, key, value, k_cache, v_cache, slot_mapping, num_tokens, th, stream);
+        break;
+    case PB_KV_FP8_E5M2:
+        if (half) launch_gather<__half, __nv_fp8_e5m2>(c, key, value, k_cache, v_cache, slot_mapping, num_tokens, th, stream);
+        else launch_gather<__nv_bfloat16, __nv_fp8_e5m2>(c, key, value, k_cache, v_cache, slot_mapping, num_tokens, th, stream);
+        break;
     }
-#undef PBK_G
-#undef PBK_G8
     PBK_LAUNCHED();
     return PB_OK;
 }
