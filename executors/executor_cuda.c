@@ -629,6 +629,10 @@ static pb_status rank_init_(rank_t *r, int rank) {
     lp.kv_scale = e->p.kv_scale;
     TRY(pb_lm_create(&lp, &r->lm));
     bool contig = e->p.block_size == 0;
+    if (contig && e->p.kv_cache_dtype != PB_KV_CACHE_AUTO) {   /* attention.h: fp8 is paged only on the GPU */
+        pb_log_error("executor cuda: an fp8 KV cache needs a paged cache (block_size > 0)");
+        return PB_ERR_UNSUPPORTED;
+    }
     TRY(pb_kv_cache_alloc(&r->gpu, r->lm, contig ? 1 : e->p.num_gpu_blocks,
                           contig ? (int32_t)e->p.num_slots : e->p.block_size, contig));
     int32_t L = e->spec.n_layers;

@@ -14,13 +14,15 @@
  *  3. Softmax: CTA max, exp, CTA sum (fp32).
  *  4. logits.V: a lane reads VVEC consecutive tokens (<= 16 B, inside one block) of
  *     one head-dim row; NC lanes cover NC*VVEC tokens of a row, 32/NC rows per
- *     step; VVEC = min(x, block_size), NC = clamp(block_size/VVEC, 1, 4), and
- *     small blocks unroll x/VVEC vectors per lane.  Tokens past the context are
- *     zeroed before the product (unwritten cache memory may hold NaN).
+ *     step; VVEC = min(vx, block_size), NC = clamp(block_size/VVEC, 1, 4), and
+ *     small blocks unroll vx/VVEC vectors per lane; vx = min(x, 8) elements (an
+ *     fp8 cache reads 8-byte V vectors: 16 would double the V registers and
+ *     spill).  Tokens past the context are zeroed before the product (unwritten
+ *     cache memory may hold NaN).
  *  5. Cross-warp reduction in shared memory; V1 writes out, V2 writes the
  *     partition's normalized output + max + sum, merged by reduce_kernel.
  * Block sizes: powers of two 1..256 (template classes by (VVEC, NC)).
- * FP8 caches: the element type T is kv8<A, C> (q/out A, caches C, x = 16); the
+ * FP8 caches (paged layout only): the element type T is kv8<A, C> (q/out A, caches C, x = 16); the
  * kernel reads C and folds kv_scale out of its loops: q is loaded times
  * softmax scale * kv_scale (q . (c s) = (q s) . c), the output times kv_scale
  * (sum p (c s) = s sum p c).  vLLM v0.5.0 csrc/attention/attention_kernels.cu
@@ -84,11 +86,12 @@ decode_kernel(const DecodeArgs a) {
     typedef typename kv_types<T>::cache C;            /* K/V cache elements       */
     constexpr bool FP8 = kv_types<T>::fp8;
     constexpr int X = 16 / (int)sizeof(C);
+    constexpr int VX = X < 8 ? X : 8;                 /* longest V vector (elements) */
     constexpr int NCHUNK = HEAD / X;
     constexpr int CPT = (NCHUNK + KG - 1) / KG;       /* K chunks per thread      */
     constexpr int ROWS_PER_STEP = 32 / NC;
     constexpr int NROWS = (HEAD + ROWS_PER_STEP - 1) / ROWS_PER_STEP;
-    constexpr int TV = (X / VVEC) > 1 ? X / VVEC : 1; /* vectors per lane per step */
+    constexpr int TV = (VX / VVEC) > 1 ? VX / VVEC : 1; /* vectors per lane per step */
     constexpr int VTILE = VVEC * NC * TV;             /* tokens per warp V step   */
 
     extern __shared__ float smem[];
@@ -237,20 +240,44 @@ decode_kernel(const DecodeArgs a) {
 #pragma unroll
             for (int e = 0; e < VVEC; e++) lw[e] = (i + e >= 0 && i + e < n_tok) ? logits[i + e] : 0.f;
             const C *vp = vc + v_base(t_begin + i);
-            float vf[NROWS][VVEC];
+            if constexpr (FP8) {
+                /* fp8: the raw vectors stay packed (VVEC bytes a row) until their
+                   product; converted at load, 16 rows x 8 floats took 166 registers */
+                typedef typename raw_vec<VVEC>::type R;
+                R vr[NROWS];
 #pragma unroll
-            for (int r = 0; r < NROWS; r++) {
-                const int row = r0 + r * ROWS_PER_STEP;
-                if (row < HEAD) load_vec<C, VVEC>(vp + row * vstride, vf[r]);
-            }
+                for (int r = 0; r < NROWS; r++) {
+                    const int row = r0 + r * ROWS_PER_STEP;
+                    if (row < HEAD) vr[r] = __ldg(reinterpret_cast<const R *>(vp + row * vstride));
+                }
 #pragma unroll
-            for (int r = 0; r < NROWS; r++) {
-                const int row = r0 + r * ROWS_PER_STEP;
-                if (row < HEAD) {
+                for (int r = 0; r < NROWS; r++) {
+                    const int row = r0 + r * ROWS_PER_STEP;
+                    if (row < HEAD) {
+                        const C *ve = reinterpret_cast<const C *>(&vr[r]);
 #pragma unroll
-                    for (int e = 0; e < VVEC; e++) {
-                        const float v = (i + e >= 0 && i + e < n_tok) ? vf[r][e] : 0.f;  /* NaN-safe */
-                        acc[r] = fmaf(lw[e], v, acc[r]);
+                        for (int e = 0; e < VVEC; e++) {
+                            const float v = (i + e >= 0 && i + e < n_tok) ? to_f(ve[e]) : 0.f;  /* NaN-safe */
+                            acc[r] = fmaf(lw[e], v, acc[r]);
+                        }
+                    }
+                }
+            } else {
+                float vf[NROWS][VVEC];
+#pragma unroll
+                for (int r = 0; r < NROWS; r++) {
+                    const int row = r0 + r * ROWS_PER_STEP;
+                    if (row < HEAD) load_vec<C, VVEC>(vp + row * vstride, vf[r]);
+                }
+#pragma unroll
+                for (int r = 0; r < NROWS; r++) {
+                    const int row = r0 + r * ROWS_PER_STEP;
+                    if (row < HEAD) {
+#pragma unroll
+                        for (int e = 0; e < VVEC; e++) {
+                            const float v = (i + e >= 0 && i + e < n_tok) ? vf[r][e] : 0.f;  /* NaN-safe */
+                            acc[r] = fmaf(lw[e], v, acc[r]);
+                        }
                     }
                 }
             }
@@ -387,16 +414,15 @@ pb_status launch_decode_cls(const DecodeArgs &a, dim3 grid, size_t smem, cudaStr
 template <typename T, int HEAD, bool PAGED>
 pb_status launch_decode_head(const DecodeArgs &a, int vvec, int nc, dim3 grid, size_t smem,
                              cudaStream_t st) {
-    constexpr int X = 16 / (int)sizeof(typename kv_types<T>::cache);
-    /* classes that can occur: VVEC = min(x, bs), NC > 1 only when VVEC == x */
-#define PBK_CLS(V, N) if (vvec == V && nc == N) { if constexpr (V <= X && (N == 1 || V == X)) \
-        return launch_decode_cls<T, HEAD, (V <= X ? V : X), N, PAGED>(a, grid, smem, st); }
+    constexpr int X = 16 / (int)sizeof(typename kv_types<T>::cache), VX = X < 8 ? X : 8;
+    /* classes that can occur: VVEC = min(vx, bs), NC > 1 only when VVEC == vx */
+#define PBK_CLS(V, N) if (vvec == V && nc == N) { if constexpr (V <= VX && (N == 1 || V == VX)) \
+        return launch_decode_cls<T, HEAD, (V <= VX ? V : VX), N, PAGED>(a, grid, smem, st); }
     if constexpr (PAGED) {
         PBK_CLS(1, 1) PBK_CLS(2, 1) PBK_CLS(4, 1) PBK_CLS(4, 2) PBK_CLS(4, 4)
         PBK_CLS(8, 1) PBK_CLS(8, 2) PBK_CLS(8, 4)
-        PBK_CLS(16, 1) PBK_CLS(16, 2) PBK_CLS(16, 4)      /* fp8 caches: x = 16 */
     } else {
-        if (vvec == X && nc == 4) return launch_decode_cls<T, HEAD, X, 4, PAGED>(a, grid, smem, st);
+        if (vvec == VX && nc == 4) return launch_decode_cls<T, HEAD, VX, 4, PAGED>(a, grid, smem, st);
         if (vvec == 1 && nc == 1) return launch_decode_cls<T, HEAD, 1, 1, PAGED>(a, grid, smem, st);
     }
 #undef PBK_CLS
@@ -441,18 +467,25 @@ pb_status decode_common(const pb_attn_params *p, pb_attn_algo algo, void *out, c
         pb_log_error("attention: an fp8 cache needs fp16 or bf16 q/out on the GPU (got %s)", pb_kv_dtype_name(p->dtype));
         return PB_ERR_UNSUPPORTED;
     }
-    int bs_shift = 0, vvec = X, nc = 4;
+    if (!PAGED && ce != p->dtype) {
+        /* the contiguous baseline stays fp32/fp16/bf16 (vLLM has no such kernel): its
+           address map plus fp8 dequantization took 176 registers at head 128 on sm_80 */
+        pb_log_error("attention: fp8 caches are paged only on the GPU (the C reference takes both layouts)");
+        return PB_ERR_UNSUPPORTED;
+    }
+    const int VX = X < 8 ? X : 8;   /* longest V vector (the kernel's vx) */
+    int bs_shift = 0, vvec = VX, nc = 4;
     if (PAGED) {
         bs_shift = log2_exact(p->block_size);
         if (bs_shift < 0 || p->block_size > 256) {
             pb_log_error("attention: CUDA block_size must be a power of two in 1..256 (got %d)", p->block_size);
             return PB_ERR_UNSUPPORTED;
         }
-        vvec = p->block_size < X ? p->block_size : X;
+        vvec = p->block_size < VX ? p->block_size : VX;
         nc = p->block_size / vvec;
         nc = nc < 1 ? 1 : nc > 4 ? 4 : nc;
-    } else if (p->num_slots % X) {
-        vvec = 1;            /* V rows not 16-byte aligned: scalar V loads (slower) */
+    } else if (p->num_slots % VX) {
+        vvec = 1;            /* V rows not vector-aligned: scalar V loads (slower) */
         nc = 1;
     }
     {
@@ -512,12 +545,14 @@ pb_status decode_common(const pb_attn_params *p, pb_attn_algo algo, void *out, c
     case PB_KV_F16: rc = launch_decode_t<__half, PAGED>(a, p->head_size, vvec, nc, grid, smem, st); break;
     case PB_KV_BF16: rc = launch_decode_t<__nv_bfloat16, PAGED>(a, p->head_size, vvec, nc, grid, smem, st); break;
     case PB_KV_FP8_E4M3:
-        rc = half_q ? launch_decode_t<kv8<__half, __nv_fp8_e4m3>, PAGED>(a, p->head_size, vvec, nc, grid, smem, st)
-                    : launch_decode_t<kv8<__nv_bfloat16, __nv_fp8_e4m3>, PAGED>(a, p->head_size, vvec, nc, grid, smem, st);
+        if constexpr (PAGED)
+            rc = half_q ? launch_decode_t<kv8<__half, __nv_fp8_e4m3>, true>(a, p->head_size, vvec, nc, grid, smem, st)
+                        : launch_decode_t<kv8<__nv_bfloat16, __nv_fp8_e4m3>, true>(a, p->head_size, vvec, nc, grid, smem, st);
         break;
     case PB_KV_FP8_E5M2:
-        rc = half_q ? launch_decode_t<kv8<__half, __nv_fp8_e5m2>, PAGED>(a, p->head_size, vvec, nc, grid, smem, st)
-                    : launch_decode_t<kv8<__nv_bfloat16, __nv_fp8_e5m2>, PAGED>(a, p->head_size, vvec, nc, grid, smem, st);
+        if constexpr (PAGED)
+            rc = half_q ? launch_decode_t<kv8<__half, __nv_fp8_e5m2>, true>(a, p->head_size, vvec, nc, grid, smem, st)
+                        : launch_decode_t<kv8<__nv_bfloat16, __nv_fp8_e5m2>, true>(a, p->head_size, vvec, nc, grid, smem, st);
         break;
     }
     if (rc != PB_OK || !a.v2) return rc;

@@ -26,7 +26,7 @@
  * inputs through an fp16 cache: pb_attn_fp8_bound (kcheck.h).
  *
  * GPU support: head_size 64, 80, 96, 128 (others -> PB_ERR_UNSUPPORTED); fp32,
- * fp16, bf16; fp8 caches (paged and contiguous) with fp16 or bf16 q/out;
+ * fp16, bf16; fp8 caches (paged layout only) with fp16 or bf16 q/out;
  * block_size a power of two 1..256 (others -> PB_ERR_UNSUPPORTED);
  * q, out and the caches 16-byte aligned, q_stride % x == 0.  Contiguous layout:
  * any kv_offsets; num_slots % x == 0 keeps V reads 16 bytes wide (otherwise a

@@ -284,6 +284,8 @@ static pb_status bench_decode(gctx *g, const char *grid, int32_t S, int32_t ctx,
     const int32_t H = 40, D = 128;
     const pb_kv_dtype dt = PB_KV_F16, ce = pb_kv_cache_elem(dt, g->o->kv_cache_dtype);
     const size_t es = 2, ces = pb_kv_dtype_size(ce);   /* q/out, cached elements */
+    if (ce != dt) with_contig = 0;    /* fp8 caches: paged only on the GPU (attention.h) */
+    *contig_us = 0;
     dec_bench b;
     memset(&b, 0, sizeof b);
     pb_status st = PB_OK;
@@ -586,7 +588,7 @@ static int check_classes(const pb_kbench_opts *o, FILE *log) {
         for (int32_t bs = 1; bs <= 256; bs *= 2)
             fails += pb_kbench_gpu_check_decode_kv(5 + (uint64_t)bs, 3, c8, 40, 40, 128, bs, PB_KV_F16, o->kv_cache_dtype,
                                                    0.5f, bs % 2 ? PB_ATTN_V1 : PB_ATTN_V2, 1);
-        fails += pb_kbench_gpu_check_decode_kv(6, 3, c8, 40, 40, 128, 16, PB_KV_F16, o->kv_cache_dtype, 2.0f, PB_ATTN_V2, 0);
+        fails += pb_kbench_gpu_check_decode_kv(6, 3, c8, 40, 40, 128, 16, PB_KV_F16, o->kv_cache_dtype, 2.0f, PB_ATTN_V2, 1);
     }
     int32_t ctx_s[3] = {1, 97, 300}, ctx_l[3] = {1, 700, 1100};
     for (int32_t bs = 1; bs <= 256; bs *= 2) {

@@ -3,14 +3,16 @@
  *
  * fp8 elements are CUDA's __nv_fp8_e4m3 / __nv_fp8_e5m2: float -> fp8 through
  * their constructors (__nv_cvt_float_to_fp8 with __NV_SATFINITE: round to nearest
- * even, saturate to +-max, NaN -> 0x7f), fp8 -> float exactly; the host twins are
- * kv_dtype.h's pb_f32_to_fp8 / pb_fp8_to_f32 (bit-identical, kernels/emu checks). */
+ * even, saturate to +-max, NaN -> 0x7f), fp8 -> float exactly (to_f below); the host
+ * twins are kv_dtype.h's pb_f32_to_fp8 / pb_fp8_to_f32 (bit-identical: kernels/emu
+ * checks both directions on every code and 2.26M floats). */
 #pragma once
 #include <cuda_bf16.h>
 #include <cuda_fp16.h>
 #include <cuda_fp8.h>
 #include <cuda_runtime.h>
 #include <stdint.h>
+#include <string.h>
 
 #include "pb.h"
 
@@ -19,8 +21,34 @@ namespace pbk {
 __device__ __forceinline__ float to_f(float v) { return v; }
 __device__ __forceinline__ float to_f(__half v) { return __half2float(v); }
 __device__ __forceinline__ float to_f(__nv_bfloat16 v) { return __bfloat162float(v); }
-__device__ __forceinline__ float to_f(__nv_fp8_e4m3 v) { return static_cast<float>(v); }
-__device__ __forceinline__ float to_f(__nv_fp8_e5m2 v) { return static_cast<float>(v); }
+/* float from its bits: the device intrinsic under nvcc, memcpy in the host emulator */
+__device__ __forceinline__ float bits_f(unsigned u) {
+#if defined(__CUDACC__)
+    return __uint_as_float(u);
+#else
+    float f;
+    memcpy(&f, &u, sizeof f);
+    return f;
+#endif
+}
+/* fp8 -> float, exact for every code, in a few integer operations and one multiply
+   (CUDA's own conversion is a software routine on sm_80 whose registers made the
+   decode kernel spill).  The exponent and mantissa bits moved to the top of a
+   float's fields make a float 2^(127 - bias) times too small, subnormals included
+   (they land on float subnormals, exact without flush-to-zero), so one multiply by
+   2^120 (e4m3, bias 7) or 2^112 (e5m2, bias 15) rescales it; then the special
+   codes (e4m3: S.1111.111 is NaN, no infinity; e5m2: exponent 11111 is +-inf or
+   NaN).  The sign bit moves with the fields (a multiply keeps it). */
+__device__ __forceinline__ float to_f(__nv_fp8_e4m3 v) {
+    const unsigned b = v.__x;
+    const float f = bits_f(((b & 0x80u) << 24) | ((b & 0x7fu) << 20)) * bits_f(0x7b800000u);   /* 2^120 */
+    return (b & 0x7fu) == 0x7fu ? bits_f(0x7fc00000u) : f;
+}
+__device__ __forceinline__ float to_f(__nv_fp8_e5m2 v) {
+    const unsigned b = v.__x;
+    const float f = bits_f(((b & 0x80u) << 24) | ((b & 0x7fu) << 21)) * bits_f(0x77800000u);   /* 2^112 */
+    return (b & 0x7cu) == 0x7cu ? bits_f((b & 3u) ? 0x7fc00000u : ((b & 0x80u) << 24) | 0x7f800000u) : f;
+}
 
 template <typename T> __device__ __forceinline__ T from_f(float v);
 template <> __device__ __forceinline__ float from_f<float>(float v) { return v; }

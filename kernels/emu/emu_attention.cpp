@@ -2,7 +2,7 @@
 // run through cuda_emu.h, against the C references (attention_ref.c).  Built by run.sh.
 // FP8 caches: the kernel against the C reference over the same fp8 cache (fp16/bf16
 // tolerances), and against the same K/V through an fp16/bf16 cache within
-// pb_attn_fp8_bound (kcheck.h), over every (VVEC, NC) class of x = 16.
+// pb_attn_fp8_bound (kcheck.h), over every (VVEC, NC) class of an fp8 cache (x = 16, V vectors of at most 8).
 // Arguments: --quick (a subset), --long (only the 8K..64K-token decode cases); none = all.
 #include "att_emu.cpp"
 #include "rng.h"
@@ -80,11 +80,30 @@ static int check8(uint64_t seed, int S, const int32_t *ctx, int H, int Hkv, int 
     return fails;
 }
 
+/* the contiguous kernel refuses fp8 caches (PB_ERR_UNSUPPORTED, nothing written) */
+static int refuse8_contig(uint64_t seed, const int32_t *ctx) {
+    pb_attn_case c;
+    if (pb_attn_case_make_kv(&c, seed, 3, ctx, 2, 2, 96, 16, PB_KV_F16, PB_KV_CACHE_FP8_E5M2, 0.25f,
+                             PB_ATTN_CASE_POISON, 0) != PB_OK)
+        return 1;
+    size_t n = c.out_elems * 2, ws = pb_paged_attention_workspace_bytes(&c.pc);
+    void *w = aligned_alloc(16, ws + 16), *out = aligned_alloc(16, n + 16);
+    memset(out, 0xab, n);
+    pb_status st = pb_contig_attention_cuda(&c.pc, PB_ATTN_V1, out, c.q, c.kc_contig, c.vc_contig, c.kv_offsets,
+                                            c.context_lens, w, ws, nullptr);
+    int fails = st != PB_ERR_UNSUPPORTED;
+    for (size_t i = 0; i < n; i++) fails += ((unsigned char *)out)[i] != 0xab;
+    printf("%-60s %s\n", "fp8 contiguous layout refused (error above expected)", fails ? "FAIL" : "ok");
+    free(w); free(out);
+    pb_attn_case_free(&c);
+    return fails != 0;
+}
+
 static int fp8_checks(int quick) {
     int fails = 0;
     int32_t ctx_s[3] = {1, 17, 97}, ctx_l[3] = {700, 1, 1030};
     const pb_kv_cache_dtype E4 = PB_KV_CACHE_FP8_E4M3, E5 = PB_KV_CACHE_FP8_E5M2;
-    for (int bs = 1; bs <= 256; bs *= 2)   // classes (1,1) (2,1) (4,1) (8,1) (16,1) (16,2) (16,4)
+    for (int bs = 1; bs <= 256; bs *= 2)   // classes (1,1) (2,1) (4,1) (8,1) (8,2) (8,4)
         if (!quick || bs == 1 || bs == 16 || bs == 64)
             fails += check8(70 + bs, 3, ctx_s, 2, 1, 128, bs, PB_KV_F16, bs % 2 ? E5 : E4, 0.5f, PB_ATTN_V1, 1);
     int heads[4] = {64, 80, 96, 128};
@@ -93,8 +112,7 @@ static int fp8_checks(int quick) {
             fails += check8(80 + h, 3, ctx_s, 4, 2, heads[h], 16, h % 2 ? PB_KV_BF16 : PB_KV_F16, h < 2 ? E4 : E5, 2.0f,
                             PB_ATTN_V1, 1);
     fails += check8(90, 3, ctx_l, 2, 1, 64, 16, PB_KV_BF16, E4, 1.0f, PB_ATTN_V2, 1);    // split-K + reduce
-    fails += check8(91, 3, ctx_s, 2, 2, 96, 16, PB_KV_F16, E5, 0.25f, PB_ATTN_V1, 0);    // contiguous layout
-    if (!quick) fails += check8(92, 3, ctx_l, 2, 2, 64, 16, PB_KV_F16, E4, 1.0f, PB_ATTN_V2, 0);
+    fails += refuse8_contig(91, ctx_s);   // fp8 caches are paged only on the GPU
     return fails;
 }
 

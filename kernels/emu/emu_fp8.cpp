@@ -3,10 +3,11 @@
 // conversion vLLM's fp8 KV cache uses, and __nv_cvt_fp8_to_halfraw), bit for bit: every
 // float whose low 16 bits are zero (all exponents, NaN, Inf, subnormals), every fp16
 // value, the two float neighbours of every midpoint between fp8 codes, and a million
-// random floats; all 256 codes decoded.  Built by run.sh.  On sm_89+ the device
+// random floats; all 256 codes decoded; and the kernels' own conversions (kernel_common.cuh
+// pbk::to_f, pbk::from_f) on every code and every fp16 value.  Built by run.sh.  On sm_89+ the device
 // converts with cvt.rn.satfinite (the same rounding; unverified here, no GPU).
-#include <cuda_fp16.h>
-#include <cuda_fp8.h>
+#include "cuda_emu.h"
+#include "kernel_common.cuh"   // pbk::to_f, pbk::from_f: the kernels' own conversions
 #include <cmath>
 #include <cstdint>
 #include <cstdio>
@@ -56,12 +57,26 @@ int main() {
             memcpy(&x, &u, 4);
             bad += check_one(x, ts[k], fs[k], &printed);
         }
-        for (int b = 0; b < 256; b++) {                          // decode
+        for (int b = 0; b < 256; b++) {                          // decode: CUDA's, ours, the kernels'
             __half_raw r = __nv_cvt_fp8_to_halfraw((__nv_fp8_storage_t)b, fs[k]);
             float want = __half2float(__half(r)), ours = pb_fp8_to_f32((uint8_t)b, ts[k]);
-            int same = (std::isnan(want) && std::isnan(ours)) || want == ours;
-            if (!same && printed++ < 5) printf("decode %s 0x%02x: ours %g cuda %g\n", pb_kv_dtype_name(ts[k]), b, ours, want);
+            float kern;
+            if (k == 0) { __nv_fp8_e4m3 v; v.__x = (__nv_fp8_storage_t)b; kern = pbk::to_f(v); }
+            else { __nv_fp8_e5m2 v; v.__x = (__nv_fp8_storage_t)b; kern = pbk::to_f(v); }
+            int same = ((std::isnan(want) && std::isnan(ours)) || want == ours) &&
+                       ((std::isnan(kern) && std::isnan(ours)) || kern == ours);
+            if (!same && printed++ < 5)
+                printf("decode %s 0x%02x: ours %g cuda %g kernel %g\n", pb_kv_dtype_name(ts[k]), b, ours, want, kern);
             bad += !same;
+        }
+        for (uint32_t h = 0; h < 65536; h++) {                   // encode: the kernels' from_f
+            __half_raw hr;
+            hr.x = (unsigned short)h;
+            float x = __half2float(__half(hr));
+            uint8_t kern = k == 0 ? pbk::from_f<__nv_fp8_e4m3>(x).__x : pbk::from_f<__nv_fp8_e5m2>(x).__x;
+            if (kern != pb_f32_to_fp8(x, ts[k]) && printed++ < 5)
+                printf("encode %s %g: kernel 0x%02x ours 0x%02x\n", pb_kv_dtype_name(ts[k]), x, kern, pb_f32_to_fp8(x, ts[k]));
+            bad += kern != pb_f32_to_fp8(x, ts[k]);
         }
         printf("fp8 conversions %s vs cuda_fp8.h: %ld values %s\n", pb_kv_dtype_name(ts[k]), n, bad ? "FAIL" : "ok");
         fails += bad != 0;

@@ -4,7 +4,7 @@
 # it checks the kernels' index math, masking (NaN-poisoned caches and shared memory),
 # reductions and V1/V2 paths, not performance or real-hardware behaviour (memory model,
 # alignment faults, occupancy).  Needs python3, g++ (C++20) and the CUDA headers.
-#   bash kernels/emu/run.sh --quick     (about 30 s on 2 cores; full: a few minutes)
+#   bash kernels/emu/run.sh --quick     (about 80 s on 2 busy cores; full: about 160 s)
 #   bash kernels/emu/run.sh --long      (decode at 8K..64K tokens: V2 partitions, V1's largest smem)
 set -eu -o pipefail
 HERE=$(cd "$(dirname "$0")" && pwd)
