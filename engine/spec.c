@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "config.h"
+#include "wquant.h"   /* pb_wq_matrix_bytes: quantized linear weights */
 
 /* ---- schemas ---- */
 const pb_key pb_model_schema[] = {
@@ -159,7 +160,27 @@ double pb_kv_bytes_per_token(const pb_model *m, int32_t tp) {
     return 2.0 * m->n_layers * ((double)m->n_kv_heads / tp) * m->head_size * pb_kv_elem_bytes(m);
 }
 
-double pb_param_bytes(const pb_model *m) { return m->n_params * m->dtype_bytes; }
+/* The linear weights of one layer per GPU in format f: K x N of QKV, output, FC1 (or
+   gate+up), FC2 (or down). */
+static double linear_layer_bytes(const pb_model *m, int32_t tp, pb_weight_format f) {
+    double h = m->hidden, d = m->head_size, hq = (double)m->n_heads / tp, hkv = (double)m->n_kv_heads / tp;
+    double F = (double)m->ffn / tp, dt = m->dtype_bytes;
+    bool llama = m->arch == PB_ARCH_LLAMA;
+    return pb_wq_matrix_bytes(f, h, (hq + 2 * hkv) * d, dt) + pb_wq_matrix_bytes(f, hq * d, h, dt) +
+           pb_wq_matrix_bytes(f, h, (llama ? 2 : 1) * F, dt) + pb_wq_matrix_bytes(f, F, h, dt);
+}
+
+double pb_linear_weight_bytes(const pb_model *m, int32_t tp) {
+    return m->n_layers * linear_layer_bytes(m, tp, (pb_weight_format)m->weights);
+}
+
+/* what the weight format saves against the model's dtype, per GPU */
+static double weight_saving(const pb_model *m, int32_t tp) {
+    if (m->weights == PB_WEIGHTS_FP16) return 0;
+    return m->n_layers * linear_layer_bytes(m, tp, PB_WEIGHTS_FP16) - pb_linear_weight_bytes(m, tp);
+}
+
+double pb_param_bytes(const pb_model *m) { return m->n_params * m->dtype_bytes - weight_saving(m, 1); }
 
 /* The KV space left on each GPU (out->kv_bytes_per_gpu) cut into blocks: both rules end here. */
 static pb_status kv_blocks(const pb_model *m, int32_t tp, int32_t block_size, pb_kv_capacity *out) {
@@ -200,7 +221,7 @@ double pb_weight_bytes_per_gpu(const pb_model *m, int32_t tp) {
         double layer = (3 * h * h + 3 * h) / tp + h * h / tp + h + (h * F + F) / tp + F * h / tp + h + 4 * h;
         n = Vp * h / tp + (m->max_len + 2.0) * h + m->n_layers * layer + 2 * h;
     }
-    return n * m->dtype_bytes;
+    return n * m->dtype_bytes - weight_saving(m, tp);
 }
 
 /* Peak live bytes of one layer's forward pass over T tokens (pb_kv_capacity_profile). */

@@ -43,6 +43,9 @@ typedef struct {
     int32_t dtype_bytes;    /* 2 for fp16 / bf16                                  */
     int32_t kv_dtype_bytes; /* bytes of a KV-cache element: 1 for an fp8 cache (a
                                system's kv_cache_dtype); 0 = dtype_bytes          */
+    int32_t weights;        /* format of the linear layers' weights, a
+                               pb_weight_format (kernels/wquant.h; a system's
+                               `weights`); 0 = fp16, the model's dtype            */
 } pb_model;
 
 /* Bytes of one KV-cache element: kv_dtype_bytes, else dtype_bytes. */
@@ -78,7 +81,14 @@ pb_status pb_hw_load(const char *spec_dir, const char *name, pb_hw *out, pb_cfg_
 const char *pb_spec_dir(void);
 
 double pb_kv_bytes_per_token(const pb_model *m, int32_t tp);   /* per GPU */
-double pb_param_bytes(const pb_model *m);                       /* whole model */
+/* Whole model: n_params * dtype_bytes, less what the linear layers' weight format
+ * saves (m->weights; pb_linear_weight_bytes) */
+double pb_param_bytes(const pb_model *m);
+/* Bytes of the linear layers' weights on each GPU (QKV, output, FFN of every layer;
+ * K x N per GEMM as executor_sim.h lists them), in m->weights' format
+ * (pb_wq_matrix_bytes: int8/fp8 per-channel scales, int4 per-group scales and
+ * zeros); the embeddings, the LM head, norms and biases are not among them. */
+double pb_linear_weight_bytes(const pb_model *m, int32_t tp);
 
 /* KV capacity the way the paper's harness (CacheFlow memory_analyzer) computed it:
  *   usable  = gpu_mem_util * mem_bytes                        (per GPU)
@@ -125,7 +135,8 @@ typedef enum {
  *   LLaMA : embed_tokens Vp*h/tp + lm_head Vp*h/tp + per layer [qkv h*(hq+2hkv)*d/tp,
  *           o hq*d*h/tp, gate_up 2h*F/tp, down F*h/tp, two RMSNorms 2h] + norm h
  * times dtype_bytes; Vp = vocab rounded up to a multiple of 64 (VocabParallelEmbedding
- * pads it), row-parallel biases and norms are replicated on every GPU. */
+ * pads it), row-parallel biases and norms are replicated on every GPU.  With
+ * quantized weights the linear layers' part is pb_linear_weight_bytes instead. */
 double pb_weight_bytes_per_gpu(const pb_model *m, int32_t tp);
 
 /* KV capacity the way vLLM v0.2 computes it (Worker.profile_num_available_blocks,

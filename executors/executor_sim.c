@@ -10,7 +10,10 @@
 #include "metrics.h"   /* pb_percentile */
 #include "rng.h"
 #include "graph_pool.h"   /* pb_graph_bucket: CUDA-graph batch sizes */
+#include "wquant.h"       /* weight formats: bytes of a quantized linear weight */
 #include "sim_profile.h"
+
+_Static_assert(PB_WEIGHTS_COUNT == sizeof ((pb_sim_cost *)0)->wq_ratio / sizeof(double), "one ratio per weight format");
 
 /* ---- schemas ---- */
 static const pb_key FW_SCHEMA[] = {
@@ -122,6 +125,18 @@ const pb_key pb_sim_cost_schema[] = {
     {.name = "cuda_graph_node_gap_us", .type = PB_T_NUM, .lo = 0, .hi = 1e3,
      .dflt_rule = "none: a system's cuda_graphs: true needs it",
      .doc = "CUDA graphs: GPU idle between the kernels of a replayed graph, us"},
+    {.name = "wq_int8_compute_ratio", .type = PB_T_NUM, .lo = 0.01, .hi = 4,
+     .dflt_rule = "none: a system's weights: int8 needs it",
+     .doc = "int8-weight GEMM kernel: compute-bound throughput / the fp16 GEMM's"},
+    {.name = "wq_fp8_compute_ratio", .type = PB_T_NUM, .lo = 0.01, .hi = 4,
+     .dflt_rule = "none: a system's weights: fp8 needs it",
+     .doc = "fp8-weight GEMM kernel: compute-bound throughput / the fp16 GEMM's"},
+    {.name = "wq_int4_awq_compute_ratio", .type = PB_T_NUM, .lo = 0.01, .hi = 4,
+     .dflt_rule = "none: a system's weights: int4-awq needs it",
+     .doc = "AWQ int4 GEMM kernel: compute-bound throughput / the fp16 GEMM's"},
+    {.name = "wq_int4_gptq_compute_ratio", .type = PB_T_NUM, .lo = 0.01, .hi = 4,
+     .dflt_rule = "none: a system's weights: int4-gptq needs it",
+     .doc = "GPTQ int4 GEMM kernel: compute-bound throughput / the fp16 GEMM's"},
     {.name = "sources", .type = PB_T_MAP, .required = true, .doc = "key -> where the number comes from"},
     {0},
 };
@@ -274,6 +289,14 @@ pb_status pb_sim_cost_from_node(const pb_node *hw, pb_sim_cost *c, pb_cfg_err *e
     c->has_graph_costs = pb_node_has(n, "cuda_graph_launch_us") && pb_node_has(n, "cuda_graph_node_gap_us");
     c->graph_launch_s = pb_node_num(n, "cuda_graph_launch_us", 0) * 1e-6;
     c->graph_node_gap_s = pb_node_num(n, "cuda_graph_node_gap_us", 0) * 1e-6;
+    c->wq_ratio[PB_WEIGHTS_FP16] = 1;
+    for (int f = 1; f < PB_WEIGHTS_COUNT; f++) {   /* 0 = not given */
+        char k[64], name[32];
+        snprintf(name, sizeof name, "%s", pb_weight_format_name((pb_weight_format)f));
+        for (char *ch = name; *ch; ch++) if (*ch == '-') *ch = '_';
+        snprintf(k, sizeof k, "wq_%s_compute_ratio", name);
+        c->wq_ratio[f] = pb_node_num(n, k, 0);
+    }
     return resid_from_node(pb_node_get(n, "residuals"), c, err);
 }
 
@@ -343,6 +366,9 @@ struct pb_sim {
     double kvb;              /* KV-cache element bytes (kv_elem_bytes)                   */
     double hq, hkv, d, h, ffn_tp, vocab_tp;
     double gK[4], gN[4];     /* the layer's GEMMs (K x N weights)                        */
+    double gW[5];            /* their weight bytes in the model's weight format (LM head
+                                [4]: the dtype's)                                         */
+    double wq_ratio;         /* the layer GEMMs' compute rate / fp16's (1 for fp16)      */
     double kv_tok_layer;     /* KV bytes per token per layer per GPU (K and V)           */
     double elem_tok_layer;   /* element-wise bytes per token per layer                   */
     double ar_bytes_tok;     /* bytes per token per all-reduce                           */
@@ -410,6 +436,11 @@ double pb_sim_gemm_time(const pb_sim *s, double M, double K, double N) {
 /* GEMM g of the step (0..3: the layer's, 4: LM head) for M rows: the tabulated pick. */
 static double gemm_time(const pb_sim *s, int g, double M, double K, double N) {
     if (M <= 0) return 0;
+    if (g < 4 && s->m.weights != PB_WEIGHTS_FP16) {   /* a dequant-GEMM (executor_sim.h "Quantized weights") */
+        double fl = 2.0 * M * K * N / (s->flops * s->wq_ratio);
+        double mem = (s->gW[g] + (M * K + M * N) * s->dt) / s->gemm_bw;
+        return sqrt(fl * fl + mem * mem) + s->c.gemm_fixed_s;
+    }
     double u = ceil(M / s->m_unit);
     if (u > GEMM_TAB_UNITS) return pb_sim_gemm_time(s, M, K, N);
     return gemm_cfg_time(s, &s->gemm_tab[g][(int)u], M, K, N);
@@ -494,6 +525,10 @@ pb_status pb_sim_create(const pb_model *m, const pb_hw *hw, const pb_sim_cost *c
     s->gK[1] = s->hq * s->d; s->gN[1] = s->h;                          /* output projection */
     s->gK[2] = s->h; s->gN[2] = (llama ? 2 : 1) * s->ffn_tp;            /* FC1 / gate+up     */
     s->gK[3] = s->ffn_tp; s->gN[3] = s->h;                             /* FC2 / down        */
+    pb_weight_format wf = (pb_weight_format)m->weights;
+    for (int g = 0; g < 4; g++) s->gW[g] = pb_wq_matrix_bytes(wf, s->gK[g], s->gN[g], s->dt);
+    s->gW[4] = s->h * s->vocab_tp * s->dt;
+    s->wq_ratio = pb_weight_format_name(wf) ? c->wq_ratio[wf] : 0;
     s->kv_tok_layer = 2.0 * s->hkv * s->d * s->kvb;
     /* per token per layer: 2 norms (read+write h), 2 residual adds (2 reads + write),
        activation (OPT ReLU r+w ffn; LLaMA SiLU*mul 2 reads + write), KV-cache write
@@ -532,6 +567,12 @@ pb_status pb_sim_create(const pb_model *m, const pb_hw *hw, const pb_sim_cost *c
         pb_sim_destroy(s);
         return PB_ERR_INVALID;
     }
+    if (!(s->wq_ratio > 0)) {
+        plain_err(err, "sim: weights: %s needs hardware.cost_model.wq_*_compute_ratio for it (%s has none)",
+                  pb_weight_format_name(wf) ? pb_weight_format_name(wf) : "?", hw->name);
+        pb_sim_destroy(s);
+        return PB_ERR_INVALID;
+    }
     build_gemm_tables(s);
     pb_status st = pb_sim_check(s);
     if (st) {
@@ -554,6 +595,9 @@ pb_status pb_sim_check(const pb_sim *s) {
     if (!s) return PB_ERR_INVALID;
     if (!(s->flops > 0 && s->gemm_bw > 0 && s->elem_bw > 0 && s->attn_flops > 0 && s->attn_bw > 0))
         return PB_ERR_INVALID;
+    if (!(s->wq_ratio > 0)) return PB_ERR_INVALID;
+    for (int g = 0; g < 5; g++)   /* a quantized weight is never larger than the dtype's */
+        if (!(s->gW[g] > 0 && s->gW[g] <= (g < 4 ? s->gK[g] * s->gN[g] : s->h * s->vocab_tp) * s->dt)) return PB_ERR_INVALID;
     if (!(s->c.swap_h2d_bw > 0 && s->c.swap_d2h_bw > 0)) return PB_ERR_INVALID;
     if (!(s->p.time_scale > 0 && isfinite(s->p.time_scale))) return PB_ERR_INVALID;
     for (int i = 0; i < PB_SIM_N_TERMS; i++)

@@ -99,7 +99,25 @@
  *   cuda_graph_launch_us, GPU cuda_graph_node_gap_us between its kernels; the LM
  *   head and the sampler stay eager.  Framework host time is unchanged (vLLM still
  *   prepares inputs in Python) and so is the KV space (v0.2.6 sizes the cache
- *   before capturing).
+ *   before capturing).  Error bars: the gaps count in the element-wise term and the
+ *   graph launch in the host term (pb_sim_totals), whose residuals they take; the two
+ *   cuda_graph_* keys are published figures with no residual of their own.
+ * Quantized weights (a system's `weights`, kernels/wquant.h; spec.h
+ *   pb_linear_weight_bytes): the layer GEMMs (QKV, output, FFN) read their weights
+ *   in the format's bytes (int8 / fp8 about half of fp16, int4 with its group-128
+ *   scales and zeros 0.26x), and their compute side carries the dequantization
+ *   work at wq_<format>_compute_ratio, the quantized kernel's compute-bound
+ *   throughput relative to the fp16 GEMM's (published kernel measurements, cited in
+ *   the YAML):
+ *     compute = 2 M K N / (peak * gemm_flops_efficiency * wq_<format>_compute_ratio)
+ *     memory  = (weight bytes + (M K + M N) dtype) / (HBM * gemm_bw_efficiency)
+ *     time    = sqrt(compute^2 + memory^2) + gemm_fixed
+ *   the fp16 GEMM's rounded roofline with Marlin's own terms (its README's ideal():
+ *   bytes / bandwidth and FLOPs / peak, all SMs streaming the weights); such kernels
+ *   tile small M by 16 rows, so cuBLAS's tiles, waves and split-K above are not
+ *   applied to them.  Residual: the GEMM term's for the composition (the fp16 fit);
+ *   the compute ratios' own is unknown.  The LM head stays fp16; the KV space grows
+ *   by the weight bytes saved (spec.h).
  * Copy-on-write = one fused copy kernel: read + write of every copied block.
  * Recompute is a prefill of prompt + generated tokens, which the engine sends.
  *
@@ -212,6 +230,9 @@ typedef struct {
     bool has_graph_costs;        /* both cuda_graph_* keys given (cuda_graphs needs them) */
     double graph_launch_s;       /* host time of one cudaGraphLaunch                    */
     double graph_node_gap_s;     /* GPU idle between the kernels of a replayed graph    */
+    double wq_ratio[5];          /* per weight format (wquant.h): the quantized GEMM
+                                    kernel's compute-bound throughput / fp16's; [0] = 1,
+                                    0 = not given (that format is then refused)        */
 } pb_sim_cost;
 
 extern const pb_key pb_sim_cost_schema[];      /* hardware.cost_model               */

@@ -10,6 +10,7 @@
 #include "executor_sim.h"   /* pb_sim_cost_from_node, pb_sim_params_from_node */
 #include "measure.h"        /* pb_measure_schema */
 #include "kv_dtype.h"       /* PB_KV_CACHE_DTYPE_CHOICES */
+#include "wquant.h"         /* PB_WEIGHTS_CHOICES */
 #include "point_out.h"      /* pb_point_metric_known: columns, knee.metric */
 #include "uncertainty.h"    /* PB_UNC_CHOICES */
 #include "policy.h"         /* pb_policy_registry: the policies' options */
@@ -125,6 +126,10 @@ const pb_key pb_system_entry_schema[] = {
             "kernels/kv_dtype.h)"},
     {.name = "kv_scale", .type = PB_T_NUM, .lo = 1e-30, .hi = 1e30, .dflt = "1.0", .scope = PB_SCOPE_VLLM,
      .doc = "fp8 KV cache per-tensor scale, stored = fp8(x / kv_scale) (an fp8 kv_cache_dtype only)"},
+    {.name = "weights", .type = PB_T_ENUM, .choices = PB_WEIGHTS_CHOICES, .dflt = "fp16",
+     .doc = "linear layers' weight format: fp16 (the model's dtype), int8 / fp8 (1 byte, per-channel scale), "
+            "int4-awq / int4-gptq (4 bits, groups of 128): smaller weights, more KV slots, the GEMMs' bytes and "
+            "dequantization (sim only; kernels/wquant.h)"},
     {.name = "sim", .type = PB_T_MAP,
      .doc = "cost model: {attention_kernel: paged|contiguous, framework: python|cpp, profile: csv}"},
     {.name = "policy", .type = PB_T_STR, .dflt_rule = "the type's (pagedbench list: system types)",

@@ -22,6 +22,7 @@
 #include "sim_profile.h"     /* pb_sim_profile_load (checked up front) */
 #include "spec.h"
 #include "vllm_version.h"    /* pb_vllm_knobs: the `engine:` version's defaults */
+#include "wquant.h"          /* pb_weight_format: a system's weights */
 #include "trace_fit.h"       /* pb_trace_fit */
 #include "uncertainty.h"     /* the error bars: method, factors, replicas */
 #include "workload.h"        /* pb_workload_from_node, pb_workload_generate */
@@ -260,8 +261,12 @@ static void plan_engine(plan *P, const pb_node *root, const pb_node *sys) {
    so the model's kv_dtype_bytes -- and with it the KV sizing, the cost model's KV
    traffic and the swap blocks -- follows), kv_scale (fp8 only) and cuda_graphs (the
    knob, vllm_version.h: under v0.x v0.2.6's decode graphs, here; under v1 V1's graph
-   modes, plan_sim). */
+   modes, plan_sim); the weight format (model.weights: the weight bytes in the KV
+   rules and the GEMMs). */
 static pb_status plan_kv_format(plan *P, const pb_node *sys, const char *kp, pb_cfg_err *ce) {
+    pb_weight_format wf = PB_WEIGHTS_FP16;
+    pb_weight_format_parse(pb_schema_str(SYS, sys, "weights"), &wf);   /* validated: an enum */
+    P->model.weights = (int32_t)wf;
     P->kv_cache_dtype = PB_KV_CACHE_AUTO;
     pb_kv_cache_dtype_parse(pb_schema_str(SYS, sys, "kv_cache_dtype"), &P->kv_cache_dtype);   /* validated: an enum */
     P->kv_scale = (float)pb_schema_num(SYS, sys, "kv_scale");
@@ -496,6 +501,10 @@ static pb_status plan_sim(plan *P, const pb_node *root, const pb_node *sys, cons
         return pb_cfg_fail(ce, gn, true, "%s.cuda_graphs: %s", kp,
                            strcmp(P->executor, "cuda") ? "the cpu executor has no CUDA graphs (sim or cuda only)"
                                                        : "the cuda executor captures graphs at gpus: 1 only");
+    const pb_node *wn = pb_node_get(sys, "weights");
+    if (P->model.weights != PB_WEIGHTS_FP16 && P->real)
+        return pb_cfg_fail(ce, wn, true, "%s.weights: %s weights are modelled by the sim executor only (executor: %s)",
+                           kp, pb_weight_format_name((pb_weight_format)P->model.weights), P->executor);
     if (P->real) {
         if (!pb_node_has(sys, "sim")) return PB_OK;
         return pb_cfg_fail(ce, pb_node_get(sys, "sim"), true, "%s.sim: only the sim executor reads it (executor: %s)",
@@ -512,6 +521,11 @@ static pb_status plan_sim(plan *P, const pb_node *root, const pb_node *sys, cons
         return pb_cfg_fail(ce, gn, true,
                            "%s.cuda_graphs: hardware %s has no cost_model.cuda_graph_launch_us / cuda_graph_node_gap_us",
                            kp, P->hw.name);
+    if (!(P->cost.wq_ratio[P->model.weights] > 0))
+        return pb_cfg_fail(ce, wn, true, "%s.weights: hardware %s has no cost_model.wq_%s_compute_ratio", kp, P->hw.name,
+                           P->model.weights == PB_WEIGHTS_INT4_AWQ    ? "int4_awq"
+                           : P->model.weights == PB_WEIGHTS_INT4_GPTQ ? "int4_gptq"
+                                                                      : pb_weight_format_name((pb_weight_format)P->model.weights));
     P->sp = pb_sim_params_default();
     P->sp.attn = P->type->attn;
     P->sp.framework = P->type->fw;

@@ -123,6 +123,19 @@ static const variant VARIANTS[] = {
                "executor: {type: cpu, fixed_latency_s: 0.02, kv_slots: 768}\nlength_scale: 0.25\nclamp_to_max_len: true\n"
                "workload: {dataset: sharegpt, arrivals: poisson, rate: 32, num_requests: 3, beam_width: 2}\n"
                "systems:\n  - {name: s, type: vllm, kv_cache_dtype: fp8_e4m3}\n"},
+    /* quantized weights, one variant per format (its compute ratio takes effect) */
+    {"wqint8", "name: cov\nfigure: cov\nmodel: opt-13b\nhardware: a100-40gb\n"
+              "workload: {dataset: alpaca, arrivals: poisson, rate: 20, num_requests: 40}\n"
+              "systems:\n  - {name: s, type: vllm, weights: int8}\n"},
+    {"wqfp8", "name: cov\nfigure: cov\nmodel: opt-13b\nhardware: a100-40gb\n"
+              "workload: {dataset: alpaca, arrivals: poisson, rate: 20, num_requests: 40}\n"
+              "systems:\n  - {name: s, type: vllm, weights: fp8}\n"},
+    {"wqawq", "name: cov\nfigure: cov\nmodel: opt-13b\nhardware: a100-40gb\n"
+              "workload: {dataset: alpaca, arrivals: poisson, rate: 20, num_requests: 40}\n"
+              "systems:\n  - {name: s, type: vllm, weights: int4-awq}\n"},
+    {"wqgptq", "name: cov\nfigure: cov\nmodel: opt-13b\nhardware: a100-40gb\n"
+              "workload: {dataset: alpaca, arrivals: poisson, rate: 20, num_requests: 40}\n"
+              "systems:\n  - {name: s, type: vllm, weights: int4-gptq}\n"},
     /* CUDA graphs on a model small enough for the host launch to bind */
     {"graphs", "name: cov\nfigure: cov\nmodel: tiny-opt\nhardware: a100-40gb\n"
                "workload: {dataset: alpaca, arrivals: poisson, rate: 20, num_requests: 40}\nlength_scale: 0.25\n"
@@ -252,6 +265,7 @@ static const kcase CASES[] = {
     E("systems[].async_scheduling", "v1spec", "systems.0.async_scheduling=false"),
     E("systems[].kv_cache_dtype", "spec", "systems.0.kv_cache_dtype=fp8_e4m3"),
     E("systems[].kv_scale", "cpufp8", "systems.0.kv_scale=1e-6"),
+    E("systems[].weights", "spec", "systems.0.weights=int4-awq"),
     E("slo", "sim", "slo={ttft_ms: 1, tpot_ms: 1}"),
     E("slo.ttft_ms", "slo", "slo.ttft_ms=1"),
     E("slo.tpot_ms", "slo", "slo.tpot_ms=1"),
@@ -395,6 +409,10 @@ static const kcase CASES[] = {
     E("cost_model.swap_d2h_copy_us", "sim", "cost_model.swap_d2h_copy_us=1000"),
     E("cost_model.cuda_graph_launch_us", "graphs", "cost_model.cuda_graph_launch_us=2000"),
     E("cost_model.cuda_graph_node_gap_us", "graphs", "cost_model.cuda_graph_node_gap_us=5"),
+    E("cost_model.wq_int8_compute_ratio", "wqint8", "cost_model.wq_int8_compute_ratio=0.05"),
+    E("cost_model.wq_fp8_compute_ratio", "wqfp8", "cost_model.wq_fp8_compute_ratio=0.05"),
+    E("cost_model.wq_int4_awq_compute_ratio", "wqawq", "cost_model.wq_int4_awq_compute_ratio=0.05"),
+    E("cost_model.wq_int4_gptq_compute_ratio", "wqgptq", "cost_model.wq_int4_gptq_compute_ratio=0.05"),
 };
 /* cost_model.<numeric key> and cost_model.framework.python.<key> not listed above:
    EFFECT on "sim" with the value multiplied by 5 (generic_alt). */
@@ -742,6 +760,12 @@ static const rule_case RULES[] = {
      "every shipped hardware spec gives it; without it a system's cuda_graphs: true is an error (test_kv_format)"},
     {"cost_model.cuda_graph_node_gap_us", NULL, NULL,
      "every shipped hardware spec gives it; without it a system's cuda_graphs: true is an error (test_kv_format)"},
+    {"cost_model.wq_int8_compute_ratio", NULL, NULL, "no value stands for its absence: weights: int8 is then an error (test_weights)"},
+    {"cost_model.wq_fp8_compute_ratio", NULL, NULL, "no value stands for its absence: weights: fp8 is then an error (test_weights)"},
+    {"cost_model.wq_int4_awq_compute_ratio", NULL, NULL,
+     "no value stands for its absence: weights: int4-awq is then an error (test_weights)"},
+    {"cost_model.wq_int4_gptq_compute_ratio", NULL, NULL,
+     "no value stands for its absence: weights: int4-gptq is then an error (test_weights)"},
 };
 
 /* Keys with a dflt whose case's variant cannot show it: another variant (one that
