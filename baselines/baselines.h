@@ -11,6 +11,16 @@
  *                          of a batch completes when the batch completes.  Pair it
  *                          with the contiguous KV manager, reservation max.
  *
+ *   hf    (policy_hf.c)    HF Transformers (2023) as vLLM's launch post ran it:
+ *                          static batches packed in arrival order, prompts padded
+ *                          to the batch's longest, the batch finishes together, no
+ *                          sharing between parallel samples.  Pair it with `type: ft`.
+ *   tgi   (policy_tgi.c)   Text Generation Inference (2023): continuous batching over
+ *                          per-request reservations of prompt + max_new_tokens, TGI's
+ *                          router rule for joining, no paging, no preemption.
+ *                          Pair it with `type: vllm` and the contiguous attention kernel.
+ * Static batches (FT, HF) complete together: static_batch.h.
+ *
  * Registry lines (experiments/policy_registry.c):
  *   X("orca", pb_policy_orca_create, pb_policy_orca_keys, "Orca: iteration-level FCFS, ...")
  *   X("ft",   pb_policy_ft_create,   pb_policy_ft_keys,   "FasterTransformer: request-level batches ...")
@@ -47,6 +57,13 @@ pb_status pb_policy_orca_create(const pb_node *opts, pb_policy **out, pb_cfg_err
 pb_status pb_policy_ft_create(const pb_node *opts, pb_policy **out, pb_cfg_err *err);
 
 bool pb_policy_is_ft(const pb_policy *p);
+bool pb_policy_is_hf(const pb_policy *p);
+pb_status pb_policy_hf_create(const pb_node *opts, pb_policy **out, pb_cfg_err *err);
+/* Batch index of request id under HF (-1 if it never ran in a batch). */
+int64_t pb_policy_hf_batch_of(const pb_policy *p, int64_t id);
+/* HF's batches complete together: as pb_policy_ft_finalize. */
+void pb_policy_hf_finalize(pb_policy *p, pb_metrics *m);
+pb_status pb_policy_tgi_create(const pb_node *opts, pb_policy **out, pb_cfg_err *err);
 
 typedef struct {
     int64_t n_batches;
@@ -60,7 +77,8 @@ int64_t pb_policy_ft_batch_of(const pb_policy *p, int64_t id);
 /* Rewrite finish_s of every finished request of m to its batch's completion time.
  * Call once, after pb_engine_run() with this policy. */
 void pb_policy_ft_finalize(pb_policy *p, pb_metrics *m);
-/* pb_policy_ft_finalize for FT policies, nothing for the others. */
+/* pb_policy_ft_finalize / pb_policy_hf_finalize for FT and HF policies, nothing for
+   the others. */
 void pb_policy_finalize(pb_policy *p, pb_metrics *m);
 
 #ifdef __cplusplus

@@ -24,26 +24,14 @@
 
 #include "baselines.h"
 #include "engine.h"
+#include "static_batch.h"
 
 typedef struct {
     int32_t max_batch;       /* B, 0 = as many as memory allows                     */
-    int64_t *batch_of;       /* [cap] batch index per request id, -1 = none         */
-    int64_t cap;
-    int64_t n_batches, sum_batch, max_seen;
+    pb_static_batches batches;
 } ft_policy;
 
 static const pb_policy_i ft_iface;
-
-static void note_batch(ft_policy *f, int64_t id, int64_t batch) {
-    if (id >= f->cap) {
-        int64_t nc = f->cap ? f->cap : 1024;
-        while (nc <= id) nc *= 2;
-        f->batch_of = pb_xrealloc(f->batch_of, (size_t)nc * sizeof *f->batch_of);
-        for (int64_t i = f->cap; i < nc; i++) f->batch_of[i] = -1;
-        f->cap = nc;
-    }
-    f->batch_of[id] = batch;
-}
 
 static pb_status ft_schedule(pb_policy *p, pb_sched *s) {
     ft_policy *f = p->impl;
@@ -53,17 +41,14 @@ static pb_status ft_schedule(pb_policy *p, pb_sched *s) {
     pb_admit_rule r = {.token_budget = INT64_MAX, .max_groups = f->max_batch};   /* no token budget */
     pb_status st = pb_sched_admit_waiting(s, &r, &n);
     if (st != PB_OK || n == 0) return st;
-    int64_t b = f->n_batches++;
-    for (pb_group *g = pb_sched_running_head(s); g; g = g->next) note_batch(f, g->id, b);
-    f->sum_batch += n;
-    if (n > f->max_seen) f->max_seen = n;
+    pb_static_batches_note(&f->batches, s, n);
     return PB_OK;
 }
 
 static void ft_destroy(pb_policy *p) {
     if (!p) return;
     ft_policy *f = p->impl;
-    free(f->batch_of);
+    pb_static_batches_free(&f->batches);
     free(f);
     free(p);
 }
@@ -95,54 +80,24 @@ bool pb_policy_is_ft(const pb_policy *p) { return p && p->iface == &ft_iface; }
 
 void pb_policy_ft_stats(const pb_policy *p, pb_ft_stats *out) {
     PB_ASSERT(pb_policy_is_ft(p));
-    const ft_policy *f = p->impl;
+    const pb_static_batches *b = &((const ft_policy *)p->impl)->batches;
     memset(out, 0, sizeof *out);
-    out->n_batches = f->n_batches;
-    out->max_batch_seen = f->max_seen;
-    out->mean_batch = f->n_batches ? (double)f->sum_batch / (double)f->n_batches : 0;
+    out->n_batches = b->n_batches;
+    out->max_batch_seen = b->max_seen;
+    out->mean_batch = b->n_batches ? (double)b->sum_batch / (double)b->n_batches : 0;
 }
 
 int64_t pb_policy_ft_batch_of(const pb_policy *p, int64_t id) {
     PB_ASSERT(pb_policy_is_ft(p));
-    const ft_policy *f = p->impl;
-    return id >= 0 && id < f->cap ? f->batch_of[id] : -1;
+    return pb_static_batches_of(&((const ft_policy *)p->impl)->batches, id);
 }
 
 void pb_policy_ft_finalize(pb_policy *p, pb_metrics *m) {
     PB_ASSERT(pb_policy_is_ft(p));
-    ft_policy *f = p->impl;
-    if (f->n_batches == 0) return;
-    int64_t n;
-    pb_metrics_requests(m, &n);
-    /* end[b]: latest finish in batch b, or -1 when a member never finished (a run
-       cut short): then the batch never completed and none of its results were
-       returned, so its finished members count as unfinished too. */
-    double *end = pb_xmalloc((size_t)f->n_batches * sizeof *end);
-    bool *cut = pb_xcalloc((size_t)f->n_batches, sizeof *cut);
-    for (int64_t b = 0; b < f->n_batches; b++) end[b] = -1;
-    int64_t lim = PB_MIN(n, f->cap);
-    for (int64_t i = 0; i < lim; i++) {
-        int64_t b = f->batch_of[i];
-        if (b < 0) continue;
-        const pb_req_metrics *r = pb_metrics_req(m, i);
-        if (!r->finished) cut[b] = true;
-        else if (r->finish_s > end[b]) end[b] = r->finish_s;
-    }
-    for (int64_t i = 0; i < lim; i++) {
-        int64_t b = f->batch_of[i];
-        pb_req_metrics *r = pb_metrics_req(m, i);
-        if (b < 0 || !r->finished) continue;
-        if (cut[b]) {
-            r->finished = false;
-            r->finish_s = -1;
-        } else {
-            r->finish_s = end[b];
-        }
-    }
-    free(cut);
-    free(end);
+    pb_static_batches_finalize(&((ft_policy *)p->impl)->batches, m);
 }
 
 void pb_policy_finalize(pb_policy *p, pb_metrics *m) {
     if (pb_policy_is_ft(p)) pb_policy_ft_finalize(p, m);
+    else if (pb_policy_is_hf(p)) pb_policy_hf_finalize(p, m);
 }

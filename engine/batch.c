@@ -138,7 +138,8 @@ pb_status pb_batch_check(const pb_batch_builder *bb, int64_t max_tokens) {
     if (bb->padded) {   /* a padded prompt step: prompts only, within both budgets */
         int64_t padded = (int64_t)bb->n_prefill_seqs * bb->prefill_max_len;
         if (bt->n_decode > 0 || bb->n_prefill_seqs == 0 ||
-            (bb->n_groups > 1 && (padded > max_tokens || padded - bb->prefill_len_sum > bb->max_paddings))) {
+            (bb->n_groups > 1 && bb->max_paddings != PB_PAD_UNBOUNDED &&
+             (padded > max_tokens || padded - bb->prefill_len_sum > bb->max_paddings))) {
             pb_log_error("batch: padded prompt step of %d rows x %d (%d decodes) breaks its budgets",
                          bb->n_prefill_seqs, bb->prefill_max_len, bt->n_decode);
             return PB_ERR_INVALID;

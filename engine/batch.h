@@ -94,7 +94,9 @@ static inline void pb_batch_add_decode_sums(pb_batch_builder *bb, int32_t n_grou
     if (top > b->n_top) b->n_top = top;
 }
 
-/* A padded prompt-only step, padding cap max_paddings. */
+/* A padded prompt-only step, padding cap max_paddings; PB_PAD_UNBOUNDED: no padding
+   cap and no token cap (pb_sched_pad_prompts). */
+#define PB_PAD_UNBOUNDED INT32_MAX
 void pb_batch_set_padded(pb_batch_builder *bb, int32_t max_paddings);
 /* Tokens of the step so far: prefill tokens + decodes. */
 static inline int64_t pb_batch_tokens(const pb_batch_builder *bb) { return bb->b.n_prefill_tokens + bb->b.n_decode; }

@@ -240,6 +240,11 @@ pb_status pb_sched_continue_prefills(pb_sched *s, int64_t token_budget);
    max_num_seqs allows; NEVER: rejected; stops at a group preempted this step. */
 pb_status pb_sched_swap_in_fcfs(pb_sched *s);
 
+/* This step's prompts run as one padded [rows, longest] batch with no padding or
+   token cap, as HF Transformers' generate() pads whatever batch it is given (the
+   executor prices rows x the longest row; a prompt-only step: no decodes in it). */
+void pb_sched_pad_prompts(pb_sched *s);
+
 /* How pb_sched_admit_waiting fits prefills into the step. */
 typedef struct {
     int64_t token_budget;   /* tokens of the step, decodes included; a prefill costs

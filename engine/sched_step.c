@@ -178,6 +178,8 @@ pb_status pb_sched_admit_waiting(pb_sched *s, const pb_admit_rule *r, int32_t *n
     return PB_OK;
 }
 
+void pb_sched_pad_prompts(pb_sched *s) { pb_batch_set_padded(s->batch, PB_PAD_UNBOUNDED); }
+
 /* ---- the vLLM step ---- */
 
 pb_status pb_sched_vllm_v01_step(pb_sched *s) {

@@ -28,6 +28,10 @@
       "Orca: iteration-level FCFS, contiguous buddy reservations, no preemption")                            \
     X("ft", pb_policy_ft_create, pb_policy_ft_keys,                                                           \
       "FasterTransformer: request-level batches of up to B earliest requests")                               \
+    X("hf", pb_policy_hf_create, pb_policy_hf_keys,                                                           \
+      "HF Transformers (2023): static batches, padded prompts, finish together, no sharing")                 \
+    X("tgi", pb_policy_tgi_create, pb_policy_tgi_keys,                                                        \
+      "TGI (2023): continuous batching over prompt + max_new_tokens reservations, no paging")                \
     X("prefix-cache", pb_policy_prefix_cache_create, pb_policy_no_keys,                                       \
       "vLLM scheduling with automatic prefix caching (computed blocks reused by content, LRU eviction)")     \
     /* end of the list */

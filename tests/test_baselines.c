@@ -10,6 +10,7 @@
 #include "engine.h"
 #include "executor_fixed.h"
 #include "kv_contiguous.h"
+#include "engine_rig.h"
 #include "pbtest.h"
 #include "rng.h"
 #include "sequence.h"
@@ -443,21 +444,8 @@ static void run_engine(run_out *o, const pb_trace *t, pb_resv_rule rule, bool ft
     pb_fixed_exec_params_default(&fp);
     fp.context_token_s = 1e-6;
     PB_ASSERT(pb_executor_fixed_create(&fp, &o->ex) == PB_OK);
-    pb_engine_params ep;
-    pb_engine_params_default(&ep);
     o->m = pb_metrics_create(true);
-    pb_engine *eng = NULL;
-    PB_ASSERT(pb_engine_create(&ep, o->kv, o->policy, o->ex, &eng) == PB_OK);
-    /* step by step, with the KV manager's full invariant check after every step */
-    o->st = pb_engine_begin(eng, t, o->m);
-    bool done = false;
-    while (o->st == PB_OK && !done) {
-        o->st = pb_engine_step(eng, &done);
-        if (o->st == PB_OK) o->st = pb_kv_check(o->kv);
-    }
-    pb_status st2 = pb_engine_end(eng);
-    if (o->st == PB_OK) o->st = st2;
-    pb_engine_destroy(eng);
+    o->st = pb_test_run_engine(o->kv, o->policy, o->ex, t, o->m);
 }
 
 static void run_free(run_out *o) {

@@ -62,6 +62,9 @@ static const variant VARIANTS[] = {
     {"prio", "name: cov\nfigure: cov\nmodel: opt-13b\nhardware: a100-40gb\n"
              "workload: {dataset: sharegpt, arrivals: poisson, rate: 20, num_requests: 60}\n"
              "systems:\n  - {name: s, type: vllm, policy: priority, kv_slots: 8192}\n"},
+    {"tgi", "name: cov\nfigure: cov\nmodel: opt-13b\nhardware: a100-40gb\n"
+            "workload: {dataset: sharegpt, arrivals: poisson, rate: 20, num_requests: 60}\n"
+            "systems:\n  - {name: s, type: vllm, policy: tgi}\n"},
     {"sarathi", "name: cov\nfigure: cov\nmodel: opt-13b\nhardware: a100-40gb\n"
                 "workload: {dataset: sharegpt, arrivals: poisson, rate: 20, num_requests: 60}\n"
                 "systems:\n  - {name: s, type: vllm, policy: sarathi, kv_slots: 8192}\n"},
@@ -253,6 +256,9 @@ static const kcase CASES[] = {
     E("systems[].priority_by", "prio", "systems.0.priority_by=total"),
     E("systems[].aging_rate", "prio", "systems.0.aging_rate=1e9"),
     E("systems[].token_budget", "sarathi", "systems.0.token_budget=64"),
+    E("systems[].max_batch_total_tokens", "tgi", "systems.0.max_batch_total_tokens=4000"),
+    E("systems[].waiting_served_ratio", "tgi", "systems.0.waiting_served_ratio=0"),
+    E("systems[].max_waiting_tokens", "tgi", "systems.0.max_waiting_tokens=1"),
     E("systems[].watermark", "sim", "systems.0.watermark=0.3"),
     E("systems[].max_num_batched_tokens", "sim", "systems.0.max_num_batched_tokens=64"),
     E("systems[].max_num_seqs", "sim", "systems.0.max_num_seqs=4"),
@@ -774,6 +780,9 @@ typedef struct { const char *path, *variant, *why; } default_case;
 static const default_case DEFAULT_VARIANTS[] = {
     {"executor", "sim", NULL},
     {"systems[].kv_slots", "spec", NULL},
+    {"systems[].max_batch_total_tokens", "tgi", NULL},
+    {"systems[].waiting_served_ratio", "tgi", NULL},
+    {"systems[].max_waiting_tokens", "tgi", NULL},
     {"executor.kv_slots", "cpumib", NULL},
     {"workload.num_requests", "dur", NULL},
     {"workload.arrivals", "dur", NULL},
