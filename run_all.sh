@@ -20,6 +20,8 @@
 #                             (RESULTS.md "CUDA graphs")
 #   ./run_all.sh ablation-weights  offline throughput and KV slots vs weight format
 #                             (fp16 int8 fp8 int4-awq int4-gptq; RESULTS.md "Quantized weights")
+#   ./run_all.sh launch       vLLM's launch comparison: HF Transformers (2023), TGI (2023)
+#                             and vLLM, 4 panels (RESULTS.md "The launch comparison")
 #   ./run_all.sh all          every table and figure into the committed reference results
 #                             (results/, plots/out/), then rewrite RESULTS.md's generated tables
 #   ./run_all.sh results-md   refill RESULTS.md's generated tables from results/*_report.md
@@ -67,13 +69,13 @@ while [ $# -gt 0 ]; do
         --cuda) CUDA=1 ;;
         --build) BUILD=$2; shift ;;
         --bundle) GPU_ARGS+=(--bundle "$2"); shift ;;
-        -h|--help) sed -n '2,37p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+        -h|--help) sed -n '2,/^set -euo/{/^#/p}' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
         -*) echo "run_all.sh: unknown option $1" >&2; exit 2 ;;
         *) VERBS+=("$1") ;;
     esac
     shift
 done
-[ ${#VERBS[@]} -gt 0 ] || { sed -n '2,37p' "$0" | sed 's/^# \{0,1\}//'; exit 2; }
+[ ${#VERBS[@]} -gt 0 ] || { sed -n '2,/^set -euo/{/^#/p}' "$0" | sed 's/^# \{0,1\}//'; exit 2; }
 
 log() { printf '==> %s\n' "$*" >&2; }
 
@@ -82,7 +84,7 @@ for verb in "${VERBS[@]}"; do
     case "$verb" in
         test|table1|list|all|results-md|clean|gpu|goldens|serve) ;;
         fig1|fig2|fig11|fig12|fig13|fig14|fig15|fig16|fig17|fig18|fig18a|fig18b|fig19|fig19a|fig19b|study|tier|v1) ;;
-        ablation-kv|ablation-graphs|ablation-weights) ;;
+        ablation-kv|ablation-graphs|ablation-weights|launch) ;;
         *) echo "run_all.sh: unknown verb '$verb' (try: ./run_all.sh list)" >&2; exit 2 ;;
     esac
 done
@@ -117,7 +119,7 @@ need_pkgs() {   # need_pkgs <verb>: list the Debian packages missing for this ve
                   command -v clang >/dev/null || missing+=(clang)            # cli_fuzz: libFuzzer
                   { dpkg -s libclang-rt-dev >/dev/null 2>&1; } || missing+=(libclang-rt-dev)
               fi ;;
-        fig*|study|tier|v1|ablation-*|all) command -v gnuplot >/dev/null || missing+=(gnuplot-nox)
+        fig*|study|tier|v1|ablation-*|launch|all) command -v gnuplot >/dev/null || missing+=(gnuplot-nox)
                   # (no grep -q here: fc-list would die of SIGPIPE, which pipefail reports)
                   { fc-list 2>/dev/null | grep -i dejavu >/dev/null; } || missing+=(fonts-dejavu-core) ;;
     esac
@@ -300,7 +302,7 @@ for verb in "${VERBS[@]}"; do
         list) build list; "$PB" list ;;
         serve) build serve; "$PB" serve experiments/fig12_opt13b_sharegpt.yaml --system vllm ;;
         fig*|study|tier|v1) run_figure "$verb" ;;
-        ablation-kv|ablation-graphs|ablation-weights) run_figure "${verb//-/_}" ;;
+        ablation-kv|ablation-graphs|ablation-weights|launch) run_figure "${verb//-/_}" ;;
         all) run_all_figures ;;
         results-md) RES=results; update_results_md ;;
         goldens) build goldens; bash tools/goldens.sh write "$PB" ;;
