@@ -528,7 +528,7 @@ pb_status pb_sim_create(const pb_model *m, const pb_hw *hw, const pb_sim_cost *c
     pb_weight_format wf = (pb_weight_format)m->weights;
     for (int g = 0; g < 4; g++) s->gW[g] = pb_wq_matrix_bytes(wf, s->gK[g], s->gN[g], s->dt);
     s->gW[4] = s->h * s->vocab_tp * s->dt;
-    s->wq_ratio = pb_weight_format_name(wf) ? c->wq_ratio[wf] : 0;
+    s->wq_ratio = wf == PB_WEIGHTS_FP16 ? 1 : pb_weight_format_name(wf) ? c->wq_ratio[wf] : 0;   /* fp16: the fp16 rate */
     s->kv_tok_layer = 2.0 * s->hkv * s->d * s->kvb;
     /* per token per layer: 2 norms (read+write h), 2 residual adds (2 reads + write),
        activation (OPT ReLU r+w ffn; LLaMA SiLU*mul 2 reads + write), KV-cache write

@@ -231,8 +231,9 @@ typedef struct {
     double graph_launch_s;       /* host time of one cudaGraphLaunch                    */
     double graph_node_gap_s;     /* GPU idle between the kernels of a replayed graph    */
     double wq_ratio[5];          /* per weight format (wquant.h): the quantized GEMM
-                                    kernel's compute-bound throughput / fp16's; [0] = 1,
-                                    0 = not given (that format is then refused)        */
+                                    kernel's compute-bound throughput / fp16's; 0 = not
+                                    given (that format is then refused); [0] (fp16) is
+                                    not read                                           */
 } pb_sim_cost;
 
 extern const pb_key pb_sim_cost_schema[];      /* hardware.cost_model               */

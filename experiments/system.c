@@ -521,7 +521,7 @@ static pb_status plan_sim(plan *P, const pb_node *root, const pb_node *sys, cons
         return pb_cfg_fail(ce, gn, true,
                            "%s.cuda_graphs: hardware %s has no cost_model.cuda_graph_launch_us / cuda_graph_node_gap_us",
                            kp, P->hw.name);
-    if (!(P->cost.wq_ratio[P->model.weights] > 0))
+    if (P->model.weights != PB_WEIGHTS_FP16 && !(P->cost.wq_ratio[P->model.weights] > 0))
         return pb_cfg_fail(ce, wn, true, "%s.weights: hardware %s has no cost_model.wq_%s_compute_ratio", kp, P->hw.name,
                            P->model.weights == PB_WEIGHTS_INT4_AWQ    ? "int4_awq"
                            : P->model.weights == PB_WEIGHTS_INT4_GPTQ ? "int4_gptq"
