@@ -279,7 +279,8 @@ run_all_figures() {
     cat "$RES/table1_report.md"
     "$PB" run --all --jobs "$JOBS" --results "$RES" "${quick[@]}" || rc=$?
     [ "$rc" = 2 ] && exit 2
-    for f in fig1 fig2 fig11 fig12 fig13 fig14 fig15 fig16 fig17 fig18 fig19 study tier v1; do plot_figure "$f" || rc=1; done
+    for f in fig1 fig2 fig11 fig12 fig13 fig14 fig15 fig16 fig17 fig18 fig19 study tier v1 \
+             ablation_kv ablation_graphs ablation_weights launch; do plot_figure "$f" || rc=1; done
     # RESULTS.md's fidelity tables: the cost-model parameters with their sources, and the
     # cost model against public GPU step measurements (pagedbench validate)
     if command -v python3 >/dev/null; then

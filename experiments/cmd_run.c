@@ -41,14 +41,15 @@
 
 /* every figure `--all` runs, in order (fig1, fig11, fig18a, fig19a come from other modules) */
 static const char *const ALL_FIGURES[] = {"fig1", "fig2", "fig11", "fig12", "fig13", "fig14", "fig15",
-                                          "fig16", "fig17", "fig18a", "fig18b", "fig19a", "fig19b", "v02", "study", "tier", "v1"};
+                                          "fig16", "fig17", "fig18a", "fig18b", "fig19a", "fig19b", "v02", "study", "tier", "v1",
+                                          "ablation_kv", "ablation_graphs", "ablation_weights", "launch"};
 
 enum { O_FIGURE = 256, O_SET, O_RESULTS, O_ALL, O_QUICK, O_FRESH, O_SUMMARY, O_QUIET, O_CHECK, O_NO_REPORT,
        O_REPORT_ONLY, O_REQUESTS, O_TIMELINE, O_LIST_POINTS, O_SHARD, O_ALLOW_REJECTED };
 static const pb_cli_opt RUN_OPTS[] = {
     {"figure", O_FIGURE, "FIG", "every experiments/*.yaml with `figure: FIG` (fig2 fig12 ... fig19b, study, tier, v1;\n"
                                 "fig18 = 18a+18b, fig19 = 19a+19b; fig1 fig11 fig18a fig19a are computed directly)"},
-    {"all", O_ALL, NULL, "every figure: fig1 fig2 fig11 fig12 ... fig19b v02 study tier v1"},
+    {"all", O_ALL, NULL, "every figure: fig1 fig2 fig11 fig12 ... fig19b v02 study tier v1, the ablations, launch"},
     {"jobs", 'j', "N", "worker processes (default 1); results are identical for every N"},
     {"quick", O_QUICK, NULL, "each YAML's quick: settings (shorter traces, fewer points; stated in the YAML)"},
     {"set", O_SET, "K=V", "override a config value in every experiment (repeatable)"},

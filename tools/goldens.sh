@@ -8,7 +8,8 @@
 #                                       on purpose; `git diff tests/golden` shows what
 #                                       moved).  Also: ./run_all.sh goldens
 #
-# What runs: `pagedbench run --all --quick` (every figure fig1 ... fig19b, v02, study,
+# What runs: `pagedbench run --all --quick` (every figure fig1 ... fig19b, v02, study, tier,
+# the ablations and launch,
 # each YAML's quick: settings), `pagedbench table1 --csv`, `pagedbench validate --csv`.
 # Workloads use the built-in length distributions (PAGEDBENCH_SHARED_DATA points at an
 # empty folder), so the numbers are the same beside ../shared/data and in a bare clone.
