@@ -1,6 +1,7 @@
 # ablation_kv.gp -- the KV dtype x block size ablation (not a paper figure; issue 35,
 # RESULTS.md "FP8 KV cache"): vLLM with an fp16 (solid) or fp8 (dashed, hollow) KV
-# cache at block sizes 8, 16 and 32.  Top row: normalized latency vs request rate;
+# cache at block sizes 8, 16 and 32.  Top row: normalized latency vs request rate
+# (log scale: every point is drawn; the dotted line is the knee threshold);
 # bottom row: the knee, the rate where each curve crosses 0.2 s/token (linear
 # interpolation between the sweep points around it, as the figure reports read knees),
 # vs block size.  Panels a-d = experiments/ablation_kv_*.yaml.
@@ -17,7 +18,6 @@ titles = '"OPT-13B, ShareGPT" "OPT-13B, Alpaca" "LLaMA-13B, ShareGPT" "LLaMA-13B
 BLOCKS = '8 16 32'
 DTYPES = 'fp16 fp8'
 TH = 0.2          # s/token: the knee threshold of the YAMLs
-YMAX = 0.6
 KEYH = 0.09
 # the knee of series (panel p, system s): set by a stats pass over the rows
 knee_of(p, s) = (K = NaN, PX = NaN, PY = NaN, 0)
@@ -30,6 +30,7 @@ do for [t in "png pdf"] {
     load 'plots/style.gp'
     set datafile columnheaders
     set output out . '.' . t
+    eval QUICK_WATERMARK
     set multiplot
     do for [i=1:4] {
         p = word(panels, i)
@@ -52,19 +53,21 @@ do for [t in "png pdf"] {
         set size 0.25, (1 - KEYH) / 2.0
         set title word(titles, i) offset 0, -0.6
         set autoscale xy
-        stats data using (strcol('panel') eq p && column('normalized_latency') <= YMAX ? column('request_rate') : NaN) nooutput
+        stats data using (strcol('panel') eq p ? column('request_rate') : NaN) nooutput
         set xrange [0:1.05 * STATS_max]
-        set yrange [0:YMAX]; set ytics 0.2
+        set logscale y; set yrange [*:*]; set ytics autofreq
+        set arrow 1 from graph 0, first TH to graph 1, first TH nohead dt 3 lc rgb '#808080'
         set xtics autofreq
         if (i == 1) { set ylabel "Normalized latency\n(s/token)" } else { unset ylabel }
         set xlabel 'Request rate (req/s)'
         unset key
-        plot for [d=1:2] for [b=1:3] data using (selx2('panel', p, 'system', sprintf('%s_bs%s', word(DTYPES, d), word(BLOCKS, b)), 'request_rate')):(clip(sel2('panel', p, 'system', sprintf('%s_bs%s', word(DTYPES, d), word(BLOCKS, b)), 'normalized_latency'), YMAX)) with linespoints ls (d == 1 ? 5 + b : 15 + b)
+        plot for [d=1:2] for [b=1:3] data using (selx2('panel', p, 'system', sprintf('%s_bs%s', word(DTYPES, d), word(BLOCKS, b)), 'request_rate')):(sel2('panel', p, 'system', sprintf('%s_bs%s', word(DTYPES, d), word(BLOCKS, b)), 'normalized_latency')) with linespoints ls (d == 1 ? 5 + b : 15 + b)
         # bottom: knee vs block size
         set origin (i - 1) / 4.0, 0
         unset title
         set xrange [-0.5:2.5]
         set xtics ('8' 0, '16' 1, '32' 2)
+        unset logscale y; unset arrow 1
         set autoscale y
         set yrange [0:*]; set ytics autofreq
         if (i == 1) { set ylabel "Knee (req/s)\nat 0.2 s/token" } else { unset ylabel }
