@@ -13,19 +13,13 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "block_manager.h"
 #include "client.h"
-#include "engine.h"
-#include "executor_fixed.h"
+#include "engine_rig.h"
 #include "pbtest.h"
 #include "workload.h"
 
 typedef struct {
-    pb_kv_manager *kv;
-    pb_policy *pol;
-    pb_executor *ex;
-    pb_engine *e;
-    pb_metrics *m;
+    pb_test_sys s;
     pb_client *cl;
 } run;
 
@@ -36,31 +30,23 @@ static pb_status run_client(run *R, const pb_trace *t, const pb_client_cfg *cfg,
     pb_paged_params pp;
     pb_paged_params_default(&pp);
     pp.n_gpu_blocks = 512;
-    PB_ASSERT(pb_paged_kv_create(&pp, &R->kv) == PB_OK);
-    PB_ASSERT(pb_policy_create("vllm", NULL, &R->pol, NULL) == PB_OK);
     pb_fixed_exec_params xp;
     pb_fixed_exec_params_default(&xp);
-    PB_ASSERT(pb_executor_fixed_create(&xp, &R->ex) == PB_OK);
     PB_ASSERT((R->cl = pb_client_create(t, cfg, 7)) != NULL);
     pb_engine_params ep;
     pb_engine_params_default(&ep);
     ep.check_every_step = true;
     ep.max_model_len = max_model_len;
     ep.source = pb_client_source(R->cl);
-    PB_ASSERT(pb_engine_create(&ep, R->kv, R->pol, R->ex, &R->e) == PB_OK);
-    R->m = pb_metrics_create(false);
+    PB_ASSERT(pb_test_sys_init(&R->s, &pp, "vllm", &xp, &ep, false) == PB_OK);
     pb_trace none = {NULL, 0};
-    pb_status st = pb_engine_run(R->e, &none, R->m);
+    pb_status st = pb_engine_run(R->s.e, &none, R->s.m);
     return st == PB_OK ? pb_client_check(R->cl) : st;
 }
 
 static void run_free(run *R) {
-    pb_engine_destroy(R->e);
+    pb_test_sys_free(&R->s);
     pb_client_destroy(R->cl);
-    pb_kv_destroy(R->kv);
-    pb_policy_destroy(R->pol);
-    pb_executor_destroy(R->ex);
-    pb_metrics_destroy(R->m);
 }
 
 static pb_request row(double t, int32_t prompt, int32_t out, int32_t conv, int32_t turn) {
@@ -73,7 +59,7 @@ static pb_request row(double t, int32_t prompt, int32_t out, int32_t conv, int32
 /* The engine's row of trace row r (via the client's send order); NULL if not sent. */
 static const pb_req_metrics *sent_row(const run *R, int64_t r) {
     int64_t n;
-    const pb_req_metrics *rm = pb_metrics_requests(R->m, &n);
+    const pb_req_metrics *rm = pb_metrics_requests(R->s.m, &n);
     for (int64_t k = 0; k < n; k++)
         if (pb_client_row_of(R->cl, k) == r) return &rm[k];
     return NULL;
@@ -91,7 +77,7 @@ PB_TEST(closed_loop_turn_is_sent_think_time_after_the_answer) {
     run R;
     PB_REQUIRE(run_client(&R, &t, &cfg, 2048) == PB_OK);
     int64_t n;
-    const pb_req_metrics *rm = pb_metrics_requests(R.m, &n);
+    const pb_req_metrics *rm = pb_metrics_requests(R.s.m, &n);
     PB_REQUIRE(n == 7);
     for (int64_t k = 0; k < n; k++) PB_CHECK(rm[k].finished);
     /* first turns and the loose row: on time */
@@ -139,7 +125,7 @@ PB_TEST(concurrency_limit_holds_requests_until_a_finish) {
     run R;
     PB_REQUIRE(run_client(&R, &t, &cfg, 2048) == PB_OK);
     int64_t n;
-    const pb_req_metrics *rm = pb_metrics_requests(R.m, &n);
+    const pb_req_metrics *rm = pb_metrics_requests(R.s.m, &n);
     PB_REQUIRE(n == N);
     PB_CHECK_EQ_INT(pb_client_peak_outstanding(R.cl), C);
     for (int64_t k = 0; k < n; k++) {

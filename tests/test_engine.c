@@ -12,19 +12,11 @@
 #include <string.h>
 
 #include "beam.h"
-#include "block_manager.h"
-#include "engine.h"
-#include "executor_fixed.h"
+#include "engine_rig.h"
 #include "pbtest.h"
 #include "rng.h"
 
-typedef struct {
-    pb_kv_manager *kv;
-    pb_policy *pol;
-    pb_executor *ex;
-    pb_engine *e;
-    pb_metrics *m;
-} sys;
+typedef pb_test_sys sys;   /* engine_rig.h */
 
 static void sys_init(sys *s, int32_t bs, int32_t gpu, int32_t cpu, const pb_engine_params *ep,
                      const pb_fixed_exec_params *xp, const char *policy) {
@@ -33,20 +25,12 @@ static void sys_init(sys *s, int32_t bs, int32_t gpu, int32_t cpu, const pb_engi
     pp.block_size = bs;
     pp.n_gpu_blocks = gpu;
     pp.n_cpu_blocks = cpu;
-    PB_ASSERT(pb_paged_kv_create(&pp, &s->kv) == PB_OK);
-    PB_ASSERT(pb_policy_create(policy, NULL, &s->pol, NULL) == PB_OK);
-    PB_ASSERT(pb_executor_fixed_create(xp, &s->ex) == PB_OK);
-    PB_ASSERT(pb_engine_create(ep, s->kv, s->pol, s->ex, &s->e) == PB_OK);
-    s->m = pb_metrics_create(true);
+    PB_ASSERT(pb_test_sys_init(s, &pp, policy, xp, ep, true) == PB_OK);
 }
 
 static void sys_free(sys *s) {
     PB_CHECK(pb_metrics_check(s->m) == PB_OK);   /* every run's metrics are consistent */
-    pb_engine_destroy(s->e);
-    pb_kv_destroy(s->kv);
-    pb_policy_destroy(s->pol);
-    pb_executor_destroy(s->ex);
-    pb_metrics_destroy(s->m);
+    pb_test_sys_free(s);
 }
 
 static pb_request req(double t, int32_t p, int32_t o, int32_t n, int32_t beam) {

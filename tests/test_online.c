@@ -11,9 +11,7 @@
 #include <string.h>
 #include <time.h>
 
-#include "block_manager.h"
-#include "engine.h"
-#include "executor_fixed.h"
+#include "engine_rig.h"
 #include "online.h"
 #include "pbtest.h"
 
@@ -47,40 +45,31 @@ static void on_event(void *user, const pb_online_event *ev) {
     pthread_mutex_unlock(&s->mu);
 }
 
-typedef struct {
-    pb_kv_manager *kv;
-    pb_policy *pol;
-    pb_executor *ex;
-    pb_engine *e;
-    pb_metrics *m;
-} sys;
+/* The engine under test: vllm over 16-token blocks (gpu_blocks on the GPU, 64 on the
+   CPU), the fixed executor at step_s a step, tokens stored, seed 7 (engine_rig.h). */
+static pb_engine_params online_ep(void) {
+    pb_engine_params ep;
+    pb_engine_params_default(&ep);
+    ep.store_tokens = true;
+    ep.seed = 7;
+    return ep;
+}
 
-static void sys_init(sys *s, int32_t gpu_blocks, double step_s) {
+static void sys_init_ep(pb_test_sys *s, int32_t gpu_blocks, double step_s, const pb_engine_params *ep) {
     pb_paged_params pp;
     pb_paged_params_default(&pp);
     pp.block_size = 16;
     pp.n_gpu_blocks = gpu_blocks;
     pp.n_cpu_blocks = 64;
-    PB_ASSERT(pb_paged_kv_create(&pp, &s->kv) == PB_OK);
-    PB_ASSERT(pb_policy_create("vllm", NULL, &s->pol, NULL) == PB_OK);
     pb_fixed_exec_params xp;
     pb_fixed_exec_params_default(&xp);
     xp.step_s = step_s;
-    PB_ASSERT(pb_executor_fixed_create(&xp, &s->ex) == PB_OK);
-    pb_engine_params ep;
-    pb_engine_params_default(&ep);
-    ep.store_tokens = true;
-    ep.seed = 7;
-    PB_ASSERT(pb_engine_create(&ep, s->kv, s->pol, s->ex, &s->e) == PB_OK);
-    s->m = pb_metrics_create(false);
+    PB_ASSERT(pb_test_sys_init(s, &pp, "vllm", &xp, ep, false) == PB_OK);
 }
 
-static void sys_free(sys *s) {
-    pb_engine_destroy(s->e);
-    pb_kv_destroy(s->kv);
-    pb_policy_destroy(s->pol);
-    pb_executor_destroy(s->ex);
-    pb_metrics_destroy(s->m);
+static void sys_init(pb_test_sys *s, int32_t gpu_blocks, double step_s) {
+    pb_engine_params ep = online_ep();
+    sys_init_ep(s, gpu_blocks, step_s, &ep);
 }
 
 static pb_request req(int32_t p, int32_t o, int32_t n, int32_t beam) {
@@ -131,22 +120,17 @@ PB_TEST(events_and_tokens_equal_offline) {
     /* offline: every arrival at 0 */
     offline_out *off = calloc(1, sizeof *off);
     {
-        sys s;
-        sys_init(&s, 256, 1e-3);
-        pb_engine_params ep;
-        pb_engine_params_default(&ep);
-        ep.store_tokens = true;
-        ep.seed = 7;
+        pb_test_sys s;
+        pb_engine_params ep = online_ep();
         ep.on_finish = off_finish;
         ep.on_finish_user = off;
-        pb_engine_destroy(s.e);
-        PB_ASSERT(pb_engine_create(&ep, s.kv, s.pol, s.ex, &s.e) == PB_OK);
+        sys_init_ep(&s, 256, 1e-3, &ep);
         pb_trace t = {rs, NREQ};
         for (int i = 0; i < NREQ; i++) rs[i].id = i;
         PB_REQUIRE(pb_engine_run(s.e, &t, s.m) == PB_OK);
-        sys_free(&s);
+        pb_test_sys_free(&s);
     }
-    sys s;
+    pb_test_sys s;
     sys_init(&s, 256, 1e-3);
     seen *sn = calloc(1, sizeof *sn);
     pthread_mutex_init(&sn->mu, NULL);
@@ -175,7 +159,7 @@ PB_TEST(events_and_tokens_equal_offline) {
     for (int i = 0; i < NREQ; i++) gen += (int64_t)rs[i].output_len * (rs[i].beam_width > 1 ? rs[i].beam_width : rs[i].n);
     PB_CHECK(st.generation_tokens == gen);
     pb_online_destroy(o);
-    sys_free(&s);
+    pb_test_sys_free(&s);
     pthread_mutex_destroy(&sn->mu);
     free(sn);
     free(off);
@@ -184,7 +168,7 @@ PB_TEST(events_and_tokens_equal_offline) {
 /* 40 decode steps of 10 ms engine time at speedup 4: about 0.1 s of wall time, never
    less (each step's latency is slept); the arrival after an idle pause jumps the clock. */
 PB_TEST(paced_by_the_wall_clock) {
-    sys s;
+    pb_test_sys s;
     sys_init(&s, 64, 10e-3);
     seen *sn = calloc(1, sizeof *sn);
     pthread_mutex_init(&sn->mu, NULL);
@@ -216,7 +200,7 @@ PB_TEST(paced_by_the_wall_clock) {
     PB_CHECK(rm[1].finish_s > rm[1].arrival_s && rm[0].finished && rm[1].finished);
     PB_CHECK(pb_online_stop(o, true) == PB_OK);
     pb_online_destroy(o);
-    sys_free(&s);
+    pb_test_sys_free(&s);
     pthread_mutex_destroy(&sn->mu);
     free(sn);
 }
@@ -225,7 +209,7 @@ PB_TEST(paced_by_the_wall_clock) {
    one request at a time) free their blocks before the next step; an abort after the
    terminal event changes nothing; stop without drain aborts the rest. */
 PB_TEST(aborts_free_kv_at_once) {
-    sys s;
+    pb_test_sys s;
     sys_init(&s, 8, 5e-3);   /* 8 blocks of 16: one 100-token request at a time */
     seen *sn = calloc(1, sizeof *sn);
     pthread_mutex_init(&sn->mu, NULL);
@@ -266,14 +250,14 @@ PB_TEST(aborts_free_kv_at_once) {
     PB_CHECK(u.physical_blocks == 0 && u.gpu_blocks_free == u.gpu_blocks_total);
     PB_CHECK(pb_online_submit(o, &small, (void *)(intptr_t)5, &id2) == PB_ERR_INVALID);   /* stopped */
     pb_online_destroy(o);
-    sys_free(&s);
+    pb_test_sys_free(&s);
     pthread_mutex_destroy(&sn->mu);
     free(sn);
 }
 
 /* The waiting limit: while a long step sleeps, submissions queue; the third is refused. */
 PB_TEST(waiting_limit_refuses) {
-    sys s;
+    pb_test_sys s;
     sys_init(&s, 64, 2.0);   /* 2 s steps at speedup 1: the loop sleeps */
     seen *sn = calloc(1, sizeof *sn);
     pthread_mutex_init(&sn->mu, NULL);
@@ -301,7 +285,7 @@ PB_TEST(waiting_limit_refuses) {
     pb_online_stats_get(o, &st);
     PB_CHECK(st.n_refused == 1 && st.n_aborted == 3);
     pb_online_destroy(o);
-    sys_free(&s);
+    pb_test_sys_free(&s);
     pthread_mutex_destroy(&sn->mu);
     free(sn);
 }
