@@ -150,7 +150,6 @@ typedef struct {
     char *gmeta_h, *gmeta_d;
     size_t gmeta_bytes;
     int32_t gmax_blocks;
-    void *cublas_ws;                   /* cuBLAS workspace set for capture               */
     int32_t *d_tok, *d_nout, *h_tok, *h_nout;   /* candidates [cap * PB_MAX_TOP]       */
     float *d_lp, *h_lp;
     int32_t cand_cap;
@@ -550,9 +549,9 @@ static pb_status graph_forward_(rank_t *r, const pb_fwd_meta *gm, bool first) {
                                 first ? e->nout : NULL);
 }
 
-/* Graph buffers, a cuBLAS workspace (no allocation inside a capture), activations for
-   256 rows, then every bucket captured, largest first, on a dummy step of padding
-   rows only (slot -1: nothing written to the cache). */
+/* Graph buffers, activations for 256 rows, then every bucket captured, largest first,
+   on a dummy step of padding rows only (slot -1: nothing written to the cache).
+   cuBLAS's workspace is pb_cublas_setup's: nothing is allocated inside a capture. */
 static pb_status graph_init_(rank_t *r) {
     cuda_exec *e = r->e;
     cuda_ctx *c = &r->ctx;
@@ -562,11 +561,9 @@ static pb_status graph_init_(rank_t *r) {
     c->gmeta_bytes = graph_meta_bytes_(c->gmax_blocks);
     TRY_CUDA(cudaHostAlloc((void **)&c->gmeta_h, c->gmeta_bytes, cudaHostAllocDefault));
     TRY_CUDA(cudaMalloc((void **)&c->gmeta_d, c->gmeta_bytes));
-    const size_t ws = (size_t)32 << 20;   /* cuBLAS's recommendation for Hopper */
-    TRY_CUDA(cudaMalloc(&c->cublas_ws, ws));
-    if (cublasSetWorkspace(c->cublas, c->cublas_ws, ws) != CUBLAS_STATUS_SUCCESS) {
-        pb_log_error("executor cuda: cublasSetWorkspace failed");
-        return PB_ERR_CUDA;
+    if (!c->cublas_ws) {   /* PB_CUBLAS_WORKSPACE_MIB=0: cuBLAS's pool would allocate inside a capture */
+        pb_log_error("executor cuda: cuda_graphs needs cuBLAS's own workspace (PB_CUBLAS_WORKSPACE_MIB is 0)");
+        return PB_ERR_INVALID;
     }
     TRY(pb_lm_reserve(r->lm, PB_MAX(PB_GRAPH_MAX_BATCH, e->p.max_tokens_hint), PB_GRAPH_MAX_BATCH));
     pb_fwd_meta empty, gm;
@@ -678,7 +675,6 @@ static void rank_fini_(rank_t *r) {
     pb_graph_pool_clear(&r->graphs);
     if (c->gmeta_h) cudaFreeHost(c->gmeta_h);
     if (c->gmeta_d) cudaFree(c->gmeta_d);
-    if (c->cublas_ws) cudaFree(c->cublas_ws);
     if (c->kv_gather) cudaFree(c->kv_gather);
     if (c->attn_ws) cudaFree(c->attn_ws);
     cudaFree(c->d_tok); cudaFree(c->d_lp); cudaFree(c->d_nout);
