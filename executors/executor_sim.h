@@ -277,8 +277,11 @@ extern const double PB_SIM_V1_STEP_S, PB_SIM_V1_SEQ_S;
  * most graph_max_tokens tokens is PIECEWISE (attention kernels issued one by one, the
  * pieces between them one graph launch each: layers x (attention calls + 1) + 1);
  * larger steps run eagerly.  Batches are not padded to the capture sizes (not
- * modelled).  This term is this repository's own until the graph issue's shared term
- * lands. */
+ * modelled).  One term with v0.2.6's decode graphs ("Kernel launches" above): both
+ * are modes of launch_terms in executor_sim.c, switched by the one cuda_graphs key
+ * (its engine's default); this mode still prices a graph launch at the framework's
+ * launch_us and keeps the eager kernel gaps, where v0.2.6's uses cuda_graph_launch_us
+ * and cuda_graph_node_gap_us (unifying the constants moves results/v1.csv). */
 
 pb_sim_params pb_sim_params_default(void);     /* vLLM: paged, python, analytic */
 /* Overlay a system's `sim:` map (attention_kernel, framework: each when given;
