@@ -302,6 +302,7 @@ void pb_metrics_summary(const pb_metrics *m, pb_run_summary *o) {
         o->swap_blocks += r->swap_blocks;
         o->swap_bytes += r->swap_bytes;
         if (r->rejected) { o->n_rejected++; continue; }
+        if (r->aborted) { o->n_aborted++; continue; }
         if (!r->finished) { o->n_unfinished++; continue; }
         o->n_finished++;
         pb_req_latency l = pb_req_latency_of(r);
@@ -398,26 +399,31 @@ static void put_num(FILE *f, double v) {
     if (!isnan(v)) fprintf(f, "%.17g", v);
 }
 
+void pb_metrics_write_request_row(FILE *f, const pb_req_metrics *r, const char *prefix) {
+    pb_req_latency l = pb_req_latency_of(r);
+    fprintf(f, "%s%lld,%.17g,", prefix ? prefix : "", (long long)r->id, r->arrival_s);
+    put_num(f, r->first_token_s >= 0 ? r->first_token_s : NAN);
+    fputc(',', f);
+    put_num(f, r->finished ? r->finish_s : NAN);
+    fprintf(f, ",%d,%d,%d,%d,", r->prompt_len, r->output_len, r->n, r->beam_width);
+    put_num(f, l.ttft_ms);
+    fputc(',', f);
+    put_num(f, l.tpot_ms);
+    fputc(',', f);
+    put_num(f, l.e2e_s * 1e3);
+    fputc(',', f);
+    put_num(f, l.norm_latency_s_per_token);
+    fprintf(f, ",%d,%d,%d", r->n_recompute + r->n_swap, r->rejected ? 1 : 0, r->aborted ? 1 : 0);
+}
+
 void pb_metrics_write_requests(const pb_metrics *m, FILE *f, const char *prefix) {
     for (int64_t i = 0; i < m->n_reqs; i++) {
         pb_req_metrics tmp;
         const pb_req_metrics *r = &tmp;
         if (i < m->n_rows) r = &m->reqs[i];
         else row_init(m, i, &tmp);
-        pb_req_latency l = pb_req_latency_of(r);
-        fprintf(f, "%s%lld,%.17g,", prefix ? prefix : "", (long long)r->id, r->arrival_s);
-        put_num(f, r->first_token_s >= 0 ? r->first_token_s : NAN);
-        fputc(',', f);
-        put_num(f, r->finished ? r->finish_s : NAN);
-        fprintf(f, ",%d,%d,%d,%d,", r->prompt_len, r->output_len, r->n, r->beam_width);
-        put_num(f, l.ttft_ms);
-        fputc(',', f);
-        put_num(f, l.tpot_ms);
-        fputc(',', f);
-        put_num(f, l.e2e_s);
-        fputc(',', f);
-        put_num(f, l.norm_latency_s_per_token);
-        fprintf(f, ",%d,%d\n", r->n_recompute + r->n_swap, r->rejected ? 1 : 0);
+        pb_metrics_write_request_row(f, r, prefix);
+        fputc('\n', f);
     }
 }
 
@@ -444,6 +450,7 @@ void pb_metrics_print_summary(FILE *f, const pb_run_summary *s, const char *titl
     if (title && *title) fprintf(f, "%-40s %s\n", "System:", title);
     fprintf(f, "%-40s %lld\n", "Successful requests:", (long long)s->n_finished);
     fprintf(f, "%-40s %lld\n", "Rejected requests:", (long long)s->n_rejected);
+    if (s->n_aborted) fprintf(f, "%-40s %lld\n", "Aborted requests:", (long long)s->n_aborted);
     fprintf(f, "%-40s %lld\n", "Unfinished requests:", (long long)s->n_unfinished);
     fprintf(f, "%-40s %.2f\n", "Benchmark duration (s):", s->duration_s);
     fprintf(f, "%-40s %lld\n", "Total input tokens:", (long long)s->prompt_tokens);
@@ -504,7 +511,7 @@ static pb_status req_check(const pb_req_metrics *r, int64_t i) {
     else if (r->prompt_len < 1 || r->output_len < 1 || r->n_seqs < 1) why = "token or sequence count < 1";
     else if (r->n_recompute < 0 || r->n_swap < 0 || r->swap_blocks < 0 || !finite_nonneg(r->swap_bytes))
         why = "negative preemption or swap counter";
-    else if (r->finished && r->rejected) why = "both finished and rejected";
+    else if (r->finished + r->rejected + r->aborted > 1) why = "more than one of finished, rejected, aborted";
     else if (!finite_nonneg(r->arrival_s)) why = "arrival not finite or negative";
     else if (r->finished && !(isfinite(r->first_token_s) && isfinite(r->finish_s) &&
                               r->arrival_s <= r->first_token_s && r->first_token_s <= r->finish_s))

@@ -66,7 +66,10 @@ typedef struct {
     int32_t n_swap;           /* preemptions by swapping                             */
     int64_t swap_blocks;      /* pairs moved out + in                                */
     double swap_bytes;
-    bool finished, rejected;
+    bool finished;
+    bool rejected;            /* refused: it can never be served (admission)         */
+    bool aborted;             /* taken out while served: its client went away, or the
+                                 server stopped (pb_engine_abort_request)            */
 } pb_req_metrics;
 
 /* A request's derived latencies, in the units of the per-request CSV; NAN where not
@@ -93,7 +96,7 @@ typedef struct {
 } pb_step_metrics;
 
 typedef struct {
-    int64_t n_requests, n_finished, n_rejected, n_unfinished;
+    int64_t n_requests, n_finished, n_rejected, n_aborted, n_unfinished;
     int64_t n_steps, n_prefill_steps;
     double duration_s, busy_s;
     double norm_latency_mean, norm_latency_p50, norm_latency_p90, norm_latency_p99;
@@ -151,10 +154,13 @@ void pb_metrics_itl_stats(const pb_metrics *m, const double *pcts, int n_pcts, d
 
 /* Per-request CSV rows (no header), one per request in id order: the columns of
  * PB_METRICS_REQUEST_COLUMNS, each row preceded by `prefix` (e.g. "vllm,2,").
- * Numbers print with %.17g (round-trip exact), undefined cells empty.  Streams to f. */
+ * Numbers print with %.17g (round-trip exact), undefined cells empty.  Streams to f.
+ * pb_metrics_write_request_row writes one row's columns, no line end: the one writer of
+ * these columns (a caller may add its own after them, point_out.h's slo_met). */
 #define PB_METRICS_REQUEST_COLUMNS                                                              \
     "request_id,arrival_s,first_token_s,finish_s,prompt_len,output_len,n,beam_width,ttft_ms,"   \
-    "tpot_ms,e2e_s,normalized_latency_s_per_token,preemptions,rejected"
+    "tpot_ms,e2el_ms,normalized_latency_s_per_token,preemptions,rejected,aborted"
+void pb_metrics_write_request_row(FILE *f, const pb_req_metrics *r, const char *prefix);
 void pb_metrics_write_requests(const pb_metrics *m, FILE *f, const char *prefix);
 
 /* Per-step timeline rows (needs record_steps), the columns of PB_METRICS_STEP_COLUMNS:
@@ -205,8 +211,8 @@ void pb_metrics_set_prefix_cache(pb_metrics *m, int64_t hit_tokens, int64_t quer
 
 /* Invariants (O(rows made + recorded steps), valid at any point of a run):
  *   per request row made: id == index; prompt_len, output_len, n_seqs >= 1; preemption and
- *     swap counters >= 0; finished XOR rejected XOR unfinished; a finished request
- *     has arrival <= first token <= finish (all finite), an unfinished or rejected
+ *     swap counters >= 0; at most one of finished, rejected, aborted; a finished request
+ *     has arrival <= first token <= finish (all finite), any other
  *     one no finish time, and any first token is >= arrival;
  *   per recorded step: latency, swap and copy times finite and >= 0, swap and copy
  *     each within the latency; batch counts consistent (prefill seqs + decode

@@ -198,8 +198,9 @@ pb_status pb_sched_prefill(pb_sched *s, pb_group *g, int32_t max_tokens) {
     return PB_OK;
 }
 
-/* g out of its queue, its sequences freed (KV first), REJECTED, done. */
-static void group_drop(pb_sched *s, pb_group *g) {
+/* g out of its queue, its sequences freed (KV first), REJECTED, done; its metrics row
+   rejected, or aborted when its client took it out. */
+static void group_drop(pb_sched *s, pb_group *g, bool aborted) {
     if (g->state == PB_GROUP_WAITING) {
         pb_waitq_remove(&s->waiting, g);
     } else if (g->state == PB_GROUP_SWAPPED) {
@@ -211,15 +212,17 @@ static void group_drop(pb_sched *s, pb_group *g) {
     }
     pb_groups_release(s->groups, g, s->kv);
     g->state = PB_GROUP_REJECTED;
-    pb_metrics_req(s->metrics, g->id)->rejected = true;
+    pb_req_metrics *r = pb_metrics_req(s->metrics, g->id);
+    if (aborted) r->aborted = true;
+    else r->rejected = true;
     group_done(s, g, s->now);
 }
 
-void pb_sched_abort(pb_sched *s, pb_group *g) { group_drop(s, g); }
+void pb_sched_abort(pb_sched *s, pb_group *g) { group_drop(s, g, true); }
 
 void pb_sched_reject(pb_sched *s, pb_group *g) {
     PB_ASSERT(g->state == PB_GROUP_WAITING || g->state == PB_GROUP_SWAPPED);
-    group_drop(s, g);
+    group_drop(s, g, false);
     if (s->p->on_progress) s->p->on_progress(s->p->on_progress_user, g);
     pb_log_debug("request %d rejected (prompt %d tokens, len %d)", g->id, g->prompt_len, g->len);
 }

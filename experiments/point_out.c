@@ -83,7 +83,7 @@ static const metric_def METRICS[] = {
    (uncertainty.h) */
 static const char *const OTHER_METRICS[] = {
     "max_concurrent_requests", "complete", "slo_ttft_ms", "slo_tpot_ms", "slo_e2el_ms", "goodput_fraction",
-    "goodput_per_s", "slo_met", "prefix_hit_pct", "kv_slots", "kv_blocks", "n_dropped", "prefix_hit_pct_gpu",
+    "goodput_per_s", "slo_met", "prefix_hit_pct", "kv_slots", "kv_blocks", "n_dropped", "n_aborted", "prefix_hit_pct_gpu",
     "prefix_hit_pct_cpu", "kv_tier_spills", "kv_tier_reloads", "kv_tier_blocks", "measured_requests",
     "measured_steps", "step_factor_lo", "step_factor_hi", "normalized_latency_lo", "normalized_latency_hi",
     "ttft_mean_ms_lo", "ttft_mean_ms_hi", "tpot_mean_ms_lo", "tpot_mean_ms_hi", "e2el_mean_ms_lo", "e2el_mean_ms_hi",
@@ -316,32 +316,16 @@ typedef struct {
     FILE *f;
 } req_pass;
 
-static void put_num(FILE *f, double v) {
-    if (!isnan(v)) fprintf(f, "%.17g", v);
-}
-
 static void request_row(const pb_req_metrics *r, void *user) {
     req_pass *q = user;
     pb_req_latency l = pb_req_latency_of(r);
     bool ok = request_meets(q->b, r, &l);
     q->met += ok;
-    FILE *f = q->f;
-    if (!f) return;
-    fprintf(f, "%lld,%.17g,", (long long)r->id, r->arrival_s);
-    put_num(f, r->first_token_s >= 0 ? r->first_token_s : NAN);
-    fputc(',', f);
-    put_num(f, r->finished ? r->finish_s : NAN);
-    fprintf(f, ",%d,%d,%d,%d,", r->prompt_len, r->output_len, r->n, r->beam_width);
-    put_num(f, l.ttft_ms);
-    fputc(',', f);
-    put_num(f, l.tpot_ms);
-    fputc(',', f);
-    put_num(f, l.e2e_s * 1e3);
-    fputc(',', f);
-    put_num(f, l.norm_latency_s_per_token);
-    fprintf(f, ",%d,%d,", r->n_recompute + r->n_swap, r->rejected ? 1 : 0);
-    if (q->b->on) fputc(ok ? '1' : '0', f);
-    fputc('\n', f);
+    if (!q->f) return;
+    pb_metrics_write_request_row(q->f, r, NULL);
+    fputc(',', q->f);
+    if (q->b->on) fputc(ok ? '1' : '0', q->f);
+    fputc('\n', q->f);
 }
 
 /* Write a side file: header line, then the rows, to a unique temporary (pb.h), then
@@ -396,8 +380,11 @@ static void print_block(FILE *f, const pb_run_summary *s, const pb_point_metrics
     fprintf(f, "============ Serving Benchmark Result ============\n");
     if (title && *title) fprintf(f, "%-40s %s\n", "System:", title);
     fprintf(f, "%-40s %lld\n", "Successful requests:", (long long)s->n_finished);
-    fprintf(f, "%-40s %lld (%lld rejected, %lld unfinished)\n", "Failed requests:",
-            (long long)(s->n_rejected + s->n_unfinished), (long long)s->n_rejected, (long long)s->n_unfinished);
+    char ab[64] = "";   /* aborted requests: only a served run has them */
+    if (s->n_aborted) snprintf(ab, sizeof ab, ", %lld aborted", (long long)s->n_aborted);
+    fprintf(f, "%-40s %lld (%lld rejected%s, %lld unfinished)\n", "Failed requests:",
+            (long long)(s->n_rejected + s->n_aborted + s->n_unfinished), (long long)s->n_rejected, ab,
+            (long long)s->n_unfinished);
     fprintf(f, "%-40s %.2f\n", "Benchmark duration (s):", s->duration_s);
     fprintf(f, "%-40s %lld\n", "Total input tokens:", (long long)s->prompt_tokens);
     fprintf(f, "%-40s %lld\n", "Total generated tokens:", (long long)s->output_tokens);
@@ -450,6 +437,7 @@ pb_status pb_point_out_fill(const pb_point_ctx *pt, pb_metrics *m, const char *t
     int np = pb_point_percentiles(pt->root, p);
     set_metrics(out, &s, false);
     pb_pm_set(out, "max_concurrent_requests", max_concurrent(m, s.n_finished));
+    if (s.n_aborted) pb_pm_set(out, "n_aborted", (double)s.n_aborted);   /* a served run's only */
     pb_measure_apply(&w, trace_end, m, out);
     bool complete = s.n_unfinished == 0 && s.n_rejected == 0 && s.n_finished == s.n_requests;
     pb_pm_set(out, "complete", complete ? 1 : 0);

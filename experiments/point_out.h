@@ -38,6 +38,9 @@
  *   n_dropped                  requests dropped from the trace before the run, for every
  *                              system alike: prompts longer than the model's context (set by
  *                              system.c, and only when some were)
+ *   n_aborted                  requests taken out while served (their client went away, the
+ *                              server stopped: a served or load-generated run), apart from
+ *                              n_rejected (refused by admission); only when some were
  * A metric the run cannot define is NaN (an empty CSV cell, docs/outputs.md): the latencies
  * when no request finished, batch and memory averages when no step ran, throughputs
  * when the run lasted no time -- never a zero that would plot as the best result.
@@ -45,8 +48,8 @@
  *   "Check complete: PASS (...)" / "Check slo_met: FAIL (p99 TTFT 812.40 ms > 200 ms; ...)" /
  *   "Check slo_met: n/a (...)".
  *
- * The per-request file (pt->requests_path) has the columns of PB_POINT_REQUEST_COLUMNS, a
- * row per request in id order, numbers as %.17g (the metrics above are computed over exactly
+ * The per-request file (pt->requests_path) has the columns of PB_POINT_REQUEST_COLUMNS
+ * (metrics.h's, written by pb_metrics_write_request_row, then slo_met), a row per request in id order, numbers as %.17g (the metrics above are computed over exactly
  * these doubles), undefined cells empty; slo_met is the request's own flag (1 when it
  * finished within every bound), empty without an SLO. */
 #ifndef PB_POINT_OUT_H
@@ -62,9 +65,7 @@
 extern "C" {
 #endif
 
-#define PB_POINT_REQUEST_COLUMNS                                                                \
-    "request_id,arrival_s,first_token_s,finish_s,prompt_len,output_len,n,beam_width,ttft_ms,"   \
-    "tpot_ms,e2el_ms,normalized_latency_s_per_token,preemptions,rejected,slo_met"
+#define PB_POINT_REQUEST_COLUMNS PB_METRICS_REQUEST_COLUMNS ",slo_met"
 
 #define PB_POINT_MAX_PCTS 8   /* the experiment's `percentiles:`, at most */
 

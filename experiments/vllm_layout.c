@@ -97,8 +97,8 @@ static pb_status add_requests(json_t *o, const char *req_csv, char *err, size_t 
     }
     int ci = pb_csv_table_col(&t, "prompt_len"), co = pb_csv_table_col(&t, "output_len"),
         ct = pb_csv_table_col(&t, "ttft_ms"), cf = pb_csv_table_col(&t, "finish_s"),
-        cr = pb_csv_table_col(&t, "rejected");
-    if (ci < 0 || co < 0 || ct < 0 || cf < 0 || cr < 0) {
+        cr = pb_csv_table_col(&t, "rejected"), ca = pb_csv_table_col(&t, "aborted");
+    if (ci < 0 || co < 0 || ct < 0 || cf < 0 || cr < 0 || ca < 0) {
         snprintf(err, err_n, "%s: not a per-request file (point_out.h columns)", req_csv);
         pb_csv_table_free(&t);
         return PB_ERR_INVALID;
@@ -110,7 +110,10 @@ static pb_status add_requests(json_t *o, const char *req_csv, char *err, size_t 
         json_array_append_new(in, json_integer(strtoll(row[ci], NULL, 10)));
         json_array_append_new(out, json_integer(done ? strtoll(row[co], NULL, 10) : 0));
         json_array_append_new(tt, *row[ct] ? json_real(strtod(row[ct], NULL) / 1e3) : json_null());
-        json_array_append_new(er, json_string(done ? "" : !strcmp(row[cr], "1") ? "rejected" : "unfinished"));
+        json_array_append_new(er, json_string(done                     ? ""
+                                                : !strcmp(row[cr], "1") ? "rejected"
+                                                : !strcmp(row[ca], "1") ? "aborted"
+                                                                        : "unfinished"));
     }
     pb_csv_table_free(&t);
     json_object_set_new(o, "input_lens", in);
@@ -172,6 +175,7 @@ pb_status pb_vllm_write_point(const pb_experiment *e, int sys, int point, const 
     put_metric(o, "duration", m, "duration_s");
     json_object_set_new(o, "completed", json_integer((json_int_t)pb_pm_get(m, "n_finished", 0)));
     json_object_set_new(o, "failed", json_integer((json_int_t)(pb_pm_get(m, "n_rejected", 0) +
+                                                               pb_pm_get(m, "n_aborted", 0) +
                                                                pb_pm_get(m, "n_unfinished", 0))));
     json_object_set_new(o, "total_input_tokens", json_integer((json_int_t)pb_pm_get(m, "input_tokens", 0)));
     json_object_set_new(o, "total_output_tokens", json_integer((json_int_t)pb_pm_get(m, "output_tokens", 0)));

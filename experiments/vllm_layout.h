@@ -22,7 +22,7 @@
  *   ttft, tpot, itl and e2el (vLLM's --percentile-metrics ttft,tpot,itl,e2el)
  *   with the runner's --requests (vLLM's --save-detailed): input_lens, output_lens, ttfts
  *   (seconds, null for a request that never got a first token) and errors ("" for a
- *   finished request, "rejected" or "unfinished")
+ *   finished request, "rejected", "aborted" or "unfinished")
  * plus the point's identity as --metadata would add it: experiment, system, seed and each
  * sweep axis by name. */
 #ifndef PB_VLLM_LAYOUT_H

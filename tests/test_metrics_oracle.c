@@ -6,7 +6,7 @@
  *     step time is worked out below: TTFT, TPOT, ITL, e2e, normalized latency (per
  *     sequence: a request with n = 2 counts twice), throughputs, goodput, batch
  *     averages and step counts, each a literal;
- *   - the per-request CSV's derived columns (ttft_ms, tpot_ms, e2e_s,
+ *   - the per-request CSV's derived columns (ttft_ms, tpot_ms, e2el_ms,
  *     normalized_latency_s_per_token) equal to the same literals.
  * The values in comments are the hand derivation; the tests compare with the literal
  * results (tolerance 1e-12 s or relative 1e-12). */
@@ -327,11 +327,11 @@ PB_TEST(hand_trace_requests_csv) {
     pb_metrics_write_requests(s.m, f, "");
     fclose(f);
     /* request_id,arrival_s,first_token_s,finish_s,prompt_len,output_len,n,beam_width,
-       ttft_ms,tpot_ms,e2e_s,normalized_latency_s_per_token,preemptions,rejected */
+       ttft_ms,tpot_ms,e2el_ms,normalized_latency_s_per_token,preemptions,rejected,aborted */
     static const double want[3][8] = {
-        {0, 0.040, 0.069, 10, 3, 40, 14.5, 0.069},
-        {0, 0.040, 0.040, 20, 1, 40, NAN, 0.040},
-        {0.050, 0.069, 0.083, 5, 2, 19, 14, 0.033},
+        {0, 0.040, 0.069, 10, 3, 40, 14.5, 69},
+        {0, 0.040, 0.040, 20, 1, 40, NAN, 40},
+        {0.050, 0.069, 0.083, 5, 2, 19, 14, 33},
     };
     static const double want_nl[3] = {0.023, 0.040, 0.0165};
     char *line = buf;
@@ -340,16 +340,16 @@ PB_TEST(hand_trace_requests_csv) {
         char *end = strchr(line, '\n');
         PB_REQUIRE(end);
         *end = 0;
-        char *cell[14];
+        char *cell[15];
         int k = 0;
-        for (char *c = line; k < 14; k++) {
+        for (char *c = line; k < 15; k++) {
             cell[k] = c;
             char *comma = strchr(c, ',');
             if (!comma) { k++; break; }
             *comma = 0;
             c = comma + 1;
         }
-        PB_REQUIRE(k == 14);
+        PB_REQUIRE(k == 15);
         PB_CHECK_EQ_INT(atoi(cell[0]), i);
         PB_CHECK_NEAR(strtod(cell[1], NULL), want[i][0], TOL);
         PB_CHECK_NEAR(strtod(cell[2], NULL), want[i][1], TOL);
@@ -360,10 +360,11 @@ PB_TEST(hand_trace_requests_csv) {
         PB_CHECK_NEAR(strtod(cell[8], NULL), want[i][5], 1e-9);
         if (isnan(want[i][6])) PB_CHECK(cell[9][0] == 0);
         else PB_CHECK_NEAR(strtod(cell[9], NULL), want[i][6], 1e-9);
-        PB_CHECK_NEAR(strtod(cell[10], NULL), want[i][7], TOL);
+        PB_CHECK_NEAR(strtod(cell[10], NULL), want[i][7], 1e-9);
         PB_CHECK_NEAR(strtod(cell[11], NULL), want_nl[i], TOL);
         PB_CHECK_EQ_INT(atoi(cell[12]), 0);
         PB_CHECK_EQ_INT(atoi(cell[13]), 0);
+        PB_CHECK_EQ_INT(atoi(cell[14]), 0);
         line = end + 1;
     }
     free(buf);

@@ -248,6 +248,13 @@ PB_TEST(aborts_free_kv_at_once) {
     PB_CHECK(sn->after_terminal == 0);
     pb_kv_usage_get(s.kv, &u);
     PB_CHECK(u.physical_blocks == 0 && u.gpu_blocks_free == u.gpu_blocks_total);
+    /* the metrics count the aborted requests apart from the rejected ones */
+    pb_run_summary su;
+    pb_metrics_summary(s.m, &su);
+    PB_CHECK_EQ_INT(su.n_aborted, 3);
+    PB_CHECK_EQ_INT(su.n_rejected, 0);
+    PB_CHECK_EQ_INT(su.n_finished, 1);
+    PB_CHECK(pb_metrics_check(s.m) == PB_OK);
     PB_CHECK(pb_online_submit(o, &small, (void *)(intptr_t)5, &id2) == PB_ERR_INVALID);   /* stopped */
     pb_online_destroy(o);
     pb_test_sys_free(&s);
