@@ -898,6 +898,39 @@ pb_status pb_system_build(const pb_point_ctx *pt, pb_system_parts *out, char *er
     return PB_OK;
 }
 
+pb_status pb_system_workload(const pb_point_ctx *pt, pb_trace *trace, pb_system_workload_info *info, char *err,
+                             size_t err_n) {
+    memset(info, 0, sizeof *info);
+    pb_cfg_err ce;
+    pb_cfg_err_clear(&ce);
+    point_run R = {0};
+    pb_status st = plan_point(pt->exp, pt->sys, pt->root, pt->system, &R.P, &ce);
+    if (st) st = fail(err, err_n, st, "%s%s", ce.msg, "");
+    if (!st) st = make_trace(&R, err, err_n);
+    if (!st) {
+        *trace = R.trace;
+        R.trace = (pb_trace){NULL, 0};
+        info->client = R.P.wc.client;
+        info->dropped = R.dropped;
+        info->max_model_len = R.P.model.max_len;
+        info->seed = R.P.seed;
+        snprintf(info->model, sizeof info->model, "%s", R.P.model.name);
+    }
+    point_free(&R);
+    return st;
+}
+
+int pb_system_pick(const pb_experiment *e, const char *id) {
+    if (id) {
+        for (int i = 0; i < e->n_systems; i++)
+            if (!strcmp(e->systems[i].id, id)) return i;
+        return -1;
+    }
+    for (int i = 0; i < e->n_systems; i++)
+        if (e->systems[i].type == PB_SYS_VLLM) return i;
+    return 0;
+}
+
 void pb_system_parts_free(pb_system_parts *p) {
     pb_executor_destroy(p->ex);
     pb_policy_destroy(p->policy);

@@ -53,6 +53,7 @@
 #include <stdint.h>
 #include <stdio.h>
 
+#include "client.h"
 #include "engine.h"
 #include "executor.h"
 #include "kv_manager.h"
@@ -96,6 +97,23 @@ typedef struct {
 } pb_system_parts;
 pb_status pb_system_build(const pb_point_ctx *pt, pb_system_parts *out, char *err, size_t err_n);
 void pb_system_parts_free(pb_system_parts *p);
+/* The workload of a point as pb_system_run_point sends it, for a caller that sends it
+ * itself (a load generator): the trace generated with the point's seed, fitted to the
+ * model's context, the prompts longer than it dropped (info->dropped), and the client's
+ * settings (workload.conversation, max_concurrency).  *trace is the caller's
+ * (pb_trace_free).  Errors as pb_system_run_point's. */
+typedef struct {
+    pb_client_cfg client;
+    int64_t dropped;
+    int32_t max_model_len;
+    uint64_t seed;
+    char model[64];            /* the model spec's name (OPT-13B)                      */
+} pb_system_workload_info;
+pb_status pb_system_workload(const pb_point_ctx *pt, pb_trace *trace, pb_system_workload_info *info, char *err,
+                             size_t err_n);
+/* The system a one-system command (serve, loadgen) uses: the one with id, else (id NULL)
+ * the first of type vllm, else the first; -1 when no system has that id. */
+int pb_system_pick(const pb_experiment *e, const char *id);
 
 /* The system types, one line each: KV manager and the defaults that follow from the
  * type (policy, reservation, the sim executor's kernel and framework). */

@@ -1,6 +1,8 @@
 /* vllm_layout.c -- a sweep point as vLLM bench serve's --save-result JSON (vllm_layout.h). */
 #include "vllm_layout.h"
 
+#include <ctype.h>
+
 #include <jansson.h>
 #include <math.h>
 #include <stdio.h>
@@ -11,7 +13,7 @@
 #include "report.h"      /* pb_csv_table */
 #include "workload.h"
 
-#define NA_DATE "a simulation has no wall-clock date (same config and seed: byte-identical files)"
+#define NA_DATE "a simulation has no wall-clock date (same config and seed: byte-identical files); loadgen writes it"
 #define NA_TOKENS "needs each request's token times; the engine pools the gaps (metrics.h), not per request"
 
 const pb_vllm_field pb_vllm_fields[] = {
@@ -128,8 +130,8 @@ static void put_metric(json_t *o, const char *vllm, const pb_point_metrics *m, c
 }
 
 pb_status pb_vllm_write_point(const pb_experiment *e, int sys, int point, const double *vals,
-                              const pb_point_metrics *m, const char *req_csv, const char *path, char *err,
-                              size_t err_n) {
+                              const pb_point_metrics *m, const char *req_csv, const pb_vllm_measured *measured,
+                              const char *path, char *err, size_t err_n) {
     pb_config *cfg = NULL;
     pb_cfg_err ce;
     pb_cfg_err_clear(&ce);
@@ -143,13 +145,14 @@ pb_status pb_vllm_write_point(const pb_experiment *e, int sys, int point, const 
     const pb_arrival_cfg *a = &wc.arrivals;
     const char *model = pb_node_str(root, "model.name", "?");
     char backend[64];
-    snprintf(backend, sizeof backend, "pagedbench-%s", e->executor);
+    snprintf(backend, sizeof backend, "pagedbench-%s", measured ? "loadgen" : e->executor);
 
     json_t *o = json_object();
+    if (measured) json_object_set_new(o, "date", json_string(measured->date));
     json_object_set_new(o, "endpoint_type", json_string(backend));
     json_object_set_new(o, "backend", json_string(backend));
     json_object_set_new(o, "label", json_string(e->systems[sys].id));
-    json_object_set_new(o, "model_id", json_string(model));
+    json_object_set_new(o, "model_id", json_string(measured ? measured->model : model));
     json_object_set_new(o, "tokenizer_id", json_string(model));
     json_object_set_new(o, "num_prompts", json_integer((json_int_t)pb_pm_get(m, "n_requests", 0)));
     /* --metadata: the point's identity */
@@ -227,4 +230,17 @@ pb_status pb_vllm_write_point(const pb_experiment *e, int sys, int point, const 
     free(text);
     if (st) snprintf(err, err_n, "%s: cannot write", path);
     return st;
+}
+
+void pb_vllm_point_file(const pb_experiment *e, int sys, const double *vals, const char *dir, char *path, size_t pn) {
+    size_t k = (size_t)snprintf(path, pn, "%s/%s-%s", dir, e->name, e->systems[sys].id);
+    for (int a = 0; a < e->n_axes && k < pn; a++) {   /* the axis' name as a file name: [A-Za-z0-9._-] */
+        char num[64];
+        pb_fmt_num(num, sizeof num, vals[a]);
+        size_t k0 = k + 1;
+        k += (size_t)snprintf(path + k, pn - k, "-%s%s", e->axes[a].axis, num);
+        for (size_t c = k0; c < k && c < pn; c++)
+            if (!isalnum((unsigned char)path[c]) && !strchr("._-", path[c])) path[c] = '_';
+    }
+    if (k < pn) snprintf(path + k, pn - k, ".json");
 }

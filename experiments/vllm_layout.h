@@ -10,9 +10,12 @@
  * (tests/test_vllm_layout.c checks the writer against it).
  *
  * A point's file holds (n/a: left out)
- *   date                 n/a: a simulation has no wall-clock date (results are byte-identical)
- *   endpoint_type, backend  "pagedbench-<executor>" (sim, cpu, cuda)
- *   label                the system id; model_id, tokenizer_id: the model's name
+ *   date                 n/a: a simulation has no wall-clock date (results are byte-identical);
+ *                        a point measured by `loadgen`: when it started (measured->date)
+ *   endpoint_type, backend  "pagedbench-<executor>" (sim, cpu, cuda); "pagedbench-loadgen"
+ *                        for a measured point
+ *   label                the system id; model_id: the model's name (measured: the name the
+ *                        server was sent); tokenizer_id: the model's name
  *   num_prompts          requests in the trace; request_rate: the workload's rate ("inf" for
  *                        burst arrivals and ramps, as vLLM); burstiness: gamma's, else 1;
  *                        max_concurrency: null (no client-side limit)
@@ -53,12 +56,22 @@ extern const pb_vllm_field pb_vllm_fields[];
  * "request_throughput_per_s" ...): true and buf set, or false for a name of no metric. */
 bool pb_vllm_field_to_ours(const char *vllm, char *buf, size_t n);
 
+/* A point measured against a server (`loadgen`), not predicted. */
+typedef struct {
+    const char *date;      /* vLLM's format, "20250101-120000" (local time)                */
+    const char *model;     /* the model name the server was sent                           */
+} pb_vllm_measured;
+
 /* Write point (sys, point) of e -- its metrics m, axis values vals -- to path, atomically.
  * req_csv: the point's per-request file (point_out.h columns) for the --save-detailed
- * lists, or NULL.  PB_OK, or PB_ERR_IO / PB_ERR_INVALID with a message in err. */
+ * lists, or NULL; measured: NULL for a prediction.  PB_OK, or PB_ERR_IO / PB_ERR_INVALID with a message in err. */
 pb_status pb_vllm_write_point(const pb_experiment *e, int sys, int point, const double *vals,
-                              const pb_point_metrics *m, const char *req_csv, const char *path, char *err,
-                              size_t err_n);
+                              const pb_point_metrics *m, const char *req_csv, const pb_vllm_measured *measured,
+                              const char *path, char *err, size_t err_n);
+
+/* The file of point (sys, vals) in folder dir: dir/<experiment>-<system>[-<axis><value>...].json
+ * (an axis name's characters other than [A-Za-z0-9._-] written "_"). */
+void pb_vllm_point_file(const pb_experiment *e, int sys, const double *vals, const char *dir, char *path, size_t pn);
 
 #ifdef __cplusplus
 }

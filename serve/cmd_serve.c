@@ -2,7 +2,6 @@
  * experiment YAML, its engine running online (engine/online.h) behind server.h. */
 #include <ctype.h>
 #include <errno.h>
-#include <getopt.h>
 #include <math.h>
 #include <pthread.h>
 #include <signal.h>
@@ -13,76 +12,70 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "cli.h"
 #include "commands.h"
 #include "engine.h"
 #include "experiment.h"
 #include "metrics.h"
 #include "online.h"
 #include "point.h"
+#include "served_point.h"
 #include "server.h"
 #include "system.h"
 #include "tokenizer.h"
 
-static void usage(FILE *f) {
-    fprintf(f,
-"usage: pagedbench serve CONFIG.yaml [--host 127.0.0.1] [--port 8000] [--executor sim|cpu|cuda]\n"
-"                        [--speedup X] [--api-key K] [--system NAME] [--set key=value]...\n"
-"                        [--tokenizer DIR] [--served-model-name NAME] [--max-waiting N]\n"
-"                        [--max-connections N]\n"
-"\n"
-"An OpenAI-compatible server over one system of an experiment YAML (its model, hardware,\n"
-"KV space, policy and executor; the workload is not read): POST /v1/completions and\n"
-"/v1/chat/completions (stream: true gives server-sent events as OpenAI's, with\n"
-"stream_options.include_usage), GET /v1/models, /health, /metrics (Prometheus text,\n"
-"vLLM's names: vllm:num_requests_running / _waiting, vllm:gpu_cache_usage_perc,\n"
-"vllm:num_preemptions_total, vllm:prompt_tokens_total, vllm:generation_tokens_total,\n"
-"vllm:time_to_first_token_seconds, vllm:time_per_output_token_seconds,\n"
-"vllm:e2e_request_latency_seconds; times in engine seconds).\n"
-"\n"
-"  --host ADDR          numeric IPv4 address to bind (127.0.0.1: this machine only)\n"
-"  --port N             TCP port (8000; 0 = any free port, printed on stderr)\n"
-"  --executor E         the YAML's executor replaced: sim (cost model: each step's predicted\n"
-"                       latency is slept), cpu (the tiny real model computes every step), cuda\n"
-"  --speedup X          engine seconds per wall second (1): the sim at X = 100 runs 100 times\n"
-"                       faster than the GPU it models; latencies in answers and /metrics stay\n"
-"                       in engine seconds\n"
-"  --api-key K          /v1/ routes want `Authorization: Bearer K` (else 401)\n"
-"  --system NAME        the system of the YAML to serve (default: its first of type vllm,\n"
-"                       else its first)\n"
-"  --set key=value      override a YAML key, as `run --set` (sweeps take their first value)\n"
-"  --tokenizer DIR      GPT-2 BPE files (encoder.json, vocab.bpe; default\n"
-"                       $PAGEDBENCH_TOKENIZER_DIR, else ../shared/data/tokenizers/gpt2 beside\n"
-"                       the checkout)\n"
-"  --served-model-name  the model's name in requests and answers (default: the model spec's\n"
-"                       name in lower case, e.g. opt-13b)\n"
-"  --max-waiting N      answer 429 while N requests wait (0: no limit)\n"
-"  --max-connections N  open connections at most (4096)\n"
-"\n"
-"Tokens.  The engine computes on lengths: a prompt's length is what the server counts, and\n"
-"the tokens the model sees are the engine's (trace.h: a request's own keyed stream), not the\n"
-"ids sent.  A prompt of token ids counts exactly its ids; a text prompt is tokenized with\n"
-"GPT-2's BPE (OPT's vocabulary) when the files are found, else counted as one token per 4\n"
-"bytes (rounded up); a chat's messages become \"role: content\\n\" lines and \"assistant:\".\n"
-"Every request generates exactly max_tokens tokens per sequence (ignore_eos is implied,\n"
-"min_tokens <= max_tokens is accepted, stop strings are refused: generation stops by\n"
-"length), n samples, or with use_beam_search a beam of max(n, best_of, 2) returning the\n"
-"first n beams.  The sim emits the engine's synthetic ids (uniform in [0, vocab) from the\n"
-"request's seeded stream), the cpu executor the tiny model's greedy ids; text is their GPT-2\n"
-"decoding, an id past the tokenizer's vocabulary (or any id without one) as \" <id>\";\n"
-"`return_token_ids: true` adds each choice's ids.  Defaults: max_tokens 16 (completions),\n"
-"the model's length left (chat).\n"
-"\n"
-"SIGINT / SIGTERM: new requests get 503, the accepted ones finish, exit 0; the KV\n"
-"manager's check (every block returned) runs at the end (exit 1 if it fails).\n"
-"Exit status: 0 ok, 1 runtime failure, 2 usage or config error.\n");
-}
-
-static int bad(const char *fmt, const char *a) {
-    fprintf(stderr, "pagedbench serve: ");
-    fprintf(stderr, fmt, a);
-    fprintf(stderr, " (see --help)\n");
-    return PB_EXIT_USAGE;
-}
+enum { O_HOST = 256, O_PORT, O_EXECUTOR, O_SPEEDUP, O_API_KEY, O_SYSTEM, O_SET, O_TOKENIZER, O_NAME, O_WAITING,
+       O_CONNS };
+static const pb_cli_opt SERVE_OPTS[] = {
+    {"host", O_HOST, "ADDR", "numeric IPv4 address to bind (127.0.0.1: this machine only)"},
+    {"port", O_PORT, "N", "TCP port (8000; 0 = any free port, printed on stderr)"},
+    {"executor", O_EXECUTOR, "E", "the YAML's executor replaced: sim (cost model: each step's predicted\n"
+                                  "latency is slept), cpu (the tiny real model computes every step), cuda"},
+    {"speedup", O_SPEEDUP, "X", "engine seconds per wall second (1): the sim at X = 100 runs 100 times\n"
+                                "faster than the GPU it models; latencies in answers and /metrics stay\n"
+                                "in engine seconds"},
+    {"api-key", O_API_KEY, "K", "/v1/ routes want `Authorization: Bearer K` (else 401)"},
+    {"system", O_SYSTEM, "NAME", "the system of the YAML to serve (default: its first of type vllm,\n"
+                                 "else its first)"},
+    {"set", O_SET, "K=V", "override a YAML key, as `run --set` (sweeps take their first value)"},
+    {"tokenizer", O_TOKENIZER, "DIR", "GPT-2 BPE files (encoder.json, vocab.bpe; default\n"
+                                      "$PAGEDBENCH_TOKENIZER_DIR, else ../shared/data/tokenizers/gpt2 beside\n"
+                                      "the checkout)"},
+    {"served-model-name", O_NAME, "NAME", "the model's name in requests and answers (default: the model\n"
+                                          "spec's name in lower case, e.g. opt-13b)"},
+    {"max-waiting", O_WAITING, "N", "answer 429 while N requests wait (0: no limit)"},
+    {"max-connections", O_CONNS, "N", "open connections at most (4096)"},
+    {NULL, 0, NULL, NULL}};
+static const pb_cli SERVE_CLI = {
+    "serve", "CONFIG.yaml [--host 127.0.0.1] [--port 8000] [--executor sim|cpu|cuda] [--speedup X] [options]",
+    "An OpenAI-compatible server over one system of an experiment YAML (its model, hardware,\n"
+    "KV space, policy and executor; the workload is not read): POST /v1/completions and\n"
+    "/v1/chat/completions (stream: true gives server-sent events as OpenAI's, with\n"
+    "stream_options.include_usage), GET /v1/models, /health, /metrics (Prometheus text,\n"
+    "vLLM's names: vllm:num_requests_running / _waiting, vllm:gpu_cache_usage_perc,\n"
+    "vllm:num_preemptions_total, vllm:prompt_tokens_total, vllm:generation_tokens_total,\n"
+    "vllm:time_to_first_token_seconds, vllm:time_per_output_token_seconds,\n"
+    "vllm:e2e_request_latency_seconds; times in engine seconds).",
+    SERVE_OPTS,
+    "Tokens.  The engine computes on lengths: a prompt's length is what the server counts, and\n"
+    "the tokens the model sees are the engine's (trace.h: a request's own keyed stream), not the\n"
+    "ids sent.  A prompt of token ids counts exactly its ids; a text prompt is tokenized with\n"
+    "GPT-2's BPE (OPT's vocabulary) when the files are found, else counted as one token per 4\n"
+    "bytes (rounded up); a chat's messages become \"role: content\\n\" lines and \"assistant:\".\n"
+    "Every request generates exactly max_tokens tokens per sequence (ignore_eos is implied,\n"
+    "min_tokens <= max_tokens is accepted, stop strings are refused: generation stops by\n"
+    "length), n samples, or with use_beam_search a beam of max(n, best_of, 2) returning the\n"
+    "first n beams.  The sim emits the engine's synthetic ids (uniform in [0, vocab) from the\n"
+    "request's seeded stream), the cpu executor the tiny model's greedy ids; text is their GPT-2\n"
+    "decoding, an id past the tokenizer's vocabulary (or any id without one) as \" <id>\";\n"
+    "`return_token_ids: true` adds each choice's ids.  Defaults: max_tokens 16 (completions),\n"
+    "the model's length left (chat).\n"
+    "\n"
+    "SIGINT / SIGTERM: new requests get 503, the accepted ones finish, exit 0; the KV\n"
+    "manager's check (every block returned) runs at the end (exit 1 if it fails).  A client\n"
+    "that goes away (or a stop without drain) aborts its request: counted as aborted, apart\n"
+    "from the rejected ones (admission refused).",
+    NULL, NULL};
 
 static bool is_dir(const char *p) {
     struct stat st;
@@ -107,131 +100,68 @@ static void on_signal(int sig) {
 }
 
 int pb_cmd_serve(int argc, char **argv) {
-    enum { O_HOST = 256, O_PORT, O_EXECUTOR, O_SPEEDUP, O_API_KEY, O_SYSTEM, O_SET, O_TOKENIZER, O_NAME, O_WAITING,
-           O_CONNS };
-    static const struct option LONG[] = {
-        {"host", required_argument, NULL, O_HOST},          {"port", required_argument, NULL, O_PORT},
-        {"executor", required_argument, NULL, O_EXECUTOR},  {"speedup", required_argument, NULL, O_SPEEDUP},
-        {"api-key", required_argument, NULL, O_API_KEY},    {"system", required_argument, NULL, O_SYSTEM},
-        {"set", required_argument, NULL, O_SET},            {"tokenizer", required_argument, NULL, O_TOKENIZER},
-        {"served-model-name", required_argument, NULL, O_NAME}, {"max-waiting", required_argument, NULL, O_WAITING},
-        {"max-connections", required_argument, NULL, O_CONNS}, {"help", no_argument, NULL, 'h'},
-        {NULL, 0, NULL, 0}};
     const char *host = "127.0.0.1", *executor = NULL, *api_key = NULL, *system = NULL, *tok_opt = NULL,
                *name = NULL;
-    long port = 8000, waiting = 0, conns = 4096;
+    int64_t port = 8000, waiting = 0, conns = 4096;
     double speedup = 1;
     const char **sets = pb_xcalloc((size_t)argc + 2, sizeof *sets);
-    int n_sets = 0, ch, rc = PB_EXIT_OK;
-    char *end;
-    optind = 0;
-    opterr = 0;
-    while (rc == PB_EXIT_OK && (ch = getopt_long(argc, argv, ":h", LONG, NULL)) != -1) {
-        switch (ch) {
-        case 'h': usage(stdout); free(sets); return PB_EXIT_OK;
-        case ':': rc = bad("%s needs a value", argv[optind - 1]); break;
-        case '?': rc = bad("unknown option '%s'", argv[optind - 1]); break;
-        case O_HOST: host = optarg; break;
-        case O_PORT:
-            port = strtol(optarg, &end, 10);
-            if (*end || end == optarg || port < 0 || port > 65535) rc = bad("--port %s: expected 0-65535", optarg);
-            break;
+    int n_sets = 0;
+    pb_cli_parser p;
+    pb_cli_begin(&p, &SERVE_CLI, argc, argv);
+    for (int c; (c = pb_cli_next(&p)) != PB_CLI_END;) {
+        switch (c) {
+        case O_HOST: host = p.arg; break;
+        case O_PORT: pb_cli_int(&p, 0, 65535, &port); break;
         case O_EXECUTOR:
-            executor = optarg;
-            if (strcmp(optarg, "sim") && strcmp(optarg, "cpu") && strcmp(optarg, "cuda"))
-                rc = bad("--executor %s: expected sim, cpu or cuda", optarg);
+            executor = p.arg;
+            if (strcmp(p.arg, "sim") && strcmp(p.arg, "cpu") && strcmp(p.arg, "cuda"))
+                pb_cli_bad(&p, "expected sim, cpu or cuda, got '%s'", p.arg);
             break;
         case O_SPEEDUP:
-            speedup = strtod(optarg, &end);
-            if (*end || end == optarg || !(speedup > 0) || !isfinite(speedup) || speedup > 1e9)
-                rc = bad("--speedup %s: expected a number > 0", optarg);
+            if (pb_cli_num(&p, 0, 1e9, &speedup) && !(speedup > 0)) pb_cli_bad(&p, "expected a number > 0");
             break;
-        case O_API_KEY: api_key = optarg; break;
-        case O_SYSTEM: system = optarg; break;
-        case O_SET: sets[n_sets++] = optarg; break;
-        case O_TOKENIZER: tok_opt = optarg; break;
-        case O_NAME: name = optarg; break;
-        case O_WAITING:
-            waiting = strtol(optarg, &end, 10);
-            if (*end || end == optarg || waiting < 0 || waiting > INT32_MAX) rc = bad("--max-waiting %s: expected >= 0", optarg);
-            break;
-        case O_CONNS:
-            conns = strtol(optarg, &end, 10);
-            if (*end || end == optarg || conns < 1 || conns > 1000000) rc = bad("--max-connections %s: expected >= 1", optarg);
-            break;
-        default: break;
+        case O_API_KEY: api_key = p.arg; break;
+        case O_SYSTEM: system = p.arg; break;
+        case O_SET: sets[n_sets++] = p.arg; break;
+        case O_TOKENIZER: tok_opt = p.arg; break;
+        case O_NAME: name = p.arg; break;
+        case O_WAITING: pb_cli_int(&p, 0, INT32_MAX, &waiting); break;
+        case O_CONNS: pb_cli_int(&p, 1, 1000000, &conns); break;
         }
     }
-    if (rc == PB_EXIT_OK && optind != argc - 1)
-        rc = optind < argc ? bad("expected one CONFIG.yaml, got '%s' more", argv[argc - 1]) : bad("%s", "no CONFIG.yaml");
-    if (rc != PB_EXIT_OK) {
+    int rc = p.rc;
+    if (rc < 0 && argc - p.optind != 1)
+        rc = pb_cli_fail(&SERVE_CLI, "name one CONFIG.yaml, got %d operand(s)", argc - p.optind);
+    if (rc >= 0) {
         free(sets);
         return rc;
     }
-    const char *path = argv[optind];
+    const char *path = argv[p.optind];
 
-    /* the experiment, --executor applied where its YAML names the executor */
-    pb_cfg_err ce;
-    pb_cfg_err_clear(&ce);
-    pb_experiment *e = NULL;
-    char exset[64];
-    pb_status st = pb_experiment_load(path, sets, n_sets, false, &e, &ce);
-    if (st == PB_OK && executor) {
-        const pb_node *x = pb_node_get(pb_config_root(e->cfg), "executor");
-        snprintf(exset, sizeof exset, "%s=%s", x && x->kind == PB_NODE_MAP ? "executor.type" : "executor", executor);
-        sets[n_sets++] = exset;
-        pb_experiment_destroy(e);
-        e = NULL;
-        pb_cfg_err_clear(&ce);
-        st = pb_experiment_load(path, sets, n_sets, false, &e, &ce);
-    }
-    if (st == PB_OK) st = pb_system_check(e, &ce);
-    int sys = 0;   /* default: the first vLLM system, else the first */
-    for (int i = e && st == PB_OK ? e->n_systems - 1 : -1; i >= 0; i--)
-        if (e->systems[i].type == PB_SYS_VLLM) sys = i;
-    if (st == PB_OK && system) {
-        sys = -1;
-        for (int i = 0; i < e->n_systems; i++)
-            if (!strcmp(e->systems[i].id, system)) sys = i;
-        if (sys < 0) {
-            fprintf(stderr, "pagedbench serve: %s has no system '%s'\n", path, system);
-            st = PB_ERR_INVALID;
-        }
-    }
+    pb_served_point spt;
+    pb_status st = pb_served_point_open(&spt, "serve", path, sets, n_sets, executor, system);
     if (st != PB_OK) {
-        if (ce.msg[0]) fprintf(stderr, "%s\n", ce.msg);
-        pb_experiment_destroy(e);
         free(sets);
-        return st == PB_ERR_IO ? PB_EXIT_RUNTIME : PB_EXIT_USAGE;
+        return PB_EXIT_USAGE;
     }
+    pb_experiment *e = spt.e;
+    int sys = spt.sys;
 
     char tbuf[4096], err[2048] = "";
     const char *tdir = tokenizer_dir(tok_opt, tbuf, sizeof tbuf);
     pb_tok *tok = NULL;
     if (tdir && !(tok = pb_tok_load(tdir, err, sizeof err))) {
         fprintf(stderr, "pagedbench serve: tokenizer: %s\n", err);
-        pb_experiment_destroy(e);
+        pb_served_point_close(&spt);
         free(sets);
         return PB_EXIT_USAGE;
     }
 
     /* the system: KV manager, policy, executor, engine */
-    pb_config *cfg = NULL;
-    st = pb_experiment_resolve(e, sys, 0, &cfg, &ce);
     pb_system_parts parts;
     memset(&parts, 0, sizeof parts);
-    if (st == PB_OK) {
-        char sp[32];
-        snprintf(sp, sizeof sp, "systems.%d", sys);
-        double vals[PB_EXP_MAX_AXES] = {0};
-        pb_experiment_point_values(e, sys, 0, vals);
-        pb_point_ctx pt = {.exp = e, .sys = sys, .point = 0, .axis_values = vals, .root = pb_config_root(cfg),
-                           .system = pb_node_get(pb_config_root(cfg), sp)};
-        st = pb_system_build(&pt, &parts, err, sizeof err);
-        if (st) fprintf(stderr, "pagedbench serve: %s\n", err);
-    } else {
-        fprintf(stderr, "%s\n", ce.msg);
-    }
+    st = pb_system_build(&spt.pt, &parts, err, sizeof err);
+    if (st) fprintf(stderr, "pagedbench serve: %s\n", err);
     pb_engine *eng = NULL;
     pb_metrics *m = pb_metrics_create(false);
     if (st == PB_OK) {
@@ -296,9 +226,8 @@ int pb_cmd_serve(int argc, char **argv) {
     pb_engine_destroy(eng);
     pb_metrics_destroy(m);
     pb_system_parts_free(&parts);
-    pb_config_destroy(cfg);
     pb_tok_free(tok);
-    pb_experiment_destroy(e);
+    pb_served_point_close(&spt);
     free(sets);
     signal(SIGINT, SIG_DFL);
     signal(SIGTERM, SIG_DFL);
