@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# cli_conventions.sh -- every command parses with the one option layer (experiments/cli.h):
+# cli_conventions.sh -- every command parses with the one option layer (experiments/cli.h;
+# serve and loadgen too, in a build with HTTP):
 #   - --help (and `pagedbench help CMD`) prints the usage on stdout, exit 0, in one format
 #     (usage, options, the exit statuses 0 1 2, and 77 where the command skips), naming
 #     every option of the command's table (read from its source);
@@ -28,6 +29,8 @@ CMDS="run:cmd_run merge:cmd_merge compare:cmd_compare plot:cmd_plot trace:cmd_tr
       list:cmd_list validate:cmd_validate kernels:cmd_kernels profile:cmd_profile bench:../bench/cmd_bench
       bench_scheduler:../bench/bench_scheduler bench_sim:../bench/bench_sim bench_costmodel:../bench/bench_costmodel"
 SKIPS="kernels profile bench bench_costmodel"
+# serve and loadgen: in a build with HTTP (PB_NET=ON; net_absent.c's commands take no options)
+"$PB" serve --help 2>&1 | grep -q "no HTTP support" || CMDS="$CMDS serve:../serve/cmd_serve loadgen:../serve/cmd_loadgen"
 for entry in $CMDS; do
     c=${entry%%:*}; src=experiments/${entry#*:}.c
     cmd=${c/_/ }   # bench_scheduler -> "bench scheduler"

@@ -19,7 +19,7 @@ ROOT=$(cd "$(dirname "$0")/.." && pwd)
 . "$ROOT/tests/skip.sh"
 . "$ROOT/tests/serve/lib.sh"
 command -v python3 >/dev/null || pb_skip "python3 not installed"
-"$PB" loadgen --help 2>&1 | grep -q "not built" && pb_skip "built without libcurl (PB_NET=OFF)"
+"$PB" loadgen --help 2>&1 | grep -q "no HTTP support" && pb_skip "built without libcurl (PB_NET=OFF)"
 T=$(mktemp -d /tmp/pb_cli_loadgen.XXXXXX)
 trap 'kill $SERVE_PID 2>/dev/null; rm -rf "$T"' EXIT
 SERVE_PID=
