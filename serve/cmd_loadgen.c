@@ -190,7 +190,8 @@ static char *first_model(const char *url, const char *key) {
 /* What the run did on the client's side. */
 typedef struct {
     int64_t sent, n_late;
-    double late_sum, late_max, first_sent, last_sent;   /* trace s (first/last send) */
+    double late_sum, late_max;    /* wall s after the request was due                    */
+    double first_sent, last_sent;  /* when the first and the last request went (trace s)  */
 } sched_stats;
 
 /* Send every request of client cl to url/v1/completions as its time comes; record into
@@ -236,8 +237,9 @@ static double drive(pb_client *cl, const char *url, const char *model, const cha
             ss->late_max = PB_MAX(ss->late_max, late);
             ss->late_sum += late;
             ss->n_late += late > LATE_S;
-            if (ss->sent++ == 0) ss->first_sent = due;
-            ss->last_sent = due;
+            double at = (c->sent - g.t0) * scale;   /* when it went, trace s */
+            if (ss->sent++ == 0) ss->first_sent = at;
+            ss->last_sent = at;
             curl_multi_add_handle(mh, h);
             running++;
         }
