@@ -349,7 +349,11 @@ PB_TEST(cuda_executor_matches_cpu_executor) {
                     m.name, contig ? "contiguous" : "paged", tp, graphs ? " graphs" : "", fp8 ? " fp8" : "", agree,
                     total, max_lp_err);
             PB_CHECK(agree >= total - 1);    /* fp16 vs fp32: at most one near-tie flip */
-            PB_CHECK(max_lp_err < (fp8 ? 0.15 : 0.05));   /* fp8 of fp16 vs fp8 of fp32 K/V */
+            /* fp8 of fp16 vs fp8 of fp32 K/V: e4m3 keeps 3 mantissa bits, so an element on the
+               other side of a rounding boundary moves by a whole step (6-12%); measured on an H200
+               (results/gpu/NVIDIA-H200/README.md): 0.033 (OPT) and 0.233 (LLaMA) with every
+               greedy token agreeing, against 0.0035 / 0.0085 in fp16 */
+            PB_CHECK(max_lp_err < (fp8 ? 0.35 : 0.05));
             if (graphs) {
                 pb_real_exec_stats gs;
                 pb_real_exec_get_stats(gpu, &gs);
