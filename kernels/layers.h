@@ -128,9 +128,10 @@ struct cublasContext;    /* == cublasHandle_t */
  * PB_CUBLAS_WORKSPACE_MIB MiB when that is set (0: cuBLAS's default pool), else the size
  * cuBLAS's documentation recommends, 32 MiB on compute capability >= 9.0 and 4 MiB below.
  * *ws receives the buffer (cudaFree it after cublasDestroy; NULL with the default pool).
- * Without a workspace of its own cuBLAS picks slower kernels for some shapes (measured on
- * an H200: results/gpu/).  pb_gemm_cuda keeps the binding: it re-binds only when given
- * another stream, and cublasSetStream resets the workspace, so it is set again then. */
+ * On an H200 its GEMM times equal the default pool's (results/gpu/NVIDIA-H200/README.md);
+ * it follows cuBLAS's recommendation, not a measured gain.  pb_gemm_cuda keeps the
+ * binding: it re-binds only when given another stream (cublasSetStream resets the
+ * workspace to the default pool). */
 pb_status pb_cublas_setup(struct cublasContext *h, struct CUstream_st *stream, void **ws);
 
 /* out[M,N] = in[M,K] W[N,K]^T: fp16 in, fp32 accumulate (cublasGemmEx,

@@ -14,6 +14,7 @@
 
 #include "block_manager.h"
 #include "engine.h"
+#include "engine_rig.h"
 #include "executor_fixed.h"
 #include "executor_sim.h"
 #include "pbtest.h"
@@ -61,13 +62,7 @@ PB_TEST(defaults_table_and_gpu_tiers) {
 
 /* ---- the step, on the fixed-latency executor ---- */
 
-typedef struct {
-    pb_kv_manager *kv;
-    pb_policy *pol;
-    pb_executor *ex;
-    pb_engine *e;
-    pb_metrics *m;
-} sys;
+typedef pb_test_sys sys;
 
 static void sys_init(sys *s, int32_t bs, int32_t gpu, bool apc, const pb_engine_params *ep) {
     pb_paged_params pp;
@@ -77,22 +72,12 @@ static void sys_init(sys *s, int32_t bs, int32_t gpu, bool apc, const pb_engine_
     pp.n_cpu_blocks = 0;
     pp.watermark = 0;
     pp.prefix_caching = apc;
-    PB_ASSERT(pb_paged_kv_create(&pp, &s->kv) == PB_OK);
-    PB_ASSERT(pb_policy_create("vllm", NULL, &s->pol, NULL) == PB_OK);
     pb_fixed_exec_params xp;
     pb_fixed_exec_params_default(&xp);
-    PB_ASSERT(pb_executor_fixed_create(&xp, &s->ex) == PB_OK);
-    PB_ASSERT(pb_engine_create(ep, s->kv, s->pol, s->ex, &s->e) == PB_OK);
-    s->m = pb_metrics_create(true);
+    PB_ASSERT(pb_test_sys_init(s, &pp, "vllm", &xp, ep, true) == PB_OK);
 }
 
-static void sys_free(sys *s) {
-    pb_engine_destroy(s->e);
-    pb_kv_destroy(s->kv);
-    pb_policy_destroy(s->pol);
-    pb_executor_destroy(s->ex);
-    pb_metrics_destroy(s->m);
-}
+static void sys_free(sys *s) { pb_test_sys_free(s); }
 
 /* V1's engine parameters with a token budget */
 static pb_engine_params v1_params(int32_t budget) {
