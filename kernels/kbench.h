@@ -22,9 +22,11 @@
  *   calib-attn paged decode at block 1..256 and the contiguous kernel, batch 8..256 x
  *              context 32..2048 (powers of two), OPT-13B heads (40 x 128), fp16;
  *              one random KV pool filled once and rotated (cold L2), V1/V2 by AUTO
- *   calib-gemm cuBLAS fp16 GEMM at OPT-13B's four shapes (K x N = 5120 x 15360 QKV,
- *              5120 x 5120 out, 5120 x 20480 FC1, 20480 x 5120 FC2), M = 1..16 and
- *              24..512 in steps of 8, weights rotated (cold L2)
+ *   calib-gemm cuBLAS fp16 GEMM at the layer shapes (K x N) of OPT-13B (5120 x 15360 QKV,
+ *              5120 x 5120 out, 5120 x 20480 FC1, 20480 x 5120 FC2), Llama-2-7B,
+ *              Llama-3-8B and Llama-2/3-70B at TP 4 and 8 (kbench_gpu.c calib_gemm_kn),
+ *              M = 1..16, 24..512 in steps of 8, then 768 .. 4096 (x1.5 / x4/3), weights
+ *              rotated (cold L2)
  * A point that fails is logged ("FAILED <name>: ...") and the run goes on with the
  * next one while the device still answers; the run then returns the first error.
  * --kv-cache-dtype fp8_e4m3 | fp8_e5m2 (opts.kv_cache_dtype): the decode grids and the

@@ -710,7 +710,23 @@ done:
     return st;
 }
 
-/* ---- calibration: cuBLAS GEMMs of OPT-13B's layers ---- */
+/* ---- calibration: cuBLAS GEMMs of the specs' layers (K x N; kbench.h) ---- */
+static const int32_t calib_gemm_kn[][2] = {
+    {5120, 15360}, {5120, 5120}, {5120, 20480}, {20480, 5120},     /* OPT-13B: QKV, out, FC1, FC2 */
+    {4096, 12288}, {4096, 4096}, {4096, 22016}, {11008, 4096},     /* Llama-2-7B: QKV, o, gate_up, down */
+    {4096, 6144}, {4096, 28672}, {14336, 4096},                    /* Llama-3-8B: QKV (GQA 8), gate_up, down */
+    {8192, 2560}, {2048, 8192}, {8192, 14336}, {7168, 8192},       /* Llama-2/3-70B at TP 4 */
+    {8192, 1280}, {1024, 8192}, {8192, 7168}, {3584, 8192},        /* Llama-2/3-70B at TP 8 */
+};
+enum { CALIB_GEMM_MAX_M = 4096 };
+
+/* M = 1..16, 24..512 step 8, then 768, 1024, 1536, ... 4096 (prefill sizes); 0 after the last */
+static int32_t calib_gemm_next_m(int32_t M) {
+    if (M < 16) return M + 1;
+    if (M < 512) return M + 8 - (M % 8);
+    int32_t n = (M & (M - 1)) ? M / 3 * 4 : M / 2 * 3;      /* 512 768 1024 1536 2048 3072 4096 */
+    return n <= CALIB_GEMM_MAX_M ? n : 0;
+}
 typedef struct {
     cublasHandle_t h;
     void *w, *x, *y;
@@ -725,7 +741,6 @@ static pb_status gemm_run(void *arg, int rot) {
 }
 
 static pb_status bench_calib_gemm(gctx *g) {
-    static const int32_t kn[4][2] = {{5120, 15360}, {5120, 5120}, {5120, 20480}, {20480, 5120}};
     gemm_bench b;
     memset(&b, 0, sizeof b);
     b.st = g->st;
@@ -739,18 +754,18 @@ static pb_status bench_calib_gemm(gctx *g) {
         cublasDestroy(b.h);
         return st;
     }
-    for (int s = 0; s < 4; s++) {
-        b.K = kn[s][0];
-        b.N = kn[s][1];
+    for (size_t s = 0; s < PB_ARRAY_LEN(calib_gemm_kn); s++) {
+        b.K = calib_gemm_kn[s][0];
+        b.N = calib_gemm_kn[s][1];
         b.w_set = (size_t)b.K * (size_t)b.N;
         const int n_sets = n_sets_for(2.0 * (double)b.w_set, g->l2);
         GTRY(cudaMalloc(&b.w, 2 * b.w_set * (size_t)n_sets));
-        GTRY(cudaMalloc(&b.x, (size_t)2 * 512 * (size_t)b.K));
-        GTRY(cudaMalloc(&b.y, (size_t)2 * 512 * (size_t)b.N));
+        GTRY(cudaMalloc(&b.x, (size_t)2 * CALIB_GEMM_MAX_M * (size_t)b.K));
+        GTRY(cudaMalloc(&b.y, (size_t)2 * CALIB_GEMM_MAX_M * (size_t)b.N));
         STRY(pb_fill_uniform_cuda(b.w, b.w_set * (size_t)n_sets, PB_KV_F16, 11, -0.05f, 0.05f, g->st));
-        STRY(pb_fill_uniform_cuda(b.x, (size_t)512 * (size_t)b.K, PB_KV_F16, 12, -1.f, 1.f, g->st));
+        STRY(pb_fill_uniform_cuda(b.x, (size_t)CALIB_GEMM_MAX_M * (size_t)b.K, PB_KV_F16, 12, -1.f, 1.f, g->st));
         GTRY(cudaStreamSynchronize(g->st));
-        for (int32_t M = 1; M <= 512; M = M < 16 ? M + 1 : M + 8 - (M % 8)) {
+        for (int32_t M = 1; M > 0; M = calib_gemm_next_m(M)) {
             char name[96];
             double us = 0;
             b.M = M;

@@ -11,7 +11,8 @@ step 4) writes, per device folder results/gpu/<device>/:
                        paged decode attention at block 1..256 and the contiguous kernel
                        (block_size 0), batch 8..256 x context 32..2048, OPT-13B heads
   calib_gemm.csv       device,driver,cuda,commit,timer,dtype,m,n,k,median_us,tflops,gbps
-                       cuBLAS at OPT-13B's four GEMM shapes, M = 1..16, 24..512 step 8
+                       cuBLAS at the layer shapes of OPT-13B, Llama-2-7B, Llama-3-8B and
+                       Llama-2/3-70B at TP 4 / 8, M = 1..16, 24..512 step 8, 768..4096
 
 Rows timed on a GPU have timer "cupti", "events" or "cupti+events" (CUPTI failed
 part-way through the run); "cpu" rows come from the C
@@ -175,7 +176,7 @@ def model_report(rows):
         return "median %.3f, p10 %.3f, p90 %.3f (%d rows)" % (median(v), v[len(v) // 10], v[9 * len(v) // 10], len(v))
     out = ["  the committed cost model (experiments/hardware/%s.yaml) / measured, timer %s: %s"
            % (hw, rows[0]["timer"], stats([x for _, x in q]))]
-    for lo, hi in ((1, 16), (17, 128), (129, 512)):
+    for lo, hi in ((1, 16), (17, 128), (129, 512), (513, 4096)):
         v = [x for m, x in q if lo <= m <= hi]
         if v:
             out.append("  %-14s M %d-%d: %s" % ("", lo, hi, stats(v)))

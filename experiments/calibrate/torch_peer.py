@@ -8,16 +8,21 @@ the hardware.
 Writes, in DIR:
   torch_gemm.csv       device,driver,torch,cuda,commit,timer,dtype,m,n,k,median_us,tflops,gbps
                        torch.nn.functional.linear (cuBLAS/cuBLASLt through PyTorch, its own
-                       workspace) at OPT-13B's four GEMM shapes (K x N = 5120x15360,
-                       5120x5120, 5120x20480, 20480x5120), M = 1..16, 24..512 step 8 -- the
-                       grid of `pagedbench kernels --grid calib-gemm` (calib_gemm.csv)
-  torch_attention.csv  device,driver,torch,cuda,commit,timer,batch,context,num_heads,
-                       head_size,dtype,median_us,bytes,gbps,hbm_pct
-                       decode attention (one query token per sequence) through
-                       torch.nn.functional.scaled_dot_product_attention on a contiguous
-                       fp16 cache, OPT-13B heads (40 x 128), at the kernel run's "long" grid
-                       (64 x 1K .. 1 x 64K tokens) and Fig. 18a's -- the bytes moved over the
-                       time, against the HBM bandwidth given by --hbm-gbps
+                       workspace) at the grid of `pagedbench kernels --grid calib-gemm`
+                       (calib_gemm.csv): the layer shapes of OPT-13B, Llama-2-7B, Llama-3-8B and
+                       Llama-2/3-70B at TP 4 and 8 (kbench_gpu.c calib_gemm_kn), M = 1..16,
+                       24..512 step 8, 768 .. 4096
+  torch_attention.csv  device,driver,torch,cuda,commit,timer,phase,batch,context,num_heads,
+                       num_kv_heads,head_size,dtype,backend,median_us,bytes,gbps,hbm_pct
+                       torch.nn.functional.scaled_dot_product_attention on a contiguous fp16
+                       cache, the FlashAttention-2 backend where PyTorch has it:
+                       decode (one query token per sequence): OPT-13B heads (40 x 128) at the
+                       kernel run's "long" grid (64 x 1K .. 1 x 64K tokens) and Fig. 18a's, and
+                       the Llama heads (32/32, 32/8 and 8/1 query/KV heads of 128: Llama-2-7B,
+                       Llama-3-8B, a 70B at TP 8) at batch 1..256 x context 256..8192;
+                       prefill (causal, one sequence of `context` tokens): the same Llama heads
+                       at 512..8192 tokens -- bytes are K and V read once (decode) or Q, K, V
+                       and O once (prefill), against the HBM bandwidth given by --hbm-gbps
 
 Timing: CUDA events around each call, a 256 MiB buffer written between calls so that the
 weights and the cache come from HBM (the kernel benchmark's cold-L2 rule), median of --reps
@@ -31,10 +36,18 @@ import statistics
 import subprocess
 import sys
 
-SHAPES = [(5120, 15360), (5120, 5120), (5120, 20480), (20480, 5120)]   # (K, N): kbench_gpu.c
+SHAPES = [(5120, 15360), (5120, 5120), (5120, 20480), (20480, 5120),     # (K, N): kbench_gpu.c
+          (4096, 12288), (4096, 4096), (4096, 22016), (11008, 4096),      # calib_gemm_kn
+          (4096, 6144), (4096, 28672), (14336, 4096),
+          (8192, 2560), (2048, 8192), (8192, 14336), (7168, 8192),
+          (8192, 1280), (1024, 8192), (8192, 7168), (3584, 8192)]
+MAX_M = 4096
 LONG = [(64, 1024), (16, 4096), (8, 8192), (4, 16384), (2, 32768), (1, 65536)]
 FIG18A = [(8, 64), (8, 128), (8, 256), (32, 64), (32, 128), (32, 256)]
 HEADS, HEAD_SIZE = 40, 128
+LLAMA_HEADS = [(32, 32), (32, 8), (8, 1)]          # (query, KV) heads of 128 per GPU
+LLAMA_DECODE = [(b, c) for b in (1, 4, 16, 64, 256) for c in (256, 1024, 4096, 8192)]
+LLAMA_PREFILL = [512, 1024, 2048, 4096, 8192]
 
 
 def m_grid():
@@ -42,6 +55,10 @@ def m_grid():
     while m <= 512:
         out.append(m)
         m = m + 1 if m < 16 else m + 8 - (m % 8)
+    m = 768
+    while m <= MAX_M:
+        out.append(m)
+        m = m // 3 * 4 if m & (m - 1) else m // 2 * 3
     return out
 
 
@@ -95,26 +112,52 @@ def main():
                     "median_us", "tflops", "gbps"])
         for k, n in SHAPES:
             wt = (torch.rand(n, k, generator=g, device=dev, dtype=torch.float16) - 0.5) * 0.1
-            x = torch.rand(512, k, generator=g, device=dev, dtype=torch.float16) * 2 - 1
+            x = torch.rand(MAX_M, k, generator=g, device=dev, dtype=torch.float16) * 2 - 1
             for m in m_grid():
                 xm = x[:m]
                 us = time_us(lambda: torch.nn.functional.linear(xm, wt))
                 flops, byts = 2.0 * m * n * k, 2.0 * (m * k + n * k + m * n)
                 w.writerow(meta + ["fp16", m, n, k, f"{us:.4f}", f"{flops / us / 1e6:.4f}", f"{byts / us / 1e3:.4f}"])
             del wt, x
+    try:
+        from torch.nn.attention import SDPBackend, sdpa_kernel
+        flash = lambda: sdpa_kernel(SDPBackend.FLASH_ATTENTION)
+    except ImportError:
+        flash = None
+
+    def sdpa(q, kc, vc, causal):
+        """(median us, backend): the flash backend where it takes these inputs, else PyTorch's pick."""
+        gqa = {"enable_gqa": True} if kc.shape[1] != q.shape[1] else {}
+        f = lambda: torch.nn.functional.scaled_dot_product_attention(q, kc, vc, is_causal=causal, **gqa)
+        if flash is not None:
+            try:
+                with flash():
+                    return time_us(f), "flash"
+            except RuntimeError:
+                pass
+        return time_us(f), "default"
+
     with open(os.path.join(a.out, "torch_attention.csv"), "w", newline="") as f:
         w = csv.writer(f)
-        w.writerow(["device", "driver", "torch", "cuda", "commit", "timer", "batch", "context", "num_heads",
-                    "head_size", "dtype", "median_us", "bytes", "gbps", "hbm_pct"])
-        for b, ctx in FIG18A + LONG:
-            q = torch.randn(b, HEADS, 1, HEAD_SIZE, generator=g, device=dev, dtype=torch.float16)
-            kc = torch.randn(b, HEADS, ctx, HEAD_SIZE, generator=g, device=dev, dtype=torch.float16)
-            vc = torch.randn(b, HEADS, ctx, HEAD_SIZE, generator=g, device=dev, dtype=torch.float16)
-            us = time_us(lambda: torch.nn.functional.scaled_dot_product_attention(q, kc, vc))
-            byts = 2.0 * 2 * b * HEADS * ctx * HEAD_SIZE          # K and V read once, fp16
+        w.writerow(["device", "driver", "torch", "cuda", "commit", "timer", "phase", "batch", "context", "num_heads",
+                    "num_kv_heads", "head_size", "dtype", "backend", "median_us", "bytes", "gbps", "hbm_pct"])
+        pts = [("decode", b, ctx, HEADS, HEADS) for b, ctx in FIG18A + LONG]
+        pts += [("decode", b, ctx, h, kv) for h, kv in LLAMA_HEADS for b, ctx in LLAMA_DECODE]
+        pts += [("prefill", 1, n, h, kv) for h, kv in LLAMA_HEADS for n in LLAMA_PREFILL]
+        for phase, b, ctx, h, kv in pts:
+            nq = 1 if phase == "decode" else ctx
+            q = torch.randn(b, h, nq, HEAD_SIZE, generator=g, device=dev, dtype=torch.float16)
+            kc = torch.randn(b, kv, ctx, HEAD_SIZE, generator=g, device=dev, dtype=torch.float16)
+            vc = torch.randn(b, kv, ctx, HEAD_SIZE, generator=g, device=dev, dtype=torch.float16)
+            try:
+                us, backend = sdpa(q, kc, vc, phase == "prefill")
+            except RuntimeError as e:                     # e.g. no GQA in this PyTorch
+                print(f"torch_peer.py: {phase} b{b} ctx{ctx} {h}/{kv} heads: {e}".splitlines()[0], file=sys.stderr)
+                continue
+            byts = 2.0 * b * HEAD_SIZE * (2 * kv * ctx + (2 * h * nq if phase == "prefill" else 0))
             gbps = byts / us / 1e3
-            w.writerow(meta + [b, ctx, HEADS, HEAD_SIZE, "fp16", f"{us:.4f}", int(byts), f"{gbps:.1f}",
-                               f"{100.0 * gbps / a.hbm_gbps:.1f}"])
+            w.writerow(meta + [phase, b, ctx, h, kv, HEAD_SIZE, "fp16", backend, f"{us:.4f}", int(byts),
+                               f"{gbps:.1f}", f"{100.0 * gbps / a.hbm_gbps:.1f}"])
             del q, kc, vc
     print(f"torch_peer.py: wrote {a.out}/torch_gemm.csv, {a.out}/torch_attention.csv ({name}, torch {torch.__version__})")
     return 0

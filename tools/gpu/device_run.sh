@@ -27,6 +27,7 @@ mkdir -p "$OUT" || exit 2
     echo "ninja $(ninja --version 2>/dev/null)"
     python3 --version 2>&1
     for c in gcc make pkg-config git dpkg-deb apt-get timeout tar; do printf '%s: %s\n' "$c" "$(command -v $c || echo absent)"; done
+    python3 -m pip list 2>/dev/null | grep -i -E '^(torch|triton|flash|vllm|xformers|flashinfer|nvidia-cu)' | tr -s ' ' | paste -sd ';' -
     ls .gpu/debs 2>&1
     echo "revision: $(cat .gpu/rev 2>/dev/null || echo '(no .gpu/rev)')"
 } >"$OUT/machine.txt" 2>&1

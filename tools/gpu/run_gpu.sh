@@ -120,7 +120,7 @@ write_summary() {   # steps.tsv + SUMMARY.md in OUT (and the bundle), from what 
 }
 record() {   # record STEP STATUS T_START DETAIL
     STEPS+="$1"$'\t'"$2"$'\t'"$((SECONDS - $3))"$'\t'"${4//$'\t'/ }"$'\n'
-    case "$2" in FAIL) FAILED=1; log "$1: FAIL ($4)" ;; SKIP) echo "SKIP: no GPU ($REASON): $1 -- $4" ;;
+    case "$2" in FAIL) FAILED=1; log "$1: FAIL ($4)" ;; SKIP) [ -n "$REASON" ] && echo "SKIP: no GPU ($REASON): $1 -- $4" || log "$1: SKIP ($4)" ;;
                  *) log "$1: $2 ($4)" ;; esac
     CURRENT=""
     write_summary
@@ -311,7 +311,7 @@ if [ $GPU = 1 ]; then
     # CUPTI span of some cuBLAS algorithms read 4-6x the events and PyTorch's time
     capped 100 "$BIN" kernels "${HWARG[@]}" --grid calib-attn --calib-dir "$OUT" >"$OUT/calib.log" 2>&1; rc=$?
     if [ $rc = 0 ]; then
-        PAGEDBENCH_CUPTI=off capped 60 "$BIN" kernels "${HWARG[@]}" --grid calib-gemm --calib-dir "$OUT" \
+        PAGEDBENCH_CUPTI=off capped 180 "$BIN" kernels "${HWARG[@]}" --grid calib-gemm --calib-dir "$OUT" \
             >"$OUT/calib_gemm.log" 2>&1; rc=$?
         [ $rc = 0 ] && ! grep -q '^Check complete: PASS' "$OUT/calib_gemm.log" && rc=1
     fi
@@ -322,7 +322,7 @@ if [ $GPU = 1 ]; then
         record "calibration sweeps" FAIL "$t" "$(why_rc $rc); $na attention + $ng GEMM rows kept; $(n_match '^FAILED ' "$OUT/calib.log") + $(n_match '^FAILED ' "$OUT/calib_gemm.log") failed points (see calib.log, calib_gemm.log)"
     fi
 else
-    record "calibration sweeps" SKIP "$t" "paged attention at block 1..256 vs contiguous (batch 8..256 x context 32..2048) and cuBLAS OPT-13B GEMMs at M = 1..512"
+    record "calibration sweeps" SKIP "$t" "paged attention at block 1..256 vs contiguous (batch 8..256 x context 32..2048) and cuBLAS GEMMs of OPT-13B, Llama-2-7B, Llama-3-8B, Llama-2/3-70B TP 4/8 at M = 1..4096"
     begin "calibration sweeps on the C references"; t=$SECONDS
     "$BIN" kernels --cpu --reps 3 --warmup 1 --grid calib-attn,calib-gemm --calib-dir "$OUT" >"$OUT/calib.log" 2>&1; rc=$?
     [ $rc = 0 ] && grep -q '^Check complete: PASS' "$OUT/calib.log" && [ -s "$OUT/calib_attention.csv" ] && [ -s "$OUT/calib_gemm.csv" ] &&
@@ -394,6 +394,22 @@ if [ $rc = 0 ] && grep -q '^Check complete: PASS' "$OUT/costmodel.log"; then
     record "$name" PASS "$t" "$(($(grep -c . "$OUT/costmodel_requests.csv") - 1)) requests; $err"
 else
     record "$name" FAIL "$t" "$(why_rc $rc) (see costmodel.log)"
+fi
+
+# ---- 8. a PyTorch peer on the same shapes (a diagnostic, never a parameter) ---------------
+if [ $GPU = 1 ]; then
+    begin "PyTorch peer"; t=$SECONDS
+    hbm=$(sed -n 's/^hbm_bandwidth_GBps: *\([0-9.]*\).*/\1/p' "experiments/hardware/$HW.yaml" 2>/dev/null)
+    rev=${PB_GIT_REV:-$(git rev-parse --short=12 HEAD 2>/dev/null || echo unknown)}
+    capped 150 python3 experiments/calibrate/torch_peer.py --out "$OUT" --commit "$rev" ${hbm:+--hbm-gbps "$hbm"} \
+        >"$OUT/torch_peer.log" 2>&1; rc=$?
+    if [ $rc = 0 ]; then
+        record "PyTorch peer" PASS "$t" "$(($(grep -c . "$OUT/torch_gemm.csv") - 1)) GEMM + $(($(grep -c . "$OUT/torch_attention.csv") - 1)) attention rows (torch_peer.py; diagnostic)"
+    elif [ $rc = 77 ]; then
+        record "PyTorch peer" SKIP "$t" "$(tail -n 1 "$OUT/torch_peer.log")"
+    else
+        record "PyTorch peer" FAIL "$t" "$(why_rc $rc) (see torch_peer.log)"
+    fi
 fi
 
 # ---- the end ------------------------------------------------------------------------------

@@ -176,8 +176,8 @@ Each kernel on a device: paged decode V1 and V2, the contiguous (FasterTransform
 kernel, prefill, reshape_and_cache, gather_cached_kv, copy_blocks, swap (per block,
 cudaMemcpyBatchAsync), slot copy; the cuBLAS layers and model; the cuda executor (and its
 token equivalence with the cpu executor); NCCL tensor parallelism; CUPTI timing; NVTX
-ranges; the calibration sweeps (paged attention at block 1..256, cuBLAS GEMMs at M =
-1..512); and the issue's four device goals: decode >= 80% of HBM at 64K tokens, paged <= 5%
+ranges; the calibration sweeps (paged attention at block 1..256, cuBLAS GEMMs of five models at M =
+1..4096); and the issue's four device goals: decode >= 80% of HBM at 64K tokens, paged <= 5%
 slower than contiguous at block 16, batched swap >= 80% of pinned PCIe at block >= 8, cost
 model step time within 10% (p50) of the real engine.  Run `./run_all.sh gpu` on a GPU
 (tools/gpu/README.md: the call for a machine without a package registry).
