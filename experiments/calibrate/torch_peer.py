@@ -12,6 +12,11 @@ Writes, in DIR:
                        (calib_gemm.csv): the layer shapes of OPT-13B, Llama-2-7B, Llama-3-8B and
                        Llama-2/3-70B at TP 4 and 8 (kbench_gpu.c calib_gemm_kn), M = 1..16,
                        24..512 step 8, 768 .. 4096
+  torch_gemm_seq.csv   device,driver,torch,cuda,commit,timer,dtype,m,n,k,sets,median_us,tflops,gbps
+                       the same grid timed as a forward pass runs it: `sets` weight sets of one
+                       shape (over 3x the L2 together) back to back between two events, no flush
+                       buffer written, time / sets -- no launch gap and no dirty L2 in it (the
+                       H100 run's README: the single-call timing above adds both at small M)
   torch_attention.csv  device,driver,torch,cuda,commit,timer,phase,batch,context,num_heads,
                        num_kv_heads,head_size,dtype,backend,median_us,bytes,gbps,hbm_pct
                        torch.nn.functional.scaled_dot_product_attention on a contiguous fp16
@@ -119,6 +124,36 @@ def main():
                 flops, byts = 2.0 * m * n * k, 2.0 * (m * k + n * k + m * n)
                 w.writerow(meta + ["fp16", m, n, k, f"{us:.4f}", f"{flops / us / 1e6:.4f}", f"{byts / us / 1e3:.4f}"])
             del wt, x
+    # the same grid timed as a model runs it: R different weight sets of one shape (together over
+    # 3x the L2, so each is cold and clean when its turn comes) one after another between two
+    # events, no flush buffer written, the host queueing ahead -- the GEMM's time in a forward pass
+    l2 = getattr(torch.cuda.get_device_properties(0), "L2_cache_size", 0) or (50 << 20)
+    with open(os.path.join(a.out, "torch_gemm_seq.csv"), "w", newline="") as f:
+        w = csv.writer(f)
+        w.writerow(["device", "driver", "torch", "cuda", "commit", "timer", "dtype", "m", "n", "k",
+                    "sets", "median_us", "tflops", "gbps"])
+        for k, n in SHAPES:
+            sets = max(2, min(16, -(-3 * l2 // (2 * k * n))))
+            wts = [(torch.rand(n, k, generator=g, device=dev, dtype=torch.float16) - 0.5) * 0.1 for _ in range(sets)]
+            x = torch.rand(MAX_M, k, generator=g, device=dev, dtype=torch.float16) * 2 - 1
+            for m in m_grid():
+                xm = x[:m]
+                run = lambda: [torch.nn.functional.linear(xm, wt) for wt in wts]
+                run()
+                torch.cuda.synchronize()
+                ts = []
+                for _ in range(max(3, a.reps // 4)):
+                    s, e = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+                    s.record()
+                    run()
+                    e.record()
+                    e.synchronize()
+                    ts.append(s.elapsed_time(e) * 1e3 / sets)
+                us = statistics.median(ts)
+                flops, byts = 2.0 * m * n * k, 2.0 * (m * k + n * k + m * n)
+                w.writerow(meta + ["fp16", m, n, k, sets, f"{us:.4f}", f"{flops / us / 1e6:.4f}",
+                                   f"{byts / us / 1e3:.4f}"])
+            del wts, x
     try:
         from torch.nn.attention import SDPBackend, sdpa_kernel
         flash = lambda: sdpa_kernel(SDPBackend.FLASH_ATTENTION)
@@ -159,7 +194,7 @@ def main():
             w.writerow(meta + [phase, b, ctx, h, kv, HEAD_SIZE, "fp16", backend, f"{us:.4f}", int(byts),
                                f"{gbps:.1f}", f"{100.0 * gbps / a.hbm_gbps:.1f}"])
             del q, kc, vc
-    print(f"torch_peer.py: wrote {a.out}/torch_gemm.csv, {a.out}/torch_attention.csv ({name}, torch {torch.__version__})")
+    print(f"torch_peer.py: wrote {a.out}/torch_gemm.csv, torch_gemm_seq.csv, torch_attention.csv ({name}, torch {torch.__version__})")
     return 0
 
 
