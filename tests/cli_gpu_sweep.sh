@@ -66,6 +66,44 @@ grep -qE '^ +5120 x 5120 +30\.0 +30\.0 +60\.0 +90\.0 +120\.0 +240\.0 +72$' <<<"$
 out=$(python3 experiments/calibrate/calibrate.py --gpu-results "$T/gpu" --profiles "$T/none" 2>&1); rc=$?
 [ $rc = 77 ] && grep -q 'timer cupti: 90 attention' <<<"$out" && ok "calibrate.py prints the sweep" || bad "calibrate.py with a sweep: rc $rc"
 
+# ---- PyTorch's attention beside the committed FlashAttention terms (torch_peer.py's layout) ----
+# the device name maps to h100-sxm.yaml; every time is twice the committed model's (the report
+# must read 0.500), and a row of another backend is left out
+mkdir -p "$T/flash/FIXTURE-H100"
+python3 - "$T/flash/FIXTURE-H100" <<'EOF2'
+import sys
+sys.path.insert(0, "experiments/calibrate")
+import calibrate as cal, model_residuals as mr
+d, hw = sys.argv[1], "h100-sxm"
+c = lambda k: mr.committed(hw, k)
+base = cal.read_base(hw)
+hbm, peak = base["hbm_bandwidth_GBps"] * 1e3, base["fp16_tflops"] * 1e6
+pre = "NVIDIA H100 80GB HBM3,0.0.0,0.0,0.0,fixture,events"
+with open(d + "/torch_attention.csv", "w") as f:
+    f.write("device,driver,torch,cuda,commit,timer,phase,batch,context,num_heads,num_kv_heads,head_size,dtype,backend,"
+            "median_us,bytes,gbps,hbm_pct\n")
+    for b, n, h, kv in ((1, 1024, 32, 8), (16, 4096, 32, 32), (64, 512, 8, 1)):
+        t = c("flash_decode_fixed_us") + c("flash_decode_seq_head_ns") * 1e-3 * b * h + \
+            b * n * 2 * kv * 128 * 2 / (hbm * c("flash_decode_bw_efficiency"))
+        f.write("%s,decode,%d,%d,%d,%d,128,fp16,flash,%.6f,1,1,1\n" % (pre, b, n, h, kv, 2 * t))
+    f.write("%s,decode,1,1024,32,8,128,fp16,default,1.0,1,1,1\n" % pre)
+    for n in (512, 4096):
+        t = c("flash_prefill_fixed_us") + 2.0 * 32 * 128 * n * (n + 1) / (peak * c("flash_prefill_flops_efficiency")) + \
+            n * 80 * 128 * 2 / (hbm * c("flash_prefill_bw_efficiency"))
+        f.write("%s,prefill,1,%d,32,8,128,fp16,flash,%.6f,1,1,1\n" % (pre, n, 2 * t))
+EOF2
+out=$($R "$T/flash" 2>&1); rc=$?
+[ $rc = 0 ] && grep -q 'FlashAttention terms (experiments/hardware/h100-sxm.yaml)' <<<"$out" &&
+    grep -q 'decode: median 0.500, p10 0.500, p90 0.500 (3 rows)' <<<"$out" &&
+    grep -q 'prefill (causal, one sequence): median 0.500, p10 0.500, p90 0.500 (2 rows)' <<<"$out" &&
+    grep -q 'prefill  4096 tokens: 32/8 heads 0.50' <<<"$out" &&
+    ok "PyTorch attention vs the committed FlashAttention terms: model / measured recovered, other backends left out" ||
+    bad "flash report: rc $rc: $out"
+printf 'device,driver,torch,cuda,commit,timer,batch,context\n' >"$T/flash/FIXTURE-H100/torch_attention.csv"
+out=$($R "$T/flash" 2>&1); rc=$?
+[ $rc = 0 ] && grep -q 'an older layout' <<<"$out" && ok "an older torch_attention.csv layout: said, not compared" ||
+    bad "older layout: rc $rc: $out"
+
 # ---- malformed ----
 sed -i '5s/,fp16,[0-9.]*,1,1$/,fp16,abc,1,1/' "$T/gpu/SYNTHETIC-FIXTURE/calib_attention.csv"
 line5=$(sed -n 5p "$T/gpu/SYNTHETIC-FIXTURE/calib_attention.csv")

@@ -41,8 +41,10 @@ ATTN_COLS = ["device", "driver", "cuda", "commit", "timer", "kernel", "algo", "b
              "context", "num_heads", "head_size", "dtype", "median_us", "bytes", "gbps"]
 GEMM_COLS = ["device", "driver", "cuda", "commit", "timer", "dtype", "m", "n", "k", "median_us", "tflops",
              "gbps"]
-INTS = {"block_size", "batch", "context", "num_heads", "head_size", "m", "n", "k"}
-FLOATS = {"median_us", "bytes", "gbps", "tflops"}
+TORCH_ATTN_COLS = ["device", "driver", "torch", "cuda", "commit", "timer", "phase", "batch", "context", "num_heads",
+                   "num_kv_heads", "head_size", "dtype", "backend", "median_us", "bytes", "gbps", "hbm_pct"]
+INTS = {"block_size", "batch", "context", "num_heads", "num_kv_heads", "head_size", "m", "n", "k"}
+FLOATS = {"median_us", "bytes", "gbps", "tflops", "hbm_pct"}
 GPU_TIMERS = ("cupti", "events", "cupti+events")
 
 
@@ -183,11 +185,61 @@ def model_report(rows):
     return out
 
 
+def flash_report(rows):
+    """Lines: the committed FlashAttention terms of the device's hardware spec (executor_sim.c
+    flash_attention: decode fixed + per (sequence, head) + KV bytes / (HBM x eff); prefill fixed +
+    causal FLOPs / (peak x eff) + bytes / (HBM x eff)) over PyTorch's scaled_dot_product_attention
+    on the same device (torch_peer.py, flash backend rows) -- a validation, nothing refitted."""
+    import calibrate as cal
+    import model_residuals as mr
+    hw = cal.SWEEP_HW.get(rows[0]["device"])
+    if not hw:
+        return ["  FlashAttention terms: no hardware spec for '%s' (calibrate.py SWEEP_HW)" % rows[0]["device"]]
+    base = cal.read_base(hw)
+    c = {k: mr.committed(hw, k) for k in ("flash_decode_fixed_us", "flash_decode_seq_head_ns", "flash_decode_bw_efficiency",
+                                          "flash_prefill_fixed_us", "flash_prefill_flops_efficiency",
+                                          "flash_prefill_bw_efficiency")}
+    if any(v is None for v in c.values()):
+        return ["  FlashAttention terms: experiments/hardware/%s.yaml has none" % hw]
+    hbm, peak = base["hbm_bandwidth_GBps"] * 1e3, base["fp16_tflops"] * 1e6      # bytes / us, FLOP / us
+    dec, pre = [], []
+    for r in rows:
+        if r["backend"] != "flash" or r["dtype"] != "fp16":
+            continue
+        b, n, h, kv, d = r["batch"], r["context"], r["num_heads"], r["num_kv_heads"], r["head_size"]
+        if r["phase"] == "decode":
+            t = (c["flash_decode_fixed_us"] + c["flash_decode_seq_head_ns"] * 1e-3 * b * h +
+                 b * n * 2 * kv * d * 2 / (hbm * c["flash_decode_bw_efficiency"]))
+            dec.append(((h, kv), t / r["median_us"]))
+        elif r["phase"] == "prefill":
+            t = (c["flash_prefill_fixed_us"] + 4.0 * h * d * b * n * (n + 1) / 2 / (peak * c["flash_prefill_flops_efficiency"]) +
+                 b * n * (2 * h + 2 * kv) * d * 2 / (hbm * c["flash_prefill_bw_efficiency"]))
+            pre.append((n, (h, kv), t / r["median_us"]))
+
+    def stats(v):
+        v = sorted(v)
+        return "median %.3f, p10 %.3f, p90 %.3f (%d rows)" % (median(v), v[len(v) // 10], v[9 * len(v) // 10], len(v))
+    out = ["  the committed FlashAttention terms (experiments/hardware/%s.yaml) / PyTorch SDPA (flash) measured:" % hw]
+    if dec:
+        out.append("  %-14s decode: %s" % ("", stats([x for _, x in dec])))
+        for hk in sorted({hk for hk, _ in dec}, reverse=True):
+            out.append("  %-14s decode, %d/%d heads: %s" % ("", hk[0], hk[1], stats([x for k, x in dec if k == hk])))
+    if pre:
+        out.append("  %-14s prefill (causal, one sequence): %s" % ("", stats([x for _, _, x in pre])))
+        for n in sorted({n for n, _, _ in pre}):
+            out.append("  %-14s prefill %5d tokens: %s" % ("", n, ", ".join("%d/%d heads %.2f" % (hk[0], hk[1], x)
+                                                                       for m, hk, x in pre if m == n)))
+    return out
+
+
 def find(dirs):
-    """(device folder, attention CSV or None, GEMM CSV or None) under each DIR (or DIR itself)."""
+    """(device folder, attention CSV or None, GEMM CSV or None) under each DIR (or DIR itself): the folders
+    holding a calibration sweep or a PyTorch peer's torch_attention.csv."""
     found = []
     for d in dirs:
-        for sub in sorted(set(glob.glob(os.path.join(d, "*", "calib_*.csv")) + glob.glob(os.path.join(d, "calib_*.csv")))):
+        pats = [os.path.join(d, "*", "calib_*.csv"), os.path.join(d, "calib_*.csv"),
+                os.path.join(d, "*", "torch_attention.csv"), os.path.join(d, "torch_attention.csv")]
+        for sub in sorted(set(p for pat in pats for p in glob.glob(pat))):
             folder = os.path.dirname(sub)
             if folder not in [f for f, _, _ in found]:
                 a, g = os.path.join(folder, "calib_attention.csv"), os.path.join(folder, "calib_gemm.csv")
@@ -207,19 +259,33 @@ def report(dirs):
         gr = read(g, GEMM_COLS) if g else []
         gpu_a = [r for r in ar if r["timer"] in GPU_TIMERS]
         gpu_g = [r for r in gr if r["timer"] in GPU_TIMERS]
-        if not gpu_a and not gpu_g:
+        ta = os.path.join(folder, "torch_attention.csv")
+        if (a or g) and not gpu_a and not gpu_g:
             out.append("GPU calibration sweep %s: %d rows, none timed on a GPU (C references: not calibration "
                        "data)" % (name, len(ar) + len(gr)))
             continue
-        n_gpu += 1
-        r0 = (gpu_a or gpu_g)[0]
-        out.append("GPU calibration sweep %s: %s, driver %s, CUDA %s, commit %s, timer %s: %d attention + %d GEMM rows"
-                   % (name, r0["device"], r0["driver"], r0["cuda"], r0["commit"], r0["timer"], len(gpu_a), len(gpu_g)))
+        if gpu_a or gpu_g:
+            n_gpu += 1
+            r0 = (gpu_a or gpu_g)[0]
+            out.append("GPU calibration sweep %s: %s, driver %s, CUDA %s, commit %s, timer %s: %d attention + %d GEMM "
+                       "rows" % (name, r0["device"], r0["driver"], r0["cuda"], r0["commit"], r0["timer"], len(gpu_a),
+                                 len(gpu_g)))
+        else:
+            out.append("PyTorch peer %s (no calibration sweep beside it):" % name)
         if gpu_a:
             out += attention_report(gpu_a)
         if gpu_g:
             out += gemm_report(gpu_g)
             out += model_report(gpu_g)
+        if os.path.isfile(ta):
+            with open(ta) as f:
+                head = f.readline().strip()
+            if head == ",".join(TORCH_ATTN_COLS):
+                tr = [r for r in read(ta, TORCH_ATTN_COLS) if r["timer"] in GPU_TIMERS]
+                if tr:
+                    out += flash_report(tr)
+            else:
+                out.append("  %s: an older layout (no phase / KV-head columns), not compared" % os.path.relpath(ta, ROOT))
     if not n_gpu:
         out.append(absent)
     return "\n".join(out)

@@ -29,6 +29,13 @@ Writes, in DIR:
                        at 512..8192 tokens -- bytes are K and V read once (decode) or Q, K, V
                        and O once (prefill), against the HBM bandwidth given by --hbm-gbps
 
+  torch_launch.csv     device,driver,torch,cuda,commit,timer,what,batch,layers,kernels,host_us,
+                       gpu_us,host_us_per_kernel,gpu_us_per_kernel
+                       the eager issue cost: a Llama-2-70B TP 8 decoder layer at batch 1 in
+                       plain torch ops, 80 layers one after another; the host's wall time to
+                       issue them and the GPU's time, per kernel (kernels counted by the
+                       profiler) -- the quantity of the cost model's framework launch_us
+
 Timing: CUDA events around each call, a 256 MiB buffer written between calls so that the
 weights and the cache come from HBM (the kernel benchmark's cold-L2 rule), median of --reps
 (default 20) after 3 warm-ups.  Needs torch with CUDA; exits 77 without a GPU.  A diagnostic
@@ -38,6 +45,7 @@ import argparse
 import csv
 import os
 import statistics
+import time
 import subprocess
 import sys
 
@@ -194,7 +202,74 @@ def main():
             w.writerow(meta + [phase, b, ctx, h, kv, HEAD_SIZE, "fp16", backend, f"{us:.4f}", int(byts),
                                f"{gbps:.1f}", f"{100.0 * gbps / a.hbm_gbps:.1f}"])
             del q, kc, vc
-    print(f"torch_peer.py: wrote {a.out}/torch_gemm.csv, torch_gemm_seq.csv, torch_attention.csv ({name}, torch {torch.__version__})")
+    # the host's issue cost in eager mode (the cost model's framework launch_us): a decoder layer
+    # of Llama-2-70B at TP 8 and batch 1 written in eager torch ops, repeated for 80 layers; the
+    # host's wall time per kernel against the GPU's time for the same 80 layers
+    with open(os.path.join(a.out, "torch_launch.csv"), "w", newline="") as f:
+        w = csv.writer(f)
+        w.writerow(["device", "driver", "torch", "cuda", "commit", "timer", "what", "batch", "layers",
+                    "kernels", "host_us", "gpu_us", "host_us_per_kernel", "gpu_us_per_kernel"])
+        def launch_rows():
+            hid, nq, nkv, ff, ctx = 8192, 8, 1, 28672 // 8, 512
+            wqkv = torch.randn((nq + 2 * nkv) * 128, hid, generator=g, device=dev, dtype=torch.float16) * 0.01
+            wo = torch.randn(hid, nq * 128, generator=g, device=dev, dtype=torch.float16) * 0.01
+            wgu = torch.randn(2 * ff, hid, generator=g, device=dev, dtype=torch.float16) * 0.01
+            wd = torch.randn(hid, ff, generator=g, device=dev, dtype=torch.float16) * 0.01
+            kc = torch.randn(1, nkv, ctx, 128, generator=g, device=dev, dtype=torch.float16)
+            vc = torch.randn(1, nkv, ctx, 128, generator=g, device=dev, dtype=torch.float16)
+            cos = torch.randn(1, 64, device=dev, dtype=torch.float16)
+
+            def rms(x):
+                return x * torch.rsqrt(x.float().pow(2).mean(-1, keepdim=True) + 1e-5).to(x.dtype)
+
+            def layer(x):
+                h = rms(x)
+                qkv = torch.nn.functional.linear(h, wqkv)
+                q, k, v = qkv.split([nq * 128, nkv * 128, nkv * 128], dim=-1)
+                q1, q2 = q.view(1, nq, 128).chunk(2, dim=-1)
+                q = torch.cat([q1 * cos - q2 * cos, q2 * cos + q1 * cos], dim=-1)
+                o = torch.nn.functional.scaled_dot_product_attention(q.view(1, nq, 1, 128), kc, vc, enable_gqa=True)
+                x = x + torch.nn.functional.linear(o.reshape(1, nq * 128), wo)
+                gu = torch.nn.functional.linear(rms(x), wgu)
+                gate, up = gu.chunk(2, dim=-1)
+                return x + torch.nn.functional.linear(torch.nn.functional.silu(gate) * up, wd)
+
+            x0 = torch.randn(1, hid, generator=g, device=dev, dtype=torch.float16)
+            try:
+                from torch.profiler import ProfilerActivity, profile
+                with profile(activities=[ProfilerActivity.CUDA]) as prof:
+                    layer(x0)
+                    torch.cuda.synchronize()
+                kernels = sum(1 for e in prof.events() if e.device_type.name == "CUDA")
+            except Exception as e:                            # no CUPTI: count stays unknown
+                print(f"torch_peer.py: kernel count: {e}".splitlines()[0], file=sys.stderr)
+                kernels = 0
+            for _ in range(3):
+                y = x0
+                for _ in range(80):
+                    y = layer(y)
+            torch.cuda.synchronize()
+            hs, gs = [], []
+            for _ in range(max(3, a.reps // 4)):
+                s, e = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+                torch.cuda.synchronize()
+                t0 = time.perf_counter()
+                s.record()
+                y = x0
+                for _ in range(80):
+                    y = layer(y)
+                e.record()
+                hs.append((time.perf_counter() - t0) * 1e6)   # the host's issue time (the queue is not full)
+                e.synchronize()
+                gs.append(s.elapsed_time(e) * 1e3)            # the GPU's time, host stalls included
+            h_us, g_us, n = statistics.median(hs), statistics.median(gs), 80 * kernels
+            w.writerow(meta + ["llama-2-70b-tp8-layer-eager", 1, 80, n, f"{h_us:.1f}", f"{g_us:.1f}",
+                               f"{h_us / n:.3f}" if n else "", f"{g_us / n:.3f}" if n else ""])
+        try:
+            launch_rows()
+        except (RuntimeError, TypeError, ValueError) as e:   # an older PyTorch: the other files stand
+            print(f"torch_peer.py: torch_launch.csv left empty: {e}".splitlines()[0], file=sys.stderr)
+    print(f"torch_peer.py: wrote {a.out}/torch_gemm.csv, torch_gemm_seq.csv, torch_attention.csv, torch_launch.csv ({name}, torch {torch.__version__})")
     return 0
 
 
