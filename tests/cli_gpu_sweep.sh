@@ -8,7 +8,11 @@
 #      from 16; GEMM time in steps of 64 rows);
 #   3. a malformed file is an error naming file:line:col (exit 2), as is a wrong header;
 #   4. the CSVs `pagedbench kernels --cpu --grid calib-attn,calib-gemm --calib-dir` writes
-#      read back, and are recognised as C references (not calibration data).
+#      read back, and are recognised as C references (not calibration data);
+#   5. PyTorch's attention (torch_peer.py's torch_attention.csv) beside the committed
+#      FlashAttention terms: a fixture at twice the model's time reads 0.500;
+#   6. calibrate.py's profiled GEMMs beside a device's torch_gemm.csv: twice the profiled
+#      time (tests/data/gpu-profiles) reads 0.50 in every token-count bucket.
 #   bash tests/cli_gpu_sweep.sh build/cpu/pagedbench
 set -u
 . "$(dirname "$0")/skip.sh"
@@ -103,6 +107,28 @@ printf 'device,driver,torch,cuda,commit,timer,batch,context\n' >"$T/flash/FIXTUR
 out=$($R "$T/flash" 2>&1); rc=$?
 [ $rc = 0 ] && grep -q 'an older layout' <<<"$out" && ok "an older torch_attention.csv layout: said, not compared" ||
     bad "older layout: rc $rc: $out"
+
+# ---- the profiles' GEMMs beside a device's PyTorch GEMMs (calibrate.py profile_vs_device) ----
+# every device time is twice the profiled one (tests/data/gpu-profiles): the ratio must read 0.50
+mkdir -p "$T/prof/FIXTURE-H100"
+python3 - "$T/prof/FIXTURE-H100" <<'EOF2'
+import sys
+sys.path.insert(0, "experiments/calibrate")
+import calibrate as cal
+_, gemms, _ = cal.mlp_rows("tests/data/gpu-profiles", "h100")
+seen = {}
+for M, K, N, m in gemms:
+    seen.setdefault((M, K, N), m)
+with open(sys.argv[1] + "/torch_gemm.csv", "w") as f:
+    f.write("device,driver,torch,cuda,commit,timer,dtype,m,n,k,median_us,tflops,gbps\n")
+    for i, ((M, K, N), m) in enumerate(sorted(seen.items())):
+        if i % 7 == 0:
+            f.write("NVIDIA H100 80GB HBM3,0.0.0,0.0,0.0,fixture,events,fp16,%d,%d,%d,%.6f,1,1\n" % (M, N, K, 2e6 * m))
+EOF2
+out=$(python3 experiments/calibrate/calibrate.py --profiles tests/data/gpu-profiles --gpu-results "$T/prof" h100-sxm 2>&1); rc=$?
+grep -qE '^profiled h100 GEMMs .*FIXTURE-H100/torch_gemm.csv, [0-9]+ rows in common: M 1-16 0.50 \[0.50-0.50\], M 17-128 0.50 \[0.50-0.50\], M 129-512 0.50 \[0.50-0.50\], M 513-4096 0.50 \[0.50-0.50\]$' <<<"$out" &&
+    ok "calibrate.py: the profiled GEMMs over a device's PyTorch GEMMs, by token-count bucket" ||
+    bad "profile vs device: rc $rc: $(grep -m2 'profiled' <<<"$out")"
 
 # ---- malformed ----
 sed -i '5s/,fp16,[0-9.]*,1,1$/,fp16,abc,1,1/' "$T/gpu/SYNTHETIC-FIXTURE/calib_attention.csv"

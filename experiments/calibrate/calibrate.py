@@ -212,10 +212,10 @@ def gemm_pred(M, K, N, x, base):
 M_BUCKETS = [(1, 64), (65, 192), (193, 512), (513, 4096)]
 
 
-def bucket_residuals(rows):
+def bucket_residuals(rows, buckets=None):
     """'M 1-64: 1.01 [0.95-1.07], ...': median pred/measured and its p10-p90 per token-count bucket."""
     out = []
-    for lo, hi in M_BUCKETS:
+    for lo, hi in buckets or M_BUCKETS:
         v = sorted(p / m for M, p, m in rows if lo <= M <= hi)
         if v:
             out.append("M %d-%d %.2f [%.2f-%.2f]" % (lo, hi, v[len(v) // 2], v[len(v) // 10], v[(9 * len(v)) // 10]))
@@ -386,6 +386,39 @@ def attn_block_sweep(gpu_dir):
         if hw:
             out[hw] = (round(per_req * 1e3 * 10, 3), src)
     return out
+
+
+# ---- the profiles' GEMMs beside the same shapes timed on a lent GPU ---------------------
+PROFILE_CHIP = {"h100-sxm": "h100", "a100-40gb": "a100", "a100-80gb": "a100", "a100-80gb-pcie": "a100"}
+
+
+def profile_vs_device(prof, gpu_results):
+    """Lines: for every device folder with torch_gemm.csv (PyTorch's linear, torch_peer.py) whose
+    hardware spec is fitted on a profiled chip, the profiled time over the device's time at the
+    (M, K, N) both hold, by token-count bucket -- how the fit's source compares with the GPU that
+    was lent (a diagnostic: the two timing protocols differ, see results/gpu/*/README.md)."""
+    out = []
+    for path in sorted(glob.glob(os.path.join(gpu_results, "*", "torch_gemm.csv"))):
+        dev_rows = rows(path)
+        if not dev_rows:
+            continue
+        hw = SWEEP_HW.get(dev_rows[0]["device"])
+        chip = PROFILE_CHIP.get(hw)
+        if not chip:
+            continue
+        meas = {(int(r["m"]), int(r["k"]), int(r["n"])): float(r["median_us"]) * 1e-6 for r in dev_rows}
+        _, gemms, _ = mlp_rows(prof, chip)
+        pairs = [(M, m, meas[(M, K, N)]) for M, K, N, m in gemms if (M, K, N) in meas]
+        name = os.path.relpath(os.path.dirname(path), ROOT)
+        if not pairs:
+            out.append("profiled %s GEMMs vs %s/torch_gemm.csv: no (M, K, N) in common" % (chip, name))
+            continue
+        out.append("profiled %s GEMMs (data/gpu-profiles/vidur/compute/%s) / %s/torch_gemm.csv, %d rows in common: %s"
+                   % (chip, chip, name, len(pairs), bucket_residuals(pairs, buckets=PROFILE_BUCKETS)))
+    return out
+
+
+PROFILE_BUCKETS = [(1, 16), (17, 128), (129, 512), (513, 4096)]
 
 
 # ---- what each hardware YAML gets ------------------------------------------------------
@@ -575,6 +608,8 @@ def main():
                 if i % 180 == 0 or (M <= 256 and i % 30 == 0):
                     f.write("%d,%d,%d,%.3f\n" % (M, K, N, m * 1e6))
         os.replace(a.gemm_sample + ".tmp", a.gemm_sample)
+    for line in profile_vs_device(a.profiles, a.gpu_results):
+        print(line)
     sweeps = attn_block_sweep(a.gpu_results)
     if not sweeps:
         print("GPU block-size sweep: none measured under %s (results/gpu/<device>/calib_attention.csv, written by "
