@@ -561,7 +561,7 @@ pb_status pb_sim_create(const pb_model *m, const pb_hw *hw, const pb_sim_cost *c
             pb_sim_destroy(s);
             return PB_ERR_INVALID;
         }
-    if (s->p.cuda_graphs && !c->has_graph_costs) {
+    if ((s->p.cuda_graphs || s->p.graph_max_tokens > 0) && !c->has_graph_costs) {
         plain_err(err, "sim: cuda_graphs needs hardware.cost_model.cuda_graph_launch_us and cuda_graph_node_gap_us "
                        "(%s has none)", hw->name);
         pb_sim_destroy(s);
@@ -778,8 +778,9 @@ static void launch_terms(const pb_sim *s, const step_sums *q, int64_t kernels, i
     const pb_sim_cost *c = &s->c;
     const double launch = c->fw[s->p.framework].launch_s, L = s->m.n_layers;
     if (s->p.graph_max_tokens > 0 && q->T <= s->p.graph_max_tokens) {   /* V1: PIECEWISE : FULL */
-        *gaps = (double)kernels * c->kernel_gap_s;
-        *host = (q->P > 0 ? L * (attn_calls + 1) + 1 : 1) * launch;
+        const double eager = q->P > 0 ? L * attn_calls : 0, pieces = q->P > 0 ? L + 1 : 1;
+        *gaps = ((double)kernels - eager) * c->graph_node_gap_s + eager * c->kernel_gap_s;
+        *host = pieces * c->graph_launch_s + eager * launch;
         return;
     }
     if (q->graph_batch <= 0) {

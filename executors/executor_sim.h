@@ -273,15 +273,15 @@ extern const double PB_SIM_V1_STEP_S, PB_SIM_V1_SEQ_S;
  * V1 CUDA graphs (graph_max_tokens > 0; FULL_AND_PIECEWISE, v0.33.0
  * config/compilation.py:618-636, sizes up to min(2 max_num_seqs, 512),
  * config/vllm.py:2398-2410): a pure decode step of at most graph_max_tokens tokens
- * is one FULL graph (kernel issue = one launch); a step with prefill tokens and at
- * most graph_max_tokens tokens is PIECEWISE (attention kernels issued one by one, the
- * pieces between them one graph launch each: layers x (attention calls + 1) + 1);
- * larger steps run eagerly.  Batches are not padded to the capture sizes (not
- * modelled).  One term with v0.2.6's decode graphs ("Kernel launches" above): both
- * are modes of launch_terms in executor_sim.c, switched by the one cuda_graphs key
- * (its engine's default); this mode still prices a graph launch at the framework's
- * launch_us and keeps the eager kernel gaps, where v0.2.6's uses cuda_graph_launch_us
- * and cuda_graph_node_gap_us (unifying the constants moves results/v1.csv). */
+ * is one FULL graph (host: one cuda_graph_launch_us; GPU: cuda_graph_node_gap_us
+ * between its kernels); a step with prefill tokens and at most graph_max_tokens tokens
+ * is PIECEWISE: its attention kernels are issued eagerly (launch_us each, kernel_gap_us
+ * after each) and the layers + 1 pieces between them are one graph launch each
+ * (cuda_graph_launch_us; node gaps inside); larger steps run eagerly.  Batches are not
+ * padded to the capture sizes (not modelled).  The same constants as v0.2.6's decode
+ * graphs ("Kernel launches" above): both are modes of launch_terms in executor_sim.c,
+ * switched by the one cuda_graphs key (its engine's default), and both need the
+ * hardware's cuda_graph_* costs (pb_sim_create refuses a spec without them). */
 
 pb_sim_params pb_sim_params_default(void);     /* vLLM: paged, python, analytic */
 /* Overlay a system's `sim:` map (attention_kernel, framework: each when given;
