@@ -352,6 +352,36 @@ PB_TEST(async_scheduling_costs_max_of_host_and_gpu_plus_sync) {
     pb_sim_destroy(async);
 }
 
+/* V1's graphs, like v0.2.6's, are priced with the hardware's cuda_graph_* costs: a spec
+   without them is refused when either graph mode is on, and accepted eager */
+PB_TEST(graph_modes_need_the_hardware_graph_costs) {
+    pb_model m;
+    pb_hw hw;
+    pb_sim_cost cost;
+    pb_cfg_err e;
+    pb_cfg_err_clear(&e);
+    PB_ASSERT(pb_model_load(pb_spec_dir(), "opt-13b", &m, &e) == PB_OK);
+    PB_ASSERT(pb_hw_load(pb_spec_dir(), "a100-80gb", &hw, &e) == PB_OK);
+    PB_ASSERT(pb_sim_cost_load(pb_spec_dir(), "a100-80gb", &cost, &e) == PB_OK);
+    cost.has_graph_costs = false;
+    for (int mode = 0; mode < 3; mode++) {            /* eager, V1's graphs, v0.2.6's graphs */
+        pb_sim_params p = pb_sim_params_default();
+        p.framework = PB_SIM_FW_V1;
+        p.graph_max_tokens = mode == 1 ? 512 : 0;
+        p.cuda_graphs = mode == 2;
+        pb_sim *s = NULL;
+        pb_cfg_err_clear(&e);
+        pb_status st = pb_sim_create(&m, &hw, &cost, 1, &p, &s, &e);
+        if (mode == 0) {
+            PB_CHECK(st == PB_OK);
+        } else {
+            PB_CHECK(st == PB_ERR_INVALID && s == NULL);
+            PB_CHECK(strstr(e.msg, "cuda_graphs needs hardware.cost_model.cuda_graph_launch_us") != NULL);
+        }
+        pb_sim_destroy(s);
+    }
+}
+
 PB_TEST(cuda_graphs_issue_one_launch_for_a_decode_step) {
     pb_sim *eager = load_sim(false, 0, PB_SIM_FW_V1), *graphs = load_sim(false, 512, PB_SIM_FW_V1);
     pb_batch_seq q[8];
