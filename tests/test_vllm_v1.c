@@ -296,15 +296,22 @@ PB_TEST(kv_sizing_v1_by_hand) {
 
 /* ---- the sim: asynchronous scheduling and V1's CUDA graphs ---- */
 
+/* OPT-13B on the A100-80GB spec */
+static void load_parts(pb_model *m, pb_hw *hw, pb_sim_cost *cost) {
+    pb_cfg_err e;
+    pb_cfg_err_clear(&e);
+    PB_ASSERT(pb_model_load(pb_spec_dir(), "opt-13b", m, &e) == PB_OK);
+    PB_ASSERT(pb_hw_load(pb_spec_dir(), "a100-80gb", hw, &e) == PB_OK);
+    PB_ASSERT(pb_sim_cost_load(pb_spec_dir(), "a100-80gb", cost, &e) == PB_OK);
+}
+
 static pb_sim *load_sim(bool async, int32_t graphs, pb_sim_framework fw) {
     pb_model m;
     pb_hw hw;
     pb_sim_cost cost;
     pb_cfg_err e;
     pb_cfg_err_clear(&e);
-    PB_ASSERT(pb_model_load(pb_spec_dir(), "opt-13b", &m, &e) == PB_OK);
-    PB_ASSERT(pb_hw_load(pb_spec_dir(), "a100-80gb", &hw, &e) == PB_OK);
-    PB_ASSERT(pb_sim_cost_load(pb_spec_dir(), "a100-80gb", &cost, &e) == PB_OK);
+    load_parts(&m, &hw, &cost);
     pb_sim_params p = pb_sim_params_default();
     p.framework = fw;
     p.async_sched = async;
@@ -359,10 +366,7 @@ PB_TEST(graph_modes_need_the_hardware_graph_costs) {
     pb_hw hw;
     pb_sim_cost cost;
     pb_cfg_err e;
-    pb_cfg_err_clear(&e);
-    PB_ASSERT(pb_model_load(pb_spec_dir(), "opt-13b", &m, &e) == PB_OK);
-    PB_ASSERT(pb_hw_load(pb_spec_dir(), "a100-80gb", &hw, &e) == PB_OK);
-    PB_ASSERT(pb_sim_cost_load(pb_spec_dir(), "a100-80gb", &cost, &e) == PB_OK);
+    load_parts(&m, &hw, &cost);
     cost.has_graph_costs = false;
     for (int mode = 0; mode < 3; mode++) {            /* eager, V1's graphs, v0.2.6's graphs */
         pb_sim_params p = pb_sim_params_default();
