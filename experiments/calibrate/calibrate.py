@@ -414,11 +414,8 @@ def profile_vs_device(prof, gpu_results):
             out.append("profiled %s GEMMs vs %s/torch_gemm.csv: no (M, K, N) in common" % (chip, name))
             continue
         out.append("profiled %s GEMMs (data/gpu-profiles/vidur/compute/%s) / %s/torch_gemm.csv, %d rows in common: %s"
-                   % (chip, chip, name, len(pairs), bucket_residuals(pairs, buckets=PROFILE_BUCKETS)))
+                   % (chip, chip, name, len(pairs), bucket_residuals(pairs, buckets=gpu_sweep.M_RANGES)))
     return out
-
-
-PROFILE_BUCKETS = [(1, 16), (17, 128), (129, 512), (513, 4096)]
 
 
 # ---- what each hardware YAML gets ------------------------------------------------------

@@ -39,6 +39,16 @@ KEYS = ["flash_decode_fixed_us", "flash_decode_seq_head_ns", "flash_decode_bw_ef
         "flash_prefill_fixed_us", "flash_prefill_flops_efficiency", "flash_prefill_bw_efficiency"]
 
 
+def decode_time(fixed_us, seq_head_ns, bw_eff, seqs, heads, kv_bytes, hbm):
+    """The sim's flash decode time of one layer, seconds (hbm in B/s)."""
+    return fixed_us * 1e-6 + seq_head_ns * 1e-9 * seqs * heads + kv_bytes / (hbm * bw_eff)
+
+
+def prefill_time(fixed_us, flops_eff, bw_eff, flops, nbytes, peak, hbm):
+    """The sim's flash prefill time of one layer, seconds (peak in FLOP/s, hbm in B/s)."""
+    return fixed_us * 1e-6 + flops / (peak * flops_eff) + nbytes / (hbm * bw_eff)
+
+
 def med_s(r, op):
     v = r.get("time_stats.%s.median" % op)
     return float(v) * 1e-3 if v not in (None, "") else None
@@ -68,10 +78,10 @@ def load(prof):
 
 def fit(prof, hbm, peak):
     dec, pre = load(prof)
-    dpred = lambda x, B, by: abs(x[0]) * 1e-6 + abs(x[1]) * 1e-9 * B * HQ + by / (hbm * x[2])
+    dpred = lambda x, B, by: decode_time(abs(x[0]), abs(x[1]), x[2], B, HQ, by, hbm)
     f = lambda x: sq_log_err([(dpred(x, B, by), m) for B, by, m in dec]) if 0.01 < x[2] <= 1 else 1e9
     xd = nelder_mead(f, [10.0, 5.0, 0.7], [3.0, 2.0, 0.1], iters=600)
-    ppred = lambda x, fl, by: abs(x[0]) * 1e-6 + fl / (peak * x[1]) + by / (hbm * x[2])
+    ppred = lambda x, fl, by: prefill_time(abs(x[0]), x[1], x[2], fl, by, peak, hbm)
     g = lambda x: sq_log_err([(ppred(x, fl, by), m) for fl, by, m in pre]) if 0.01 < x[1] <= 1 and 0.01 < x[2] <= 1 else 1e9
     xp = nelder_mead(g, [10.0, 0.3, 0.5], [5.0, 0.05, 0.1], iters=800)
     vals = {"flash_decode_fixed_us": abs(xd[0]),

@@ -46,6 +46,7 @@ TORCH_ATTN_COLS = ["device", "driver", "torch", "cuda", "commit", "timer", "phas
 INTS = {"block_size", "batch", "context", "num_heads", "num_kv_heads", "head_size", "m", "n", "k"}
 FLOATS = {"median_us", "bytes", "gbps", "tflops", "hbm_pct"}
 GPU_TIMERS = ("cupti", "events", "cupti+events")
+M_RANGES = [(1, 16), (17, 128), (129, 512), (513, 4096)]    # token-count buckets of the GEMM reports
 
 
 class SweepError(ValueError):
@@ -178,7 +179,7 @@ def model_report(rows):
         return "median %.3f, p10 %.3f, p90 %.3f (%d rows)" % (median(v), v[len(v) // 10], v[9 * len(v) // 10], len(v))
     out = ["  the committed cost model (experiments/hardware/%s.yaml) / measured, timer %s: %s"
            % (hw, rows[0]["timer"], stats([x for _, x in q]))]
-    for lo, hi in ((1, 16), (17, 128), (129, 512), (513, 4096)):
+    for lo, hi in M_RANGES:
         v = [x for m, x in q if lo <= m <= hi]
         if v:
             out.append("  %-14s M %d-%d: %s" % ("", lo, hi, stats(v)))
@@ -191,30 +192,28 @@ def flash_report(rows):
     causal FLOPs / (peak x eff) + bytes / (HBM x eff)) over PyTorch's scaled_dot_product_attention
     on the same device (torch_peer.py, flash backend rows) -- a validation, nothing refitted."""
     import calibrate as cal
+    import flash_attn as fa
     import model_residuals as mr
     hw = cal.SWEEP_HW.get(rows[0]["device"])
     if not hw:
         return ["  FlashAttention terms: no hardware spec for '%s' (calibrate.py SWEEP_HW)" % rows[0]["device"]]
     base = cal.read_base(hw)
-    c = {k: mr.committed(hw, k) for k in ("flash_decode_fixed_us", "flash_decode_seq_head_ns", "flash_decode_bw_efficiency",
-                                          "flash_prefill_fixed_us", "flash_prefill_flops_efficiency",
-                                          "flash_prefill_bw_efficiency")}
-    if any(v is None for v in c.values()):
+    c = [mr.committed(hw, k) for k in fa.KEYS]
+    if any(v is None for v in c):
         return ["  FlashAttention terms: experiments/hardware/%s.yaml has none" % hw]
-    hbm, peak = base["hbm_bandwidth_GBps"] * 1e3, base["fp16_tflops"] * 1e6      # bytes / us, FLOP / us
+    hbm, peak = base["hbm_bandwidth_GBps"] * 1e9, base["fp16_tflops"] * 1e12
     dec, pre = [], []
     for r in rows:
         if r["backend"] != "flash" or r["dtype"] != "fp16":
             continue
         b, n, h, kv, d = r["batch"], r["context"], r["num_heads"], r["num_kv_heads"], r["head_size"]
         if r["phase"] == "decode":
-            t = (c["flash_decode_fixed_us"] + c["flash_decode_seq_head_ns"] * 1e-3 * b * h +
-                 b * n * 2 * kv * d * 2 / (hbm * c["flash_decode_bw_efficiency"]))
-            dec.append(((h, kv), t / r["median_us"]))
+            t = fa.decode_time(c[0], c[1], c[2], b, h, b * n * 2 * kv * d * 2, hbm)
+            dec.append(((h, kv), t * 1e6 / r["median_us"]))
         elif r["phase"] == "prefill":
-            t = (c["flash_prefill_fixed_us"] + 4.0 * h * d * b * n * (n + 1) / 2 / (peak * c["flash_prefill_flops_efficiency"]) +
-                 b * n * (2 * h + 2 * kv) * d * 2 / (hbm * c["flash_prefill_bw_efficiency"]))
-            pre.append((n, (h, kv), t / r["median_us"]))
+            t = fa.prefill_time(c[3], c[4], c[5], 4.0 * h * d * b * n * (n + 1) / 2, b * n * (2 * h + 2 * kv) * d * 2,
+                                peak, hbm)
+            pre.append((n, (h, kv), t * 1e6 / r["median_us"]))
 
     def stats(v):
         v = sorted(v)

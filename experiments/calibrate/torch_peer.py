@@ -3,15 +3,14 @@
 PyTorch on the same device, so that a slow point of ours can be told from a slow point of
 the hardware.
 
-    python3 experiments/calibrate/torch_peer.py --out DIR [--reps N] [--commit REV]
+    python3 experiments/calibrate/torch_peer.py --out DIR [--gemm-grid CSV] [--reps N] [--commit REV]
 
 Writes, in DIR:
   torch_gemm.csv       device,driver,torch,cuda,commit,timer,dtype,m,n,k,median_us,tflops,gbps
                        torch.nn.functional.linear (cuBLAS/cuBLASLt through PyTorch, its own
-                       workspace) at the grid of `pagedbench kernels --grid calib-gemm`
-                       (calib_gemm.csv): the layer shapes of OPT-13B, Llama-2-7B, Llama-3-8B and
-                       Llama-2/3-70B at TP 4 and 8 (kbench_gpu.c calib_gemm_kn), M = 1..16,
-                       24..512 step 8, 768 .. 4096
+                       workspace) at the (M, K, N) grid of the GPU rows of --gemm-grid (default
+                       DIR/calib_gemm.csv, which `pagedbench kernels --grid calib-gemm` wrote
+                       before: tools/gpu/run_gpu.sh runs this script after that step)
   torch_gemm_seq.csv   device,driver,torch,cuda,commit,timer,dtype,m,n,k,sets,median_us,tflops,gbps
                        the same grid timed as a forward pass runs it: `sets` weight sets of one
                        shape (over 3x the L2 together) back to back between two events, no flush
@@ -49,12 +48,6 @@ import time
 import subprocess
 import sys
 
-SHAPES = [(5120, 15360), (5120, 5120), (5120, 20480), (20480, 5120),     # (K, N): kbench_gpu.c
-          (4096, 12288), (4096, 4096), (4096, 22016), (11008, 4096),      # calib_gemm_kn
-          (4096, 6144), (4096, 28672), (14336, 4096),
-          (8192, 2560), (2048, 8192), (8192, 14336), (7168, 8192),
-          (8192, 1280), (1024, 8192), (8192, 7168), (3584, 8192)]
-MAX_M = 4096
 LONG = [(64, 1024), (16, 4096), (8, 8192), (4, 16384), (2, 32768), (1, 65536)]
 FIG18A = [(8, 64), (8, 128), (8, 256), (32, 64), (32, 128), (32, 256)]
 HEADS, HEAD_SIZE = 40, 128
@@ -63,16 +56,24 @@ LLAMA_DECODE = [(b, c) for b in (1, 4, 16, 64, 256) for c in (256, 1024, 4096, 8
 LLAMA_PREFILL = [512, 1024, 2048, 4096, 8192]
 
 
-def m_grid():
-    m, out = 1, []
-    while m <= 512:
-        out.append(m)
-        m = m + 1 if m < 16 else m + 8 - (m % 8)
-    m = 768
-    while m <= MAX_M:
-        out.append(m)
-        m = m // 3 * 4 if m & (m - 1) else m // 2 * 3
-    return out
+def gemm_grid(path):
+    """(K, N) shapes in their order and the sorted M values of the GPU rows of a calib_gemm.csv
+    (`pagedbench kernels --grid calib-gemm`, kbench_gpu.c calib_gemm_kn: the one declaration
+    of the grid); ([], []) when the file or its GPU rows are absent."""
+    shapes, ms = [], set()
+    try:
+        with open(path, newline="") as f:
+            for r in csv.DictReader(row for row in f if not row.startswith("#")):
+                if r.get("timer") in (None, "", "cpu"):
+                    continue
+                kn = (int(r["k"]), int(r["n"]))
+                if kn not in shapes:
+                    shapes.append(kn)
+                ms.add(int(r["m"]))
+    except (OSError, KeyError, ValueError) as e:
+        print(f"torch_peer.py: no GEMM grid from {path}: {e}", file=sys.stderr)
+        return [], []
+    return shapes, sorted(ms)
 
 
 def driver():
@@ -89,7 +90,14 @@ def main():
     ap.add_argument("--reps", type=int, default=20)
     ap.add_argument("--commit", default=os.environ.get("PB_GIT_REV", "unknown"))
     ap.add_argument("--hbm-gbps", type=float, default=4800.0, help="HBM bandwidth for hbm_pct (H200: 4800)")
+    ap.add_argument("--gemm-grid", metavar="CSV", help="the calib_gemm.csv whose (M, K, N) grid the GEMMs repeat "
+                    "(default OUT/calib_gemm.csv)")
     a = ap.parse_args()
+    shapes, ms = gemm_grid(a.gemm_grid or os.path.join(a.out, "calib_gemm.csv"))
+    if not shapes:
+        print("torch_peer.py: no calib_gemm.csv GPU rows: torch_gemm.csv and torch_gemm_seq.csv keep their headers only",
+              file=sys.stderr)
+    max_m = max(ms) if ms else 0
     try:
         import torch
     except ImportError:
@@ -123,10 +131,10 @@ def main():
         w = csv.writer(f)
         w.writerow(["device", "driver", "torch", "cuda", "commit", "timer", "dtype", "m", "n", "k",
                     "median_us", "tflops", "gbps"])
-        for k, n in SHAPES:
+        for k, n in shapes:
             wt = (torch.rand(n, k, generator=g, device=dev, dtype=torch.float16) - 0.5) * 0.1
-            x = torch.rand(MAX_M, k, generator=g, device=dev, dtype=torch.float16) * 2 - 1
-            for m in m_grid():
+            x = torch.rand(max_m, k, generator=g, device=dev, dtype=torch.float16) * 2 - 1
+            for m in ms:
                 xm = x[:m]
                 us = time_us(lambda: torch.nn.functional.linear(xm, wt))
                 flops, byts = 2.0 * m * n * k, 2.0 * (m * k + n * k + m * n)
@@ -140,11 +148,11 @@ def main():
         w = csv.writer(f)
         w.writerow(["device", "driver", "torch", "cuda", "commit", "timer", "dtype", "m", "n", "k",
                     "sets", "median_us", "tflops", "gbps"])
-        for k, n in SHAPES:
+        for k, n in shapes:
             sets = max(2, min(16, -(-3 * l2 // (2 * k * n))))
             wts = [(torch.rand(n, k, generator=g, device=dev, dtype=torch.float16) - 0.5) * 0.1 for _ in range(sets)]
-            x = torch.rand(MAX_M, k, generator=g, device=dev, dtype=torch.float16) * 2 - 1
-            for m in m_grid():
+            x = torch.rand(max_m, k, generator=g, device=dev, dtype=torch.float16) * 2 - 1
+            for m in ms:
                 xm = x[:m]
                 run = lambda: [torch.nn.functional.linear(xm, wt) for wt in wts]
                 run()
