@@ -36,7 +36,9 @@ echo '{"model_type": "gpt2"}' >"$T/tok/config.json"
 
 run_aiperf() {   # run_aiperf NAME MODEL ENDPOINT COUNT CONC OSL
     local out=$T/$1
-    (cd "$T" && timeout 300 "$V/bin/aiperf" profile --model "$2" --url "http://127.0.0.1:$SERVE_PORT" \
+    # aiperf's dataset files and its cache go under $T (the trap removes them), not /tmp or ~/.cache
+    (cd "$T" && TMPDIR=$T AIPERF_DATASET_MMAP_BASE_PATH=$T AIPERF_DATASET_MMAP_CACHE_DIR=$T/mmap-cache \
+        timeout 300 "$V/bin/aiperf" profile --model "$2" --url "http://127.0.0.1:$SERVE_PORT" \
         --endpoint-type "$3" --streaming --tokenizer "$T/tok" --request-count "$4" --concurrency "$5" \
         --synthetic-input-tokens-mean 48 --output-tokens-mean "$6" --extra-inputs ignore_eos:true \
         --use-server-token-count --artifact-dir "$out" --ui-type none >"$out.log" 2>&1) || { bad "$1: aiperf failed: $(tail -20 "$out.log")"; return; }

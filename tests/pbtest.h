@@ -19,6 +19,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 typedef void (*pb_test_fn)(void);
 typedef struct { const char *name; pb_test_fn fn; } pb_test_entry;
@@ -68,6 +69,38 @@ static inline int pb_test_no_skip_(void) {
     fprintf(stderr, __VA_ARGS__); fputs(")\n", stderr); pb_cur_skipped_ = 1; return; } while (0)
 #define PB_SKIP_NO_GPU(...) do { fprintf(stderr, "  SKIP: no GPU (");                   \
     fprintf(stderr, __VA_ARGS__); fputs(")\n", stderr); pb_cur_skipped_ = 1; return; } while (0)
+
+/* pb_test_tmpdir(tag): the binary's scratch folder, $TMPDIR (else /tmp)/pb_test_<tag>_XXXXXX,
+ * made on the first call (later calls return it, whatever their tag) and removed with all
+ * it holds when the binary exits. */
+static inline char *pb_test_tmp_path_(void) {
+    static char d[512];
+    return d;
+}
+static inline pid_t *pb_test_tmp_owner_(void) {   /* a forked child's exit leaves the folder */
+    static pid_t pid;
+    return &pid;
+}
+static inline void pb_test_tmp_rm_(void) {
+    if (getpid() != *pb_test_tmp_owner_()) return;
+    char cmd[600];
+    snprintf(cmd, sizeof cmd, "rm -rf '%s'", pb_test_tmp_path_());
+    if (system(cmd) != 0) fprintf(stderr, "  cannot remove %s\n", pb_test_tmp_path_());
+}
+static inline const char *pb_test_tmpdir(const char *tag) {
+    char *d = pb_test_tmp_path_();
+    if (!d[0]) {
+        const char *t = getenv("TMPDIR");
+        snprintf(d, 512, "%s/pb_test_%s_XXXXXX", t && *t ? t : "/tmp", tag);
+        if (!mkdtemp(d)) {
+            fprintf(stderr, "pbtest: cannot make %s\n", d);
+            exit(1);
+        }
+        *pb_test_tmp_owner_() = getpid();
+        atexit(pb_test_tmp_rm_);
+    }
+    return d;
+}
 
 static inline int pb_test_main(void) {
     int passed = 0, failed = 0, skipped = 0;

@@ -22,15 +22,7 @@
 #include "trace_fit.h"
 
 /* ---- helpers ---- */
-static char g_dir[256];
-
-static const char *tmpdir(void) {
-    if (!*g_dir) {
-        snprintf(g_dir, sizeof g_dir, "/tmp/pb_test_runner_XXXXXX");
-        PB_ASSERT(mkdtemp(g_dir));
-    }
-    return g_dir;
-}
+static const char *tmpdir(void) { return pb_test_tmpdir("runner"); }
 
 static const char *write_yaml(const char *name, const char *text) {
     static char path[512];

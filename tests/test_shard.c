@@ -18,14 +18,7 @@
 #include "runner.h"
 #include "shard.h"
 
-static char g_dir[256];
-static const char *tmpdir(void) {
-    if (!*g_dir) {
-        snprintf(g_dir, sizeof g_dir, "/tmp/pb_test_shard_XXXXXX");
-        PB_ASSERT(mkdtemp(g_dir));
-    }
-    return g_dir;
-}
+static const char *tmpdir(void) { return pb_test_tmpdir("shard"); }
 
 static const char *write_file(const char *name, const char *text) {
     static char path[4][512];

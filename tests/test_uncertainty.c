@@ -14,14 +14,7 @@
 
 #include <stdlib.h>
 
-static const char *tmpdir(void) {
-    static char d[64] = "";
-    if (!d[0]) {
-        snprintf(d, sizeof d, "/tmp/pb_test_unc_XXXXXX");
-        PB_ASSERT(mkdtemp(d));
-    }
-    return d;
-}
+static const char *tmpdir(void) { return pb_test_tmpdir("unc"); }
 
 static pb_sim_cost one_term(double lo, double hi) {
     pb_sim_cost c;
