@@ -12,7 +12,9 @@
 #   5. PyTorch's attention (torch_peer.py's torch_attention.csv) beside the committed
 #      FlashAttention terms: a fixture at twice the model's time reads 0.500;
 #   6. calibrate.py's profiled GEMMs beside a device's torch_gemm.csv: twice the profiled
-#      time (tests/data/gpu-profiles) reads 0.50 in every token-count bucket.
+#      time (tests/data/gpu-profiles) reads 0.50 in every token-count bucket;
+#   7. the eager issue cost of torch_peer.py's torch_launch.csv: per layer and per kernel
+#      recovered from known values, beside the spec's framework.python.launch_us.
 #   bash tests/cli_gpu_sweep.sh build/cpu/pagedbench
 set -u
 . "$(dirname "$0")/skip.sh"
@@ -107,6 +109,29 @@ printf 'device,driver,torch,cuda,commit,timer,batch,context\n' >"$T/flash/FIXTUR
 out=$($R "$T/flash" 2>&1); rc=$?
 [ $rc = 0 ] && grep -q 'an older layout' <<<"$out" && ok "an older torch_attention.csv layout: said, not compared" ||
     bad "older layout: rc $rc: $out"
+
+# ---- the eager issue cost (torch_peer.py's torch_launch.csv) beside the spec's launch_us ----
+# 80 layers: 24000 us of host time over 1120 kernels = 21.43 us per kernel, 300 us per layer;
+# a CPU rehearsal row (timer perf_counter, no driver) is left out; the spec's value is read
+mkdir -p "$T/launch/FIXTURE-H100"
+{ echo "device,driver,torch,cuda,commit,timer,what,batch,layers,kernels,host_us,gpu_us,host_us_per_kernel,gpu_us_per_kernel,host_us_per_layer,host_cpu"
+  echo "NVIDIA H100 80GB HBM3,0.0.0,0.0,0.0,fixture,events,llama-2-70b-tp8-layer-vllm02,1,80,1120,24000.0,28000.0,21.429,25.000,300.00,FIXTURE CPU"
+  echo "cpu,,0.0,,fixture,perf_counter,llama-2-70b-tp8-layer-eager,1,80,0,5.0,,,,0.06,FIXTURE CPU"
+} >"$T/launch/FIXTURE-H100/torch_launch.csv"
+want=$(python3 -c "import sys; sys.path.insert(0, 'experiments/calibrate'); import calibrate as c
+print(c.get_value(open('experiments/hardware/h100-sxm.yaml').read().split(chr(10)), 'cost_model.framework.python.launch_us'))")
+out=$($R "$T/launch" 2>&1); rc=$?
+[ $rc = 0 ] && grep -q 'eager issue cost (torch_peer.py torch_launch.csv; torch 0.0, host CPU FIXTURE CPU):' <<<"$out" &&
+    grep -q 'llama-2-70b-tp8-layer-vllm02: host 24000 us for 80 layers = 300.0 us per layer, 21.43 us per kernel (1120 kernels), GPU 25.0 us per kernel' <<<"$out" &&
+    ! grep -q 'layer-eager' <<<"$out" &&
+    grep -q "launch_us (experiments/hardware/h100-sxm.yaml): $want us per kernel" <<<"$out" &&
+    ok "eager issue cost: per layer and per kernel recovered, the CPU rehearsal row left out, the spec's launch_us beside it" ||
+    bad "launch report: rc $rc: $out"
+printf 'device,driver,torch,cuda,commit,timer,what,batch,layers,kernels,host_us,gpu_us,host_us_per_kernel,gpu_us_per_kernel\n' \
+    >"$T/launch/FIXTURE-H100/torch_launch.csv"
+out=$($R "$T/launch" 2>&1); rc=$?
+[ $rc = 0 ] && grep -q 'torch_launch.csv: an older layout' <<<"$out" && ok "an older torch_launch.csv layout: said, not reported" ||
+    bad "older launch layout: rc $rc: $out"
 
 # ---- the profiles' GEMMs beside a device's PyTorch GEMMs (calibrate.py profile_vs_device) ----
 # every device time is twice the profiled one (tests/data/gpu-profiles): the ratio must read 0.50

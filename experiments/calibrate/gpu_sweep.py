@@ -43,8 +43,10 @@ GEMM_COLS = ["device", "driver", "cuda", "commit", "timer", "dtype", "m", "n", "
              "gbps"]
 TORCH_ATTN_COLS = ["device", "driver", "torch", "cuda", "commit", "timer", "phase", "batch", "context", "num_heads",
                    "num_kv_heads", "head_size", "dtype", "backend", "median_us", "bytes", "gbps", "hbm_pct"]
-INTS = {"block_size", "batch", "context", "num_heads", "num_kv_heads", "head_size", "m", "n", "k"}
-FLOATS = {"median_us", "bytes", "gbps", "tflops", "hbm_pct"}
+LAUNCH_COLS = ["device", "driver", "torch", "cuda", "commit", "timer", "what", "batch", "layers", "kernels",
+               "host_us", "gpu_us", "host_us_per_kernel", "gpu_us_per_kernel", "host_us_per_layer", "host_cpu"]
+INTS = {"layers", "kernels", "block_size", "batch", "context", "num_heads", "num_kv_heads", "head_size", "m", "n", "k"}
+FLOATS = {"median_us", "bytes", "gbps", "tflops", "hbm_pct", "host_us", "host_us_per_layer"}
 GPU_TIMERS = ("cupti", "events", "cupti+events")
 M_RANGES = [(1, 16), (17, 128), (129, 512), (513, 4096)]    # token-count buckets of the GEMM reports
 
@@ -104,10 +106,12 @@ def read(path, cols):
                 except ValueError:
                     raise SweepError("%s:%d:%d: %s: expected a %s, got '%s'" % (
                         path, lineno, pos, k, "integer" if k in INTS else "number >= 0", rec[i]))
-                if k in ("device", "driver", "commit", "timer") and not r[k]:
+                if k in ("device", "driver", "commit", "timer") and not r[k] and \
+                        (k != "driver" or r.get("timer") in GPU_TIMERS):    # a CPU rehearsal has no driver
                     raise SweepError("%s:%d:%d: %s is empty" % (path, lineno, pos, k))
-            if r["median_us"] <= 0:
-                raise SweepError("%s:%d:%d: median_us must be > 0" % (path, lineno, starts[cols.index("median_us")]))
+            t = "median_us" if "median_us" in cols else "host_us"
+            if r[t] <= 0 and r["timer"] in GPU_TIMERS:
+                raise SweepError("%s:%d:%d: %s must be > 0" % (path, lineno, starts[cols.index(t)], t))
             rows.append(r)
     if header is None:
         raise SweepError("%s:1:1: no header (expected %s)" % (path, ",".join(cols)))
@@ -231,13 +235,39 @@ def flash_report(rows):
     return out
 
 
+def launch_report(rows):
+    """Lines: the eager issue cost torch_peer.py measured (torch_launch.csv: 80 Llama-2-70B TP 8
+    layers at batch 1, host wall time to issue them, per profiled kernel and per layer) beside the
+    device's hardware spec's framework.python.launch_us -- a report, nothing refitted here."""
+    import calibrate as cal
+    hw = cal.SWEEP_HW.get(rows[0]["device"])
+    spec = None
+    if hw:
+        with open(os.path.join(cal.HW_DIR, hw + ".yaml")) as f:
+            v = cal.get_value(f.read().split("\n"), "cost_model.framework.python.launch_us")
+        spec = float(v) if v is not None else None
+    out = ["  eager issue cost (torch_peer.py torch_launch.csv; torch %s, host CPU %s):"
+           % (rows[0]["torch"], rows[0]["host_cpu"] or "unrecorded")]
+    for r in rows:
+        per_k = ("%.2f us per kernel (%d kernels)" % (r["host_us"] / r["kernels"], r["kernels"])
+                 if r["kernels"] else "kernels not counted")
+        gpu = (", GPU %.1f us per kernel" % (float(r["gpu_us"]) / r["kernels"])
+               if r["gpu_us"] and r["kernels"] else "")
+        out.append("  %-14s %s: host %.0f us for %d layers = %.1f us per layer, %s%s"
+                   % ("", r["what"], r["host_us"], r["layers"], r["host_us_per_layer"], per_k, gpu))
+    out.append("  %-14s the spec's framework.python.launch_us (experiments/hardware/%s.yaml): %s"
+               % ("", hw or "?", "%g us per kernel" % spec if spec is not None else "absent"))
+    return out
+
+
 def find(dirs):
     """(device folder, attention CSV or None, GEMM CSV or None) under each DIR (or DIR itself): the folders
-    holding a calibration sweep or a PyTorch peer's torch_attention.csv."""
+    holding a calibration sweep or a PyTorch peer's torch_attention.csv or torch_launch.csv."""
     found = []
     for d in dirs:
         pats = [os.path.join(d, "*", "calib_*.csv"), os.path.join(d, "calib_*.csv"),
-                os.path.join(d, "*", "torch_attention.csv"), os.path.join(d, "torch_attention.csv")]
+                os.path.join(d, "*", "torch_attention.csv"), os.path.join(d, "torch_attention.csv"),
+                os.path.join(d, "*", "torch_launch.csv"), os.path.join(d, "torch_launch.csv")]
         for sub in sorted(set(p for pat in pats for p in glob.glob(pat))):
             folder = os.path.dirname(sub)
             if folder not in [f for f, _, _ in found]:
@@ -285,6 +315,16 @@ def report(dirs):
                     out += flash_report(tr)
             else:
                 out.append("  %s: an older layout (no phase / KV-head columns), not compared" % os.path.relpath(ta, ROOT))
+        tl = os.path.join(folder, "torch_launch.csv")
+        if os.path.isfile(tl):
+            with open(tl) as f:
+                head = f.readline().strip()
+            if head == ",".join(LAUNCH_COLS):
+                lr = [r for r in read(tl, LAUNCH_COLS) if r["timer"] in GPU_TIMERS]
+                if lr:
+                    out += launch_report(lr)
+            else:
+                out.append("  %s: an older layout (no per-layer / host CPU columns), not reported" % os.path.relpath(tl, ROOT))
     if not n_gpu:
         out.append(absent)
     return "\n".join(out)

@@ -29,16 +29,34 @@ Writes, in DIR:
                        and O once (prefill), against the HBM bandwidth given by --hbm-gbps
 
   torch_launch.csv     device,driver,torch,cuda,commit,timer,what,batch,layers,kernels,host_us,
-                       gpu_us,host_us_per_kernel,gpu_us_per_kernel
-                       the eager issue cost: a Llama-2-70B TP 8 decoder layer at batch 1 in
-                       plain torch ops, 80 layers one after another; the host's wall time to
-                       issue them and the GPU's time, per kernel (kernels counted by the
-                       profiler) -- the quantity of the cost model's framework launch_us
+                       gpu_us,host_us_per_kernel,gpu_us_per_kernel,host_us_per_layer,host_cpu
+                       the eager issue cost -- the quantity of the cost model's framework
+                       launch_us: 80 decoder layers of Llama-2-70B at TP 8 (one GPU's shard,
+                       batch 1, 512 cached tokens) issued one after another; the host's wall time
+                       to issue them and the GPU's time, per kernel (kernels counted by the
+                       profiler) and per layer, in two forms:
+                         llama-2-70b-tp8-layer-eager   bare functional torch ops
+                         llama-2-70b-tp8-layer-vllm02  vLLM v0.2's module tree and call pattern
+                           (LlamaDecoderLayer: fused-add RMSNorms carrying the residual;
+                           LlamaAttention: QKV projection, split, rotary, PagedAttention's views,
+                           cache write and attention into a preallocated output, O projection;
+                           LlamaMLP: gate-up projection, SiluAndMul into a preallocated output,
+                           down projection; the two row-parallel all-reduces through
+                           torch.distributed on a one-rank group -- its host path, no wire),
+                           each of vLLM's fused CUDA ops stood in for by one torch op (vllm._C
+                           is not installable here), so the host work per kernel is PyTorch's
+                           and the module structure is vLLM's
+                       this section runs first (the key input of issue #36's H100 rows) and
+                       also runs on a CPU (--device cpu: a rehearsal of the code; host times
+                       of CPU ops, no kernel count, no GPU time)
 
 Timing: CUDA events around each call, a 256 MiB buffer written between calls so that the
 weights and the cache come from HBM (the kernel benchmark's cold-L2 rule), median of --reps
-(default 20) after 3 warm-ups.  Needs torch with CUDA; exits 77 without a GPU.  A diagnostic
-beside our own measurements, never a parameter of the cost model.
+(default 20) after 3 warm-ups.  Needs torch with CUDA (exits 77 without a GPU), except
+--device cpu, which runs the launch section only.  The GEMM and attention files are a
+diagnostic beside our own measurements, never a parameter of the cost model;
+torch_launch.csv is the micro-level measurement meant for framework.python.launch_us
+(gpu_sweep.py's launch report sets it beside the specs' value).
 """
 import argparse
 import csv
@@ -76,6 +94,206 @@ def gemm_grid(path):
     return shapes, sorted(ms)
 
 
+# Llama-2-70B at TP 8, one GPU's shard: hidden, query / KV heads of 128, FFN width, layers; 512 cached tokens
+L70_TP8 = dict(hidden=8192, q_heads=64 // 8, kv_heads=1, ffn=28672 // 8, layers=80, ctx=512)
+
+
+def eager_layers(torch, dev, g, style, all_reduce):
+    """A function run(x) issuing L70_TP8's layers at batch 1 in eager torch ops, `style` 'plain' (bare
+    functional ops) or 'vllm02' (vLLM v0.2's modules and call pattern, see the module docstring;
+    all_reduce(x) is the row-parallel reduction's call)."""
+    nn, F = torch.nn, torch.nn.functional
+    c = L70_TP8
+    hid, nq, nkv, ff, ctx, hs = c["hidden"], c["q_heads"], c["kv_heads"], c["ffn"], c["ctx"], 128
+    dt = torch.float16 if dev.type == "cuda" else torch.float32
+
+    def w(*shape):
+        return torch.randn(*shape, generator=g, device=dev, dtype=dt) * 0.01
+
+    if style == "plain":
+        wqkv, wo, wgu, wd = w((nq + 2 * nkv) * hs, hid), w(hid, nq * hs), w(2 * ff, hid), w(hid, ff)
+        kc, vc, cos = w(1, nkv, ctx, hs), w(1, nkv, ctx, hs), w(1, hs // 2)
+
+        def rms(x):
+            return x * torch.rsqrt(x.float().pow(2).mean(-1, keepdim=True) + 1e-5).to(x.dtype)
+
+        def layer(x):
+            h = rms(x)
+            qkv = F.linear(h, wqkv)
+            q, k, v = qkv.split([nq * hs, nkv * hs, nkv * hs], dim=-1)
+            q1, q2 = q.view(1, nq, hs).chunk(2, dim=-1)
+            q = torch.cat([q1 * cos - q2 * cos, q2 * cos + q1 * cos], dim=-1)
+            o = F.scaled_dot_product_attention(q.view(1, nq, 1, hs), kc, vc, enable_gqa=True)
+            x = x + F.linear(o.reshape(1, nq * hs), wo)
+            gu = F.linear(rms(x), wgu)
+            gate, up = gu.chunk(2, dim=-1)
+            return x + F.linear(F.silu(gate) * up, wd)
+
+        def run(x):
+            for _ in range(c["layers"]):
+                x = layer(x)
+            return x
+        return run
+
+    class Linear(nn.Module):                 # Column/RowParallelLinear: (output, bias) pairs
+        def __init__(self, n, k, reduce):
+            super().__init__()
+            self.weight, self.reduce = nn.Parameter(w(n, k), requires_grad=False), reduce
+
+        def forward(self, x):
+            out = F.linear(x, self.weight)
+            if self.reduce:
+                all_reduce(out)
+            return out, None
+
+    class RMSNorm(nn.Module):                # ops.rms_norm / ops.fused_add_rms_norm: one kernel each
+        def __init__(self):
+            super().__init__()
+            self.weight = nn.Parameter(w(hid), requires_grad=False)
+
+        def forward(self, x, residual=None):
+            if residual is not None:
+                residual.add_(x)
+                return torch.mul(residual, self.weight.data, out=x), residual
+            out = torch.empty_like(x)
+            return torch.mul(x, self.weight.data, out=out)
+
+    class Rotary(nn.Module):                 # ops.rotary_embedding: q and k in place, one kernel
+        def __init__(self):
+            super().__init__()
+            self.cos = w(hs)
+
+        def forward(self, positions, q, k):
+            q.view(-1, nq, hs).mul_(self.cos)
+            return q, k
+
+    class PagedAttention(nn.Module):         # views, ops.reshape_and_cache, ops.paged_attention_v1
+        def forward(self, q, k, v, k_cache, v_cache, slot_mapping):
+            n = q.shape[0]
+            q, k, v = q.view(-1, nq, hs), k.view(-1, nkv, hs), v.view(-1, nkv, hs)
+            k_cache.index_copy_(0, slot_mapping.flatten(), k)
+            out = torch.empty_like(q)
+            torch.mul(q, k_cache[:n], out=out)
+            return out.view(n, nq * hs)
+
+    class Attention(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.qkv_proj, self.o_proj = Linear((nq + 2 * nkv) * hs, hid, False), Linear(hid, nq * hs, True)
+            self.rotary_emb, self.attn = Rotary(), PagedAttention()
+            self.k_cache, self.v_cache = w(ctx + 1, nkv, hs), w(ctx + 1, nkv, hs)
+            self.slot = torch.full((1, 1), ctx, device=dev, dtype=torch.long)
+
+        def forward(self, positions, x):
+            qkv, _ = self.qkv_proj(x)
+            q, k, v = qkv.split([nq * hs, nkv * hs, nkv * hs], dim=-1)
+            q, k = self.rotary_emb(positions, q, k)
+            o = self.attn(q, k, v, self.k_cache, self.v_cache, self.slot)
+            out, _ = self.o_proj(o)
+            return out
+
+    class SiluAndMul(nn.Module):             # ops.silu_and_mul into a preallocated output: one kernel
+        def forward(self, x):
+            d = x.shape[-1] // 2
+            out = torch.empty(x.shape[:-1] + (d,), dtype=x.dtype, device=x.device)
+            return torch.mul(x[..., :d], x[..., d:], out=out)
+
+    class MLP(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.gate_up_proj, self.down_proj, self.act_fn = Linear(2 * ff, hid, False), Linear(hid, ff, True), SiluAndMul()
+
+        def forward(self, x):
+            gate_up, _ = self.gate_up_proj(x)
+            out, _ = self.down_proj(self.act_fn(gate_up))
+            return out
+
+    class DecoderLayer(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.input_layernorm, self.post_attention_layernorm = RMSNorm(), RMSNorm()
+            self.self_attn, self.mlp = Attention(), MLP()
+
+        def forward(self, positions, x, residual):
+            if residual is None:
+                residual, x = x, self.input_layernorm(x)
+            else:
+                x, residual = self.input_layernorm(x, residual)
+            x = self.self_attn(positions, x)
+            x, residual = self.post_attention_layernorm(x, residual)
+            return self.mlp(x), residual
+
+    one = DecoderLayer()                     # 80 layers share one set of weights (the host path is the same)
+    positions = torch.zeros(1, device=dev, dtype=torch.long)
+
+    def run(x):
+        residual = None
+        for _ in range(c["layers"]):
+            x, residual = one(positions, x, residual)
+        return x
+    return run
+
+
+def launch_rows(torch, dev, g, meta, reps, writer):
+    """torch_launch.csv's rows: both forms of eager_layers, host issue time and GPU time."""
+    import torch.distributed as dist
+    cuda = dev.type == "cuda"
+    sync = torch.cuda.synchronize if cuda else (lambda: None)
+    group = None
+    try:
+        if not dist.is_initialized():
+            dist.init_process_group("nccl" if cuda else "gloo", store=dist.HashStore(), rank=0, world_size=1)
+        group = dist.group.WORLD
+    except (RuntimeError, ValueError, AttributeError) as e:
+        print(f"torch_peer.py: no one-rank process group ({e}); vllm02 rows issue no all-reduce".splitlines()[0],
+              file=sys.stderr)
+    all_reduce = (lambda x: dist.all_reduce(x, group=group)) if group is not None else (lambda x: x)
+    host_cpu = ""
+    try:
+        with open("/proc/cpuinfo") as f:
+            host_cpu = next((ln.split(":", 1)[1].strip() for ln in f if ln.startswith("model name")), "")
+    except OSError:
+        pass
+    c = L70_TP8
+    for style, what in (("plain", "llama-2-70b-tp8-layer-eager"), ("vllm02", "llama-2-70b-tp8-layer-vllm02")):
+        run = eager_layers(torch, dev, g, style, all_reduce)
+        x0 = torch.randn(1, c["hidden"], generator=g, device=dev, dtype=torch.float16 if cuda else torch.float32)
+        kernels = 0
+        if cuda:
+            try:
+                from torch.profiler import ProfilerActivity, profile
+                with torch.no_grad(), profile(activities=[ProfilerActivity.CUDA]) as prof:
+                    run(x0)
+                    sync()
+                kernels = sum(1 for e in prof.events() if e.device_type.name == "CUDA")
+            except Exception as e:                            # no CUPTI: the count stays unknown
+                print(f"torch_peer.py: kernel count: {e}".splitlines()[0], file=sys.stderr)
+        with torch.no_grad():
+            for _ in range(3):
+                run(x0)
+            sync()
+            hs, gs = [], []
+            for _ in range(max(3, reps // 4)):
+                sync()
+                if cuda:
+                    s, e = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+                    s.record()
+                t0 = time.perf_counter()
+                run(x0)
+                hs.append((time.perf_counter() - t0) * 1e6)   # the host's issue time (the queue is not full)
+                if cuda:
+                    e.record()
+                    e.synchronize()
+                    gs.append(s.elapsed_time(e) * 1e3)        # the GPU's time, host stalls included
+        h_us, n = statistics.median(hs), kernels        # kernels of all the layers
+        g_us = statistics.median(gs) if gs else None
+        writer.writerow(meta + [what, 1, c["layers"], n, f"{h_us:.1f}", f"{g_us:.1f}" if g_us else "",
+                                f"{h_us / n:.3f}" if n else "", f"{g_us / n:.3f}" if n and g_us else "",
+                                f"{h_us / c['layers']:.2f}", host_cpu])
+    if group is not None:
+        dist.destroy_process_group()
+
+
 def driver():
     try:
         return subprocess.run(["nvidia-smi", "--query-gpu=driver_version", "--format=csv,noheader"],
@@ -92,6 +310,8 @@ def main():
     ap.add_argument("--hbm-gbps", type=float, default=4800.0, help="HBM bandwidth for hbm_pct (H200: 4800)")
     ap.add_argument("--gemm-grid", metavar="CSV", help="the calib_gemm.csv whose (M, K, N) grid the GEMMs repeat "
                     "(default OUT/calib_gemm.csv)")
+    ap.add_argument("--device", choices=["cuda", "cpu"], default="cuda",
+                    help="cpu: the launch section only, on CPU ops (a rehearsal of its code)")
     a = ap.parse_args()
     shapes, ms = gemm_grid(a.gemm_grid or os.path.join(a.out, "calib_gemm.csv"))
     if not shapes:
@@ -103,12 +323,33 @@ def main():
     except ImportError:
         print("torch_peer.py: SKIP: no torch", file=sys.stderr)
         return 77
+    os.makedirs(a.out, exist_ok=True)
+    launch_header = ["device", "driver", "torch", "cuda", "commit", "timer", "what", "batch", "layers", "kernels",
+                     "host_us", "gpu_us", "host_us_per_kernel", "gpu_us_per_kernel", "host_us_per_layer", "host_cpu"]
+    if a.device == "cpu":
+        dev = torch.device("cpu")
+        with open(os.path.join(a.out, "torch_launch.csv"), "w", newline="") as f:
+            w = csv.writer(f)
+            w.writerow(launch_header)
+            launch_rows(torch, dev, torch.Generator(device=dev).manual_seed(11),
+                        ["cpu", "", torch.__version__, "", a.commit, "perf_counter"], a.reps, w)
+        print(f"torch_peer.py: wrote {a.out}/torch_launch.csv (CPU rehearsal, torch {torch.__version__})")
+        return 0
     if not torch.cuda.is_available():
         print("torch_peer.py: SKIP: torch sees no GPU", file=sys.stderr)
         return 77
     dev = torch.device("cuda")
     name = torch.cuda.get_device_name(0)
     meta = [name, driver(), torch.__version__, torch.version.cuda or "", a.commit, "events"]
+    g = torch.Generator(device=dev).manual_seed(11)
+    # first: the eager issue cost (torch_launch.csv), the measurement issue #36 waits for
+    with open(os.path.join(a.out, "torch_launch.csv"), "w", newline="") as f:
+        w = csv.writer(f)
+        w.writerow(launch_header)
+        try:
+            launch_rows(torch, dev, g, meta, a.reps, w)
+        except (RuntimeError, TypeError, ValueError) as e:   # an older PyTorch: the other files stand
+            print(f"torch_peer.py: torch_launch.csv left with its header only: {e}".splitlines()[0], file=sys.stderr)
     flush = torch.empty(64 << 20, dtype=torch.float32, device=dev)
 
     def time_us(fn):
@@ -125,8 +366,6 @@ def main():
             ts.append(s.elapsed_time(e) * 1e3)
         return statistics.median(ts)
 
-    os.makedirs(a.out, exist_ok=True)
-    g = torch.Generator(device=dev).manual_seed(11)
     with open(os.path.join(a.out, "torch_gemm.csv"), "w", newline="") as f:
         w = csv.writer(f)
         w.writerow(["device", "driver", "torch", "cuda", "commit", "timer", "dtype", "m", "n", "k",
@@ -210,74 +449,8 @@ def main():
             w.writerow(meta + [phase, b, ctx, h, kv, HEAD_SIZE, "fp16", backend, f"{us:.4f}", int(byts),
                                f"{gbps:.1f}", f"{100.0 * gbps / a.hbm_gbps:.1f}"])
             del q, kc, vc
-    # the host's issue cost in eager mode (the cost model's framework launch_us): a decoder layer
-    # of Llama-2-70B at TP 8 and batch 1 written in eager torch ops, repeated for 80 layers; the
-    # host's wall time per kernel against the GPU's time for the same 80 layers
-    with open(os.path.join(a.out, "torch_launch.csv"), "w", newline="") as f:
-        w = csv.writer(f)
-        w.writerow(["device", "driver", "torch", "cuda", "commit", "timer", "what", "batch", "layers",
-                    "kernels", "host_us", "gpu_us", "host_us_per_kernel", "gpu_us_per_kernel"])
-        def launch_rows():
-            hid, nq, nkv, ff, ctx = 8192, 8, 1, 28672 // 8, 512
-            wqkv = torch.randn((nq + 2 * nkv) * 128, hid, generator=g, device=dev, dtype=torch.float16) * 0.01
-            wo = torch.randn(hid, nq * 128, generator=g, device=dev, dtype=torch.float16) * 0.01
-            wgu = torch.randn(2 * ff, hid, generator=g, device=dev, dtype=torch.float16) * 0.01
-            wd = torch.randn(hid, ff, generator=g, device=dev, dtype=torch.float16) * 0.01
-            kc = torch.randn(1, nkv, ctx, 128, generator=g, device=dev, dtype=torch.float16)
-            vc = torch.randn(1, nkv, ctx, 128, generator=g, device=dev, dtype=torch.float16)
-            cos = torch.randn(1, 64, device=dev, dtype=torch.float16)
-
-            def rms(x):
-                return x * torch.rsqrt(x.float().pow(2).mean(-1, keepdim=True) + 1e-5).to(x.dtype)
-
-            def layer(x):
-                h = rms(x)
-                qkv = torch.nn.functional.linear(h, wqkv)
-                q, k, v = qkv.split([nq * 128, nkv * 128, nkv * 128], dim=-1)
-                q1, q2 = q.view(1, nq, 128).chunk(2, dim=-1)
-                q = torch.cat([q1 * cos - q2 * cos, q2 * cos + q1 * cos], dim=-1)
-                o = torch.nn.functional.scaled_dot_product_attention(q.view(1, nq, 1, 128), kc, vc, enable_gqa=True)
-                x = x + torch.nn.functional.linear(o.reshape(1, nq * 128), wo)
-                gu = torch.nn.functional.linear(rms(x), wgu)
-                gate, up = gu.chunk(2, dim=-1)
-                return x + torch.nn.functional.linear(torch.nn.functional.silu(gate) * up, wd)
-
-            x0 = torch.randn(1, hid, generator=g, device=dev, dtype=torch.float16)
-            try:
-                from torch.profiler import ProfilerActivity, profile
-                with profile(activities=[ProfilerActivity.CUDA]) as prof:
-                    layer(x0)
-                    torch.cuda.synchronize()
-                kernels = sum(1 for e in prof.events() if e.device_type.name == "CUDA")
-            except Exception as e:                            # no CUPTI: count stays unknown
-                print(f"torch_peer.py: kernel count: {e}".splitlines()[0], file=sys.stderr)
-                kernels = 0
-            for _ in range(3):
-                y = x0
-                for _ in range(80):
-                    y = layer(y)
-            torch.cuda.synchronize()
-            hs, gs = [], []
-            for _ in range(max(3, a.reps // 4)):
-                s, e = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-                torch.cuda.synchronize()
-                t0 = time.perf_counter()
-                s.record()
-                y = x0
-                for _ in range(80):
-                    y = layer(y)
-                e.record()
-                hs.append((time.perf_counter() - t0) * 1e6)   # the host's issue time (the queue is not full)
-                e.synchronize()
-                gs.append(s.elapsed_time(e) * 1e3)            # the GPU's time, host stalls included
-            h_us, g_us, n = statistics.median(hs), statistics.median(gs), 80 * kernels
-            w.writerow(meta + ["llama-2-70b-tp8-layer-eager", 1, 80, n, f"{h_us:.1f}", f"{g_us:.1f}",
-                               f"{h_us / n:.3f}" if n else "", f"{g_us / n:.3f}" if n else ""])
-        try:
-            launch_rows()
-        except (RuntimeError, TypeError, ValueError) as e:   # an older PyTorch: the other files stand
-            print(f"torch_peer.py: torch_launch.csv left empty: {e}".splitlines()[0], file=sys.stderr)
-    print(f"torch_peer.py: wrote {a.out}/torch_gemm.csv, torch_gemm_seq.csv, torch_attention.csv, torch_launch.csv ({name}, torch {torch.__version__})")
+    print(f"torch_peer.py: wrote {a.out}/torch_launch.csv, torch_gemm.csv, torch_gemm_seq.csv, torch_attention.csv "
+          f"({name}, torch {torch.__version__})")
     return 0
 
 

@@ -396,7 +396,7 @@ else
     record "$name" FAIL "$t" "$(why_rc $rc) (see costmodel.log)"
 fi
 
-# ---- 8. a PyTorch peer on the same shapes (a diagnostic, never a parameter) ---------------
+# ---- 8. a PyTorch peer: the eager issue cost, then the same shapes (a diagnostic) ---------
 if [ $GPU = 1 ]; then
     begin "PyTorch peer"; t=$SECONDS
     hbm=$(sed -n 's/^hbm_bandwidth_GBps: *\([0-9.]*\).*/\1/p' "experiments/hardware/$HW.yaml" 2>/dev/null)
@@ -404,7 +404,7 @@ if [ $GPU = 1 ]; then
     capped 150 python3 experiments/calibrate/torch_peer.py --out "$OUT" --commit "$rev" ${hbm:+--hbm-gbps "$hbm"} \
         >"$OUT/torch_peer.log" 2>&1; rc=$?
     if [ $rc = 0 ]; then
-        record "PyTorch peer" PASS "$t" "$(($(grep -c . "$OUT/torch_gemm.csv") - 1)) GEMM + $(($(grep -c . "$OUT/torch_attention.csv") - 1)) attention rows (torch_peer.py; diagnostic)"
+        record "PyTorch peer" PASS "$t" "$(($(grep -c . "$OUT/torch_launch.csv") - 1)) launch + $(($(grep -c . "$OUT/torch_gemm.csv") - 1)) GEMM + $(($(grep -c . "$OUT/torch_attention.csv") - 1)) attention rows (torch_peer.py; launch: the eager issue cost)"
     elif [ $rc = 77 ]; then
         record "PyTorch peer" SKIP "$t" "$(tail -n 1 "$OUT/torch_peer.log")"
     else
