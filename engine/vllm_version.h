@@ -19,6 +19,10 @@
  *   async_scheduling        false                         false
  *   cuda_graphs             false                         false (v0.2 captured decode
  *                                                         graphs; not modelled)
+ *   custom_allreduce        false (NCCL through           false (the same; vLLM's
+ *                           torch.distributed)            custom all-reduce came with
+ *                                                         vllm-project/vllm#2192, opened
+ *                                                         2023-12-19, after v0.2.6)
  *
  * engine: v1 -- vLLM's V1 engine as released in v0.33.0 (PyPI wheel, git 4ba787ec9;
  * every line below is of that release, paths under vllm/):
@@ -52,6 +56,13 @@
  *                           enables it unless an incompatible option is set)
  *   cuda_graphs             true (CUDA graphs of decode batches; the cost model's
  *                           term, executors/executor_sim.h)
+ *   custom_allreduce        true (distributed/device_communicators/cuda_communicator.py
+ *                           all_reduce: FlashInfer's one-shot, the custom all-reduce,
+ *                           torch symmetric memory, then NCCL, by size and TP degree;
+ *                           config/parallel.py:241 disable_custom_all_reduce = False,
+ *                           envs.py VLLM_ALLREDUCE_USE_SYMM_MEM / _USE_FLASHINFER = 1;
+ *                           the sim prices the fastest of them,
+ *                           custom_allreduce_tpN_* of the cost model)
  *
  * max_paddings (alternate steps only; ignored by mixed ones): a prompt step is a
  * padded [prompts, longest prompt] batch; admission stops when prompts x longest >
@@ -90,6 +101,7 @@ typedef struct {
     double watermark;                 /* free-block share kept at admission          */
     bool async_scheduling;            /* host work of step N+1 overlaps step N's GPU */
     bool cuda_graphs;                 /* decode batches run as CUDA graphs           */
+    bool custom_allreduce;            /* TP all-reduces through vLLM's own kernels   */
 } pb_vllm_knobs;
 
 const char *pb_vllm_version_str(pb_vllm_version v);          /* "v0.1" "v0.2" "v1"   */

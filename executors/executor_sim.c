@@ -107,6 +107,24 @@ const pb_key pb_sim_cost_schema[] = {
      .doc = "one all-reduce at tp 8 (and above): latency, us"},
     {.name = "allreduce_tp8_GBps", .type = PB_T_NUM, .required = true, .lo = 0.1, .hi = 1e5,
      .doc = "one all-reduce at tp 8 (and above): GB/s"},
+    {.name = "custom_allreduce_tp2_us", .type = PB_T_NUM, .lo = 0, .hi = 1e4,
+     .dflt_rule = "none: a vllm system's custom_allreduce: true at tp 2 needs it",
+     .doc = "vLLM's own all-reduce kernels at tp 2 (fastest per size): latency, us"},
+    {.name = "custom_allreduce_tp2_GBps", .type = PB_T_NUM, .lo = 0.1, .hi = 1e5,
+     .dflt_rule = "none: a vllm system's custom_allreduce: true at tp 2 needs it",
+     .doc = "vLLM's own all-reduce kernels at tp 2: bytes / (time - latency), GB/s"},
+    {.name = "custom_allreduce_tp4_us", .type = PB_T_NUM, .lo = 0, .hi = 1e4,
+     .dflt_rule = "none: a vllm system's custom_allreduce: true at tp 3-4 needs it",
+     .doc = "vLLM's own all-reduce kernels at tp 4: latency, us"},
+    {.name = "custom_allreduce_tp4_GBps", .type = PB_T_NUM, .lo = 0.1, .hi = 1e5,
+     .dflt_rule = "none: a vllm system's custom_allreduce: true at tp 3-4 needs it",
+     .doc = "vLLM's own all-reduce kernels at tp 4: GB/s"},
+    {.name = "custom_allreduce_tp8_us", .type = PB_T_NUM, .lo = 0, .hi = 1e4,
+     .dflt_rule = "none: a vllm system's custom_allreduce: true at tp 5 and above needs it",
+     .doc = "vLLM's own all-reduce kernels at tp 8 (and above): latency, us"},
+    {.name = "custom_allreduce_tp8_GBps", .type = PB_T_NUM, .lo = 0.1, .hi = 1e5,
+     .dflt_rule = "none: a vllm system's custom_allreduce: true at tp 5 and above needs it",
+     .doc = "vLLM's own all-reduce kernels at tp 8 (and above): GB/s"},
     {.name = "swap_h2d_GBps", .type = PB_T_NUM, .required = true, .lo = 0.01, .hi = 1e4,
      .doc = "one block copy host->device, GB/s"},
     {.name = "swap_d2h_GBps", .type = PB_T_NUM, .required = true, .lo = 0.01, .hi = 1e4,
@@ -277,6 +295,12 @@ pb_status pb_sim_cost_from_node(const pb_node *hw, pb_sim_cost *c, pb_cfg_err *e
         c->ar_lat_s[i] = pb_node_num(n, k, 0) * 1e-6;
         snprintf(k, sizeof k, "allreduce_%s_GBps", AR[i]);
         c->ar_bw[i] = pb_node_num(n, k, 0) * 1e9;
+        char kl[64], kb[64];
+        snprintf(kl, sizeof kl, "custom_allreduce_%s_us", AR[i]);
+        snprintf(kb, sizeof kb, "custom_allreduce_%s_GBps", AR[i]);
+        c->has_custom_ar[i] = pb_node_has(n, kl) && pb_node_has(n, kb);
+        c->custom_ar_lat_s[i] = pb_node_num(n, kl, 0) * 1e-6;
+        c->custom_ar_bw[i] = pb_node_num(n, kb, 0) * 1e9;
     }
     c->swap_h2d_bw = pb_node_num(n, "swap_h2d_GBps", 0) * 1e9;
     c->swap_d2h_bw = pb_node_num(n, "swap_d2h_GBps", 0) * 1e9;
@@ -374,6 +398,7 @@ struct pb_sim {
     double ar_bytes_tok;     /* bytes per token per all-reduce                           */
     double ar_lat;           /* one all-reduce at this tp: latency (s)                   */
     double ar_inv_bw;        /* ... and seconds per byte                                 */
+    double gather_lat, gather_inv_bw;   /* the logits gather (NCCL at every engine)      */
     int elem_kernels_layer;  /* element-wise kernels per layer                           */
     int elem_kernels_step;   /* element-wise kernels per step outside layers             */
     int kernels_layer;       /* per layer, without attention calls                       */
@@ -537,8 +562,11 @@ pb_status pb_sim_create(const pb_model *m, const pb_hw *hw, const pb_sim_cost *c
                         (llama ? 2 * s->dt * (s->hq + s->hkv) * s->d : 0);
     s->ar_bytes_tok = s->h * s->dt;
     int ar = tp <= 2 ? 0 : tp <= 4 ? 1 : 2;      /* the fit at the nearest measured tp at or above */
-    s->ar_lat = c->ar_lat_s[ar];
-    s->ar_inv_bw = c->ar_bw[ar] > 0 ? 1.0 / c->ar_bw[ar] : 0;
+    s->gather_lat = c->ar_lat_s[ar];             /* the logits gather: NCCL's terms */
+    s->gather_inv_bw = c->ar_bw[ar] > 0 ? 1.0 / c->ar_bw[ar] : 0;
+    bool custom_ar = s->p.custom_allreduce && tp > 1;
+    s->ar_lat = custom_ar ? c->custom_ar_lat_s[ar] : s->gather_lat;
+    s->ar_inv_bw = !custom_ar ? s->gather_inv_bw : c->custom_ar_bw[ar] > 0 ? 1.0 / c->custom_ar_bw[ar] : 0;
     /* kernels per layer: norm, QKV, KV write, out, residual, norm, FC1, act, FC2, residual
        (+ rotary for LLaMA) + 2 all-reduces with tp; attention calls are counted per step */
     s->kernels_layer = 10 + (llama ? 1 : 0) + (tp > 1 ? 2 : 0);
@@ -561,6 +589,12 @@ pb_status pb_sim_create(const pb_model *m, const pb_hw *hw, const pb_sim_cost *c
             pb_sim_destroy(s);
             return PB_ERR_INVALID;
         }
+    if (custom_ar && !c->has_custom_ar[ar]) {
+        plain_err(err, "sim: custom_allreduce at tp %d needs hardware.cost_model.custom_allreduce_tp%d_us and "
+                       "custom_allreduce_tp%d_GBps (%s has none)", tp, 2 << ar, 2 << ar, hw->name);
+        pb_sim_destroy(s);
+        return PB_ERR_INVALID;
+    }
     if ((s->p.cuda_graphs || s->p.graph_max_tokens > 0) && !c->has_graph_costs) {
         plain_err(err, "sim: cuda_graphs needs hardware.cost_model.cuda_graph_launch_us and cuda_graph_node_gap_us "
                        "(%s has none)", hw->name);
@@ -602,7 +636,8 @@ pb_status pb_sim_check(const pb_sim *s) {
     if (!(s->p.time_scale > 0 && isfinite(s->p.time_scale))) return PB_ERR_INVALID;
     for (int i = 0; i < PB_SIM_N_TERMS; i++)
         if (!(s->c.resid_lo[i] > 0 && s->c.resid_lo[i] <= s->c.resid_hi[i])) return PB_ERR_INVALID;
-    if (s->tp > 1 && !(s->ar_inv_bw > 0 && s->ar_lat >= 0)) return PB_ERR_INVALID;
+    if (s->tp > 1 && !(s->ar_inv_bw > 0 && s->ar_lat >= 0 && s->gather_inv_bw > 0 && s->gather_lat >= 0))
+        return PB_ERR_INVALID;
     if (!(s->c.gemm_fixed_s >= 0 && s->c.elem_fixed_s >= 0 && s->c.prefill_attn_fixed_s >= 0)) return PB_ERR_INVALID;
     for (int f = 0; f < 3; f++)
         if (!(s->c.fw[f].step_s >= 0 && s->c.fw[f].seq_s >= 0 && s->c.fw[f].worker_s >= 0 && s->c.fw[f].worker_seq_s >= 0))
@@ -823,7 +858,7 @@ static void forward(const pb_sim *s, const step_sums *q, pb_sim_breakdown *o) {
     o->elementwise_s = elem / s->elem_bw + (L * s->elem_kernels_layer + s->elem_kernels_step) * c->elem_fixed_s;
     if (s->tp > 1) {   /* two all-reduces per layer; a gather of the vocab-parallel logits */
         o->allreduce_s = L * 2 * (s->ar_lat + q->T * s->ar_bytes_tok * s->ar_inv_bw);
-        if (q->S > 0) o->allreduce_s += s->ar_lat + q->S * s->m.vocab * s->dt * s->ar_inv_bw;
+        if (q->S > 0) o->allreduce_s += s->gather_lat + q->S * s->m.vocab * s->dt * s->gather_inv_bw;
     }
     o->lm_head_s = gemm_time(s, 4, q->S, s->h, s->vocab_tp);
     o->sampling_s = q->S * s->sample_bytes_tok / s->elem_bw;

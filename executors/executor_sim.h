@@ -79,7 +79,12 @@
  *     elementwise_bw_efficiency of HBM + elementwise_fixed per kernel; a GPU gap per
  *     kernel;
  *   - tensor parallelism: two all-reduces per layer of T*hidden*2 bytes, each
- *     allreduce_tpN_us + bytes / allreduce_tpN_GBps (measured NCCL, by message size).
+ *     allreduce_tpN_us + bytes / allreduce_tpN_GBps (measured NCCL, by message size),
+ *     or with custom_allreduce (vLLM V1's default: its own one-shot / symmetric-memory
+ *     kernels, the fastest per size) custom_allreduce_tpN_us + bytes /
+ *     custom_allreduce_tpN_GBps (published per-call timings on H100,
+ *     experiments/calibrate/custom_allreduce.py); the vocab-parallel logits gather
+ *     stays at the NCCL terms (an all-gather).  N: the measured tp at or above.
  * Swap = per block, per layer, per K and V: one cudaMemcpyAsync of
  *   block_size * kv_heads/tp * head_size * kv bytes, costing a per-copy latency +
  *   bytes / bandwidth, per direction (vLLM's swap_blocks loop).
@@ -218,6 +223,9 @@ typedef struct {
     double prefill_attn_fixed_s; /* per prefill attention kernel call                   */
     double ar_lat_s[PB_SIM_AR_TPS];  /* one all-reduce at tp = 2, 4, 8: latency        */
     double ar_bw[PB_SIM_AR_TPS];     /* ... and algorithm bandwidth, bytes/s            */
+    bool has_custom_ar[PB_SIM_AR_TPS];     /* custom_allreduce_tpN_* given (vLLM's own     */
+    double custom_ar_lat_s[PB_SIM_AR_TPS]; /* all-reduce kernels, a system's               */
+    double custom_ar_bw[PB_SIM_AR_TPS];    /* custom_allreduce: true at that tp needs them) */
     double swap_h2d_bw, swap_d2h_bw;       /* bytes/s of one block copy, per direction */
     double swap_h2d_copy_s, swap_d2h_copy_s; /* per cudaMemcpyAsync, per direction      */
     pb_sim_fw_cost fw[3];        /* [PB_SIM_FW_PYTHON], [PB_SIM_FW_CPP], [PB_SIM_FW_V1]:
@@ -256,6 +264,8 @@ typedef struct {
     int32_t graph_max_tokens;    /* V1 CUDA graphs up to this many tokens (below); 0 none */
     bool cuda_graphs;            /* v0.x: decode steps replay CUDA graphs as v0.2.6 (a
                                     system's cuda_graphs; needs has_graph_costs)       */
+    bool custom_allreduce;       /* tp > 1: the layers' all-reduces at the custom_allreduce
+                                    terms (needs has_custom_ar at the tp), not NCCL's  */
 } pb_sim_params;
 
 /* vLLM V1's engine-core host time per step and per scheduled request: Scheduler.schedule()

@@ -105,6 +105,9 @@ const pb_key pb_system_entry_schema[] = {
      .doc = "decode batches run as CUDA graphs: v0.x as v0.2.6 (decode steps of <= 256 sequences padded to "
             "1, 2, 4, 8, 16, ..., 256; sim and cuda executor, executors/graph_pool.h), v1 FULL / PIECEWISE "
             "(sim: launch cost; v1 KV rule: the graph memory)"},
+    {.name = "custom_allreduce", .type = PB_T_BOOL, .dflt_rule = FROM_ENGINE, .scope = PB_SCOPE_VLLM,
+     .doc = "sim: tensor-parallel all-reduces through vLLM's own kernels (custom all-reduce, symmetric memory, "
+            "FlashInfer; hardware custom_allreduce_tpN_*) instead of NCCL (allreduce_tpN_*)"},
     {.name = "max_paddings", .type = PB_T_INT, .lo = -1, .hi = 1 << 24, .dflt_rule = FROM_ENGINE,
      .scope = PB_SCOPE_VLLM, .doc = "alternate steps: padding cap of a padded prompt batch (-1 = unpadded)"},
     {.name = "max_num_batched_tokens", .type = PB_T_INT, .lo = 1, .hi = 1 << 24, .dflt_rule = FROM_ENGINE,

@@ -67,8 +67,8 @@ void pb_system_describe_executor(const pb_experiment *e, char *buf, size_t n) {
 /* The system's vLLM knobs: the table's values for its `engine:` version
    (engine/vllm_version.h) on its hardware, with the explicit keys step_mode,
    max_paddings, max_num_batched_tokens, max_num_seqs, gpu_mem_util,
-   kv_profile_tokens, prefix_caching, preemption, watermark, async_scheduling and
-   cuda_graphs on top (declared with that rule).  The schema has already checked
+   kv_profile_tokens, prefix_caching, preemption, watermark, async_scheduling,
+   cuda_graphs and custom_allreduce on top (declared with that rule).  The schema has already checked
    every value.  Returns the version. */
 static pb_vllm_version system_vllm_knobs(const pb_node *sys, int32_t max_model_len, const pb_hw *hw,
                                          pb_vllm_knobs *k) {
@@ -88,6 +88,7 @@ static pb_vllm_version system_vllm_knobs(const pb_node *sys, int32_t max_model_l
     k->watermark = pb_schema_num_or(SYS, sys, "watermark", k->watermark);
     k->async_scheduling = pb_schema_bool_or(SYS, sys, "async_scheduling", k->async_scheduling);
     k->cuda_graphs = pb_schema_bool_or(SYS, sys, "cuda_graphs", k->cuda_graphs);
+    k->custom_allreduce = pb_schema_bool_or(SYS, sys, "custom_allreduce", k->custom_allreduce);
     return v;
 }
 
@@ -539,6 +540,19 @@ static pb_status plan_sim(plan *P, const pb_node *root, const pb_node *sys, cons
         P->sp.graph_max_tokens = P->version == PB_VLLM_V1 && P->knobs.cuda_graphs ? PB_MIN(2 * P->max_seqs, 512) : 0;
     }
     P->sp.cuda_graphs = P->cuda_graphs;
+    if (P->type->paged && P->knobs.custom_allreduce && P->tp > 1) {   /* vLLM's own all-reduce kernels */
+        int i = P->tp <= 2 ? 0 : P->tp <= 4 ? 1 : 2;
+        const pb_node *at = pb_node_get(sys, "custom_allreduce");   /* else the engine that defaults it */
+        bool given = at != NULL;
+        if (!at) at = pb_node_get(sys, "engine");
+        if (!P->cost.has_custom_ar[i])
+            return pb_cfg_fail(ce, at ? at : sys, true,
+                               "%s.custom_allreduce%s: hardware %s has no cost_model.custom_allreduce_tp%d_us / "
+                               "custom_allreduce_tp%d_GBps (vLLM's own all-reduce kernels at tp %d; custom_allreduce: "
+                               "false prices NCCL's)",
+                               kp, given ? "" : " (the engine's default)", P->hw.name, 2 << i, 2 << i, P->tp);
+        P->sp.custom_allreduce = true;
+    }
     return pb_sim_params_from_node(pb_node_get(sys, "sim"), &P->sp, ce);
 }
 

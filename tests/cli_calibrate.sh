@@ -2,7 +2,9 @@
 # cli_calibrate.sh -- the committed cost-model parameters are reproducible from the
 # real GPU operator timings: experiments/calibrate/calibrate.py --check refits every
 # hardware YAML's fitted keys on ../shared/data/gpu-profiles and fails if a committed
-# value is off by more than 1% (so a hand edit, or a fit that changed, fails CI).
+# value is off by more than 1% (so a hand edit, or a fit that changed, fails CI); and
+# custom_allreduce.py --check refits the custom_allreduce_tpN terms on the published
+# per-call timings it holds.
 # Where the full profiles are absent (a bare clone, CI) the fits run on
 # tests/data/gpu-profiles, the cells calibrate.py reads (profiles_subset.py); where they
 # are present they run there, and the committed subset must be those cells.
@@ -16,4 +18,6 @@ if [ -d "$FULL/vidur" ]; then
     python3 experiments/calibrate/profiles_subset.py --check --profiles "$FULL"
 else
     python3 experiments/calibrate/calibrate.py --check --profiles tests/data/gpu-profiles
-fi
+fi || exit 1
+# the custom all-reduce terms (h100-sxm, h200) from their published per-call timings
+python3 experiments/calibrate/custom_allreduce.py --check

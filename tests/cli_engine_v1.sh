@@ -8,7 +8,9 @@
 # and a beam workload are config errors at file:line:col, exit 2, nothing written;
 # `validate --attention flash` reprices the vllm rows with V1's kernel, not the FT rows;
 # V1's prefix cache takes the CPU tier (kv_cpu_tier_gib) without a caching policy, and
-# refuses it with prefix_caching: false.
+# refuses it with prefix_caching: false; at tp 8 its custom all-reduce lowers TPOT against
+# NCCL's, and a GPU without custom_allreduce_tpN terms is a config error (exit 2) until
+# custom_allreduce: false.
 #   bash tests/cli_engine_v1.sh build/cpu/pagedbench
 set -u
 PB=${1:?usage: cli_engine_v1.sh path/to/pagedbench}
@@ -84,6 +86,34 @@ out=$("$PB" run "$T/tn.yaml" --results "$T/rtn" 2>&1); rc=$?
 if [ "$rc" = 2 ] && grep -qE "tn.yaml:8:[0-9]+: systems.0.kv_cpu_tier_gib: .*caches by content" <<<"$out" &&
     [ ! -e "$T/rtn/cli_v1_tier.csv" ]; then ok "engine: v1, prefix_caching: false with a CPU tier is a config error"
 else bad "v1 without prefix caching, with a tier (rc $rc): $(head -c 300 <<<"$out")"; fi
+
+# tensor parallelism: V1's all-reduces through vLLM's own kernels (custom_allreduce, the
+# hardware's custom_allreduce_tpN terms) lower TPOT against NCCL's; a GPU without those
+# terms is a config error at the engine key (its default), fixed by custom_allreduce: false
+cat >"$T/tp.yaml" <<'EOF'
+name: cli_v1_tp
+figure: cli_v1_tp
+model: llama-2-70b
+hardware: h100-sxm
+gpus: 8
+workload: {dataset: sharegpt, arrivals: poisson, rate: 2, num_requests: 60}
+systems:
+  - {name: v1, type: vllm, engine: v1}
+  - {name: v1_nccl, type: vllm, engine: v1, custom_allreduce: false}
+EOF
+if "$PB" run "$T/tp.yaml" --results "$T/rtp" >/dev/null 2>"$T/err" &&
+    awk -F, 'NR == 1 { for (i = 1; i <= NF; i++) if ($i == "tpot_p50_ms") c = i }
+             $2 == "v1" { a = $c } $2 == "v1_nccl" { b = $c } END { exit !(c && a > 0 && a < b) }' "$T/rtp/cli_v1_tp.csv"; then
+    ok "engine: v1 at tp 8: custom all-reduce TPOT below NCCL's"
+else bad "v1 at tp 8: $(tail -n 3 "$T/err") $(head -c 400 "$T/rtp/cli_v1_tp.csv" 2>/dev/null)"; fi
+sed 's/hardware: h100-sxm/hardware: a100-80gb/; /v1_nccl/d' "$T/tp.yaml" >"$T/tpa.yaml"
+out=$("$PB" run "$T/tpa.yaml" --results "$T/rtpa" 2>&1); rc=$?
+if [ "$rc" = 2 ] && grep -qE "tpa.yaml:8:[0-9]+: systems.0.custom_allreduce \(the engine's default\): hardware A100-80GB has no cost_model.custom_allreduce_tp8_us" <<<"$out" &&
+    [ ! -e "$T/rtpa/cli_v1_tp.csv" ]; then ok "engine: v1 at tp 8 on a GPU without custom all-reduce terms: config error"
+else bad "v1 tp 8 on a100-80gb (rc $rc): $(head -c 300 <<<"$out")"; fi
+sed 's/engine: v1}/engine: v1, custom_allreduce: false}/' "$T/tpa.yaml" >"$T/tpb.yaml"
+"$PB" run "$T/tpb.yaml" --results "$T/rtpb" >/dev/null 2>"$T/err" && [ -s "$T/rtpb/cli_v1_tp.csv" ] &&
+    ok "... and runs with custom_allreduce: false (NCCL's terms)" || bad "custom_allreduce: false on a100-80gb: $(tail -n 3 "$T/err")"
 
 # validate --attention flash: the vllm rows priced with V1's kernel, the FT rows unchanged
 "$PB" validate --csv >"$T/vp.csv" 2>/dev/null && "$PB" validate --csv --attention flash >"$T/vf.csv" 2>/dev/null

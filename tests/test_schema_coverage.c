@@ -197,6 +197,16 @@ static const variant VARIANTS[] = {
     {"v1spec", "name: cov\nfigure: cov\nmodel: opt-13b\nhardware: a100-40gb\n"
                "workload: {dataset: sharegpt, arrivals: poisson, rate: 20, num_requests: 60}\n"
                "systems:\n  - {name: s, type: vllm, engine: v1}\n"},
+    /* V1 at tp 2 / 4 / 8 on an H100 node: its all-reduces through vLLM's own kernels */
+    {"v1tp2", "name: cov\nfigure: cov\nmodel: llama-13b\nhardware: h100-sxm\ngpus: 2\n"
+              "workload: {dataset: sharegpt, arrivals: poisson, rate: 20, num_requests: 40}\n"
+              "systems:\n  - {name: s, type: vllm, engine: v1}\n"},
+    {"v1tp4", "name: cov\nfigure: cov\nmodel: llama-13b\nhardware: h100-sxm\ngpus: 4\n"
+              "workload: {dataset: sharegpt, arrivals: poisson, rate: 20, num_requests: 40}\n"
+              "systems:\n  - {name: s, type: vllm, engine: v1}\n"},
+    {"v1tp8", "name: cov\nfigure: cov\nmodel: llama-13b\nhardware: h100-sxm\ngpus: 8\n"
+              "workload: {dataset: sharegpt, arrivals: poisson, rate: 20, num_requests: 40}\n"
+              "systems:\n  - {name: s, type: vllm, engine: v1}\n"},
 };
 
 typedef enum { EFFECT, POINTS, LABEL, QUICK } expect_k;
@@ -269,6 +279,7 @@ static const kcase CASES[] = {
     E("systems[].prefix_caching", "chat", "systems.0.prefix_caching=true"),
     E("systems[].cuda_graphs", "v1spec", "systems.0.cuda_graphs=false"),
     E("systems[].async_scheduling", "v1spec", "systems.0.async_scheduling=false"),
+    E("systems[].custom_allreduce", "v1tp8", "systems.0.custom_allreduce=false"),
     E("systems[].kv_cache_dtype", "spec", "systems.0.kv_cache_dtype=fp8_e4m3"),
     E("systems[].kv_scale", "cpufp8", "systems.0.kv_scale=1e-6"),
     E("systems[].weights", "spec", "systems.0.weights=int4-awq"),
@@ -413,6 +424,12 @@ static const kcase CASES[] = {
     E("cost_model.swap_d2h_GBps", "sim", "cost_model.swap_d2h_GBps=0.1"),
     E("cost_model.swap_h2d_copy_us", "sim", "cost_model.swap_h2d_copy_us=1000"),
     E("cost_model.swap_d2h_copy_us", "sim", "cost_model.swap_d2h_copy_us=1000"),
+    E("cost_model.custom_allreduce_tp2_us", "v1tp2", "cost_model.custom_allreduce_tp2_us=500"),
+    E("cost_model.custom_allreduce_tp2_GBps", "v1tp2", "cost_model.custom_allreduce_tp2_GBps=1"),
+    E("cost_model.custom_allreduce_tp4_us", "v1tp4", "cost_model.custom_allreduce_tp4_us=500"),
+    E("cost_model.custom_allreduce_tp4_GBps", "v1tp4", "cost_model.custom_allreduce_tp4_GBps=1"),
+    E("cost_model.custom_allreduce_tp8_us", "v1tp8", "cost_model.custom_allreduce_tp8_us=500"),
+    E("cost_model.custom_allreduce_tp8_GBps", "v1tp8", "cost_model.custom_allreduce_tp8_GBps=1"),
     E("cost_model.cuda_graph_launch_us", "graphs", "cost_model.cuda_graph_launch_us=2000"),
     E("cost_model.cuda_graph_node_gap_us", "graphs", "cost_model.cuda_graph_node_gap_us=5"),
     E("cost_model.wq_int8_compute_ratio", "wqint8", "cost_model.wq_int8_compute_ratio=0.05"),
@@ -750,6 +767,7 @@ static const rule_case RULES[] = {
     {"systems[].watermark", ENGINE, ENGINE, NULL},
     {"systems[].async_scheduling", ENGINE, ENGINE, NULL},
     {"systems[].cuda_graphs", ENGINE, ENGINE, NULL},
+    {"systems[].custom_allreduce", ENGINE, ENGINE, NULL},
     {"executor.kv_mib", "cpumib", "executor.kv_mib=" PB_XSTR(PB_SYSTEM_CPU_KV_MIB), NULL},
     {"executor.swap_slots", "cpu", "executor.swap_slots=768", NULL},   /* its KV space: kv_slots 768 */
     {"model.n_kv_heads", "sim", "model.n_kv_heads=40", NULL},           /* OPT-13B: 40 heads of 128 */
@@ -766,6 +784,24 @@ static const rule_case RULES[] = {
      "every shipped hardware spec gives it; without it a system's cuda_graphs: true is an error (test_kv_format)"},
     {"cost_model.cuda_graph_node_gap_us", NULL, NULL,
      "every shipped hardware spec gives it; without it a system's cuda_graphs: true is an error (test_kv_format)"},
+    {"cost_model.custom_allreduce_tp2_us", NULL, NULL,
+     "no value stands for its absence: a v1 system at that tp is then an error unless custom_allreduce: false "
+     "(test_vllm_v1)"},
+    {"cost_model.custom_allreduce_tp2_GBps", NULL, NULL,
+     "no value stands for its absence: a v1 system at that tp is then an error unless custom_allreduce: false "
+     "(test_vllm_v1)"},
+    {"cost_model.custom_allreduce_tp4_us", NULL, NULL,
+     "no value stands for its absence: a v1 system at that tp is then an error unless custom_allreduce: false "
+     "(test_vllm_v1)"},
+    {"cost_model.custom_allreduce_tp4_GBps", NULL, NULL,
+     "no value stands for its absence: a v1 system at that tp is then an error unless custom_allreduce: false "
+     "(test_vllm_v1)"},
+    {"cost_model.custom_allreduce_tp8_us", NULL, NULL,
+     "no value stands for its absence: a v1 system at that tp is then an error unless custom_allreduce: false "
+     "(test_vllm_v1)"},
+    {"cost_model.custom_allreduce_tp8_GBps", NULL, NULL,
+     "no value stands for its absence: a v1 system at that tp is then an error unless custom_allreduce: false "
+     "(test_vllm_v1)"},
     {"cost_model.wq_int8_compute_ratio", NULL, NULL, "no value stands for its absence: weights: int8 is then an error (test_weights)"},
     {"cost_model.wq_fp8_compute_ratio", NULL, NULL, "no value stands for its absence: weights: fp8 is then an error (test_weights)"},
     {"cost_model.wq_int4_awq_compute_ratio", NULL, NULL,
@@ -825,6 +861,7 @@ static bool engine_setting(const char *path, const char *vid, char *buf, size_t 
     else if (!strcmp(key, "prefix_caching")) snprintf(v, sizeof v, "%s", k.prefix_caching ? "true" : "false");
     else if (!strcmp(key, "async_scheduling")) snprintf(v, sizeof v, "%s", k.async_scheduling ? "true" : "false");
     else if (!strcmp(key, "cuda_graphs")) snprintf(v, sizeof v, "%s", k.cuda_graphs ? "true" : "false");
+    else if (!strcmp(key, "custom_allreduce")) snprintf(v, sizeof v, "%s", k.custom_allreduce ? "true" : "false");
     else return false;
     snprintf(buf, n, "systems.0.%s=%s", key, v);
     return true;

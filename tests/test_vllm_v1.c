@@ -3,7 +3,8 @@
  * prefill chunks; chunking of prompts over the budget (a partial prefill samples
  * nothing); nothing admitted in a step that preempted; recompute, never swap; V1's KV
  * sizing by hand; the sim's asynchronous scheduling (max(host, GPU) + sync) and CUDA
- * graph issue terms; the flash attention kernel's terms by hand; the fast path
+ * graph issue terms; the custom all-reduce terms; the flash attention kernel's terms
+ * by hand; the fast path
  * declining V1's steps with results equal to the step-by-step ones.  Automatic prefix caching by default and the config errors
  * (swap, beam search) are checked through `pagedbench run` in tests/cli_engine_v1.sh.
  *   build/cpu/test_vllm_v1 */
@@ -423,6 +424,63 @@ PB_TEST(cuda_graphs_issue_one_launch_for_a_decode_step) {
 
 /* The flash kernel's terms by hand: OPT-13B (40 layers, 40 heads of 128) on the
    A100-80GB's cost model. */
+/* custom_allreduce (V1's default): the layers' two all-reduces per layer at the hardware's
+   custom_allreduce_tpN terms, the logits gather at NCCL's; without it both at NCCL's; a
+   spec without the terms at that tp is refused (h100-sxm has them, a100-80gb not) */
+PB_TEST(custom_allreduce_prices_the_layers_allreduces) {
+    pb_model m;
+    pb_hw hw, a100;
+    pb_sim_cost cost, cost_a100;
+    pb_cfg_err e;
+    pb_cfg_err_clear(&e);
+    PB_ASSERT(pb_model_load(pb_spec_dir(), "llama-2-70b", &m, &e) == PB_OK);
+    PB_ASSERT(pb_hw_load(pb_spec_dir(), "h100-sxm", &hw, &e) == PB_OK);
+    PB_ASSERT(pb_sim_cost_load(pb_spec_dir(), "h100-sxm", &cost, &e) == PB_OK);
+    PB_ASSERT(pb_hw_load(pb_spec_dir(), "a100-80gb", &a100, &e) == PB_OK);
+    PB_ASSERT(pb_sim_cost_load(pb_spec_dir(), "a100-80gb", &cost_a100, &e) == PB_OK);
+    PB_CHECK(cost.has_custom_ar[0] && cost.has_custom_ar[1] && cost.has_custom_ar[2]);
+    PB_CHECK(!cost_a100.has_custom_ar[0] && !cost_a100.has_custom_ar[2]);
+    PB_CHECK_NEAR(cost.custom_ar_lat_s[2], 8.84e-6, 1e-12);     /* h100-sxm.yaml custom_allreduce_tp8_us */
+    pb_batch_seq q[4];
+    pb_batch b = decode_batch(q, 4, 300);
+    const int tps[] = {2, 4, 8};
+    for (int i = 0; i < 3; i++) {
+        pb_sim_params p = pb_sim_params_default();
+        p.framework = PB_SIM_FW_V1;
+        pb_sim *nccl = NULL, *custom = NULL;
+        PB_ASSERT(pb_sim_create(&m, &hw, &cost, tps[i], &p, &nccl, &e) == PB_OK);
+        p.custom_allreduce = true;
+        PB_ASSERT(pb_sim_create(&m, &hw, &cost, tps[i], &p, &custom, &e) == PB_OK);
+        pb_sim_breakdown on, oc;
+        pb_sim_step_breakdown(nccl, &b, &on);
+        pb_sim_step_breakdown(custom, &b, &oc);
+        double L = m.n_layers, bytes = 4.0 * m.hidden * 2, gather = 4.0 * m.vocab * 2;
+        double ng = cost.ar_lat_s[i] + gather / cost.ar_bw[i];
+        PB_CHECK_NEAR(on.allreduce_s, L * 2 * (cost.ar_lat_s[i] + bytes / cost.ar_bw[i]) + ng, 1e-12);
+        PB_CHECK_NEAR(oc.allreduce_s, L * 2 * (cost.custom_ar_lat_s[i] + bytes / cost.custom_ar_bw[i]) + ng, 1e-12);
+        PB_CHECK(oc.allreduce_s < on.allreduce_s / 2);                /* ~9 us vs ~30 us each at 32 KB */
+        PB_CHECK_NEAR(oc.gpu_s - oc.allreduce_s, on.gpu_s - on.allreduce_s, 1e-12);   /* nothing else moves */
+        pb_sim_destroy(nccl);
+        pb_sim_destroy(custom);
+        pb_sim *refused = NULL;
+        pb_cfg_err_clear(&e);
+        PB_CHECK(pb_sim_create(&m, &a100, &cost_a100, tps[i], &p, &refused, &e) == PB_ERR_INVALID && refused == NULL);
+        PB_CHECK_STR_CONTAINS(e.msg, "custom_allreduce at tp");
+    }
+    pb_sim_params p = pb_sim_params_default();     /* tp 1: nothing to reduce, no terms needed */
+    p.custom_allreduce = true;
+    pb_sim *one = NULL;
+    PB_CHECK(pb_sim_create(&m, &a100, &cost_a100, 1, &p, &one, &e) == PB_OK);
+    pb_sim_destroy(one);
+    pb_vllm_knobs k;                               /* the engines' defaults */
+    pb_vllm_knobs_default(PB_VLLM_V1, 4096, &hw, &k);
+    PB_CHECK(k.custom_allreduce);
+    pb_vllm_knobs_default(PB_VLLM_V02, 4096, &hw, &k);
+    PB_CHECK(!k.custom_allreduce);
+    pb_vllm_knobs_default(PB_VLLM_V01, 4096, &hw, &k);
+    PB_CHECK(!k.custom_allreduce);
+}
+
 PB_TEST(flash_attention_terms_by_hand) {
     pb_model m;
     pb_hw hw;
