@@ -53,19 +53,23 @@ else
     bad "run failed: $(tail -n 5 "$T/err")"
 fi
 
+# cfg_error YAML OUTDIR REGEX WHAT: `run YAML` exits 2 with a line matching REGEX and writes no CSV
+cfg_error() {
+    local out rc
+    out=$("$PB" run "$1" --results "$2" 2>&1); rc=$?
+    if [ "$rc" = 2 ] && grep -qE "$3" <<<"$out" && ! ls "$2"/*.csv >/dev/null 2>&1; then ok "$4"
+    else bad "$4 (rc $rc): $(head -c 300 <<<"$out")"; fi
+}
+
 for m in swap auto; do
     sed "s/{name: v1, type: vllm, engine: v1}/{name: v1, type: vllm, engine: v1, preemption: $m}/" "$T/e.yaml" >"$T/p.yaml"
-    out=$("$PB" run "$T/p.yaml" --results "$T/rp" 2>&1); rc=$?
-    if [ "$rc" = 2 ] && grep -qE "p.yaml:12:[0-9]+: systems.0.preemption: vLLM V1 .* recompute only" <<<"$out" &&
-        [ ! -e "$T/rp/cli_v1.csv" ]; then ok "preemption: $m under engine: v1 is a config error"
-    else bad "preemption: $m (rc $rc): $(head -c 300 <<<"$out")"; fi
+    cfg_error "$T/p.yaml" "$T/rp$m" "p.yaml:12:[0-9]+: systems.0.preemption: vLLM V1 .* recompute only" \
+        "preemption: $m under engine: v1 is a config error"
 done
 
 sed 's/  dataset: chatbot/  dataset: alpaca\n  beam_width: 4/' "$T/e.yaml" >"$T/b.yaml"
-out=$("$PB" run "$T/b.yaml" --results "$T/rb" 2>&1); rc=$?
-if [ "$rc" = 2 ] && grep -qE "b.yaml:[0-9]+:[0-9]+: workload.beam_width: vLLM V1 .* no beam search" <<<"$out" &&
-    [ ! -e "$T/rb/cli_v1.csv" ]; then ok "beam search under engine: v1 is a config error"
-else bad "beam search (rc $rc): $(head -c 300 <<<"$out")"; fi
+cfg_error "$T/b.yaml" "$T/rb" "b.yaml:[0-9]+:[0-9]+: workload.beam_width: vLLM V1 .* no beam search" \
+    "beam search under engine: v1 is a config error"
 # the CPU tier under V1: its prefix cache is the knob's, not a policy's
 cat >"$T/t.yaml" <<'Y'
 name: cli_v1_tier
@@ -82,10 +86,8 @@ if "$PB" run "$T/t.yaml" --results "$T/rt" --quiet --no-report 2>"$T/err" &&
     ok "engine: v1 with a CPU tier: $(grep '^v1_tier,' "$T/rt/cli_v1_tier.csv" | cut -d, -f2,3) (% of tokens from the CPU, reloads)"
 else bad "engine: v1 with a CPU tier: $(tail -n 3 "$T/err") $(cat "$T/rt/cli_v1_tier.csv" 2>/dev/null | head -c 300)"; fi
 sed 's/engine: v1, kv_cpu_tier_gib: 8}/engine: v1, prefix_caching: false, kv_cpu_tier_gib: 8}/' "$T/t.yaml" >"$T/tn.yaml"
-out=$("$PB" run "$T/tn.yaml" --results "$T/rtn" 2>&1); rc=$?
-if [ "$rc" = 2 ] && grep -qE "tn.yaml:8:[0-9]+: systems.0.kv_cpu_tier_gib: .*caches by content" <<<"$out" &&
-    [ ! -e "$T/rtn/cli_v1_tier.csv" ]; then ok "engine: v1, prefix_caching: false with a CPU tier is a config error"
-else bad "v1 without prefix caching, with a tier (rc $rc): $(head -c 300 <<<"$out")"; fi
+cfg_error "$T/tn.yaml" "$T/rtn" "tn.yaml:8:[0-9]+: systems.0.kv_cpu_tier_gib: .*caches by content" \
+    "engine: v1, prefix_caching: false with a CPU tier is a config error"
 
 # tensor parallelism: V1's all-reduces through vLLM's own kernels (custom_allreduce, the
 # hardware's custom_allreduce_tpN terms) lower TPOT against NCCL's; a GPU without those
@@ -107,10 +109,9 @@ if "$PB" run "$T/tp.yaml" --results "$T/rtp" >/dev/null 2>"$T/err" &&
     ok "engine: v1 at tp 8: custom all-reduce TPOT below NCCL's"
 else bad "v1 at tp 8: $(tail -n 3 "$T/err") $(head -c 400 "$T/rtp/cli_v1_tp.csv" 2>/dev/null)"; fi
 sed 's/hardware: h100-sxm/hardware: a100-80gb/; /v1_nccl/d' "$T/tp.yaml" >"$T/tpa.yaml"
-out=$("$PB" run "$T/tpa.yaml" --results "$T/rtpa" 2>&1); rc=$?
-if [ "$rc" = 2 ] && grep -qE "tpa.yaml:8:[0-9]+: systems.0.custom_allreduce \(the engine's default\): hardware A100-80GB has no cost_model.custom_allreduce_tp8_us" <<<"$out" &&
-    [ ! -e "$T/rtpa/cli_v1_tp.csv" ]; then ok "engine: v1 at tp 8 on a GPU without custom all-reduce terms: config error"
-else bad "v1 tp 8 on a100-80gb (rc $rc): $(head -c 300 <<<"$out")"; fi
+cfg_error "$T/tpa.yaml" "$T/rtpa" \
+    "tpa.yaml:8:[0-9]+: systems.0.custom_allreduce \(the engine's default\): hardware A100-80GB has no cost_model.custom_allreduce_tp8_us" \
+    "engine: v1 at tp 8 on a GPU without custom all-reduce terms: config error"
 sed 's/engine: v1}/engine: v1, custom_allreduce: false}/' "$T/tpa.yaml" >"$T/tpb.yaml"
 "$PB" run "$T/tpb.yaml" --results "$T/rtpb" >/dev/null 2>"$T/err" && [ -s "$T/rtpb/cli_v1_tp.csv" ] &&
     ok "... and runs with custom_allreduce: false (NCCL's terms)" || bad "custom_allreduce: false on a100-80gb: $(tail -n 3 "$T/err")"

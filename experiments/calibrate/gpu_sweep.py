@@ -276,6 +276,19 @@ def find(dirs):
     return found
 
 
+def peer_lines(path, cols, report_fn, older):
+    """Lines of one torch_peer.py file beside the sweep: report_fn over its GPU-timed rows, a
+    line saying so when its header is an older layout (`older` completes it), none when absent."""
+    if not os.path.isfile(path):
+        return []
+    with open(path) as f:
+        head = f.readline().strip()
+    if head != ",".join(cols):
+        return ["  %s: an older layout (%s" % (os.path.relpath(path, ROOT), older)]
+    rows = [r for r in read(path, cols) if r["timer"] in GPU_TIMERS]
+    return report_fn(rows) if rows else []
+
+
 def report(dirs):
     """The text calibrate.py prints; SweepError on a malformed file."""
     dirs = [dirs] if isinstance(dirs, str) else dirs
@@ -306,25 +319,9 @@ def report(dirs):
         if gpu_g:
             out += gemm_report(gpu_g)
             out += model_report(gpu_g)
-        if os.path.isfile(ta):
-            with open(ta) as f:
-                head = f.readline().strip()
-            if head == ",".join(TORCH_ATTN_COLS):
-                tr = [r for r in read(ta, TORCH_ATTN_COLS) if r["timer"] in GPU_TIMERS]
-                if tr:
-                    out += flash_report(tr)
-            else:
-                out.append("  %s: an older layout (no phase / KV-head columns), not compared" % os.path.relpath(ta, ROOT))
-        tl = os.path.join(folder, "torch_launch.csv")
-        if os.path.isfile(tl):
-            with open(tl) as f:
-                head = f.readline().strip()
-            if head == ",".join(LAUNCH_COLS):
-                lr = [r for r in read(tl, LAUNCH_COLS) if r["timer"] in GPU_TIMERS]
-                if lr:
-                    out += launch_report(lr)
-            else:
-                out.append("  %s: an older layout (no per-layer / host CPU columns), not reported" % os.path.relpath(tl, ROOT))
+        out += peer_lines(ta, TORCH_ATTN_COLS, flash_report, "no phase / KV-head columns), not compared")
+        out += peer_lines(os.path.join(folder, "torch_launch.csv"), LAUNCH_COLS, launch_report,
+                          "no per-layer / host CPU columns), not reported")
     if not n_gpu:
         out.append(absent)
     return "\n".join(out)
