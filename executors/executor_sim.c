@@ -561,12 +561,13 @@ pb_status pb_sim_create(const pb_model *m, const pb_hw *hw, const pb_sim_cost *c
     s->elem_tok_layer = s->dt * (4 * s->h + 6 * s->h + (llama ? 3 : 2) * s->ffn_tp) + kv_write_bytes(s) +
                         (llama ? 2 * s->dt * (s->hq + s->hkv) * s->d : 0);
     s->ar_bytes_tok = s->h * s->dt;
-    int ar = tp <= 2 ? 0 : tp <= 4 ? 1 : 2;      /* the fit at the nearest measured tp at or above */
+    int ar = pb_sim_ar_fit(tp);
+    bool custom_ar = s->p.custom_allreduce && tp > 1;
+    double ar_bw = custom_ar ? c->custom_ar_bw[ar] : c->ar_bw[ar];
+    s->ar_lat = custom_ar ? c->custom_ar_lat_s[ar] : c->ar_lat_s[ar];
+    s->ar_inv_bw = ar_bw > 0 ? 1.0 / ar_bw : 0;
     s->gather_lat = c->ar_lat_s[ar];             /* the logits gather: NCCL's terms */
     s->gather_inv_bw = c->ar_bw[ar] > 0 ? 1.0 / c->ar_bw[ar] : 0;
-    bool custom_ar = s->p.custom_allreduce && tp > 1;
-    s->ar_lat = custom_ar ? c->custom_ar_lat_s[ar] : s->gather_lat;
-    s->ar_inv_bw = !custom_ar ? s->gather_inv_bw : c->custom_ar_bw[ar] > 0 ? 1.0 / c->custom_ar_bw[ar] : 0;
     /* kernels per layer: norm, QKV, KV write, out, residual, norm, FC1, act, FC2, residual
        (+ rotary for LLaMA) + 2 all-reduces with tp; attention calls are counted per step */
     s->kernels_layer = 10 + (llama ? 1 : 0) + (tp > 1 ? 2 : 0);

@@ -185,6 +185,9 @@ typedef struct {
 #define PB_SIM_SPLITK_MIN_K 128  /* a split-K slice keeps at least this much of K */
 #define PB_SIM_PAGED_CALIB_BLOCK 16  /* attn_paged_block_ns was measured at block 16, head 128, fp16 */
 #define PB_SIM_AR_TPS 3          /* all-reduce fits at tp = 2, 4, 8 (larger tp: the tp-8 fit) */
+/* The all-reduce fit a tp uses (0, 1, 2: tp 2, 4, 8): the nearest measured tp at or above,
+   tp 8's above 8.  Its tp is 2 << index. */
+static inline int pb_sim_ar_fit(int32_t tp) { return tp <= 2 ? 0 : tp <= 4 ? 1 : 2; }
 
 /* The cost model's terms, as its calibration residuals are known per term. */
 typedef enum {

@@ -541,7 +541,7 @@ static pb_status plan_sim(plan *P, const pb_node *root, const pb_node *sys, cons
     }
     P->sp.cuda_graphs = P->cuda_graphs;
     if (P->type->paged && P->knobs.custom_allreduce && P->tp > 1) {   /* vLLM's own all-reduce kernels */
-        int i = P->tp <= 2 ? 0 : P->tp <= 4 ? 1 : 2;
+        int i = pb_sim_ar_fit(P->tp);
         const pb_node *at = pb_node_get(sys, "custom_allreduce");   /* else the engine that defaults it */
         bool given = at != NULL;
         if (!at) at = pb_node_get(sys, "engine");
