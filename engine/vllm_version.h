@@ -23,6 +23,9 @@
  *                           torch.distributed)            custom all-reduce came with
  *                                                         vllm-project/vllm#2192, opened
  *                                                         2023-12-19, after v0.2.6)
+ *   flash_attn_version      2 (the flash kernel, when a   2 (FlashAttention-3 came in
+ *                           system's sim attention_kernel  July 2024)
+ *                           is flash: FlashAttention-2)
  *
  * engine: v1 -- vLLM's V1 engine as released in v0.33.0 (PyPI wheel, git 4ba787ec9;
  * every line below is of that release, paths under vllm/):
@@ -63,6 +66,12 @@
  *                           envs.py VLLM_ALLREDUCE_USE_SYMM_MEM / _USE_FLASHINFER = 1;
  *                           the sim prices the fastest of them,
  *                           custom_allreduce_tpN_* of the cost model)
+ *   flash_attn_version      auto: 3 on a GPU whose cost model has FlashAttention-3's
+ *                           term (flash3_prefill_flops_efficiency: the Hopper specs),
+ *                           else 2 (v1/attention/backends/fa_utils.py:98-107 "Hopper
+ *                           (SM90): prefer FA3", else FA2 on CUDA; :111-116 the
+ *                           attention config's flash_attn_version overrides;
+ *                           platforms/cuda.py:174-183 FLASH_ATTN first off Blackwell)
  *
  * max_paddings (alternate steps only; ignored by mixed ones): a prompt step is a
  * padded [prompts, longest prompt] batch; admission stops when prompts x longest >
@@ -102,7 +111,12 @@ typedef struct {
     bool async_scheduling;            /* host work of step N+1 overlaps step N's GPU */
     bool cuda_graphs;                 /* decode batches run as CUDA graphs           */
     bool custom_allreduce;            /* TP all-reduces through vLLM's own kernels   */
+    int32_t flash_attn_version;       /* the flash kernel's FlashAttention version:
+                                         2, 3, or PB_FLASH_AUTO (3 where the GPU's
+                                         cost model has FA3's term, else 2)         */
 } pb_vllm_knobs;
+#define PB_FLASH_AUTO 0
+#define PB_FLASH_VERSION_CHOICES "auto|2|3"                  /* for a PB_T_ENUM key  */
 
 const char *pb_vllm_version_str(pb_vllm_version v);          /* "v0.1" "v0.2" "v1"   */
 bool pb_vllm_version_parse(const char *s, pb_vllm_version *out);

@@ -87,6 +87,10 @@ const pb_key pb_sim_cost_schema[] = {
      .doc = "flash kernel, prefill: causal FLOP/s / peak"},
     {.name = "flash_prefill_bw_efficiency", .type = PB_T_NUM, .required = true, .lo = 0.01, .hi = 1,
      .doc = "flash kernel, prefill: bytes (Q, K, V, O, cached KV) / datasheet HBM rate"},
+    {.name = "flash3_prefill_flops_efficiency", .type = PB_T_NUM, .lo = 0.01, .hi = 1,
+     .dflt_rule = "none: a system's flash_attn_version 3 needs it (V1's auto picks 3 where it is given)",
+     .doc = "flash kernel as FlashAttention-3 (Hopper), prefill: causal FLOP/s / peak (fixed and bytes terms "
+            "as FlashAttention-2's)"},
     {.name = "kernel_gap_us", .type = PB_T_NUM, .required = true, .lo = 0, .hi = 1e3,
      .doc = "GPU idle between dependent kernels, us"},
     {.name = "gemm_fixed_us", .type = PB_T_NUM, .required = true, .lo = 0, .hi = 1e3,
@@ -284,6 +288,7 @@ pb_status pb_sim_cost_from_node(const pb_node *hw, pb_sim_cost *c, pb_cfg_err *e
     c->flash_pre_fixed_s = pb_node_num(n, "flash_prefill_fixed_us", 0) * 1e-6;
     c->flash_pre_flops_eff = pb_node_num(n, "flash_prefill_flops_efficiency", 0);
     c->flash_pre_bw_eff = pb_node_num(n, "flash_prefill_bw_efficiency", 0);
+    c->flash3_pre_flops_eff = pb_node_num(n, "flash3_prefill_flops_efficiency", 0);   /* 0: not given */
     c->kernel_gap_s = pb_node_num(n, "kernel_gap_us", 0) * 1e-6;
     c->gemm_fixed_s = pb_node_num(n, "gemm_fixed_us", 0) * 1e-6;
     c->elem_fixed_s = pb_node_num(n, "elementwise_fixed_us", 0) * 1e-6;
@@ -343,6 +348,7 @@ pb_sim_params pb_sim_params_default(void) {
     p.attn = PB_SIM_ATTN_PAGED;
     p.framework = PB_SIM_FW_PYTHON;
     p.time_scale = 1;
+    p.flash_version = 2;
     return p;
 }
 
@@ -596,6 +602,17 @@ pb_status pb_sim_create(const pb_model *m, const pb_hw *hw, const pb_sim_cost *c
         pb_sim_destroy(s);
         return PB_ERR_INVALID;
     }
+    if (s->p.flash_version != 2 && s->p.flash_version != 3) {
+        plain_err(err, "sim: flash_version %d (2 or 3)", s->p.flash_version);
+        pb_sim_destroy(s);
+        return PB_ERR_INVALID;
+    }
+    if (s->p.flash_version == 3 && !(c->flash3_pre_flops_eff > 0)) {
+        plain_err(err, "sim: flash_attn_version 3 needs hardware.cost_model.flash3_prefill_flops_efficiency (%s has "
+                       "none)", hw->name);
+        pb_sim_destroy(s);
+        return PB_ERR_INVALID;
+    }
     if ((s->p.cuda_graphs || s->p.graph_max_tokens > 0) && !c->has_graph_costs) {
         plain_err(err, "sim: cuda_graphs needs hardware.cost_model.cuda_graph_launch_us and cuda_graph_node_gap_us "
                        "(%s has none)", hw->name);
@@ -773,9 +790,10 @@ static int flash_attention(const pb_sim *s, const step_sums *q, pb_sim_breakdown
     const pb_sim_cost *c = &s->c;
     double L = s->m.n_layers, hbm = s->hw.hbm_bw;
     int calls = 0;
-    if (q->P > 0) {
+    if (q->P > 0) {   /* FlashAttention-3 (flash_version 3): its own compute rate, FA2's other terms */
         double by = q->P * (2 * s->hq + 2 * s->hkv) * s->d * s->dt + q->prefill_kv_read * s->kv_tok_layer;
-        o->prefill_attn_s = L * (c->flash_pre_fixed_s + q->prefill_flops / (s->hw.fp16_flops * c->flash_pre_flops_eff) +
+        double eff = s->p.flash_version == 3 ? c->flash3_pre_flops_eff : c->flash_pre_flops_eff;
+        o->prefill_attn_s = L * (c->flash_pre_fixed_s + q->prefill_flops / (s->hw.fp16_flops * eff) +
                                  by / (hbm * c->flash_pre_bw_eff));
         calls++;
     }

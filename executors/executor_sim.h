@@ -74,7 +74,10 @@
  *                + live KV bytes / (HBM * flash_decode_bw_eff)
  *     fitted by experiments/calibrate/flash_attn.py on the A100 attention profile
  *     (whole and chunked prefills); block size does not enter (the profile's pages
- *     were 16 tokens);
+ *     were 16 tokens).  As FlashAttention-3 (flash_version 3: vLLM V1 on Hopper) the
+ *     prefill's FLOPs run at flash3_prefill_flops_efficiency (the FA3 paper's kernel
+ *     benchmark on an H100, flash_attn.py --paper), its fixed and bytes terms and the
+ *     decode stay FA2's;
  *   - norms, residuals, activations, KV-cache writes, embedding, sampling: bytes at
  *     elementwise_bw_efficiency of HBM + elementwise_fixed per kernel; a GPU gap per
  *     kernel;
@@ -220,6 +223,8 @@ typedef struct {
     double attn_paged_block_s;   /* paged kernel: per (sequence, KV head, block)        */
     double flash_dec_fixed_s, flash_dec_seq_head_s, flash_dec_bw_eff;   /* flash kernel (below) */
     double flash_pre_fixed_s, flash_pre_flops_eff, flash_pre_bw_eff;
+    double flash3_pre_flops_eff; /* FlashAttention-3's prefill FLOP/s / peak; 0 = not given
+                                    (a GPU that does not run FA3)                       */
     double kernel_gap_s;         /* GPU idle between dependent kernels                  */
     double gemm_fixed_s;         /* per GEMM kernel, on top of max(compute, bytes)      */
     double elem_fixed_s;         /* per element-wise kernel, on top of its bytes        */
@@ -269,6 +274,8 @@ typedef struct {
                                     system's cuda_graphs; needs has_graph_costs)       */
     bool custom_allreduce;       /* tp > 1: the layers' all-reduces at the custom_allreduce
                                     terms (needs has_custom_ar at the tp), not NCCL's  */
+    int flash_version;           /* the flash kernel's FlashAttention version: 2, or 3
+                                    (prefill at flash3_pre_flops_eff, which it needs)  */
 } pb_sim_params;
 
 /* vLLM V1's engine-core host time per step and per scheduled request: Scheduler.schedule()

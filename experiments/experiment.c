@@ -108,6 +108,10 @@ const pb_key pb_system_entry_schema[] = {
     {.name = "custom_allreduce", .type = PB_T_BOOL, .dflt_rule = FROM_ENGINE, .scope = PB_SCOPE_VLLM,
      .doc = "sim: tensor-parallel all-reduces through vLLM's own kernels (custom all-reduce, symmetric memory, "
             "FlashInfer; hardware custom_allreduce_tpN_*) instead of NCCL (allreduce_tpN_*)"},
+    {.name = "flash_attn_version", .type = PB_T_ENUM, .choices = PB_FLASH_VERSION_CHOICES, .dflt_rule = FROM_ENGINE,
+     .scope = PB_SCOPE_VLLM,
+     .doc = "sim: FlashAttention version of the flash kernel (V1's): 3 prices prefills at hardware "
+            "flash3_prefill_flops_efficiency (FA3, Hopper), auto = 3 where the GPU has it, else 2"},
     {.name = "max_paddings", .type = PB_T_INT, .lo = -1, .hi = 1 << 24, .dflt_rule = FROM_ENGINE,
      .scope = PB_SCOPE_VLLM, .doc = "alternate steps: padding cap of a padded prompt batch (-1 = unpadded)"},
     {.name = "max_num_batched_tokens", .type = PB_T_INT, .lo = 1, .hi = 1 << 24, .dflt_rule = FROM_ENGINE,

@@ -68,7 +68,7 @@ void pb_system_describe_executor(const pb_experiment *e, char *buf, size_t n) {
    (engine/vllm_version.h) on its hardware, with the explicit keys step_mode,
    max_paddings, max_num_batched_tokens, max_num_seqs, gpu_mem_util,
    kv_profile_tokens, prefix_caching, preemption, watermark, async_scheduling,
-   cuda_graphs and custom_allreduce on top (declared with that rule).  The schema has already checked
+   cuda_graphs, custom_allreduce and flash_attn_version on top (declared with that rule).  The schema has already checked
    every value.  Returns the version. */
 static pb_vllm_version system_vllm_knobs(const pb_node *sys, int32_t max_model_len, const pb_hw *hw,
                                          pb_vllm_knobs *k) {
@@ -89,6 +89,8 @@ static pb_vllm_version system_vllm_knobs(const pb_node *sys, int32_t max_model_l
     k->async_scheduling = pb_schema_bool_or(SYS, sys, "async_scheduling", k->async_scheduling);
     k->cuda_graphs = pb_schema_bool_or(SYS, sys, "cuda_graphs", k->cuda_graphs);
     k->custom_allreduce = pb_schema_bool_or(SYS, sys, "custom_allreduce", k->custom_allreduce);
+    const char *fv = pb_schema_str_or(SYS, sys, "flash_attn_version", NULL);
+    if (fv) k->flash_attn_version = !strcmp(fv, "auto") ? PB_FLASH_AUTO : atoi(fv);
     return v;
 }
 
@@ -552,6 +554,16 @@ static pb_status plan_sim(plan *P, const pb_node *root, const pb_node *sys, cons
                                "false prices NCCL's)",
                                kp, given ? "" : " (the engine's default)", P->hw.name, 2 << i, 2 << i, P->tp);
         P->sp.custom_allreduce = true;
+    }
+    if (P->type->paged) {   /* the flash kernel's FlashAttention version (auto: vLLM's fa_utils rule) */
+        bool fa3 = P->cost.flash3_pre_flops_eff > 0;
+        int fv = P->knobs.flash_attn_version;
+        if (fv == 3 && !fa3)
+            return pb_cfg_fail(ce, pb_node_get(sys, "flash_attn_version"), true,
+                               "%s.flash_attn_version: hardware %s has no cost_model.flash3_prefill_flops_efficiency "
+                               "(FlashAttention-3 runs on Hopper; 2 or auto prices FlashAttention-2)",
+                               kp, P->hw.name);
+        P->sp.flash_version = fv == PB_FLASH_AUTO ? (fa3 ? 3 : 2) : fv;
     }
     return pb_sim_params_from_node(pb_node_get(sys, "sim"), &P->sp, ce);
 }

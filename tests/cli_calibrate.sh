@@ -4,7 +4,8 @@
 # hardware YAML's fitted keys on ../shared/data/gpu-profiles and fails if a committed
 # value is off by more than 1% (so a hand edit, or a fit that changed, fails CI); and
 # custom_allreduce.py --check refits the custom_allreduce_tpN terms on the published
-# per-call timings it holds.
+# per-call timings it holds, and flash_attn.py --paper --check FlashAttention-3's prefill
+# rate on the FA3 paper's kernel benchmark it holds.
 # Where the full profiles are absent (a bare clone, CI) the fits run on
 # tests/data/gpu-profiles, the cells calibrate.py reads (profiles_subset.py); where they
 # are present they run there, and the committed subset must be those cells.
@@ -20,4 +21,6 @@ else
     python3 experiments/calibrate/calibrate.py --check --profiles tests/data/gpu-profiles
 fi || exit 1
 # the custom all-reduce terms (h100-sxm, h200) from their published per-call timings
-python3 experiments/calibrate/custom_allreduce.py --check
+python3 experiments/calibrate/custom_allreduce.py --check || exit 1
+# FlashAttention-3's prefill compute rate (h100-sxm, h200) from the FA3 paper's bars
+python3 experiments/calibrate/flash_attn.py --paper --check

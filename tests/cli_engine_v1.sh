@@ -10,7 +10,8 @@
 # V1's prefix cache takes the CPU tier (kv_cpu_tier_gib) without a caching policy, and
 # refuses it with prefix_caching: false; at tp 8 its custom all-reduce lowers TPOT against
 # NCCL's, and a GPU without custom_allreduce_tpN terms is a config error (exit 2) until
-# custom_allreduce: false.
+# custom_allreduce: false; FlashAttention-3 (flash_attn_version: auto on an H100) lowers the
+# TTFT of lone long prompts against 2, and 3 on an A100 is a config error.
 #   bash tests/cli_engine_v1.sh build/cpu/pagedbench
 set -u
 PB=${1:?usage: cli_engine_v1.sh path/to/pagedbench}
@@ -115,6 +116,37 @@ cfg_error "$T/tpa.yaml" "$T/rtpa" \
 sed 's/engine: v1}/engine: v1, custom_allreduce: false}/' "$T/tpa.yaml" >"$T/tpb.yaml"
 "$PB" run "$T/tpb.yaml" --results "$T/rtpb" >/dev/null 2>"$T/err" && [ -s "$T/rtpb/cli_v1_tp.csv" ] &&
     ok "... and runs with custom_allreduce: false (NCCL's terms)" || bad "custom_allreduce: false on a100-80gb: $(tail -n 3 "$T/err")"
+
+# FlashAttention-3: V1's auto picks it on a GPU with FA3's term (h100-sxm), which lowers the
+# TTFT of prompts that prefill alone (4,000 tokens each, 2 s apart) against
+# flash_attn_version: 2 (prefill compute only); 3 on a GPU without the term is a config
+# error at the key, and auto there runs FA2
+{ echo "arrival_s,prompt_len,output_len"; for i in 0 1 2 3 4 5; do echo "$((2 * i)),4000,4"; done; } >"$T/fa.csv"
+cat >"$T/fa.yaml" <<EOF2
+name: cli_v1_fa
+figure: cli_v1_fa
+model: llama-3-8b
+hardware: h100-sxm
+workload: {trace: $T/fa.csv}
+systems:
+  - {name: v1, type: vllm, engine: v1}
+  - {name: v1_fa2, type: vllm, engine: v1, flash_attn_version: 2}
+  - {name: v1_fa3, type: vllm, engine: v1, flash_attn_version: 3}
+EOF2
+ttft() { awk -F, 'NR == 1 { for (i = 1; i <= NF; i++) if ($i == "ttft_mean_ms") c = i } NR > 1 { print $2, $c }' "$1"; }
+if "$PB" run "$T/fa.yaml" --results "$T/rfa" >/dev/null 2>"$T/err" &&
+    ttft "$T/rfa/cli_v1_fa.csv" | awk '{ t[$1] = $2 } END { exit !(t["v1"] > 0 && t["v1"] == t["v1_fa3"] && t["v1"] < t["v1_fa2"]) }'; then
+    ok "engine: v1 on h100-sxm: auto = FlashAttention-3, prefill-alone TTFT below FlashAttention-2's"
+else bad "v1 flash_attn_version: $(tail -n 3 "$T/err") $(ttft "$T/rfa/cli_v1_fa.csv" 2>/dev/null | tr '\n' ' ')"; fi
+sed 's/hardware: h100-sxm/hardware: a100-80gb/' "$T/fa.yaml" >"$T/faa.yaml"
+cfg_error "$T/faa.yaml" "$T/rfaa" \
+    "faa.yaml:9:[0-9]+: systems.2.flash_attn_version: hardware A100-80GB has no cost_model.flash3_prefill_flops_efficiency" \
+    "flash_attn_version: 3 on a GPU without FlashAttention-3's term: config error"
+sed '/v1_fa3/d' "$T/faa.yaml" >"$T/fab.yaml"
+if "$PB" run "$T/fab.yaml" --results "$T/rfab" >/dev/null 2>"$T/err" &&
+    ttft "$T/rfab/cli_v1_fa.csv" | awk '{ t[$1] = $2 } END { exit !(t["v1"] > 0 && t["v1"] == t["v1_fa2"]) }'; then
+    ok "... and on a100-80gb auto is FlashAttention-2"
+else bad "v1 auto on a100-80gb: $(tail -n 3 "$T/err")"; fi
 
 # validate --attention flash: the vllm rows priced with V1's kernel, the FT rows unchanged
 "$PB" validate --csv >"$T/vp.csv" 2>/dev/null && "$PB" validate --csv --attention flash >"$T/vf.csv" 2>/dev/null

@@ -280,6 +280,7 @@ static const kcase CASES[] = {
     E("systems[].cuda_graphs", "v1spec", "systems.0.cuda_graphs=false"),
     E("systems[].async_scheduling", "v1spec", "systems.0.async_scheduling=false"),
     E("systems[].custom_allreduce", "v1tp8", "systems.0.custom_allreduce=false"),
+    E("systems[].flash_attn_version", "v1tp2", "systems.0.flash_attn_version=2"),
     E("systems[].kv_cache_dtype", "spec", "systems.0.kv_cache_dtype=fp8_e4m3"),
     E("systems[].kv_scale", "cpufp8", "systems.0.kv_scale=1e-6"),
     E("systems[].weights", "spec", "systems.0.weights=int4-awq"),
@@ -430,6 +431,7 @@ static const kcase CASES[] = {
     E("cost_model.custom_allreduce_tp4_GBps", "v1tp4", "cost_model.custom_allreduce_tp4_GBps=1"),
     E("cost_model.custom_allreduce_tp8_us", "v1tp8", "cost_model.custom_allreduce_tp8_us=500"),
     E("cost_model.custom_allreduce_tp8_GBps", "v1tp8", "cost_model.custom_allreduce_tp8_GBps=1"),
+    E("cost_model.flash3_prefill_flops_efficiency", "v1tp2", "cost_model.flash3_prefill_flops_efficiency=0.02"),
     E("cost_model.cuda_graph_launch_us", "graphs", "cost_model.cuda_graph_launch_us=2000"),
     E("cost_model.cuda_graph_node_gap_us", "graphs", "cost_model.cuda_graph_node_gap_us=5"),
     E("cost_model.wq_int8_compute_ratio", "wqint8", "cost_model.wq_int8_compute_ratio=0.05"),
@@ -768,6 +770,7 @@ static const rule_case RULES[] = {
     {"systems[].async_scheduling", ENGINE, ENGINE, NULL},
     {"systems[].cuda_graphs", ENGINE, ENGINE, NULL},
     {"systems[].custom_allreduce", ENGINE, ENGINE, NULL},
+    {"systems[].flash_attn_version", ENGINE, ENGINE, NULL},
     {"executor.kv_mib", "cpumib", "executor.kv_mib=" PB_XSTR(PB_SYSTEM_CPU_KV_MIB), NULL},
     {"executor.swap_slots", "cpu", "executor.swap_slots=768", NULL},   /* its KV space: kv_slots 768 */
     {"model.n_kv_heads", "sim", "model.n_kv_heads=40", NULL},           /* OPT-13B: 40 heads of 128 */
@@ -802,6 +805,9 @@ static const rule_case RULES[] = {
     {"cost_model.custom_allreduce_tp8_GBps", NULL, NULL,
      "no value stands for its absence: a v1 system at that tp is then an error unless custom_allreduce: false "
      "(test_vllm_v1)"},
+    {"cost_model.flash3_prefill_flops_efficiency", NULL, NULL,
+     "no value stands for its absence: V1's auto then prices FlashAttention-2 and flash_attn_version: 3 is an error "
+     "(test_vllm_v1, cli_engine_v1)"},
     {"cost_model.wq_int8_compute_ratio", NULL, NULL, "no value stands for its absence: weights: int8 is then an error (test_weights)"},
     {"cost_model.wq_fp8_compute_ratio", NULL, NULL, "no value stands for its absence: weights: fp8 is then an error (test_weights)"},
     {"cost_model.wq_int4_awq_compute_ratio", NULL, NULL,
@@ -862,6 +868,10 @@ static bool engine_setting(const char *path, const char *vid, char *buf, size_t 
     else if (!strcmp(key, "async_scheduling")) snprintf(v, sizeof v, "%s", k.async_scheduling ? "true" : "false");
     else if (!strcmp(key, "cuda_graphs")) snprintf(v, sizeof v, "%s", k.cuda_graphs ? "true" : "false");
     else if (!strcmp(key, "custom_allreduce")) snprintf(v, sizeof v, "%s", k.custom_allreduce ? "true" : "false");
+    else if (!strcmp(key, "flash_attn_version")) {
+        if (k.flash_attn_version == PB_FLASH_AUTO) snprintf(v, sizeof v, "auto");
+        else snprintf(v, sizeof v, "%d", k.flash_attn_version);
+    }
     else return false;
     snprintf(buf, n, "systems.0.%s=%s", key, v);
     return true;

@@ -524,4 +524,68 @@ PB_TEST(flash_attention_terms_by_hand) {
     pb_sim_destroy(s);
 }
 
+/* flash_version 3 (FlashAttention-3, V1 on Hopper): the prefill's FLOPs at
+   flash3_prefill_flops_efficiency, everything else as FlashAttention-2; a GPU without
+   the term refuses it; V1's auto picks 3 exactly where the term is given. */
+PB_TEST(flash_attention_3_prefill_by_hand) {
+    pb_model m;
+    pb_hw hw, a100;
+    pb_sim_cost c, ca;
+    pb_cfg_err e;
+    pb_cfg_err_clear(&e);
+    PB_REQUIRE(pb_model_load(pb_spec_dir(), "llama-3-8b", &m, &e) == PB_OK);
+    PB_REQUIRE(pb_hw_load(pb_spec_dir(), "h100-sxm", &hw, &e) == PB_OK);
+    PB_REQUIRE(pb_sim_cost_load(pb_spec_dir(), "h100-sxm", &c, &e) == PB_OK);
+    PB_REQUIRE(pb_hw_load(pb_spec_dir(), "a100-80gb", &a100, &e) == PB_OK);
+    PB_REQUIRE(pb_sim_cost_load(pb_spec_dir(), "a100-80gb", &ca, &e) == PB_OK);
+    PB_CHECK_NEAR(c.flash3_pre_flops_eff, 0.7061, 1e-12);      /* h100-sxm.yaml */
+    PB_CHECK(ca.flash3_pre_flops_eff == 0);                    /* not given on the A100 */
+    pb_sim_params p = pb_sim_params_default();
+    PB_CHECK(p.flash_version == 2);
+    p.attn = PB_SIM_ATTN_FLASH;
+    pb_sim *fa2 = NULL, *fa3 = NULL;
+    PB_REQUIRE(pb_sim_create(&m, &hw, &c, 1, &p, &fa2, &e) == PB_OK);
+    p.flash_version = 3;
+    PB_REQUIRE(pb_sim_create(&m, &hw, &c, 1, &p, &fa3, &e) == PB_OK);
+    /* a 1,000-token prompt in one chunk plus 8 decodes: 32 query / 8 KV heads of 128, 32 layers */
+    pb_batch_seq q[9];
+    pb_batch b = decode_batch(q, 8, 300);
+    memset(&q[8], 0, sizeof q[8]);
+    q[8].seq_id = q[8].group_id = 8;
+    q[8].is_prefill = true;
+    q[8].n_new = 1000;
+    q[8].context_len = 1000;
+    q[8].n_blocks = (1000 + 15) / 16;
+    q[8].sample = true;
+    b.n_seqs = 9;
+    b.n_prefill_tokens = 1000;
+    pb_sim_breakdown o2, o3;
+    pb_sim_step_breakdown(fa2, &b, &o2);
+    pb_sim_step_breakdown(fa3, &b, &o3);
+    double L = 32, flops = 4.0 * 32 * 128 * (1000.0 * 1001 / 2), bytes = 1000.0 * (2 * 32 + 2 * 8) * 128 * 2;
+    double rest = c.flash_pre_fixed_s + bytes / (hw.hbm_bw * c.flash_pre_bw_eff);
+    PB_CHECK_NEAR(o2.prefill_attn_s, L * (rest + flops / (hw.fp16_flops * c.flash_pre_flops_eff)), 1e-15);
+    PB_CHECK_NEAR(o3.prefill_attn_s, L * (rest + flops / (hw.fp16_flops * c.flash3_pre_flops_eff)), 1e-15);
+    PB_CHECK(o3.prefill_attn_s < o2.prefill_attn_s);
+    PB_CHECK_NEAR(o3.decode_attn_s, o2.decode_attn_s, 0);               /* decode stays FA2's */
+    PB_CHECK_NEAR(o3.gpu_s - o3.prefill_attn_s, o2.gpu_s - o2.prefill_attn_s, 1e-15);   /* nothing else moves */
+    pb_sim_destroy(fa2);
+    pb_sim_destroy(fa3);
+    pb_sim *refused = NULL;
+    pb_cfg_err_clear(&e);
+    PB_CHECK(pb_sim_create(&m, &a100, &ca, 1, &p, &refused, &e) == PB_ERR_INVALID && refused == NULL);
+    PB_CHECK_STR_CONTAINS(e.msg, "flash_attn_version 3 needs hardware.cost_model.flash3_prefill_flops_efficiency");
+    p.flash_version = 4;
+    pb_cfg_err_clear(&e);
+    PB_CHECK(pb_sim_create(&m, &hw, &c, 1, &p, &refused, &e) == PB_ERR_INVALID && refused == NULL);
+    PB_CHECK_STR_CONTAINS(e.msg, "flash_version 4");
+    pb_vllm_knobs k;                                          /* the engines' defaults */
+    pb_vllm_knobs_default(PB_VLLM_V1, 4096, &hw, &k);
+    PB_CHECK(k.flash_attn_version == PB_FLASH_AUTO);
+    pb_vllm_knobs_default(PB_VLLM_V02, 4096, &hw, &k);
+    PB_CHECK(k.flash_attn_version == 2);
+    pb_vllm_knobs_default(PB_VLLM_V01, 4096, &hw, &k);
+    PB_CHECK(k.flash_attn_version == 2);
+}
+
 PB_TEST_MAIN()
