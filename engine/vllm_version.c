@@ -13,11 +13,11 @@ static const struct {
     pb_vllm_knobs k;
 } VERSIONS[] = {
     [PB_VLLM_V01] = {"v0.1", {PB_STEP_MIXED, -1, 2560, 256, 0.95, PB_KV_RULE_HARNESS, PB_KV_PROFILE_TOKENS, false,
-                              PB_PREEMPT_AUTO, PB_PAGED_WATERMARK, false, false, false, 2}},
+                              PB_PREEMPT_AUTO, PB_PAGED_WATERMARK, false, false, false, false, 2}},
     [PB_VLLM_V02] = {"v0.2", {PB_STEP_ALTERNATE, 256, 0, 256, 0.90, PB_KV_RULE_PROFILE, 0, false, PB_PREEMPT_AUTO,
-                              PB_PAGED_WATERMARK, false, false, false, 2}},
+                              PB_PAGED_WATERMARK, false, false, false, false, 2}},
     [PB_VLLM_V1] = {"v1", {PB_STEP_CHUNKED, -1, 0, 0, 0.92, PB_KV_RULE_V1, 0, true, PB_PREEMPT_RECOMPUTE, 0.0, true,
-                           true, true, PB_FLASH_AUTO}},
+                           true, true, true, PB_FLASH_AUTO}},
 };
 
 /* Does hw's name contain "a100" (any case)? */

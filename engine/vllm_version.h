@@ -26,6 +26,8 @@
  *   flash_attn_version      2 (the flash kernel, when a   2 (FlashAttention-3 came in
  *                           system's sim attention_kernel  July 2024)
  *                           is flash: FlashAttention-2)
+ *   fuse_allreduce_rms      false                         false (a torch.compile pass of
+ *                                                         2025)
  *
  * engine: v1 -- vLLM's V1 engine as released in v0.33.0 (PyPI wheel, git 4ba787ec9;
  * every line below is of that release, paths under vllm/):
@@ -72,6 +74,14 @@
  *                           (SM90): prefer FA3", else FA2 on CUDA; :111-116 the
  *                           attention config's flash_attn_version overrides;
  *                           platforms/cuda.py:174-183 FLASH_ATTN first off Blackwell)
+ *   fuse_allreduce_rms      true: at TP 2 / 4 / 8 on a GPU whose cost model gives the
+ *                           fusion's size (allreduce_norm_fusion_tpN_MB: the SM 9.0
+ *                           specs), Llama-family models, steps of at most that size /
+ *                           (hidden x dtype) tokens (config/vllm.py:179-203 and :302, O2,
+ *                           the default level, :435; :2668-2694 the compile range) --
+ *                           elsewhere off, as vLLM turns it off (executors/executor_sim.h
+ *                           "Fused element-wise work"; V1's fused add + norm kernels are
+ *                           always on: the sim's fused_add_norm)
  *
  * max_paddings (alternate steps only; ignored by mixed ones): a prompt step is a
  * padded [prompts, longest prompt] batch; admission stops when prompts x longest >
@@ -111,6 +121,7 @@ typedef struct {
     bool async_scheduling;            /* host work of step N+1 overlaps step N's GPU */
     bool cuda_graphs;                 /* decode batches run as CUDA graphs           */
     bool custom_allreduce;            /* TP all-reduces through vLLM's own kernels   */
+    bool fuse_allreduce_rms;          /* all-reduce + RMSNorm fusion where it runs   */
     int32_t flash_attn_version;       /* the flash kernel's FlashAttention version:
                                          2, 3, or PB_FLASH_AUTO (3 where the GPU's
                                          cost model has FA3's term, else 2)         */

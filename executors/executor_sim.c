@@ -129,6 +129,15 @@ const pb_key pb_sim_cost_schema[] = {
     {.name = "custom_allreduce_tp8_GBps", .type = PB_T_NUM, .lo = 0.1, .hi = 1e5,
      .dflt_rule = "none: a vllm system's custom_allreduce: true at tp 5 and above needs it",
      .doc = "vLLM's own all-reduce kernels at tp 8 (and above): GB/s"},
+    {.name = "allreduce_norm_fusion_tp2_MB", .type = PB_T_NUM, .lo = 0.01, .hi = 1e5,
+     .dflt_rule = "none: no all-reduce + RMSNorm fusion at tp 2 on this GPU",
+     .doc = "vLLM V1's all-reduce + RMSNorm fusion (FlashInfer) at tp 2: largest all-reduce it takes, MiB"},
+    {.name = "allreduce_norm_fusion_tp4_MB", .type = PB_T_NUM, .lo = 0.01, .hi = 1e5,
+     .dflt_rule = "none: no all-reduce + RMSNorm fusion at tp 4 on this GPU",
+     .doc = "the same at tp 4, MiB"},
+    {.name = "allreduce_norm_fusion_tp8_MB", .type = PB_T_NUM, .lo = 0.01, .hi = 1e5,
+     .dflt_rule = "none: no all-reduce + RMSNorm fusion at tp 8 on this GPU",
+     .doc = "the same at tp 8, MiB"},
     {.name = "swap_h2d_GBps", .type = PB_T_NUM, .required = true, .lo = 0.01, .hi = 1e4,
      .doc = "one block copy host->device, GB/s"},
     {.name = "swap_d2h_GBps", .type = PB_T_NUM, .required = true, .lo = 0.01, .hi = 1e4,
@@ -306,6 +315,8 @@ pb_status pb_sim_cost_from_node(const pb_node *hw, pb_sim_cost *c, pb_cfg_err *e
         c->has_custom_ar[i] = pb_node_has(n, kl) && pb_node_has(n, kb);
         c->custom_ar_lat_s[i] = pb_node_num(n, kl, 0) * 1e-6;
         c->custom_ar_bw[i] = pb_node_num(n, kb, 0) * 1e9;
+        snprintf(k, sizeof k, "allreduce_norm_fusion_%s_MB", AR[i]);
+        c->ar_norm_fusion_bytes[i] = pb_node_num(n, k, 0) * 1024.0 * 1024.0;   /* 0: not given */
     }
     c->swap_h2d_bw = pb_node_num(n, "swap_h2d_GBps", 0) * 1e9;
     c->swap_d2h_bw = pb_node_num(n, "swap_d2h_GBps", 0) * 1e9;
@@ -401,6 +412,8 @@ struct pb_sim {
     double wq_ratio;         /* the layer GEMMs' compute rate / fp16's (1 for fp16)      */
     double kv_tok_layer;     /* KV bytes per token per layer per GPU (K and V)           */
     double elem_tok_layer;   /* element-wise bytes per token per layer                   */
+    double add_norm_tok_layer; /* of which the residual adds and norms                   */
+    int add_norm_kernels;    /* their kernels per layer (4, or 2 with fused_add_norm)    */
     double ar_bytes_tok;     /* bytes per token per all-reduce                           */
     double ar_lat;           /* one all-reduce at this tp: latency (s)                   */
     double ar_inv_bw;        /* ... and seconds per byte                                 */
@@ -561,10 +574,13 @@ pb_status pb_sim_create(const pb_model *m, const pb_hw *hw, const pb_sim_cost *c
     s->gW[4] = s->h * s->vocab_tp * s->dt;
     s->wq_ratio = wf == PB_WEIGHTS_FP16 ? 1 : pb_weight_format_name(wf) ? c->wq_ratio[wf] : 0;   /* fp16: the fp16 rate */
     s->kv_tok_layer = 2.0 * s->hkv * s->d * s->kvb;
-    /* per token per layer: 2 norms (read+write h), 2 residual adds (2 reads + write),
-       activation (OPT ReLU r+w ffn; LLaMA SiLU*mul 2 reads + write), KV-cache write
-       (kv_write_bytes), LLaMA rotary (read+write q and k). */
-    s->elem_tok_layer = s->dt * (4 * s->h + 6 * s->h + (llama ? 3 : 2) * s->ffn_tp) + kv_write_bytes(s) +
+    /* per token per layer: 2 norms (read+write h) and 2 residual adds (2 reads + write),
+       or with fused_add_norm 2 fused add + norm kernels (read x and the residual, write
+       both); activation (OPT ReLU r+w ffn; LLaMA SiLU*mul 2 reads + write), KV-cache
+       write (kv_write_bytes), LLaMA rotary (read+write q and k). */
+    s->add_norm_tok_layer = s->dt * (s->p.fused_add_norm ? 8 * s->h : 4 * s->h + 6 * s->h);
+    s->add_norm_kernels = s->p.fused_add_norm ? 2 : 4;
+    s->elem_tok_layer = s->add_norm_tok_layer + s->dt * (llama ? 3 : 2) * s->ffn_tp + kv_write_bytes(s) +
                         (llama ? 2 * s->dt * (s->hq + s->hkv) * s->d : 0);
     s->ar_bytes_tok = s->h * s->dt;
     int ar = pb_sim_ar_fit(tp);
@@ -574,10 +590,10 @@ pb_status pb_sim_create(const pb_model *m, const pb_hw *hw, const pb_sim_cost *c
     s->ar_inv_bw = ar_bw > 0 ? 1.0 / ar_bw : 0;
     s->gather_lat = c->ar_lat_s[ar];             /* the logits gather: NCCL's terms */
     s->gather_inv_bw = c->ar_bw[ar] > 0 ? 1.0 / c->ar_bw[ar] : 0;
-    /* kernels per layer: norm, QKV, KV write, out, residual, norm, FC1, act, FC2, residual
-       (+ rotary for LLaMA) + 2 all-reduces with tp; attention calls are counted per step */
-    s->kernels_layer = 10 + (llama ? 1 : 0) + (tp > 1 ? 2 : 0);
-    s->elem_kernels_layer = 6 + (llama ? 1 : 0);   /* 2 norms, 2 residual adds, activation, KV write (+ rotary) */
+    /* kernels per layer: the add / norm kernels, QKV, KV write, out, FC1, act, FC2 (+ rotary
+       for LLaMA) + 2 all-reduces with tp; attention calls are counted per step */
+    s->kernels_layer = s->add_norm_kernels + 6 + (llama ? 1 : 0) + (tp > 1 ? 2 : 0);
+    s->elem_kernels_layer = s->add_norm_kernels + 2 + (llama ? 1 : 0);   /* + activation, KV write (+ rotary) */
     /* per step: embedding (+ positions for OPT), final norm, LM head, logits gather with tp,
        sampling (fp32 cast, softmax, log-softmax, multinomial / top-k, gather) */
     s->kernels_step = (llama ? 1 : 2) + 1 + 1 + (tp > 1 ? 1 : 0) + 5;
@@ -599,6 +615,11 @@ pb_status pb_sim_create(const pb_model *m, const pb_hw *hw, const pb_sim_cost *c
     if (custom_ar && !c->has_custom_ar[ar]) {
         plain_err(err, "sim: custom_allreduce at tp %d needs hardware.cost_model.custom_allreduce_tp%d_us and "
                        "custom_allreduce_tp%d_GBps (%s has none)", tp, 2 << ar, 2 << ar, hw->name);
+        pb_sim_destroy(s);
+        return PB_ERR_INVALID;
+    }
+    if (s->p.ar_norm_max_tokens < 0) {
+        plain_err(err, "sim: ar_norm_max_tokens %d (>= 0)", s->p.ar_norm_max_tokens);
         pb_sim_destroy(s);
         return PB_ERR_INVALID;
     }
@@ -870,18 +891,23 @@ static void forward(const pb_sim *s, const step_sums *q, pb_sim_breakdown *o) {
         o->decode_attn_s = L * t;
         attn_calls++;
     }
+    /* a step small enough for the all-reduce + norm fusion: the layers' adds and norms run
+       inside their all-reduce kernels (executor_sim.h ar_norm_max_tokens) */
+    bool arn = s->tp > 1 && q->T <= s->p.ar_norm_max_tokens;
+    int fused_away = arn ? s->add_norm_kernels : 0;
     /* embedding (+ learned positions): write T*h, read rows */
     double elem = q->T * s->h * s->dt * (s->m.arch == PB_ARCH_LLAMA ? 2 : 4);
-    elem += L * q->T * s->elem_tok_layer;
+    elem += L * q->T * (s->elem_tok_layer - (arn ? s->add_norm_tok_layer : 0));
     elem += q->S * s->h * s->dt * 2;                 /* final norm on the pruned rows */
-    o->elementwise_s = elem / s->elem_bw + (L * s->elem_kernels_layer + s->elem_kernels_step) * c->elem_fixed_s;
+    o->elementwise_s =
+        elem / s->elem_bw + (L * (s->elem_kernels_layer - fused_away) + s->elem_kernels_step) * c->elem_fixed_s;
     if (s->tp > 1) {   /* two all-reduces per layer; a gather of the vocab-parallel logits */
         o->allreduce_s = L * 2 * (s->ar_lat + q->T * s->ar_bytes_tok * s->ar_inv_bw);
         if (q->S > 0) o->allreduce_s += s->gather_lat + q->S * s->m.vocab * s->dt * s->gather_inv_bw;
     }
     o->lm_head_s = gemm_time(s, 4, q->S, s->h, s->vocab_tp);
     o->sampling_s = q->S * s->sample_bytes_tok / s->elem_bw;
-    o->kernels = (int64_t)(L * (s->kernels_layer + attn_calls)) + s->kernels_step;
+    o->kernels = (int64_t)(L * (s->kernels_layer - fused_away + attn_calls)) + s->kernels_step;
     double gaps;
     launch_terms(s, q, o->kernels, attn_calls, &gaps, &o->host_issue_s);
     o->gpu_s = o->gemm_s + o->lm_head_s + o->prefill_attn_s + o->decode_attn_s + o->elementwise_s + o->allreduce_s +

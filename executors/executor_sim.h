@@ -234,6 +234,9 @@ typedef struct {
     bool has_custom_ar[PB_SIM_AR_TPS];     /* custom_allreduce_tpN_* given (vLLM's own     */
     double custom_ar_lat_s[PB_SIM_AR_TPS]; /* all-reduce kernels, a system's               */
     double custom_ar_bw[PB_SIM_AR_TPS];    /* custom_allreduce: true at that tp needs them) */
+    double ar_norm_fusion_bytes[PB_SIM_AR_TPS]; /* all-reduce + RMSNorm fusion at tp = 2, 4, 8
+                                           exactly: its largest all-reduce, bytes; 0 = none
+                                           (V1 fuses only where given: SM 9.0 / 10.x)   */
     double swap_h2d_bw, swap_d2h_bw;       /* bytes/s of one block copy, per direction */
     double swap_h2d_copy_s, swap_d2h_copy_s; /* per cudaMemcpyAsync, per direction      */
     pb_sim_fw_cost fw[3];        /* [PB_SIM_FW_PYTHON], [PB_SIM_FW_CPP], [PB_SIM_FW_V1]:
@@ -276,7 +279,26 @@ typedef struct {
                                     terms (needs has_custom_ar at the tp), not NCCL's  */
     int flash_version;           /* the flash kernel's FlashAttention version: 2, or 3
                                     (prefill at flash3_pre_flops_eff, which it needs)  */
+    bool fused_add_norm;         /* each residual add + norm is one kernel (below)      */
+    int32_t ar_norm_max_tokens;  /* tp > 1: steps of at most this many tokens run the
+                                    layers' adds and norms inside their all-reduce
+                                    kernels (below); 0 = never                          */
 } pb_sim_params;
+
+/* Fused element-wise work (vLLM V1's compiled model, v0.33.0):
+ * fused_add_norm: a residual add and the norm after it are one kernel -- RMSNorm with a
+ *   residual is one fused_add_rms_norm op (model_executor/layers/layernorm.py:79-99,
+ *   native and CUDA forms), and Inductor fuses OPT's add + LayerNorm the same way --
+ *   so a layer has 2 such kernels, not 2 norms + 2 adds, each reading x and the
+ *   residual and writing both (8 h bytes a token a layer instead of 10 h);
+ * ar_norm_max_tokens: the all-reduce + RMSNorm fusion (PassConfig fuse_allreduce_rms,
+ *   on at -O2 with TP > 1 on SM 9.0 / 10.x and FlashInfer installed, config/vllm.py:
+ *   179-203, 302; compilation/passes/fusion/allreduce_rms_fusion.py): in the compile
+ *   range of steps up to max_size / (hidden x dtype bytes) tokens (config/vllm.py:
+ *   2668-2694; :1128-1132) FlashInfer's fused kernel does each all-reduce, the residual
+ *   add and the norm, so those steps drop the layer's add / norm kernels and bytes; the
+ *   all-reduce keeps its own terms (custom_allreduce_tpN_* includes a fused kernel's
+ *   timing at TP 2; at TP 4 / 8 the norm's work inside it is taken as free). */
 
 /* vLLM V1's engine-core host time per step and per scheduled request: Scheduler.schedule()
  * + update_from_output() of vLLM v0.33.0 timed with no model on this repository's CPU

@@ -108,6 +108,9 @@ const pb_key pb_system_entry_schema[] = {
     {.name = "custom_allreduce", .type = PB_T_BOOL, .dflt_rule = FROM_ENGINE, .scope = PB_SCOPE_VLLM,
      .doc = "sim: tensor-parallel all-reduces through vLLM's own kernels (custom all-reduce, symmetric memory, "
             "FlashInfer; hardware custom_allreduce_tpN_*) instead of NCCL (allreduce_tpN_*)"},
+    {.name = "fuse_allreduce_rms", .type = PB_T_BOOL, .dflt_rule = FROM_ENGINE, .scope = PB_SCOPE_VLLM,
+     .doc = "sim: tp 2/4/8 steps up to the hardware's allreduce_norm_fusion_tpN_MB run the layers' residual "
+            "adds and RMSNorms inside their all-reduce kernels (V1's FlashInfer fusion; Llama-family models)"},
     {.name = "flash_attn_version", .type = PB_T_ENUM, .choices = PB_FLASH_VERSION_CHOICES, .dflt_rule = FROM_ENGINE,
      .scope = PB_SCOPE_VLLM,
      .doc = "sim: FlashAttention version of the flash kernel (V1's): 3 prices prefills at hardware "

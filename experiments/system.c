@@ -68,7 +68,8 @@ void pb_system_describe_executor(const pb_experiment *e, char *buf, size_t n) {
    (engine/vllm_version.h) on its hardware, with the explicit keys step_mode,
    max_paddings, max_num_batched_tokens, max_num_seqs, gpu_mem_util,
    kv_profile_tokens, prefix_caching, preemption, watermark, async_scheduling,
-   cuda_graphs, custom_allreduce and flash_attn_version on top (declared with that rule).  The schema has already checked
+   cuda_graphs, custom_allreduce, fuse_allreduce_rms and flash_attn_version on top (declared with
+   that rule).  The schema has already checked
    every value.  Returns the version. */
 static pb_vllm_version system_vllm_knobs(const pb_node *sys, int32_t max_model_len, const pb_hw *hw,
                                          pb_vllm_knobs *k) {
@@ -89,6 +90,7 @@ static pb_vllm_version system_vllm_knobs(const pb_node *sys, int32_t max_model_l
     k->async_scheduling = pb_schema_bool_or(SYS, sys, "async_scheduling", k->async_scheduling);
     k->cuda_graphs = pb_schema_bool_or(SYS, sys, "cuda_graphs", k->cuda_graphs);
     k->custom_allreduce = pb_schema_bool_or(SYS, sys, "custom_allreduce", k->custom_allreduce);
+    k->fuse_allreduce_rms = pb_schema_bool_or(SYS, sys, "fuse_allreduce_rms", k->fuse_allreduce_rms);
     const char *fv = pb_schema_str_or(SYS, sys, "flash_attn_version", NULL);
     if (fv) k->flash_attn_version = !strcmp(fv, "auto") ? PB_FLASH_AUTO : atoi(fv);
     return v;
@@ -564,6 +566,22 @@ static pb_status plan_sim(plan *P, const pb_node *root, const pb_node *sys, cons
                                "(FlashAttention-3 runs on Hopper; 2 or auto prices FlashAttention-2)",
                                kp, P->hw.name);
         P->sp.flash_version = fv == PB_FLASH_AUTO ? (fa3 ? 3 : 2) : fv;
+        P->sp.fused_add_norm = P->version == PB_VLLM_V1;   /* V1's compiled model (executor_sim.h) */
+    }
+    if (P->type->paged && P->knobs.fuse_allreduce_rms && P->tp > 1) {   /* FlashInfer's all-reduce + norm */
+        int i = P->tp == 2 ? 0 : P->tp == 4 ? 1 : P->tp == 8 ? 2 : -1;   /* the sizes it supports */
+        double bytes = i >= 0 ? P->cost.ar_norm_fusion_bytes[i] : 0;
+        const pb_node *at = pb_node_get(sys, "fuse_allreduce_rms");
+        if (at && !(bytes > 0))   /* asked for explicitly where vLLM would not run it */
+            return pb_cfg_fail(ce, at, true,
+                               "%s.fuse_allreduce_rms: hardware %s has no cost_model.allreduce_norm_fusion_tp%d_MB "
+                               "(the fusion runs at tp 2, 4 or 8 on SM 9.0 / 10.x GPUs)",
+                               kp, P->hw.name, P->tp);
+        if (at && P->model.arch != PB_ARCH_LLAMA)
+            return pb_cfg_fail(ce, at, true, "%s.fuse_allreduce_rms: model %s has no RMSNorm to fuse (Llama family only)",
+                               kp, P->model.name);
+        if (bytes > 0 && P->model.arch == PB_ARCH_LLAMA)
+            P->sp.ar_norm_max_tokens = (int32_t)(bytes / ((double)P->model.hidden * P->model.dtype_bytes));
     }
     return pb_sim_params_from_node(pb_node_get(sys, "sim"), &P->sp, ce);
 }

@@ -10,8 +10,9 @@
 # V1's prefix cache takes the CPU tier (kv_cpu_tier_gib) without a caching policy, and
 # refuses it with prefix_caching: false; at tp 8 its custom all-reduce lowers TPOT against
 # NCCL's, and a GPU without custom_allreduce_tpN terms is a config error (exit 2) until
-# custom_allreduce: false; FlashAttention-3 (flash_attn_version: auto on an H100) lowers the
-# TTFT of lone long prompts against 2, and 3 on an A100 is a config error.
+# custom_allreduce: false; the all-reduce + RMSNorm fusion lowers TPOT at tp 8 on an H100 and
+# is a config error where asked for on an A100; FlashAttention-3 (flash_attn_version: auto on
+# an H100) lowers the TTFT of lone long prompts against 2, and 3 on an A100 is a config error.
 #   bash tests/cli_engine_v1.sh build/cpu/pagedbench
 set -u
 PB=${1:?usage: cli_engine_v1.sh path/to/pagedbench}
@@ -116,6 +117,22 @@ cfg_error "$T/tpa.yaml" "$T/rtpa" \
 sed 's/engine: v1}/engine: v1, custom_allreduce: false}/' "$T/tpa.yaml" >"$T/tpb.yaml"
 "$PB" run "$T/tpb.yaml" --results "$T/rtpb" >/dev/null 2>"$T/err" && [ -s "$T/rtpb/cli_v1_tp.csv" ] &&
     ok "... and runs with custom_allreduce: false (NCCL's terms)" || bad "custom_allreduce: false on a100-80gb: $(tail -n 3 "$T/err")"
+
+# the all-reduce + RMSNorm fusion (fuse_allreduce_rms, on under V1 where the GPU gives its size):
+# at tp 8 on h100-sxm it lowers TPOT against fuse_allreduce_rms: false; asked for on a GPU
+# without the size it is a config error at the key
+sed 's/{name: v1_nccl, type: vllm, engine: v1, custom_allreduce: false}/{name: v1_nofuse, type: vllm, engine: v1, fuse_allreduce_rms: false}/' \
+    "$T/tp.yaml" >"$T/fu.yaml"
+if "$PB" run "$T/fu.yaml" --results "$T/rfu" >/dev/null 2>"$T/err" &&
+    awk -F, 'NR == 1 { for (i = 1; i <= NF; i++) if ($i == "tpot_p50_ms") c = i }
+             $2 == "v1" { a = $c } $2 == "v1_nofuse" { b = $c } END { exit !(c && a > 0 && a < b) }' "$T/rfu/cli_v1_tp.csv"; then
+    ok "engine: v1 at tp 8 on h100-sxm: the all-reduce + RMSNorm fusion lowers TPOT"
+else bad "v1 fuse_allreduce_rms: $(tail -n 3 "$T/err") $(head -c 400 "$T/rfu/cli_v1_tp.csv" 2>/dev/null)"; fi
+sed 's/hardware: h100-sxm/hardware: a100-80gb/; /v1_nccl/d; s/engine: v1}/engine: v1, custom_allreduce: false, fuse_allreduce_rms: true}/' \
+    "$T/tp.yaml" >"$T/fua.yaml"
+cfg_error "$T/fua.yaml" "$T/rfua" \
+    "fua.yaml:8:[0-9]+: systems.0.fuse_allreduce_rms: hardware A100-80GB has no cost_model.allreduce_norm_fusion_tp8_MB" \
+    "fuse_allreduce_rms: true on a GPU without the fusion's size: config error"
 
 # FlashAttention-3: V1's auto picks it on a GPU with FA3's term (h100-sxm), which lowers the
 # TTFT of prompts that prefill alone (4,000 tokens each, 2 s apart) against

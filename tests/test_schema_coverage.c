@@ -281,6 +281,7 @@ static const kcase CASES[] = {
     E("systems[].async_scheduling", "v1spec", "systems.0.async_scheduling=false"),
     E("systems[].custom_allreduce", "v1tp8", "systems.0.custom_allreduce=false"),
     E("systems[].flash_attn_version", "v1tp2", "systems.0.flash_attn_version=2"),
+    E("systems[].fuse_allreduce_rms", "v1tp8", "systems.0.fuse_allreduce_rms=false"),
     E("systems[].kv_cache_dtype", "spec", "systems.0.kv_cache_dtype=fp8_e4m3"),
     E("systems[].kv_scale", "cpufp8", "systems.0.kv_scale=1e-6"),
     E("systems[].weights", "spec", "systems.0.weights=int4-awq"),
@@ -432,6 +433,9 @@ static const kcase CASES[] = {
     E("cost_model.custom_allreduce_tp8_us", "v1tp8", "cost_model.custom_allreduce_tp8_us=500"),
     E("cost_model.custom_allreduce_tp8_GBps", "v1tp8", "cost_model.custom_allreduce_tp8_GBps=1"),
     E("cost_model.flash3_prefill_flops_efficiency", "v1tp2", "cost_model.flash3_prefill_flops_efficiency=0.02"),
+    E("cost_model.allreduce_norm_fusion_tp2_MB", "v1tp2", "cost_model.allreduce_norm_fusion_tp2_MB=0.01"),
+    E("cost_model.allreduce_norm_fusion_tp4_MB", "v1tp4", "cost_model.allreduce_norm_fusion_tp4_MB=0.01"),
+    E("cost_model.allreduce_norm_fusion_tp8_MB", "v1tp8", "cost_model.allreduce_norm_fusion_tp8_MB=100"),
     E("cost_model.cuda_graph_launch_us", "graphs", "cost_model.cuda_graph_launch_us=2000"),
     E("cost_model.cuda_graph_node_gap_us", "graphs", "cost_model.cuda_graph_node_gap_us=5"),
     E("cost_model.wq_int8_compute_ratio", "wqint8", "cost_model.wq_int8_compute_ratio=0.05"),
@@ -771,6 +775,7 @@ static const rule_case RULES[] = {
     {"systems[].cuda_graphs", ENGINE, ENGINE, NULL},
     {"systems[].custom_allreduce", ENGINE, ENGINE, NULL},
     {"systems[].flash_attn_version", ENGINE, ENGINE, NULL},
+    {"systems[].fuse_allreduce_rms", ENGINE, ENGINE, NULL},
     {"executor.kv_mib", "cpumib", "executor.kv_mib=" PB_XSTR(PB_SYSTEM_CPU_KV_MIB), NULL},
     {"executor.swap_slots", "cpu", "executor.swap_slots=768", NULL},   /* its KV space: kv_slots 768 */
     {"model.n_kv_heads", "sim", "model.n_kv_heads=40", NULL},           /* OPT-13B: 40 heads of 128 */
@@ -805,6 +810,15 @@ static const rule_case RULES[] = {
     {"cost_model.custom_allreduce_tp8_GBps", NULL, NULL,
      "no value stands for its absence: a v1 system at that tp is then an error unless custom_allreduce: false "
      "(test_vllm_v1)"},
+    {"cost_model.allreduce_norm_fusion_tp2_MB", NULL, NULL,
+     "no value stands for its absence: no fusion at tp 2 on that GPU, and fuse_allreduce_rms: true is an error "
+     "(test_vllm_v1, cli_engine_v1)"},
+    {"cost_model.allreduce_norm_fusion_tp4_MB", NULL, NULL,
+     "no value stands for its absence: no fusion at tp 4 on that GPU, and fuse_allreduce_rms: true is an error "
+     "(test_vllm_v1, cli_engine_v1)"},
+    {"cost_model.allreduce_norm_fusion_tp8_MB", NULL, NULL,
+     "no value stands for its absence: no fusion at tp 8 on that GPU, and fuse_allreduce_rms: true is an error "
+     "(test_vllm_v1, cli_engine_v1)"},
     {"cost_model.flash3_prefill_flops_efficiency", NULL, NULL,
      "no value stands for its absence: V1's auto then prices FlashAttention-2 and flash_attn_version: 3 is an error "
      "(test_vllm_v1, cli_engine_v1)"},
@@ -868,6 +882,7 @@ static bool engine_setting(const char *path, const char *vid, char *buf, size_t 
     else if (!strcmp(key, "async_scheduling")) snprintf(v, sizeof v, "%s", k.async_scheduling ? "true" : "false");
     else if (!strcmp(key, "cuda_graphs")) snprintf(v, sizeof v, "%s", k.cuda_graphs ? "true" : "false");
     else if (!strcmp(key, "custom_allreduce")) snprintf(v, sizeof v, "%s", k.custom_allreduce ? "true" : "false");
+    else if (!strcmp(key, "fuse_allreduce_rms")) snprintf(v, sizeof v, "%s", k.fuse_allreduce_rms ? "true" : "false");
     else if (!strcmp(key, "flash_attn_version")) {
         if (k.flash_attn_version == PB_FLASH_AUTO) snprintf(v, sizeof v, "auto");
         else snprintf(v, sizeof v, "%d", k.flash_attn_version);

@@ -298,6 +298,15 @@ PB_TEST(kv_sizing_v1_by_hand) {
 /* ---- the sim: asynchronous scheduling and V1's CUDA graphs ---- */
 
 /* OPT-13B on the A100-80GB spec */
+/* model, hardware and its cost model from the shipped specs */
+static void load_spec(const char *model, const char *hardware, pb_model *m, pb_hw *hw, pb_sim_cost *c) {
+    pb_cfg_err e;
+    pb_cfg_err_clear(&e);
+    PB_ASSERT(pb_model_load(pb_spec_dir(), model, m, &e) == PB_OK);
+    PB_ASSERT(pb_hw_load(pb_spec_dir(), hardware, hw, &e) == PB_OK);
+    PB_ASSERT(pb_sim_cost_load(pb_spec_dir(), hardware, c, &e) == PB_OK);
+}
+
 static void load_parts(pb_model *m, pb_hw *hw, pb_sim_cost *cost) {
     pb_cfg_err e;
     pb_cfg_err_clear(&e);
@@ -433,11 +442,9 @@ PB_TEST(custom_allreduce_prices_the_layers_allreduces) {
     pb_sim_cost cost, cost_a100;
     pb_cfg_err e;
     pb_cfg_err_clear(&e);
-    PB_ASSERT(pb_model_load(pb_spec_dir(), "llama-2-70b", &m, &e) == PB_OK);
-    PB_ASSERT(pb_hw_load(pb_spec_dir(), "h100-sxm", &hw, &e) == PB_OK);
-    PB_ASSERT(pb_sim_cost_load(pb_spec_dir(), "h100-sxm", &cost, &e) == PB_OK);
-    PB_ASSERT(pb_hw_load(pb_spec_dir(), "a100-80gb", &a100, &e) == PB_OK);
-    PB_ASSERT(pb_sim_cost_load(pb_spec_dir(), "a100-80gb", &cost_a100, &e) == PB_OK);
+    pb_model ma;
+    load_spec("llama-2-70b", "h100-sxm", &m, &hw, &cost);
+    load_spec("llama-2-70b", "a100-80gb", &ma, &a100, &cost_a100);
     PB_CHECK(cost.has_custom_ar[0] && cost.has_custom_ar[1] && cost.has_custom_ar[2]);
     PB_CHECK(!cost_a100.has_custom_ar[0] && !cost_a100.has_custom_ar[2]);
     PB_CHECK_NEAR(cost.custom_ar_lat_s[2], 8.84e-6, 1e-12);     /* h100-sxm.yaml custom_allreduce_tp8_us */
@@ -472,13 +479,6 @@ PB_TEST(custom_allreduce_prices_the_layers_allreduces) {
     pb_sim *one = NULL;
     PB_CHECK(pb_sim_create(&m, &a100, &cost_a100, 1, &p, &one, &e) == PB_OK);
     pb_sim_destroy(one);
-    pb_vllm_knobs k;                               /* the engines' defaults */
-    pb_vllm_knobs_default(PB_VLLM_V1, 4096, &hw, &k);
-    PB_CHECK(k.custom_allreduce);
-    pb_vllm_knobs_default(PB_VLLM_V02, 4096, &hw, &k);
-    PB_CHECK(!k.custom_allreduce);
-    pb_vllm_knobs_default(PB_VLLM_V01, 4096, &hw, &k);
-    PB_CHECK(!k.custom_allreduce);
 }
 
 PB_TEST(flash_attention_terms_by_hand) {
@@ -533,11 +533,9 @@ PB_TEST(flash_attention_3_prefill_by_hand) {
     pb_sim_cost c, ca;
     pb_cfg_err e;
     pb_cfg_err_clear(&e);
-    PB_REQUIRE(pb_model_load(pb_spec_dir(), "llama-3-8b", &m, &e) == PB_OK);
-    PB_REQUIRE(pb_hw_load(pb_spec_dir(), "h100-sxm", &hw, &e) == PB_OK);
-    PB_REQUIRE(pb_sim_cost_load(pb_spec_dir(), "h100-sxm", &c, &e) == PB_OK);
-    PB_REQUIRE(pb_hw_load(pb_spec_dir(), "a100-80gb", &a100, &e) == PB_OK);
-    PB_REQUIRE(pb_sim_cost_load(pb_spec_dir(), "a100-80gb", &ca, &e) == PB_OK);
+    pb_model ma;
+    load_spec("llama-3-8b", "h100-sxm", &m, &hw, &c);
+    load_spec("llama-3-8b", "a100-80gb", &ma, &a100, &ca);
     PB_CHECK_NEAR(c.flash3_pre_flops_eff, 0.7061, 1e-12);      /* h100-sxm.yaml */
     PB_CHECK(ca.flash3_pre_flops_eff == 0);                    /* not given on the A100 */
     pb_sim_params p = pb_sim_params_default();
@@ -579,13 +577,87 @@ PB_TEST(flash_attention_3_prefill_by_hand) {
     pb_cfg_err_clear(&e);
     PB_CHECK(pb_sim_create(&m, &hw, &c, 1, &p, &refused, &e) == PB_ERR_INVALID && refused == NULL);
     PB_CHECK_STR_CONTAINS(e.msg, "flash_version 4");
-    pb_vllm_knobs k;                                          /* the engines' defaults */
-    pb_vllm_knobs_default(PB_VLLM_V1, 4096, &hw, &k);
-    PB_CHECK(k.flash_attn_version == PB_FLASH_AUTO);
-    pb_vllm_knobs_default(PB_VLLM_V02, 4096, &hw, &k);
-    PB_CHECK(k.flash_attn_version == 2);
-    pb_vllm_knobs_default(PB_VLLM_V01, 4096, &hw, &k);
-    PB_CHECK(k.flash_attn_version == 2);
+}
+
+/* V1's fused element-wise work (executor_sim.h "Fused element-wise work"): fused_add_norm
+   makes each layer's residual add + norm one kernel (2 a layer instead of 4; 8 h bytes a
+   token instead of 10 h); ar_norm_max_tokens at tp > 1 drops them into the all-reduce
+   kernels for steps of at most that many tokens, and nothing else moves. Llama-2-70B on
+   the h100-sxm spec at tp 8; the spec's fusion size and the engines' defaults. */
+PB_TEST(fused_add_norm_and_allreduce_norm_fusion_by_hand) {
+    pb_model m;
+    pb_hw hw;
+    pb_sim_cost c;
+    pb_cfg_err e;
+    pb_cfg_err_clear(&e);
+    load_spec("llama-2-70b", "h100-sxm", &m, &hw, &c);
+    PB_CHECK_NEAR(c.ar_norm_fusion_bytes[2], 0.5 * 1024 * 1024, 0);   /* h100-sxm.yaml: tp 8, 0.5 MiB */
+    PB_CHECK_NEAR(c.ar_norm_fusion_bytes[0], 64.0 * 1024 * 1024, 0);
+    pb_sim_params p = pb_sim_params_default();
+    PB_CHECK(!p.fused_add_norm && p.ar_norm_max_tokens == 0);
+    p.framework = PB_SIM_FW_V1;
+    p.custom_allreduce = true;
+    pb_sim *plain = NULL, *fan = NULL, *arn = NULL;
+    PB_REQUIRE(pb_sim_create(&m, &hw, &c, 8, &p, &plain, &e) == PB_OK);
+    p.fused_add_norm = true;
+    PB_REQUIRE(pb_sim_create(&m, &hw, &c, 8, &p, &fan, &e) == PB_OK);
+    p.ar_norm_max_tokens = 32;   /* 0.5 MiB / (8192 x 2 bytes) */
+    PB_REQUIRE(pb_sim_create(&m, &hw, &c, 8, &p, &arn, &e) == PB_OK);
+    const double L = 80, h = 8192, dt = 2, ef = c.elem_fixed_s, bw = hw.hbm_bw * c.elem_bw_eff;
+    pb_batch_seq q[64];
+    const int sizes[] = {8, 32, 33, 64};
+    for (int i = 0; i < 4; i++) {
+        int n = sizes[i];
+        pb_batch b = decode_batch(q, n, 300);
+        pb_sim_breakdown o0, o1, o2;
+        pb_sim_step_breakdown(plain, &b, &o0);
+        pb_sim_step_breakdown(fan, &b, &o1);
+        pb_sim_step_breakdown(arn, &b, &o2);
+        /* fused add + norm: 2 kernels and 2 h dt bytes a token fewer in each layer */
+        PB_CHECK_NEAR(o0.elementwise_s - o1.elementwise_s, L * (n * 2 * h * dt / bw + 2 * ef), 1e-12);
+        PB_CHECK(o0.kernels - o1.kernels == 2 * 80);
+        /* the all-reduce fusion: the remaining 2 a layer and their 8 h dt bytes, up to 32 tokens */
+        double away = n <= 32 ? L * (n * 8 * h * dt / bw + 2 * ef) : 0;
+        PB_CHECK_NEAR(o1.elementwise_s - o2.elementwise_s, away, 1e-12);
+        PB_CHECK(o1.kernels - o2.kernels == (n <= 32 ? 2 * 80 : 0));
+        PB_CHECK_NEAR(o2.allreduce_s, o1.allreduce_s, 0);         /* the all-reduces keep their terms */
+        PB_CHECK_NEAR(o2.gemm_s + o2.decode_attn_s, o1.gemm_s + o1.decode_attn_s, 0);
+    }
+    pb_sim_destroy(plain);
+    pb_sim_destroy(fan);
+    pb_sim_destroy(arn);
+    pb_sim *one = NULL;                                            /* tp 1: nothing to fuse into */
+    PB_REQUIRE(pb_sim_create(&m, &hw, &c, 1, &p, &one, &e) == PB_OK);
+    p.ar_norm_max_tokens = 0;
+    pb_sim *one0 = NULL;
+    PB_REQUIRE(pb_sim_create(&m, &hw, &c, 1, &p, &one0, &e) == PB_OK);
+    pb_batch b = decode_batch(q, 8, 300);
+    pb_sim_breakdown a, z;
+    pb_sim_step_breakdown(one, &b, &a);
+    pb_sim_step_breakdown(one0, &b, &z);
+    PB_CHECK_NEAR(a.gpu_s, z.gpu_s, 0);
+    pb_sim_destroy(one);
+    pb_sim_destroy(one0);
+    p.ar_norm_max_tokens = -1;
+    pb_sim *bad = NULL;
+    pb_cfg_err_clear(&e);
+    PB_CHECK(pb_sim_create(&m, &hw, &c, 8, &p, &bad, &e) == PB_ERR_INVALID && bad == NULL);
+}
+
+/* The engines' defaults of V1's kernel knobs: v0.1 / v0.2 run NCCL, FlashAttention-2 (when
+   the flash kernel is chosen) and no fusion; v1 its own all-reduce kernels, FA3 where the
+   GPU has its term, and the all-reduce + RMSNorm fusion where the GPU gives its size. */
+PB_TEST(engine_defaults_of_the_kernel_knobs) {
+    pb_hw hw = {.name = "H100-SXM", .mem_bytes = 80.0 * 1024 * 1024 * 1024};
+    const pb_vllm_version vs[] = {PB_VLLM_V01, PB_VLLM_V02, PB_VLLM_V1};
+    for (int i = 0; i < 3; i++) {
+        pb_vllm_knobs k;
+        pb_vllm_knobs_default(vs[i], 4096, &hw, &k);
+        bool v1 = vs[i] == PB_VLLM_V1;
+        PB_CHECK(k.custom_allreduce == v1);
+        PB_CHECK(k.fuse_allreduce_rms == v1);
+        PB_CHECK(k.flash_attn_version == (v1 ? PB_FLASH_AUTO : 2));
+    }
 }
 
 PB_TEST_MAIN()

@@ -10,15 +10,15 @@ on published per-call timings (micro level: one collective, no model around it).
 What it models.  vLLM's V1 engine (v0.33.0, the release `engine: v1` pins) does not reduce
 tensor-parallel activations through NCCL when the GPUs share NVLink: vllm/distributed/
 device_communicators/cuda_communicator.py all_reduce tries, in order, FlashInfer's one-shot
-all-reduce (sizes up to FI_ALLREDUCE_FUSION_MAX_SIZE_MB on SM 9.0: 64 / 2 / 1 MB at TP
-2 / 4 / 8, config/compilation.py), its custom all-reduce (custom_all_reduce.py; below
-CUSTOM_ALL_REDUCE_MAX_SIZES["9.0"]: 64 MB / 32 MB / 256 KB at TP 2 / 4 / 8,
-all_reduce_utils.py), torch symmetric memory (SYMM_MEM_ALL_REDUCE_MAX_SIZES, up to 64 MB),
-then NCCL.  Those thresholds were set from vLLM's own benchmark
-(benchmarks/kernels/benchmark_device_communicators.py) so that each size goes to its fastest
-kernel; the cost model takes one line per TP degree, time = custom_allreduce_tpN_us +
-bytes / custom_allreduce_tpN_GBps, fitted (least squares on relative error) to the fastest
-measured kernel at each size:
+all-reduce (sizes up to FI_ALLREDUCE_FUSION_MAX_SIZE_MB on SM 9.0: 64 / 2 / 0.5 MB at TP 2
+/ 4 / 8, compilation/passes/fusion/allreduce_rms_fusion.py:104-109), its custom all-reduce
+(custom_all_reduce.py; below CUSTOM_ALL_REDUCE_MAX_SIZES["9.0"]: 64 MB / 32 MB / 256 KB at
+TP 2 / 4 / 8, all_reduce_utils.py), torch symmetric memory (SYMM_MEM_ALL_REDUCE_MAX_SIZES,
+up to 64 MB), then NCCL.  Those thresholds were set from vLLM's own benchmark
+(benchmarks/kernels/benchmark_device_communicators.py) so that each size goes to its
+fastest kernel; the cost model takes one line per TP degree, time = custom_allreduce_tpN_us
++ bytes / custom_allreduce_tpN_GBps, fitted (least squares on relative error) to the
+fastest measured kernel at each size:
 
   TP 2  vllm-project/vllm#24111 (H100, bf16 [32, 8192], "Best" of ca_1stage / ca_2stage /
         pynccl / symm_mem): 0.50 MB 7 us; flagos-ai/FlagGems-vllm#773 (8x H100 80GB HBM3, vLLM
