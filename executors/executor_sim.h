@@ -298,7 +298,10 @@ typedef struct {
  *   2668-2694; :1128-1132) FlashInfer's fused kernel does each all-reduce, the residual
  *   add and the norm, so those steps drop the layer's add / norm kernels and bytes; the
  *   all-reduce keeps its own terms (custom_allreduce_tpN_* includes a fused kernel's
- *   timing at TP 2; at TP 4 / 8 the norm's work inside it is taken as free). */
+ *   timing at TP 2; at TP 4 / 8 the norm's work inside it is taken as free).
+ * v0.x systems keep the adds and norms apart: right for v0.1 (OPT and LLaMA alike), not
+ * for all of v0.2's range -- vllm-project/vllm#1667 (November 2023, inside v0.2.2-v0.2.7)
+ * fused LLaMA's add + RMSNorm; the v0.2 model does not (not modelled). */
 
 /* vLLM V1's engine-core host time per step and per scheduled request: Scheduler.schedule()
  * + update_from_output() of vLLM v0.33.0 timed with no model on this repository's CPU
