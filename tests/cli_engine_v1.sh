@@ -11,8 +11,9 @@
 # refuses it with prefix_caching: false; at tp 8 its custom all-reduce lowers TPOT against
 # NCCL's, and a GPU without custom_allreduce_tpN terms is a config error (exit 2) until
 # custom_allreduce: false; the all-reduce + RMSNorm fusion lowers TPOT at tp 8 on an H100 and
-# is a config error where asked for on an A100; FlashAttention-3 (flash_attn_version: auto on
-# an H100) lowers the TTFT of lone long prompts against 2, and 3 on an A100 is a config error.
+# is a config error where asked for on an A100 or for an OPT model; FlashAttention-3
+# (flash_attn_version: auto on an H100) lowers the TTFT of lone long prompts against 2, and 3
+# on an A100 is a config error.
 #   bash tests/cli_engine_v1.sh build/cpu/pagedbench
 set -u
 PB=${1:?usage: cli_engine_v1.sh path/to/pagedbench}
@@ -133,6 +134,11 @@ sed 's/hardware: h100-sxm/hardware: a100-80gb/; /v1_nccl/d; s/engine: v1}/engine
 cfg_error "$T/fua.yaml" "$T/rfua" \
     "fua.yaml:8:[0-9]+: systems.0.fuse_allreduce_rms: hardware A100-80GB has no cost_model.allreduce_norm_fusion_tp8_MB" \
     "fuse_allreduce_rms: true on a GPU without the fusion's size: config error"
+sed 's/model: llama-2-70b/model: opt-66b/; s/gpus: 8/gpus: 2/; /v1_nccl/d; s/engine: v1}/engine: v1, fuse_allreduce_rms: true}/' \
+    "$T/tp.yaml" >"$T/fuo.yaml"
+cfg_error "$T/fuo.yaml" "$T/rfuo" \
+    "fuo.yaml:8:[0-9]+: systems.0.fuse_allreduce_rms: model OPT-66B has no RMSNorm to fuse" \
+    "fuse_allreduce_rms: true for an OPT model: config error"
 
 # FlashAttention-3: V1's auto picks it on a GPU with FA3's term (h100-sxm), which lowers the
 # TTFT of prompts that prefill alone (4,000 tokens each, 2 s apart) against
