@@ -28,6 +28,11 @@
  *                           is flash: FlashAttention-2)
  *   fuse_allreduce_rms      false                         false (a torch.compile pass of
  *                                                         2025)
+ *   (not a knob: the sim's  apart                         one fused_add_rms_norm kernel
+ *   fused_add_norm,                                       for Llama-family models
+ *   executor_sim.h)                                       (vllm-project/vllm#1667, in the
+ *                                                         v0.2.2 wheel's layernorm.py);
+ *                                                         OPT's stay apart
  *
  * engine: v1 -- vLLM's V1 engine as released in v0.33.0 (PyPI wheel, git 4ba787ec9;
  * every line below is of that release, paths under vllm/):

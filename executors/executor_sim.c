@@ -179,6 +179,9 @@ const pb_key pb_sim_system_schema[] = {
     {.name = "framework", .type = PB_T_ENUM, .choices = "python|cpp|v1",
      .dflt_rule = "the system type's (pagedbench list: system types)",
      .doc = "host overheads: python (vLLM 2023, Orca re-implementation), cpp (FasterTransformer), v1 (vLLM V1)"},
+    {.name = "fused_add_norm", .type = PB_T_BOOL,
+     .dflt_rule = "the engine's: v1 every model, v0.2 the Llama family, v0.1 none (executor_sim.h)",
+     .doc = "each residual add + norm is one kernel (2 a layer, 8 h bytes a token) instead of 4 (10 h)"},
     {.name = "profile", .type = PB_T_STR, .dflt = "",
      .doc = "measured step profile CSV (executors/sim_profile.h; '' = the analytic model)"},
     {0},
@@ -373,6 +376,7 @@ pb_status pb_sim_params_from_node(const pb_node *n, pb_sim_params *out, pb_cfg_e
                                                     : PB_SIM_ATTN_PAGED;
     if ((v = pb_node_get(n, "framework")))
         out->framework = !strcmp(v->value, "cpp") ? PB_SIM_FW_CPP : !strcmp(v->value, "v1") ? PB_SIM_FW_V1 : PB_SIM_FW_PYTHON;
+    out->fused_add_norm = pb_schema_bool_or(pb_sim_system_schema, n, "fused_add_norm", out->fused_add_norm);
     const char *prof = pb_schema_str(pb_sim_system_schema, n, "profile");
     if (strlen(prof) >= sizeof out->profile)
         return pb_cfg_fail(err, pb_node_get(n, "profile"), false, "sim.profile: path too long");

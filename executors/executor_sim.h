@@ -285,7 +285,7 @@ typedef struct {
                                     kernels (below); 0 = never                          */
 } pb_sim_params;
 
-/* Fused element-wise work (vLLM V1's compiled model, v0.33.0):
+/* Fused element-wise work (vLLM V1's compiled model, v0.33.0; v0.2's fused add + RMSNorm):
  * fused_add_norm: a residual add and the norm after it are one kernel -- RMSNorm with a
  *   residual is one fused_add_rms_norm op (model_executor/layers/layernorm.py:79-99,
  *   native and CUDA forms), and Inductor fuses OPT's add + LayerNorm the same way --
@@ -299,15 +299,24 @@ typedef struct {
  *   add and the norm, so those steps drop the layer's add / norm kernels and bytes; the
  *   all-reduce keeps its own terms (custom_allreduce_tpN_* includes a fused kernel's
  *   timing at TP 2; at TP 4 / 8 the norm's work inside it is taken as free).
- * v0.x systems keep the adds and norms apart: right for v0.1 (OPT and LLaMA alike), not
- * for all of v0.2's range -- vllm-project/vllm#1667 (November 2023, inside v0.2.2-v0.2.7)
- * fused LLaMA's add + RMSNorm; the v0.2 model does not (not modelled). */
+ * Who fuses (experiments/system.c sets it; a system's sim.fused_add_norm overrides):
+ * engine v1, every model; v0.2 (v0.2.2-v0.2.7), the Llama family -- vllm-project/vllm#1667
+ * made RMSNorm(x, residual) one fused_add_rms_norm kernel before v0.2.2 shipped (the
+ * v0.2.2 and v0.2.7 wheels' model_executor/layers/layernorm.py forward(); the decoder
+ * layers of llama.py, yi.py, qwen.py, internlm.py, mistral.py and baichuan.py pass the
+ * residual), while OPT's add and LayerNorm stay apart (opt.py); v0.1, no model.
+ * `validate`'s vllm rows keep them apart, as Sarathi-Serve's engine does (its RMSNorm
+ * takes no residual: sarathi/model_executor/layers/layernorm.py). */
 
 /* vLLM V1's engine-core host time per step and per scheduled request: Scheduler.schedule()
  * + update_from_output() of vLLM v0.33.0 timed with no model on this repository's CPU
  * (experiments/calibrate/v1_host.py, the fit and its residual there and in
  * docs/DESIGN.md §5).  Replaced by the framework.v1 entry of the hardware's cost model
- * where one is measured on that machine. */
+ * where one is measured on that machine.  Not in it: the worker's input preparation,
+ * which v0.33.0's default Model Runner V2 runs as Triton kernels on the GPU
+ * (config/vllm.py:731-766, v1/worker/gpu/input_batch.py:279-757: a few launches a step,
+ * no loop over requests), and the API server's process (overlapped; within 3% of the
+ * offline engine when V1 split it off, vllm-project/vllm#11636). */
 extern const double PB_SIM_V1_STEP_S, PB_SIM_V1_SEQ_S;
 
 /* Asynchronous scheduling (vLLM V1, async_scheduling): the host work of a step
@@ -329,9 +338,9 @@ extern const double PB_SIM_V1_STEP_S, PB_SIM_V1_SEQ_S;
  * hardware's cuda_graph_* costs (pb_sim_create refuses a spec without them). */
 
 pb_sim_params pb_sim_params_default(void);     /* vLLM: paged, python, analytic */
-/* Overlay a system's `sim:` map (attention_kernel, framework: each when given;
- * profile) onto *out, whose attention kernel and framework the caller set (the
- * system type's).  NULL node: *out unchanged.  Validates against pb_sim_system_schema. */
+/* Overlay a system's `sim:` map (attention_kernel, framework, fused_add_norm: each when
+ * given; profile) onto *out, whose attention kernel, framework and fusion the caller set
+ * (the system type's and the engine's).  NULL node: *out unchanged.  Validates against pb_sim_system_schema. */
 pb_status pb_sim_params_from_node(const pb_node *n, pb_sim_params *out, pb_cfg_err *err);
 
 /* ---- the model as plain functions (tests, figures, the executor) ---- */

@@ -566,7 +566,10 @@ static pb_status plan_sim(plan *P, const pb_node *root, const pb_node *sys, cons
                                "(FlashAttention-3 runs on Hopper; 2 or auto prices FlashAttention-2)",
                                kp, P->hw.name);
         P->sp.flash_version = fv == PB_FLASH_AUTO ? (fa3 ? 3 : 2) : fv;
-        P->sp.fused_add_norm = P->version == PB_VLLM_V1;   /* V1's compiled model (executor_sim.h) */
+        /* V1's compiled model; v0.2's RMSNorm(x, residual) op for its Llama-family models
+           (executor_sim.h "Fused element-wise work") */
+        P->sp.fused_add_norm = P->version == PB_VLLM_V1 ||
+                               (P->version == PB_VLLM_V02 && P->model.arch == PB_ARCH_LLAMA);
     }
     if (P->type->paged && P->knobs.fuse_allreduce_rms && P->tp > 1) {   /* FlashInfer's all-reduce + norm */
         int i = P->tp == 2 ? 0 : P->tp == 4 ? 1 : P->tp == 8 ? 2 : -1;   /* the sizes it supports */

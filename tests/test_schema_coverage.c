@@ -193,6 +193,10 @@ static const variant VARIANTS[] = {
     {"v02spec", "name: cov\nfigure: cov\nmodel: opt-13b\nhardware: a100-40gb\n"
                 "workload: {dataset: sharegpt, arrivals: poisson, rate: 20, num_requests: 60}\n"
                 "systems:\n  - {name: s, type: vllm, engine: v0.2}\n"},
+    /* vLLM v0.2 on a Llama-family model (its fused add + RMSNorm kernels) */
+    {"v02llama", "name: cov\nfigure: cov\nmodel: llama-13b\nhardware: a100-40gb\n"
+                 "workload: {dataset: sharegpt, arrivals: poisson, rate: 20, num_requests: 60}\n"
+                 "systems:\n  - {name: s, type: vllm, engine: v0.2}\n"},
     /* vLLM V1 with its KV space from the specs */
     {"v1spec", "name: cov\nfigure: cov\nmodel: opt-13b\nhardware: a100-40gb\n"
                "workload: {dataset: sharegpt, arrivals: poisson, rate: 20, num_requests: 60}\n"
@@ -308,6 +312,8 @@ static const kcase CASES[] = {
     E("systems[].sim.attention_kernel", "sim", "systems.0.sim={attention_kernel: contiguous}"),
     E("systems[].sim.framework", "sim", "systems.0.sim={framework: cpp}"),
     E("systems[].sim.profile", "sim", "systems.0.sim={profile: PROFILE}"),
+    E("systems[].sim.fused_add_norm", "sim", "systems.0.sim={fused_add_norm: true}"),
+    E("systems[].sim.fused_add_norm", "v02llama", "systems.0.sim={fused_add_norm: false}"),
     /* executor: as a map */
     E("executor.type", "cpukv", "executor.type=sim"),
     E("executor.fixed_latency_s", "cpu", "executor.fixed_latency_s=0.05"),
@@ -762,6 +768,10 @@ static const rule_case RULES[] = {
     {"systems[].sim.framework", "ft", "systems.0.sim.framework=cpp", NULL},
     {"systems[].sim.attention_kernel", "v1spec", "systems.0.sim.attention_kernel=flash", NULL},
     {"systems[].sim.framework", "v1spec", "systems.0.sim.framework=v1", NULL},
+    {"systems[].sim.fused_add_norm", "sim", "systems.0.sim.fused_add_norm=false", NULL},       /* v0.1 */
+    {"systems[].sim.fused_add_norm", "v02spec", "systems.0.sim.fused_add_norm=false", NULL},   /* v0.2, OPT */
+    {"systems[].sim.fused_add_norm", "v02llama", "systems.0.sim.fused_add_norm=true", NULL},  /* v0.2, Llama */
+    {"systems[].sim.fused_add_norm", "v1spec", "systems.0.sim.fused_add_norm=true", NULL},    /* v1 */
     {"systems[].step_mode", ENGINE, ENGINE, NULL},
     {"systems[].max_paddings", ENGINE, ENGINE, NULL},
     {"systems[].max_num_batched_tokens", ENGINE, ENGINE, NULL},

@@ -10,9 +10,11 @@ per B is fitted as step_s + seq_s * B (least squares on relative error); the scr
 its residuals (median and max |err| over the B's).
 
 What it leaves out (so the fit is a lower bound of V1's host work per step): the
-model runner's input preparation and sampler bookkeeping in the worker, the engine
-core's output serialization and the frontend's detokenization (other processes,
-overlapped).
+model runner's input preparation and sampler bookkeeping in the worker (v0.33.0's
+default Model Runner V2 prepares inputs in Triton kernels on the GPU,
+v1/worker/gpu/input_batch.py, so this is a few launches a step, not a loop over the
+requests), the engine core's output serialization and the frontend's detokenization
+(other processes, overlapped).
 
 The sim uses the fit as PB_SIM_V1_STEP_S / PB_SIM_V1_SEQ_S (executors/executor_sim.c).
 Needs vLLM (the version printed) in the Python that runs it; pip install it into a
