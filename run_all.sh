@@ -116,6 +116,7 @@ need_pkgs() {   # need_pkgs <verb>: list the Debian packages missing for this ve
                   command -v munged >/dev/null || missing+=(munge)
                   command -v parallel >/dev/null || missing+=(parallel)      # cli_parallel
                   command -v gnuplot >/dev/null || missing+=(gnuplot-nox)    # cli_plot, cli_quick_figure
+                  { fc-list 2>/dev/null | grep -i dejavu >/dev/null; } || missing+=(fonts-dejavu-core)   # cli_clean_tree
                   command -v clang >/dev/null || missing+=(clang)            # cli_fuzz: libFuzzer
                   { dpkg -s libclang-rt-dev >/dev/null 2>&1; } || missing+=(libclang-rt-dev)
               fi ;;
@@ -275,7 +276,7 @@ run_all_figures() {
     [ "$QUICK" = 1 ] && quick=(--quick)
     [ "$QUICK" = 1 ] || { RES=results; PLOTS=plots/out; }   # the committed reference results
     mkdir -p "$RES"
-    { echo '```'; "$PB" table1 --csv "$RES/table1.csv"; echo '```'; } >"$RES/table1_report.md" || rc=1
+    { echo '```'; "$PB" table1 --csv "$RES/table1.csv" || rc=1; echo '```'; } >"$RES/table1_report.md" || rc=1
     cat "$RES/table1_report.md"
     "$PB" run --all --jobs "$JOBS" --results "$RES" "${quick[@]}" || rc=$?
     [ "$rc" = 2 ] && exit 2

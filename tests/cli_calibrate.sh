@@ -5,7 +5,8 @@
 # value is off by more than 1% (so a hand edit, or a fit that changed, fails CI); and
 # custom_allreduce.py --check refits the custom_allreduce_tpN terms on the published
 # per-call timings it holds, and flash_attn.py --paper --check FlashAttention-3's prefill
-# rate on the FA3 paper's kernel benchmark it holds.
+# rate on the FA3 paper's kernel benchmark it holds (with the full profiles, flash_attn.py
+# --check also refits the FlashAttention-2 terms).
 # Where the full profiles are absent (a bare clone, CI) the fits run on
 # tests/data/gpu-profiles, the cells calibrate.py reads (profiles_subset.py); where they
 # are present they run there, and the committed subset must be those cells.
@@ -22,5 +23,12 @@ else
 fi || exit 1
 # the custom all-reduce terms (h100-sxm, h200) from their published per-call timings
 python3 experiments/calibrate/custom_allreduce.py --check || exit 1
-# FlashAttention-3's prefill compute rate (h100-sxm, h200) from the FA3 paper's bars
-python3 experiments/calibrate/flash_attn.py --paper --check
+# FlashAttention-3's prefill compute rate (h100-sxm, h200) from the FA3 paper's bars; with
+# the full profiles also the FlashAttention-2 terms of every A100 and Hopper spec (the
+# committed subset lacks the attention profile's decode cells: a bare clone checks only
+# the paper's part)
+if [ -d "$FULL/vidur" ]; then
+    python3 experiments/calibrate/flash_attn.py --check --profiles "$FULL"
+else
+    python3 experiments/calibrate/flash_attn.py --paper --check
+fi

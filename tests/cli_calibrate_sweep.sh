@@ -7,7 +7,8 @@
 # Needs python3 only (no GPU profiles).
 #   bash tests/cli_calibrate_sweep.sh build/release/pagedbench
 set -u
-command -v python3 >/dev/null || { echo "SKIP: no python3"; exit 77; }
+. "$(dirname "$0")/skip.sh"
+command -v python3 >/dev/null || pb_skip "no python3"
 T=$(mktemp -d)
 trap 'rm -rf "$T"' EXIT
 python3 - "$T" <<'EOF'

@@ -12,10 +12,11 @@
 # Skips (77) outside a git checkout or without gnuplot (run_all.sh's figure verbs plot).
 #   bash tests/cli_clean_tree.sh build/cpu/pagedbench       (from the repository root)
 set -u
+. "$(dirname "$0")/skip.sh"
 PB=$(cd "$(dirname "${1:?usage: cli_clean_tree.sh path/to/pagedbench}")" && pwd)/$(basename "$1")
-git rev-parse --is-inside-work-tree >/dev/null 2>&1 || { echo "skip: not a git checkout"; exit 77; }
-command -v gnuplot >/dev/null || { echo "skip: gnuplot not installed"; exit 77; }
-{ fc-list 2>/dev/null | grep -i dejavu >/dev/null; } || { echo "skip: no DejaVu fonts (fonts-dejavu-core)"; exit 77; }
+git rev-parse --is-inside-work-tree >/dev/null 2>&1 || pb_skip "not a git checkout"
+command -v gnuplot >/dev/null || pb_skip "gnuplot not installed"
+{ fc-list 2>/dev/null | grep -i dejavu >/dev/null; } || pb_skip "no DejaVu fonts (fonts-dejavu-core)"
 ROOT=$(git rev-parse --show-toplevel)
 T=$(mktemp -d /tmp/pb_clean.XXXXXX)
 trap 'rm -rf "$T"' EXIT

@@ -44,10 +44,13 @@ for entry in $CMDS; do
     *" $c "*) grep -q '77 skipped' "$T/h" && ok "$cmd --help documents exit 77" || bad "$cmd --help lacks 77" ;;
     esac
     miss=""
-    for o in $(grep -oE '\{"[a-z0-9-]+", (O_[A-Z0-9_]+|'"'"'.'"'"'), ' "$src" | sed 's/{"\([a-z0-9-]*\)".*/\1/'); do
-        grep -q -- "--$o\b" "$T/h" || miss="$miss --$o"
-    done
-    [ -z "$miss" ] && ok "$cmd --help names every option of its table" || bad "$cmd --help lacks$miss"
+    opts=$(grep -oE '\{"[a-z0-9-]+", (O_[A-Z0-9_]+|'"'"'.'"'"'), ' "$src" | sed 's/{"\([a-z0-9-]*\)".*/\1/')
+    if [ ! -f "$src" ]; then bad "$cmd: no source $src"
+    elif [ -z "$opts" ] && [ "$c" != bench ]; then bad "$cmd: no option table found in $src"   # bench: subcommands only
+    else
+        for o in $opts; do grep -q -- "--$o\b" "$T/h" || miss="$miss --$o"; done
+        [ -z "$miss" ] && ok "$cmd --help names every option of its table" || bad "$cmd --help lacks$miss"
+    fi
     # shellcheck disable=SC2086
     "$PB" help $cmd >"$T/h2" 2>/dev/null && cmp -s "$T/h" "$T/h2" && ok "pagedbench help $cmd" || bad "pagedbench help $cmd"
     # shellcheck disable=SC2086

@@ -8,9 +8,10 @@
 #      requests CSV read back, every cell equal to what the YAML says, nothing cut.
 #   bash tests/cli_csv_roundtrip.sh build/cpu/pagedbench
 set -u
+. "$(dirname "$0")/skip.sh"
 PB=$(realpath "${1:?usage: cli_csv_roundtrip.sh path/to/pagedbench}")
 SRC=$(cd "$(dirname "$0")/.." && pwd)
-command -v python3 >/dev/null || { echo "SKIP: no python3" >&2; exit 77; }
+command -v python3 >/dev/null || pb_skip "no python3"
 T=$(mktemp -d /tmp/pb_cli_csv.XXXXXX)
 trap 'rm -rf "$T"' EXIT
 LONG=$(python3 -c "print('L' * 400)")
@@ -51,7 +52,9 @@ if not files:
 for f in files:
     widths(f)
 print("[ok] %d committed results CSVs read back strictly" % len(files), file=sys.stderr)
-rows = widths(T + "/r/q.csv")
+rows = widths(T + "/r/q.csv") or []
+if len(rows) != 5:   # a header and 2 systems x 2 rates
+    print("[FAIL] q.csv: %d rows, want a header and 4" % len(rows), file=sys.stderr); fail += 1
 if rows:
     h = rows[0]
     want = {"dataset, source": "share,gpt", "quote": 'say "hi"', "crlf": "a\r\nb", "blank": "  padded  ", "hash": "#1",
@@ -66,10 +69,12 @@ if rows:
         if cell.get("rate, req/s") not in ("1", "2"):
             print("[FAIL] q.csv: axis 'rate, req/s' = %r" % cell.get("rate, req/s"), file=sys.stderr); fail += 1
     print("[ok] q.csv: %d rows, labels and tags read back whole" % (len(rows) - 1), file=sys.stderr)
-rows = widths(T + "/r/q.requests.csv")
-if rows and "rate, req/s" not in rows[0]:
+rows = widths(T + "/r/q.requests.csv") or []
+if len(rows) < 2:
+    print("[FAIL] q.requests.csv: no request rows", file=sys.stderr); fail += 1
+elif "rate, req/s" not in rows[0]:
     print("[FAIL] q.requests.csv: no axis column 'rate, req/s'", file=sys.stderr); fail += 1
-elif rows:
+else:
     print("[ok] q.requests.csv: %d rows as wide as the header" % (len(rows) - 1), file=sys.stderr)
 sys.exit(1 if fail else 0)
 P

@@ -62,8 +62,10 @@ echo "ok: bad baselines exit 2"
 
 # --help lists every option the parser takes
 "$BIN" kernels --help > "$TMP/help.out" 2>&1 || fail "kernels --help exited non-zero"
-for o in $(grep -o '!strcmp(a, "-[-a-z]*")' experiments/cmd_kernels.c | sed 's/.*"\(.*\)".*/\1/' | sort -u); do
-    grep -q -- "$o\b" "$TMP/help.out" || fail "kernels --help does not list $o"
+opts=$(grep -oE '\{"[a-z0-9-]+", O_[A-Z0-9_]+, ' experiments/cmd_kernels.c | sed 's/{"\([a-z0-9-]*\)".*/\1/')
+[ "$(echo $opts | wc -w)" -ge 10 ] || fail "no option table found in experiments/cmd_kernels.c"
+for o in $opts; do
+    grep -q -- "--$o\b" "$TMP/help.out" || fail "kernels --help does not list --$o"
 done
 "$BIN" kernels --cpu --grid swap --reps 1 > "$TMP/nocheck.out" 2>/dev/null || fail "kernels without --check failed"
 grep -q "^Check no_regression: n/a" "$TMP/nocheck.out" || fail "no no_regression n/a without --check"

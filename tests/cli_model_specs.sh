@@ -30,8 +30,13 @@ for f in experiments/models/*.yaml; do
     case $m in llama-2-7b|codellama-34b|internlm-20b|qwen-72b|phi-2|llama-2-70b) hw=h100-sxm ;; esac
     done_=0
     for g in 1 2 4 8; do
+        rc=0
         "$PB" run "$T/p.yaml" --set model=$m --set hardware=$hw --set gpus=$g --results "$T/r" \
-            --quiet --no-report >"$T/o" 2>&1 || continue
+            --quiet --no-report >"$T/o" 2>&1 || rc=$?
+        if [ $rc != 0 ]; then   # too few GPUs for the model is a config error (2); anything else is a failure
+            [ $rc = 2 ] && grep -qE 'no memory left|cannot hold one max-length request|does not divide' "$T/o" && continue
+            bad "$m on $hw x$g: rc $rc: $(tail -1 "$T/o")"; done_=1; break
+        fi
         n=$(awk -F, 'NR == 1 { for (i = 1; i <= NF; i++) if ($i == "n_finished") c = i } NR == 2 { print $c }' "$T/r/mspec.csv")
         [ "$n" = 30 ] && ok "$m runs a point on $hw x$g (30 of 30 finished)" || bad "$m on $hw x$g: n_finished '$n'"
         done_=1

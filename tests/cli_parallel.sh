@@ -41,7 +41,7 @@ else
     bad "merge failed: $(tail -n 3 "$T/merged.err")"
 fi
 shards >/dev/null 2>"$T/par2.err"
-[ "$(grep -c "0 points computed" "$T/par2.err")" = "$N" ] && ok "rerun: every shard reuses its points" ||
+[ "$(grep -c ': 0 points computed,' "$T/par2.err")" = "$N" ] && ok "rerun: every shard reuses its points" ||
     bad "rerun recomputed: $(grep computed "$T/par2.err" | head -n 2)"
 
 echo "cli_parallel: $pass passed, $fail failed" >&2

@@ -46,10 +46,13 @@ for ds in chatbot translation; do
         lo=$( [ $ds = chatbot ] && echo 7 || echo 70 ); hi=$( [ $ds = chatbot ] && echo 13 || echo 78 )
         awk -v h="$hit" -v l="$lo" -v u="$hi" 'BEGIN { exit !(h >= l && h <= u) }' &&
             ok "$ds: prefix-cache hits $hit% of prompt tokens (in [$lo, $hi]%)" || bad "$ds: prefix_hit_pct '$hit' not in [$lo, $hi]"
-        [ -z "$(col "$csv" vllm prefix_hit_pct)" ] && ok "$ds: vllm has no prefix_hit_pct" ||
+        # (each system's row must exist: a missing row reads as empty cells)
+        [ -n "$(col "$csv" vllm n_requests)" ] && [ -z "$(col "$csv" vllm prefix_hit_pct)" ] &&
+            ok "$ds: vllm has no prefix_hit_pct" ||
             bad "$ds: vllm prefix_hit_pct '$(col "$csv" vllm prefix_hit_pct)'"
         for s in vllm apc; do
-            [ "$(col "$csv" $s n_finished)" = "$(col "$csv" $s n_requests)" ] && ok "$ds: $s finished every request" ||
+            [ -n "$(col "$csv" $s n_requests)" ] && [ "$(col "$csv" $s n_finished)" = "$(col "$csv" $s n_requests)" ] &&
+                ok "$ds: $s finished every request" ||
                 bad "$ds: $s finished $(col "$csv" $s n_finished) of $(col "$csv" $s n_requests)"
         done
     else bad "$ds run failed: $(head -c 400 "$T/err")"; fi

@@ -68,12 +68,12 @@ if "$PB" run "$T/tiny.yaml" --jobs 1 --results "$T/j1" >"$T/j1.out" 2>"$T/j1.err
     else bad "CSVs differ across --jobs"; diff "$T/j1/cli_tiny.csv" "$T/j3/cli_tiny.csv" | head >&2; fi
     grep -q "^### cli_tiny: results (no digitized paper data" "$T/j1.out" && ! grep -q "^| *|$" "$T/j1.out" && ok "report printed" || bad "no report"
     "$PB" run "$T/tiny.yaml" --jobs 2 --results "$T/j1" >"$T/again.out" 2>"$T/again.err"
-    if grep -q "0 points computed, 6 reused" "$T/again.err" && cmp -s "$T/j1/cli_tiny.csv" "$T/j3/cli_tiny.csv"; then
+    if grep -q ": 0 points computed, 6 reused" "$T/again.err" && cmp -s "$T/j1/cli_tiny.csv" "$T/j3/cli_tiny.csv"; then
         ok "resume reuses every point"
     else bad "resume: $(grep '==>' "$T/again.err")"; fi
     rm -f "$T"/j1/points/cli_tiny/vllm-*.pt
     "$PB" run "$T/tiny.yaml" --results "$T/j1" >"$T/again.out" 2>"$T/again.err"
-    grep -q "3 points computed, 3 reused" "$T/again.err" && ok "resume recomputes only missing points" ||
+    grep -q ": 3 points computed, 3 reused" "$T/again.err" && ok "resume recomputes only missing points" ||
         bad "partial resume: $(grep '==>' "$T/again.err")"
     grep -q '"git_revision"' "$T/j1/cli_tiny.json" && ok "JSON sidecar" || bad "JSON sidecar"
     # the banner and the sidecar name the revision the binary was built from (--version),
@@ -81,7 +81,9 @@ if "$PB" run "$T/tiny.yaml" --jobs 1 --results "$T/j1" >"$T/j1.out" 2>"$T/j1.err
     if command -v git >/dev/null; then
         git init -q "$T/other" && git -C "$T/other" -c user.name=t -c user.email=t@t commit -q --allow-empty -m x
         built=$("$PB" --version | cut -d' ' -f2)
-        GIT_DIR="$T/other/.git" "$PB" run "$T/tiny.yaml" --results "$T/j1" >"$T/rev.out" 2>"$T/rev.err"
+        rm -f "$T/j1/cli_tiny.json"   # the sidecar must be this run's
+        GIT_DIR="$T/other/.git" "$PB" run "$T/tiny.yaml" --results "$T/j1" >"$T/rev.out" 2>"$T/rev.err" ||
+            bad "run under another GIT_DIR failed: $(tail -n 2 "$T/rev.err")"
         banner_rev=$(sed -n 's/^==> .*; pagedbench \(.*\)$/\1/p' "$T/rev.err" | head -n 1)
         json_rev=$(sed -n 's/.*"git_revision": *"\([^"]*\)".*/\1/p' "$T/j1/cli_tiny.json")
         [ "$banner_rev" = "$built" ] && [ "$json_rev" = "$built" ] &&

@@ -4,7 +4,8 @@
 # runs as the README writes it.  Skips (77) outside a git checkout.
 #   bash tests/cli_scripts_executable.sh        (from the repository root)
 set -u
-git rev-parse --is-inside-work-tree >/dev/null 2>&1 || { echo "skip: not a git checkout"; exit 77; }
+. "$(dirname "$0")/skip.sh"
+git rev-parse --is-inside-work-tree >/dev/null 2>&1 || pb_skip "not a git checkout"
 bad=0 n=0
 while IFS= read -r -d '' entry; do
     mode=${entry%% *}

@@ -101,10 +101,13 @@ for r in 0.5 6 18; do   # values --quick keeps (thin: 2)
     [ "$(grep -c -v orca_max "$T/cut.ids")" = 3 ] || cut_ok=0
 done
 [ "$cut_ok" = 1 ] && ok "--set sweep.0.values=[x] gives the full grid's point ids" || bad "cut sweeps get other point ids"
-"$PB" run "$Y" "${SET[@]}" --set knee.refine=0 --set "sweep.0.values=[6]" --quiet --results "$T/cut" >/dev/null 2>&1
-ncut=$(ls "$T/cut/points"/*/*.pt | wc -l)
-if "$PB" run "$Y" "${SET[@]}" --set knee.refine=0 --quiet --results "$T/cut" >/dev/null 2>"$T/cut.err"; then
-    grep -q "points computed, $ncut reused" "$T/cut.err" && ok "full grid reuses all $ncut points of the cut sweep" ||
+ncut=0
+"$PB" run "$Y" "${SET[@]}" --set knee.refine=0 --set "sweep.0.values=[6]" --quiet --results "$T/cut" >/dev/null 2>&1 &&
+    ncut=$(ls "$T/cut/points"/*/*.pt | wc -l)
+if [ "$ncut" -eq 0 ]; then
+    bad "the cut sweep failed or wrote no points"
+elif "$PB" run "$Y" "${SET[@]}" --set knee.refine=0 --quiet --results "$T/cut" >/dev/null 2>"$T/cut.err"; then
+    grep -q "[0-9] points computed, $ncut reused" "$T/cut.err" && ok "full grid reuses all $ncut points of the cut sweep" ||
         bad "full grid did not reuse the cut sweep's points: $(grep computed "$T/cut.err")"
 else
     bad "full grid run after a cut failed"

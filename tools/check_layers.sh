@@ -32,6 +32,7 @@ layer_of() {   # path -> layer number (by its top-level folder)
 
 declare -A where layer
 files=$(for l in ${LAYERS[*]}; do find "$l" \( -name '*.[ch]' -o -name '*.cu' -o -name '*.cuh' -o -name '*.cpp' \) 2>/dev/null; done | sort)
+[ -n "$files" ] || { echo "check_layers: no sources under $SRC" >&2; exit 2; }
 bad=0
 for f in $files; do
     n=$(basename "$f")

@@ -631,7 +631,7 @@ def main():
                     ov = [float(v) for v in old.strip("[]").split(",")] if old and old.startswith("[") else [float(old)]
                     nv = [float(v) for v in val.strip("[]").split(",")] if isinstance(val, str) else [val]
                     ok = len(ov) == len(nv) and all(abs(a - b) <= 0.01 * abs(b) + 1e-9 for a, b in zip(ov, nv))
-                except (ValueError, AttributeError):
+                except (ValueError, AttributeError, TypeError):   # TypeError: the key is missing
                     ok = False
                 if not ok:
                     bad += 1

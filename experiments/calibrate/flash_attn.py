@@ -185,7 +185,7 @@ def main():
     print("  prefill (full and chunked): %d rows, residual %s" % (np_, rp))
     if not a.check:
         return 0
-    for hw in ("a100-80gb", "a100-40gb", "a100-80gb-pcie"):
+    for hw in ("a100-80gb", "a100-40gb", "a100-80gb-pcie", "h100-sxm", "h200"):   # Hopper: the A100 fit carried
         with open(os.path.join(HW_DIR, hw + ".yaml")) as f:
             lines = f.read().split("\n")
         for k in KEYS:
