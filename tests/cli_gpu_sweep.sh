@@ -61,7 +61,7 @@ with open(d + "/calib_gemm.csv", "w") as f:
         f.write("%s,fp16,%d,5120,5120,%.3f,1,1\n" % (pre, m, t))
 EOF
 out=$($R "$T/gpu" 2>&1); rc=$?
-[ $rc = 0 ] && grep -q 'SYNTHETIC-FIXTURE, driver 0.0.0, CUDA 0.0/0.0, commit fixture, timer cupti: 90 attention + 78 GEMM rows' <<<"$out" &&
+[ $rc = 0 ] && grep -q 'SYNTHETIC-FIXTURE, driver 0.0.0, CUDA 0.0/0.0, commit fixture: 90 attention rows (timer cupti) + 78 GEMM rows (timer cupti)' <<<"$out" &&
     ok "fixture read: device, driver, CUDA, commit, row counts" || bad "fixture header line: rc $rc: $out"
 grep -qE '^ +1 +3\.00 ' <<<"$out" && grep -qE '^ +8 +3\.00 ' <<<"$out" && grep -qE '^ +16 +2\.00 ' <<<"$out" &&
     grep -qE '^ +256 +2\.00 ' <<<"$out" && ok "ns per lookup recovered by block size (3 below 16, 2 from 16)" ||
@@ -70,7 +70,7 @@ grep -qE '^ +5120 x 5120 +30\.0 +30\.0 +60\.0 +90\.0 +120\.0 +240\.0 +72$' <<<"$
     grep -q 'relative to M=64: M=96 2.00x, M=128 2.00x, M=160 3.00x' <<<"$out" && ok "GEMM bend: steps of 64 rows, knee at M=72" ||
     bad "GEMM bend: $out"
 out=$(python3 experiments/calibrate/calibrate.py --gpu-results "$T/gpu" --profiles "$T/none" 2>&1); rc=$?
-[ $rc = 77 ] && grep -q 'timer cupti: 90 attention' <<<"$out" && ok "calibrate.py prints the sweep" || bad "calibrate.py with a sweep: rc $rc"
+[ $rc = 77 ] && grep -q '90 attention rows (timer cupti)' <<<"$out" && ok "calibrate.py prints the sweep" || bad "calibrate.py with a sweep: rc $rc"
 
 # ---- PyTorch's attention beside the committed FlashAttention terms (torch_peer.py's layout) ----
 # the device name maps to h100-sxm.yaml; every time is twice the committed model's (the report

@@ -609,8 +609,9 @@ def main():
         print(line)
     sweeps = attn_block_sweep(a.gpu_results)
     if not sweeps:
-        print("GPU block-size sweep: none measured under %s (results/gpu/<device>/calib_attention.csv, written by "
-              "`./run_all.sh gpu`): attn_paged_block_ns stays the Fig. 18a value" % os.path.relpath(a.gpu_results, ROOT))
+        print("GPU block-size sweep: none usable under %s (results/gpu/<device>/calib_attention.csv, written by "
+              "`./run_all.sh gpu`; each one found is reported above): attn_paged_block_ns stays the Fig. 18a value"
+              % os.path.relpath(a.gpu_results, ROOT))
     bad = 0
     for hw in a.hardware:
         if hw not in TARGETS:

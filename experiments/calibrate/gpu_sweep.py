@@ -309,9 +309,10 @@ def report(dirs):
         if gpu_a or gpu_g:
             n_gpu += 1
             r0 = (gpu_a or gpu_g)[0]
-            out.append("GPU calibration sweep %s: %s, driver %s, CUDA %s, commit %s, timer %s: %d attention + %d GEMM "
-                       "rows" % (name, r0["device"], r0["driver"], r0["cuda"], r0["commit"], r0["timer"], len(gpu_a),
-                                 len(gpu_g)))
+            timers = lambda rs: "/".join(sorted({r["timer"] for r in rs})) or "-"   # each file's own timer
+            out.append("GPU calibration sweep %s: %s, driver %s, CUDA %s, commit %s: %d attention rows (timer %s) + "
+                       "%d GEMM rows (timer %s)" % (name, r0["device"], r0["driver"], r0["cuda"], r0["commit"],
+                                                    len(gpu_a), timers(gpu_a), len(gpu_g), timers(gpu_g)))
         else:
             out.append("PyTorch peer %s (no calibration sweep beside it):" % name)
         if gpu_a:

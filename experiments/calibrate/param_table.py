@@ -36,9 +36,12 @@ def main():
     tabs = [params(h) for h in hws]
     print("| parameter | " + " | ".join(hws) + " | source (data, residual) of the %s value |" % hws[0])
     print("|---|" + "---|" * len(hws) + "---|")
-    for k in tabs[0][0]:
+    keys = list(tabs[0][0])   # the first spec's keys in its order, then the others' own keys
+    for t in tabs[1:]:
+        keys += [k for k in t[0] if k not in keys]
+    for k in keys:
         name = k[len("cost_model."):]
-        src = tabs[0][1].get(k, "(no source)").replace("|", "/")
+        src = next((t[1][k] for t in tabs if k in t[1]), "(no source)").replace("|", "/")
         print("| `%s` | %s | %s |" % (name, " | ".join(t[0].get(k, "-").replace("|", "/") for t in tabs), src))
     return 0
 
