@@ -565,10 +565,12 @@ def q(s):
     return '"' + s.replace("\\", "\\\\").replace('"', '\\"') + '"'
 
 
-def get_value(lines, path):
+def get_value(lines, path, comment=True):
+    """The scalar text of key `path`; comment=False keeps a '#' (a quoted source's text)."""
     for i, ind, p in key_paths(lines):
         if p == path:
-            return lines[i].split(":", 1)[1].split("#")[0].strip()
+            v = lines[i].split(":", 1)[1]
+            return (v.split("#")[0] if comment else v).strip()
     return None
 
 
@@ -637,6 +639,10 @@ def main():
                 if not ok:
                     bad += 1
                     flag = "   <-- committed %s" % old
+                parts = key.split(".")   # the source and residual written beside it are the fit's too
+                if get_value(lines, ".".join(parts[:-1] + ["sources", parts[-1]]), comment=False) != q(src):
+                    bad += 1
+                    flag += "   <-- its committed source text differs from the fit's"
             note = textwrap.wrap(src.split("; residual ")[-1], width=100, break_long_words=False,
                                  break_on_hyphens=False) or [""]
             print("  %-45s %12s   %s%s" % (key, ("%g" % val) if not isinstance(val, str) else val, note[0], flag))

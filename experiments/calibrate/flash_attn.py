@@ -193,6 +193,13 @@ def main():
             if v is None or abs(float(v) - vals[k]) > 0.01 * abs(vals[k]) + 1e-12:
                 print("MISMATCH %s cost_model.%s: committed %s, fit %.4g" % (hw, k, v, vals[k]))
                 bad += 1
+            # the source beside it names the fit's rows and residual
+            src = get_value(lines, "cost_model.sources." + k, comment=False) or ""
+            n, r = (nd, rd) if k.startswith("flash_decode") else (np_, rp)
+            want = ("%d decode rows" if k.startswith("flash_decode") else "%d prefill rows") % n
+            if want not in src or "residual " + r not in src:
+                print("MISMATCH %s cost_model.sources.%s: does not say '%s' and 'residual %s'" % (hw, k, want, r))
+                bad += 1
     return 1 if bad else 0
 
 
