@@ -31,4 +31,26 @@ if [ -d "$FULL/vidur" ]; then
     python3 experiments/calibrate/flash_attn.py --check --profiles "$FULL"
 else
     python3 experiments/calibrate/flash_attn.py --paper --check
-fi
+fi || exit 1
+# a10g has no profiles: its borrowed keys must be a100-40gb's values and sources; a drifted
+# copy (a value, a source) is counted, and --write's borrow() puts the lender's back
+T=$(mktemp -d) && trap 'rm -rf "$T"' EXIT
+cp experiments/hardware/a10g.yaml experiments/hardware/a100-40gb.yaml "$T/"
+python3 - "$T" <<'EOF2' || exit 1
+import re, shutil, sys
+sys.path.insert(0, "experiments/calibrate")
+import calibrate as cal
+cal.HW_DIR = sys.argv[1]
+path = cal.HW_DIR + "/a10g.yaml"
+assert cal.borrow("a10g", "a100-40gb", False) == 0, "the committed a10g's borrowed keys differ from a100-40gb's"
+good = open(path).read()
+bad = re.sub(r"(?m)^  gemm_fixed_us: .*$", "  gemm_fixed_us: 9.999", good)
+bad = re.sub(r'(elementwise_fixed_us: "a100-40gb.yaml, borrowed \([^)]*\): )', r"\1X", bad)
+assert bad.count("9.999") == 1 and '): Xcalibrate.py' in bad, "the fixture edits found nothing to edit"
+open(path, "w").write(bad)
+n = cal.borrow("a10g", "a100-40gb", False)
+assert n == 2, "a drifted value and a drifted source: %d reported, not 2" % n
+cal.borrow("a10g", "a100-40gb", True)
+assert open(path).read() == good, "--write did not restore the lender's value and source"
+EOF2
+echo "ok: a10g's borrowed keys follow a100-40gb's"

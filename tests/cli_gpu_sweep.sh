@@ -142,7 +142,7 @@ sys.path.insert(0, "experiments/calibrate")
 import calibrate as cal
 _, gemms, _ = cal.mlp_rows("tests/data/gpu-profiles", "h100")
 seen = {}
-for M, K, N, m in gemms:
+for M, K, N, m, _ in gemms:
     seen.setdefault((M, K, N), m)
 with open(sys.argv[1] + "/torch_gemm.csv", "w") as f:
     f.write("device,driver,torch,cuda,commit,timer,dtype,m,n,k,median_us,tflops,gbps\n")

@@ -3,13 +3,13 @@
  * experiments/calibrate/calibrate.py fits gemm_flops_efficiency, gemm_bw_efficiency,
  * gemm_sm_bw_GBps and gemm_fixed_us on 36,516 profiled A100 GEMMs with its own (Python)
  * copy of the sim's formula (tiles, split-K, weight streams, sqrt(compute^2 + memory^2)),
- * and reports a median |error| of 5.1% (p90 14.1%) and, per token-count bucket, a median
- * pred/measured within 0.98-1.05.  This test runs the C formula (pb_sim_gemm_time,
+ * and reports a median |error| of 5.0% (p90 13.9%) and, per token-count bucket, a median
+ * pred/measured within 0.99-1.03.  This test runs the C formula (pb_sim_gemm_time,
  * a100-80gb.yaml) over a committed sample of those GEMMs (tests/data/a100_gemm_sample.csv:
- * every 180th row and every 30th with at most 256 tokens, made by `calibrate.py
- * --gemm-sample`) and checks that it lands at the same residuals -- so the two copies of
- * the formula cannot drift apart, and a YAML edit that breaks the fit fails here even
- * where ../shared (and so tests/cli_calibrate.sh) is absent.
+ * of each operator's rows -- QKV, out, FC1, FC2 -- every 45th and every 30th with at most
+ * 256 tokens, made by `calibrate.py --gemm-sample`) and checks that it lands at the same
+ * residuals -- so the two copies of the formula cannot drift apart, and a YAML edit that
+ * breaks the fit fails here even where ../shared (and so tests/cli_calibrate.sh) is absent.
  *
  * Bounds: overall median |err| <= 8% and p90 <= 20%; per bucket (1-64, 65-192, 193-512,
  * 513+ tokens) the median pred/measured within 0.9-1.1.  The single-efficiency model of

@@ -70,7 +70,9 @@ def read_base(hw):
 
 
 # ---- fitting -------------------------------------------------------------------------
-def nelder_mead(f, x0, steps, iters=300):
+def nelder_mead(f, x0, steps, iters=300, tol=None):
+    """Minimise f from x0 (simplex edges `steps`): `iters` iterations, or fewer once the simplex's
+    values agree to a relative `tol`; returns the best vertex."""
     n = len(x0)
     pts = [list(x0)] + [[x0[j] + (steps[j] if j == i else 0) for j in range(n)] for i in range(n)]
     vals = [f(p) for p in pts]
@@ -78,6 +80,8 @@ def nelder_mead(f, x0, steps, iters=300):
         order = sorted(range(n + 1), key=lambda i: vals[i])
         pts = [pts[i] for i in order]
         vals = [vals[i] for i in order]
+        if tol is not None and vals[-1] - vals[0] <= tol * abs(vals[0]):
+            break
         c = [sum(p[j] for p in pts[:-1]) / n for j in range(n)]
         xr = [c[j] + (c[j] - pts[-1][j]) for j in range(n)]
         fr = f(xr)
@@ -96,7 +100,7 @@ def nelder_mead(f, x0, steps, iters=300):
                 for i in range(1, n + 1):
                     pts[i] = [pts[0][j] + 0.5 * (pts[i][j] - pts[0][j]) for j in range(n)]
                     vals[i] = f(pts[i])
-    return pts[0]
+    return pts[min(range(n + 1), key=lambda i: vals[i])]
 
 
 def sq_log_err(pred_meas):
@@ -143,7 +147,7 @@ def mlp_rows(prof, gpu):
             for op, (K, N) in shapes.items():
                 m = med(r, op)
                 if m and m > 0:
-                    gemms.append((M, K, N, m))
+                    gemms.append((M, K, N, m, op))
             if not gated:
                 continue      # phi-2: stock LayerNorm/GELU, parallel block; the gated models' kernels only
             eb = {"input_layernorm": 2 * M * d * 2, "post_attention_layernorm": 2 * M * d * 2,
@@ -166,6 +170,7 @@ def mlp_rows(prof, gpu):
 #   time    = sqrt(compute^2 + memory^2) + fixed * (1, or 2 with a split-K reduction)
 # The library's pick is the fastest configuration at M rounded up to the tile-height unit
 # (the gcd of the tile heights; the sim tabulates it per unit), timed at the exact M.
+FIT_EVERY = 16       # the GEMM fit runs on every 16th row of each operator; residuals are over all rows
 SPLITK = [1, 2, 4, 8, 16]
 SPLITK_MIN_K = 128
 M_UNIT = 64          # gcd of TILES' heights
@@ -209,7 +214,7 @@ def gemm_pred(M, K, N, x, base):
     return gemm_pick(gemm_configs(math.ceil(M / M_UNIT) * M_UNIT, K, N, base), M, K, N, x, base)
 
 
-M_BUCKETS = [(1, 64), (65, 192), (193, 512), (513, 4096)]
+M_BUCKETS = [(1, 64), (65, 192), (193, 512), (513, 4096), (4097, 32768)]
 
 
 def bucket_residuals(rows, buckets=None):
@@ -222,13 +227,20 @@ def bucket_residuals(rows, buckets=None):
     return ", ".join(out)
 
 
+def by_operator(gemms, every, keep=lambda g: True):
+    """Every `every`-th row (of those `keep` passes) of each operator's rows in profile order: a
+    sample of all four GEMM kinds (a stride over the interleaved rows would pick one kind)."""
+    ops = sorted({g[4] for g in gemms})
+    return [g for op in ops for g in [g for g in gemms if g[4] == op and keep(g)][::every]]
+
+
 def fit_gemm(gemms, base):
-    pre = [(gemm_configs(math.ceil(M / M_UNIT) * M_UNIT, K, N, base), M, K, N, m) for M, K, N, m in gemms]
-    sub = pre[::16]
+    pre = [(gemm_configs(math.ceil(M / M_UNIT) * M_UNIT, K, N, base), M, K, N, m, op) for M, K, N, m, op in gemms]
+    sub = by_operator(pre, FIT_EVERY)
     ok = lambda x: 0.05 < x[0] <= 1 and 0.05 < x[1] <= 1 and x[2] > 1 and x[3] >= 0
-    f = lambda x: sq_log_err([(gemm_pick(cf, M, K, N, x, base), m) for cf, M, K, N, m in sub]) if ok(x) else 1e9
-    x = nelder_mead(f, [0.72, 0.85, 30.0, 3.0], [0.05, 0.05, 10.0, 1.0], iters=200)
-    rows = [(M, gemm_pick(cf, M, K, N, x, base), m) for cf, M, K, N, m in pre]
+    f = lambda x: sq_log_err([(gemm_pick(cf, M, K, N, x, base), m) for cf, M, K, N, m, _ in sub]) if ok(x) else 1e9
+    x = nelder_mead(f, [0.72, 0.85, 30.0, 3.0], [0.05, 0.05, 10.0, 1.0], iters=1500, tol=1e-7)
+    rows = [(M, gemm_pick(cf, M, K, N, x, base), m) for cf, M, K, N, m, _ in pre]
     res = residual([(p, m) for _, p, m in rows])
     return x, res, bucket_residuals(rows), interval([(p, m) for _, p, m in rows])
 
@@ -263,6 +275,14 @@ def fit_prefill_attn(prof, base):
 
 
 # ---- all-reduce (network/<gpu>_dgx/all_reduce.csv) ------------------------------------
+def nbytes(S):
+    """A message size as the profiles' tables name it: 2 KiB, 64 MiB, 1 GiB."""
+    for unit, scale in (("GiB", 1 << 30), ("MiB", 1 << 20), ("KiB", 1 << 10)):
+        if S >= scale:
+            return "%g %s" % (S / scale, unit)
+    return "%d B" % S
+
+
 def fit_allreduce(prof, net):
     path = os.path.join(prof, "vidur", "network", net, "all_reduce.csv")
     out = {}
@@ -276,7 +296,7 @@ def fit_allreduce(prof, net):
         x = nelder_mead(f, [30.0, 150.0], [10.0, 50.0])
         x[1] = abs(x[1]) + 1e-3
         out[tp] = (abs(x[0]), abs(x[1]), [(abs(x[0]) * 1e-6 + S / (abs(x[1]) * 1e9), m) for S, m in pts],
-                   len(pts))
+                   len(pts), min(S for S, _ in pts), max(S for S, _ in pts))
     return path, out
 
 
@@ -408,7 +428,7 @@ def profile_vs_device(prof, gpu_results):
             continue
         meas = {(int(r["m"]), int(r["k"]), int(r["n"])): float(r["median_us"]) * 1e-6 for r in dev_rows}
         _, gemms, _ = mlp_rows(prof, chip)
-        pairs = [(M, m, meas[(M, K, N)]) for M, K, N, m in gemms if (M, K, N) in meas]
+        pairs = [(M, m, meas[(M, K, N)]) for M, K, N, m, _ in gemms if (M, K, N) in meas]
         name = os.path.relpath(os.path.dirname(path), ROOT)
         if not pairs:
             out.append("profiled %s GEMMs vs %s/torch_gemm.csv: no (M, K, N) in common" % (chip, name))
@@ -451,7 +471,10 @@ def _fit_all(prof, t):
     files, gemms, elems = mlp_rows(prof, t["gpu"])
     rel = "data/gpu-profiles/vidur/compute/%s/*/*/mlp.csv" % t["gpu"]
     (eff, bweff, smbw, fixed), res, buckets, giv = fit_gemm(gemms, src_base)
-    n_g = "%d GEMM rows of %d files (QKV, out, FC1/gate-up, FC2/down at TP 1-8, 1-4096 tokens)" % (len(gemms), len(files))
+    tps = sorted({int(r["num_tensor_parallel_workers"]) for path in files for r in rows(path)})
+    n_g = ("%d GEMM rows of %d files (QKV, out, FC1/gate-up, FC2/down at TP %d-%d, %d-%d tokens), fitted on every %dth "
+           "row of each operator" % (len(gemms), len(files), tps[0], tps[-1], min(g[0] for g in gemms),
+                                     max(g[0] for g in gemms), FIT_EVERY))
     src = ("calibrate.py fit of the sim's GEMM formula (tiles, split-K, per-SM bandwidth, sqrt(compute^2 + memory^2)) "
            "on %s, %s; residual %s; pred/measured by token count, median [p10-p90]: %s%s" % (rel, n_g, res, buckets,
                                                                                            t["note"]))
@@ -478,9 +501,10 @@ def _fit_all(prof, t):
             ("cost_model.residuals.prefill_attn", piv, "10th and 90th percentile of measured / predicted over the "
              "prefill-attention fit's rows (the prefill_attn_* sources)")]
     path, ar = fit_allreduce(prof, t["net"])
-    for tp, (lat, bw, r, n) in sorted(ar.items()):
+    for tp, (lat, bw, r, n, lo, hi) in sorted(ar.items()):
         asrc = ("calibrate.py fit on data/gpu-profiles/vidur/network/%s/all_reduce.csv: %d rows at num_workers = "
-                "devices_per_node = %d (one node; 2 KiB-64 MiB fp16); residual %s" % (t["net"], n, tp, residual(r)))
+                "devices_per_node = %d (one node; %s-%s); residual %s" % (t["net"], n, tp, nbytes(lo), nbytes(hi),
+                                                                          residual(r)))
         out += [("cost_model.allreduce_tp%d_us" % tp, round(lat, 2), asrc),
                 ("cost_model.allreduce_tp%d_GBps" % tp, round(bw, 1), asrc)]
     out.append(("cost_model.residuals.allreduce", interval([pm for tp in ar for pm in ar[tp][2]]),
@@ -489,7 +513,7 @@ def _fit_all(prof, t):
     top = max(ar)
     for tp in (2, 4, 8):    # a node with fewer GPUs: the largest measured degree stands in
         if tp not in ar:
-            lat, bw, r, n = ar[top]
+            lat, bw = ar[top][:2]
             asrc = ("no %d-GPU all-reduce on this %d-GPU node: the tp-%d fit stands in (calibrate.py, %s); residual "
                     "unknown" % (tp, top, top, t["net"]))
             out += [("cost_model.allreduce_tp%d_us" % tp, round(lat, 2), asrc),
@@ -512,6 +536,43 @@ def _fit_all(prof, t):
              "fit's rows (framework.python step_us, seq_us); the TP > 1 worker terms' wider residual is not in it"),
             ("cost_model.framework.python.worker_seq_us", round(wq, 2), wsrc)]
     return out
+
+
+# ---- hardware without profiles: keys borrowed from a calibrated part ------------------
+# A borrowed key's source reads '<lender>.yaml, borrowed (<why>): <the lender's source>' and
+# its value is the lender's; both follow the lender when it is refitted.
+BORROWERS = {"a10g": "a100-40gb"}
+
+
+def borrow(hw, lender, write):
+    """Compare (and with write, set) hw's borrowed keys with lender's; returns how many differ."""
+    paths = [os.path.join(HW_DIR, h + ".yaml") for h in (hw, lender)]
+    lines, lend = [open(p).readlines() for p in paths]
+    tag, bad = '"%s.yaml, borrowed (' % lender, 0
+    print("== %s (keys borrowed from %s)" % (hw, lender))
+    for _, _, sp in key_paths(lines):
+        parts = sp.split(".")
+        src = get_value(lines, sp, comment=False)
+        if len(parts) < 2 or parts[-2] != "sources" or not src.startswith(tag):
+            continue
+        key = ".".join(parts[:-2] + parts[-1:])
+        head = src[:src.index("): ") + 3]
+        lval, lsrc = get_value(lend, key), get_value(lend, sp, comment=False)
+        if lval is None or lsrc is None:
+            raise SystemExit("calibrate.py: %s borrows %s, which %s.yaml lacks" % (hw, key, lender))
+        if get_value(lines, key) == lval and src == head + lsrc[1:]:
+            continue
+        bad += 1
+        print("  %-45s %12s   %s" % (key, lval, "<-- written" if write else "<-- committed %s, or its source, differs"
+                                    % get_value(lines, key)))
+        if write:
+            set_key(lines, key, lval)
+            set_key(lines, sp, head + lsrc[1:])
+    if write and bad:
+        with open(paths[0] + ".tmp", "w") as f:
+            f.writelines(lines)
+        os.replace(paths[0] + ".tmp", paths[0])
+    return 0 if write else bad
 
 
 # ---- YAML rewriting (line based: keeps comments, order and every other key) ------------
@@ -598,14 +659,15 @@ def main():
     if a.gemm_sample:
         files, gemms, _ = mlp_rows(a.profiles, "a100")
         with open(a.gemm_sample + ".tmp", "w") as f:
-            f.write("# every 180th GEMM row of data/gpu-profiles/vidur/compute/a100/*/*/mlp.csv (median kernel time), and\n"
-                    "# every 30th of those with at most 256 tokens (the transition region), written by\n"
+            f.write("# of each operator's GEMM rows (QKV, out, FC1/gate-up, FC2/down) of\n"
+                    "# data/gpu-profiles/vidur/compute/a100/*/*/mlp.csv (median kernel time): every 45th, and every\n"
+                    "# 30th of those with at most 256 tokens (the transition region), written by\n"
                     "# experiments/calibrate/calibrate.py --gemm-sample; tests/test_calibration.c checks the C cost\n"
                     "# model's GEMM time against it (the same residual as the fit's, overall and per token-count bucket)\n")
             f.write("M,K,N,measured_us\n")
-            for i, (M, K, N, m) in enumerate(gemms):
-                if i % 180 == 0 or (M <= 256 and i % 30 == 0):
-                    f.write("%d,%d,%d,%.3f\n" % (M, K, N, m * 1e6))
+            sample = by_operator(gemms, 45) + by_operator(gemms, 30, lambda g: g[0] <= 256)
+            for M, K, N, m, _ in dict.fromkeys(sample):   # once each, in order
+                f.write("%d,%d,%d,%.3f\n" % (M, K, N, m * 1e6))
         os.replace(a.gemm_sample + ".tmp", a.gemm_sample)
     for line in profile_vs_device(a.profiles, a.gpu_results):
         print(line)
@@ -660,6 +722,9 @@ def main():
             with open(tmp, "w") as f:
                 f.writelines(lines)
             os.replace(tmp, path)
+    for hw, lender in sorted(BORROWERS.items()):
+        if lender in a.hardware:
+            bad += borrow(hw, lender, a.write)
     if a.check and bad:
         print("calibrate.py: %d committed values differ from the fit: run with --write" % bad, file=sys.stderr)
         return 1

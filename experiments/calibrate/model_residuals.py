@@ -68,7 +68,7 @@ def main():
         for org in sorted(os.listdir(root)):
             for model in sorted(os.listdir(os.path.join(root, org))):
                 gemms, elems = one_file(os.path.join(root, org, model, "mlp.csv"), gpu)
-                g = sorted(abs(gemm_time(M, K, N, hw, base) / m - 1) for M, K, N, m in gemms)
+                g = sorted(abs(gemm_time(M, K, N, hw, base) / m - 1) for M, K, N, m, _ in gemms)
                 e = sorted(abs((ef * 1e-6 + by / (base["hbm_bandwidth_GBps"] * 1e9 * ee)) / m - 1) for by, m in elems)
                 pct = lambda v, q: "%.1f" % (100 * v[min(len(v) - 1, int(q * len(v)))]) if v else ""
                 print("%s,%s,%s/%s,%d,%s,%s,%d,%s,%s" % (gpu, hw, org, model, len(g), pct(g, 0.5), pct(g, 0.9), len(e),
