@@ -5,7 +5,8 @@ on published per-call timings (micro level: one collective, no model around it).
     python3 experiments/calibrate/custom_allreduce.py            print the fit and its residuals
     python3 experiments/calibrate/custom_allreduce.py --check    also compare with the hardware
                                                                  YAMLs (exit 1 when a committed
-                                                                 value is off by more than 1%)
+                                                                 value is off by more than 1%,
+                                                                 or its source is not the fit's)
 
 What it models.  vLLM's V1 engine (v0.33.0, the release `engine: v1` pins) does not reduce
 tensor-parallel activations through NCCL when the GPUs share NVLink: vllm/distributed/
@@ -101,6 +102,14 @@ def committed(hw):
             re.finditer(r"^  (custom_allreduce_tp\d_(?:us|GBps)): *([0-9.eE+-]+)", text, re.M)}
 
 
+def committed_sources(hw):
+    """{key: source text} of the custom_allreduce_* keys' sources in experiments/hardware/<hw>.yaml."""
+    with open(os.path.join(HW_DIR, hw + ".yaml")) as f:
+        text = f.read()
+    return {m.group(1): m.group(2).replace('\\"', '"').replace("\\\\", "\\") for m in
+            re.finditer(r'^    (custom_allreduce_tp\d_(?:us|GBps)): *"(.*)"\s*$', text, re.M)}
+
+
 def main(argv):
     v = values()
     for tp in sorted(v):
@@ -112,7 +121,7 @@ def main(argv):
         return 0
     bad = 0
     for hw in ("h100-sxm", "h200"):
-        c = committed(hw)
+        c, cs = committed(hw), committed_sources(hw)
         for tp in sorted(v):
             for key, want in (("custom_allreduce_tp%d_us" % tp, v[tp][0]), ("custom_allreduce_tp%d_GBps" % tp, v[tp][1])):
                 got = c.get(key)
@@ -120,7 +129,12 @@ def main(argv):
                     print("custom_allreduce.py: experiments/hardware/%s.yaml %s = %s, the fit gives %g"
                           % (hw, key, got, want), file=sys.stderr)
                     bad += 1
-    print("custom_allreduce.py --check: %s" % ("%d values off" % bad if bad else "h100-sxm and h200 match the fit"))
+                # the source and residual written beside it are the fit's too (h200's after a stated prefix)
+                if not cs.get(key, "").endswith(source(tp, v[tp])):
+                    print("custom_allreduce.py: experiments/hardware/%s.yaml sources.%s does not end in the fit's "
+                          "source text" % (hw, key), file=sys.stderr)
+                    bad += 1
+    print("custom_allreduce.py --check: %s" % ("%d values or sources off" % bad if bad else "h100-sxm and h200 match the fit"))
     return 1 if bad else 0
 
 

@@ -1,16 +1,18 @@
 #!/usr/bin/env python3
-"""profiles_subset.py -- the cells of the GPU profiles that calibrate.py reads, as files.
+"""profiles_subset.py -- the cells of the GPU profiles that calibrate.py and flash_attn.py read, as files.
 
     python3 experiments/calibrate/profiles_subset.py --write     rewrite tests/data/gpu-profiles
     python3 experiments/calibrate/profiles_subset.py --check     exit 1 if it is not current
 
-Runs calibrate.py's fits for every hardware target on ../shared/data/gpu-profiles (or
---profiles DIR) with its CSV reader instrumented: every cell a fit reads is recorded.
+Runs calibrate.py's fits for every hardware target, and flash_attn.py's row loader, on
+../shared/data/gpu-profiles (or --profiles DIR) with their CSV reader instrumented: every
+cell a fit reads is recorded.
 The subset keeps every file calibrate.py opened, in the same layout, every row in order,
 the columns it read (in their original order), and in each row only the cells read there
 (the others empty).  calibrate.py therefore reads the same values from the subset and
-makes the same fits (tests/cli_calibrate.sh runs `calibrate.py --check --profiles
-tests/data/gpu-profiles` where the full profiles are absent, as in CI).  --check also
+makes the same fits (tests/cli_calibrate.sh runs `calibrate.py --check` and
+`flash_attn.py --check` with `--profiles tests/data/gpu-profiles` where the full profiles
+are absent, as in CI).  --check also
 prints calibrate's report and fails like `calibrate.py --check` when a committed
 hardware value no longer follows from the data, so one pass of the fits does both.
 The profiles are Vidur's (MIT, tests/data/gpu-profiles/LICENSE-vidur-MIT.txt).
@@ -24,6 +26,7 @@ import sys
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
 import calibrate  # noqa: E402
+import flash_attn  # noqa: E402
 
 ROOT = os.path.dirname(os.path.dirname(HERE))
 OUT = os.path.join(ROOT, "tests", "data", "gpu-profiles")
@@ -55,6 +58,8 @@ def instrumented_fits(prof):
     calibrate.rows = rows
     for hw in sorted(calibrate.TARGETS):
         calibrate.fit_all(prof, hw)
+    flash_attn.rows = rows   # and the FlashAttention-2 fit's rows (flash_attn.py reads through calibrate's reader)
+    flash_attn.load(prof)
     return opened
 
 
